@@ -1,0 +1,67 @@
+#include "accounting/cpu_pools.h"
+
+#include <string>
+
+namespace vri {
+
+namespace {
+
+// Takes `unit` whole into `taken` when it is still entirely free and fits `remaining`.
+void takeWholeUnit(const CpuSet& unit, CpuSet& taken, int& remaining) {
+  const int size = unit.count();
+  if (size == 0 || size > remaining || unit.intersects(taken)) return;
+  taken |= unit;
+  remaining -= size;
+}
+
+}  // namespace
+
+Result<CpuSet> chooseReservedCpus(const Topology& topology, int count) {
+  const int online = topology.onlineCpus().count();
+  if (count < 0) return Error::invalidArgument("reserved CPU count " + std::to_string(count) + " is negative");
+  if (count > online) {
+    return Error::invalidArgument("cannot reserve " + std::to_string(count) + " CPUs: the machine has " +
+                                  std::to_string(online) + " online");
+  }
+  CpuSet taken;
+  int remaining = count;
+  for (const Package& package : topology.packages()) takeWholeUnit(package.cpus, taken, remaining);
+  for (const NumaNode& node : topology.numaNodes()) takeWholeUnit(node.cpus, taken, remaining);
+  for (const Core& core : topology.cores()) takeWholeUnit(core.cpus, taken, remaining);
+  // Single threads last, from the lowest core that still has free ones.
+  for (const Core& core : topology.cores()) {
+    for (int cpu : core.cpus - taken) {
+      if (remaining == 0) break;
+      taken.add(cpu);
+      --remaining;
+    }
+  }
+  return taken;
+}
+
+Result<CpuPools> computeCpuPools(const Topology& topology, const ReservedCpusConfig& config) {
+  const CpuSet& online = topology.onlineCpus();
+  CpuPools pools;
+  if (config.cpus.has_value()) {
+    if (config.count != 0) {
+      return Error::invalidArgument("set either reserved-cpus or a reserved CPU count, not both");
+    }
+    const CpuSet unknown = *config.cpus - online;
+    if (!unknown.empty()) {
+      return Error::invalidArgument("reserved-cpus " + config.cpus->format() + " names CPUs that are not online: " +
+                                    unknown.format() + " (online: " + online.format() + ")");
+    }
+    pools.reserved = *config.cpus;
+  } else {
+    VRI_ASSIGN_OR_RETURN(pools.reserved, chooseReservedCpus(topology, config.count));
+  }
+  pools.assignable = online - pools.reserved;
+  pools.shared = config.strict ? pools.assignable : online;
+  if (pools.shared.empty()) {
+    return Error::invalidArgument("strict-cpu-reservation with reserved CPUs " + pools.reserved.format() +
+                                  " leaves no CPU for the shared pool");
+  }
+  return pools;
+}
+
+}  // namespace vri

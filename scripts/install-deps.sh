@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Installs what VRI needs to build and test, from Debian 12's packages only.
+# Does nothing (and needs no network) when everything is already installed.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build ccache pkg-config
+  clang clang-format libclang-rt-14-dev          # the second compiler and its sanitizer runtimes
+  libhwloc-dev hwloc                              # topology
+  libvirt-dev                                     # libvirt bridge
+  libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev  # API
+  libsqlite3-dev                                  # ledger
+  googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$package" 2>/dev/null || true)
+  [ "$status" = installed ] || missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+sudo=()
+[ "$(id -u)" -eq 0 ] || sudo=(sudo)
+echo "install-deps: installing ${missing[*]}"
+"${sudo[@]}" apt-get update -q
+DEBIAN_FRONTEND=noninteractive "${sudo[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs what VRI needs, builds it, and runs every test:
+#   1. the whole suite built with g++ (every label),
+#   2. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
+#   3. a formatting check against .clang-format.
+# Prints how long each stage took.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+
+jobs=$(nproc)
+timings=()
+stage() {
+  local name=$1
+  shift
+  echo "=== ${name}"
+  local start_ms=$(($(date +%s%N) / 1000000))
+  "$@"
+  local ms=$(($(date +%s%N) / 1000000 - start_ms))
+  local seconds=$(printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)))
+  timings+=("$(printf '%-34s %7s s' "$name" "$seconds")")
+  echo "=== ${name}: ${seconds} s"
+}
+
+check_format() {
+  local files
+  mapfile -t files < <(git ls-files '*.cc' '*.h')
+  clang-format --dry-run --Werror "${files[@]}"
+}
+
+total_start=$(date +%s)
+stage "install dependencies" scripts/install-deps.sh
+stage "build (g++)" env CXX=g++ CC=gcc scripts/build.sh build
+stage "test (g++, all labels)" ctest --test-dir build -j "$jobs" --output-on-failure
+stage "build (clang, ASan+UBSan)" env CXX=clang++ CC=clang scripts/build.sh build-asan \
+  -DVRI_SANITIZE=address,undefined -DVRI_BUILD_BENCHMARKS=OFF
+stage "test (clang, ASan+UBSan, unit)" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  ctest --test-dir build-asan -L unit -j "$jobs" --output-on-failure
+stage "format check" check_format
+
+echo
+echo "Stage times:"
+printf '  %s\n' "${timings[@]}"
+echo "  total: $(( $(date +%s) - total_start )) s"

@@ -29,6 +29,24 @@ CpuSet preferredCpus(const Topology& topology, const std::vector<int>& nodes, bo
   return cpus;
 }
 
+// With singleNumaNode: the candidates of the node that holds the request
+// with the fewest CPUs to spare (best fit).
+Result<CpuSet> singleNodeCandidates(const Topology& topology, const CpuSet& candidates, int count, bool fullCores) {
+  CpuSet best;
+  int largest = 0, largest_node = -1;
+  for (const NumaNode& node : topology.numaNodes()) {
+    const CpuSet on_node = candidates & node.cpus;
+    const int free = on_node.count();
+    if (free >= count && (best.empty() || free < best.count())) best = on_node;
+    if (free > largest) largest = free, largest_node = node.id;
+  }
+  if (!best.empty()) return best;
+  std::string message = "need " + std::to_string(count) + " CPUs on one NUMA node" +
+                        (fullCores ? " with full cores" : "") + "; largest free: " + std::to_string(largest);
+  if (largest_node >= 0) message += " on node " + std::to_string(largest_node);
+  return Error::resourceExhausted(message);
+}
+
 }  // namespace
 
 CpuSet wholeFreeCoreCpus(const Topology& topology, const CpuSet& available) {
@@ -58,10 +76,15 @@ Result<CpuSet> takeCpus(const Topology& topology, const CpuSet& available, const
     }
     candidates = wholeFreeCoreCpus(topology, candidates);
     if (count > candidates.count()) {
+      const int whole_free = candidates.count() / threads;
       return Error::resourceExhausted("SMT alignment error: need " + std::to_string(count / threads) +
                                       " whole cores (" + std::to_string(count) + " CPUs); " +
-                                      std::to_string(candidates.count() / threads) + " whole cores are free");
+                                      std::to_string(whole_free) +
+                                      (whole_free == 1 ? " whole core is" : " whole cores are") + " free");
     }
+  }
+  if (request.singleNumaNode) {
+    VRI_ASSIGN_OR_RETURN(candidates, singleNodeCandidates(topology, candidates, count, options.fullPcpusOnly));
   }
   if (request.preferredNumaNodes.empty()) return choose(topology, candidates, count, options);
 

@@ -24,6 +24,8 @@ struct CpuTakeRequest {
   // NUMA nodes the CPUs should come from (a topology hint); empty: any.
   // CPUs outside them are used only when these cannot provide enough.
   std::vector<int> preferredNumaNodes;
+  // All CPUs from one NUMA node, or a refusal that names the largest free one.
+  bool singleNumaNode = false;
 };
 
 }  // namespace vri

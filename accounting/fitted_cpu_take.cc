@@ -41,8 +41,8 @@ class FreeCores {
     int id = 0;
     int package = -1;
     int freeCpus = 0;
-    int partialCpus = 0;                // free CPUs on cores whose siblings are taken
-    std::vector<size_t> wholeCores;     // positions in topology.cores(), ascending
+    int partialCpus = 0;             // free CPUs on cores whose siblings are taken
+    std::vector<size_t> wholeCores;  // positions in topology.cores(), ascending
     std::vector<size_t> partialCores;
   };
 
@@ -78,13 +78,14 @@ class FreeCores {
     }
     if (remaining <= 0) return;
     std::vector<size_t> partial;
-    for (const NodeState* node : nodes) partial.insert(partial.end(), node->partialCores.begin(), node->partialCores.end());
+    for (const NodeState* node : nodes)
+      partial.insert(partial.end(), node->partialCores.begin(), node->partialCores.end());
     const auto nearUsed = [&](size_t position) {
       return std::find(l3_used.begin(), l3_used.end(), cores[position].l3) != l3_used.end();
     };
     std::stable_sort(partial.begin(), partial.end(), [&](size_t a, size_t b) { return nearUsed(a) > nearUsed(b); });
     for (size_t position : partial) {
-      for (int cpu : cores[position].cpus & free_) {
+      for (int cpu : cores[position].cpus& free_) {
         if (remaining == 0) return;
         taken.add(cpu);
         --remaining;
@@ -193,11 +194,12 @@ Result<CpuSet> takeFitted(const Topology& topology, const CpuSet& available, int
     if (best == nullptr || state.fitKey(node, count) < state.fitKey(*best, count)) best = &node;
   }
   CpuSet taken;
-  state.takeFromNodes(best != nullptr ? std::vector<const FreeCores::NodeState*>{best} : chooseNodes(state.nodes(), count),
-                      count, taken);
+  state.takeFromNodes(
+      best != nullptr ? std::vector<const FreeCores::NodeState*>{best} : chooseNodes(state.nodes(), count), count,
+      taken);
   if (taken.count() != count) {
-    return Error::internal("fitted CPU choice took " + std::to_string(taken.count()) + " of " +
-                           std::to_string(count) + " CPUs");
+    return Error::internal("fitted CPU choice took " + std::to_string(taken.count()) + " of " + std::to_string(count) +
+                           " CPUs");
   }
   return taken;
 }

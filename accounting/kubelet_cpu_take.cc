@@ -123,7 +123,7 @@ class Accumulator {
   std::vector<int> sortedCpus() const {
     std::vector<int> order;
     for (int core : sortedCores()) {
-      for (int cpu : topo_.core(core)->cpus & free_) order.push_back(cpu);
+      for (int cpu : topo_.core(core)->cpus& free_) order.push_back(cpu);
     }
     return order;
   }
@@ -271,8 +271,7 @@ bool inOnePackage(const Topology& topology, const std::vector<int>& nodes) {
 
 }  // namespace
 
-Result<CpuSet> takePacked(const Topology& topology, const CpuSet& available, int count,
-                          bool preferAlignByUncoreCache) {
+Result<CpuSet> takePacked(const Topology& topology, const CpuSet& available, int count, bool preferAlignByUncoreCache) {
   Accumulator acc(topology, available, count);
   if (acc.satisfied()) return acc.result();
   if (acc.failed()) return notEnough(count, acc.free());

@@ -15,8 +15,7 @@ namespace vri {
 // that big, then (optionally) whole L3 groups or the fewest L3 groups, then
 // whole cores, then single threads; each level ordered by fewest free CPUs,
 // then lowest id.
-Result<CpuSet> takePacked(const Topology& topology, const CpuSet& available, int count,
-                          bool preferAlignByUncoreCache);
+Result<CpuSet> takePacked(const Topology& topology, const CpuSet& available, int count, bool preferAlignByUncoreCache);
 
 // Spreads the request evenly over the fewest NUMA nodes that can take equal
 // shares of `groupSize` CPUs, balancing what stays free; falls back to

@@ -3,10 +3,15 @@
 // decision time, first with kubelet's packed fill, then with VRI's placement.
 // The last line is one JSON object for VRI's placement.
 //
-//   trace_replay --topology "pack:2 numa:2 core:8 pu:2" --trace churn-64-seed1.jsonl [--repeat 5]
+//   trace_replay --topology "pack:2 numa:2 core:8 pu:2" --trace bench/traces/churn-64-seed1.jsonl [--repeat 5]
+//
+// --max-numa-spans X and --min-whole-core-fraction Y make it exit non-zero
+// when VRI's placement is worse than that (its quality is deterministic; its
+// speed is only reported).
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <set>
@@ -135,6 +140,7 @@ void print(const char* label, const Figures& f) {
 int main(int argc, char** argv) {
   std::string synthetic, trace_path;
   int repeat = 5;
+  double max_numa_spans = 1e9, min_whole_core = -1;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--topology" && i + 1 < argc) {
@@ -143,8 +149,14 @@ int main(int argc, char** argv) {
       trace_path = argv[++i];
     } else if (arg == "--repeat" && i + 1 < argc) {
       repeat = std::max(1, std::atoi(argv[++i]));
+    } else if (arg == "--max-numa-spans" && i + 1 < argc) {
+      max_numa_spans = std::atof(argv[++i]);
+    } else if (arg == "--min-whole-core-fraction" && i + 1 < argc) {
+      min_whole_core = std::atof(argv[++i]);
     } else {
-      std::fprintf(stderr, "usage: trace_replay --topology SYNTHETIC --trace FILE [--repeat N]\n");
+      std::fprintf(stderr,
+                   "usage: trace_replay --topology SYNTHETIC --trace FILE [--repeat N]\n"
+                   "                    [--max-numa-spans X] [--min-whole-core-fraction Y]\n");
       return 2;
     }
   }
@@ -163,5 +175,16 @@ int main(int argc, char** argv) {
   print("kubelet-packed", replay(*topology, steps, kubelet, repeat));
   const Figures fitted = replay(*topology, steps, vri::CpuTakeOptions{}, repeat);
   print(nullptr, fitted);
-  return fitted.failures == 0 ? 0 : 1;
+  bool ok = true;
+  if (fitted.failures != 0) ok = false, std::fprintf(stderr, "trace_replay: %d allocations failed\n", fitted.failures);
+  if (fitted.numa_spans > max_numa_spans) {
+    ok = false;
+    std::fprintf(stderr, "trace_replay: numa_spans %.3f above %.3f\n", fitted.numa_spans, max_numa_spans);
+  }
+  if (fitted.whole_core_fraction < min_whole_core) {
+    ok = false;
+    std::fprintf(stderr, "trace_replay: whole_core_fraction %.3f below %.3f\n", fitted.whole_core_fraction,
+                 min_whole_core);
+  }
+  return ok ? 0 : 1;
 }

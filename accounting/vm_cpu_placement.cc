@@ -1,0 +1,156 @@
+#include "accounting/vm_cpu_placement.h"
+
+#include <algorithm>
+#include <map>
+
+#include "accounting/cpu_take.h"
+
+namespace vri {
+
+namespace {
+
+std::string describeRequest(const VmCpuRequest& request, int dedicated, int helpers) {
+  std::string text =
+      "VM " + request.name + " (" + std::to_string(dedicated) + " dedicated vCPU" + (dedicated == 1 ? "" : "s");
+  if (helpers > 0) text += " + " + std::to_string(helpers) + " isolated helper thread" + (helpers == 1 ? "" : "s");
+  return text + ")";
+}
+
+// The CPUs of `cpus`, one vector per host core, in core order.
+std::vector<std::vector<int>> byCore(const Topology& topology, const CpuSet& cpus) {
+  std::map<int, std::vector<int>> cores;
+  for (int cpu : cpus) cores[topology.cpu(cpu)->core].push_back(cpu);
+  std::vector<std::vector<int>> groups;
+  for (auto& [core, members] : cores) groups.push_back(std::move(members));
+  return groups;
+}
+
+// Maps vCPUs onto host CPUs so that guest sibling vCPUs (same id / threads)
+// share a host core wherever one has room; returns the host CPUs left over.
+std::vector<int> mapVcpus(const std::vector<int>& vcpus, int guestThreads, std::vector<std::vector<int>> hostCores,
+                          std::vector<int>& vcpuCpus) {
+  std::vector<std::vector<int>> guestCores;
+  for (int vcpu : vcpus) {
+    if (!guestCores.empty() && guestCores.back().front() / guestThreads == vcpu / guestThreads) {
+      guestCores.back().push_back(vcpu);
+    } else {
+      guestCores.push_back({vcpu});
+    }
+  }
+  std::stable_sort(guestCores.begin(), guestCores.end(), [](auto& a, auto& b) { return a.size() > b.size(); });
+  std::stable_sort(hostCores.begin(), hostCores.end(), [](auto& a, auto& b) { return a.size() > b.size(); });
+  for (const auto& guest : guestCores) {
+    auto room =
+        std::find_if(hostCores.begin(), hostCores.end(), [&](auto& host) { return host.size() >= guest.size(); });
+    for (int vcpu : guest) {
+      auto& host = room != hostCores.end()
+                       ? *room
+                       : *std::find_if(hostCores.begin(), hostCores.end(), [](auto& h) { return !h.empty(); });
+      vcpuCpus[static_cast<size_t>(vcpu)] = host.front();
+      host.erase(host.begin());
+    }
+  }
+  std::vector<int> left;
+  for (const auto& host : hostCores) left.insert(left.end(), host.begin(), host.end());
+  std::sort(left.begin(), left.end());
+  return left;
+}
+
+}  // namespace
+
+Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request) {
+  if (request.vcpus < 1 || request.vcpus > CpuSet::kMaxCpus) {
+    return Error::invalidArgument("VM " + request.name + ": vCPU count " + std::to_string(request.vcpus) +
+                                  " is out of range");
+  }
+  std::vector<int> ids;
+  switch (request.cpuPolicy) {
+    case VmCpuPolicy::kShared: return ids;
+    case VmCpuPolicy::kDedicated:
+      for (int vcpu = 0; vcpu < request.vcpus; ++vcpu) ids.push_back(vcpu);
+      return ids;
+    case VmCpuPolicy::kMixed:
+      ids = request.mixedDedicatedVcpus;
+      std::sort(ids.begin(), ids.end());
+      if (ids.empty())
+        return Error::invalidArgument("VM " + request.name + ": mixed cpu policy lists no dedicated vCPU");
+      for (size_t i = 0; i < ids.size(); ++i) {
+        if (ids[i] < 0 || ids[i] >= request.vcpus) {
+          return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
+                                        " does not exist (the VM has " + std::to_string(request.vcpus) + ")");
+        }
+        if (i > 0 && ids[i] == ids[i - 1]) {
+          return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
+                                        " is listed twice");
+        }
+      }
+      return ids;
+  }
+  return Error::internal("unknown cpu policy");
+}
+
+Result<VmCpuPlacement> planVmCpus(const Topology& topology, const CpuSet& available, const VmCpuRequest& request,
+                                  const CpuTakeOptions& options) {
+  VRI_ASSIGN_OR_RETURN(std::vector<int> vcpus, dedicatedVcpus(request));
+  if (request.guestThreadsPerCore < 1) return Error::invalidArgument("VM " + request.name + ": guest threads < 1");
+  if (request.iothreads < 0) return Error::invalidArgument("VM " + request.name + ": negative iothread count");
+  VmCpuPlacement placement;
+  placement.vcpuCpus.assign(static_cast<size_t>(request.vcpus), VmCpuPlacement::kShared);
+  placement.iothreadCpus.assign(static_cast<size_t>(request.iothreads), VmCpuPlacement::kShared);
+
+  const int dedicated = static_cast<int>(vcpus.size());
+  const int helpers = (request.emulatorPolicy == HelperThreadPolicy::kIsolate ? 1 : 0) +
+                      (request.iothreadPolicy == HelperThreadPolicy::kIsolate ? request.iothreads : 0);
+  const int needed = dedicated + helpers;
+  if (needed == 0) return placement;
+
+  const int threads = topology.maxThreadsPerCore();
+  const CpuSet free = available & topology.onlineCpus();
+  CpuTakeOptions take_options = options;
+  take_options.fullPcpusOnly = false;  // whole cores are asked for explicitly below
+  CpuTakeRequest take{needed, request.preferredNumaNodes};
+  CpuSet candidates = free;
+  const bool whole_cores = threads > 1 && request.threadPolicy != ThreadPolicy::kPrefer;
+  int cores_needed = 0;
+  if (whole_cores) {
+    // isolate: a core per thread; require: the fewest cores that hold them all.
+    cores_needed = request.threadPolicy == ThreadPolicy::kIsolate ? needed : (needed + threads - 1) / threads;
+    candidates = wholeFreeCoreCpus(topology, free);
+    const int whole_free = static_cast<int>(byCore(topology, candidates).size());
+    if (cores_needed > whole_free) {
+      return Error::resourceExhausted(describeRequest(request, dedicated, helpers) + " needs " +
+                                      std::to_string(cores_needed) + " whole cores (thread policy " +
+                                      (request.threadPolicy == ThreadPolicy::kIsolate ? "isolate" : "require") + "); " +
+                                      std::to_string(whole_free) + " whole cores are free");
+    }
+    take.count = cores_needed * threads;
+  }
+  auto chosen = takeCpus(topology, candidates, take, take_options);
+  if (!chosen.ok()) return std::move(chosen).context(describeRequest(request, dedicated, helpers)).error();
+
+  std::vector<std::vector<int>> host_cores = byCore(topology, *chosen);
+  if (whole_cores && request.threadPolicy == ThreadPolicy::kIsolate) {
+    // One thread of each core is used, its siblings are held back.
+    for (auto& core : host_cores) {
+      for (size_t i = 1; i < core.size(); ++i) placement.heldBack.add(core[i]);
+      core.resize(1);
+    }
+  }
+  std::vector<int> left = mapVcpus(vcpus, request.guestThreadsPerCore, host_cores, placement.vcpuCpus);
+  size_t next = 0;
+  if (request.emulatorPolicy == HelperThreadPolicy::kIsolate) placement.emulatorCpus.add(left[next++]);
+  if (request.iothreadPolicy == HelperThreadPolicy::kIsolate) {
+    for (int& cpu : placement.iothreadCpus) cpu = left[next++];
+  }
+  for (; next < left.size(); ++next) placement.heldBack.add(left[next]);  // require: spare threads of its cores
+  for (int cpu : placement.vcpuCpus) {
+    if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
+  }
+  placement.exclusive |= placement.emulatorCpus;
+  for (int cpu : placement.iothreadCpus) {
+    if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
+  }
+  return placement;
+}
+
+}  // namespace vri

@@ -1,0 +1,56 @@
+// Placing a VM's vCPUs, emulator and iothreads on host CPUs.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "accounting/cpu_take_options.h"
+#include "accounting/topology.h"
+#include "cgroup-model/cpuset.h"
+#include "cgroup-model/result.h"
+
+namespace vri {
+
+// cpu policy: shared (every vCPU in the shared pool), dedicated (every vCPU
+// on its own exclusive CPU), mixed (the listed vCPUs dedicated, the rest shared).
+enum class VmCpuPolicy { kShared, kDedicated, kMixed };
+// prefer: SMT siblings when possible; isolate: one whole core per dedicated
+// vCPU, the unused siblings held back; require: whole cores, refused when too
+// few are free.
+enum class ThreadPolicy { kPrefer, kIsolate, kRequire };
+// shared: in the shared pool; isolate: exclusive CPUs of their own.
+enum class HelperThreadPolicy { kShared, kIsolate };
+
+struct VmCpuRequest {
+  std::string name;  // for messages
+  int vcpus = 1;
+  VmCpuPolicy cpuPolicy = VmCpuPolicy::kShared;
+  std::vector<int> mixedDedicatedVcpus;  // with kMixed: the vCPU ids that are dedicated
+  int guestThreadsPerCore = 1;           // the guest CPU topology's threads
+  ThreadPolicy threadPolicy = ThreadPolicy::kPrefer;
+  HelperThreadPolicy emulatorPolicy = HelperThreadPolicy::kShared;  // isolate: one extra CPU
+  int iothreads = 0;
+  HelperThreadPolicy iothreadPolicy = HelperThreadPolicy::kShared;  // isolate: one extra CPU per iothread
+  std::vector<int> preferredNumaNodes;                              // e.g. from <numatune>; empty: VRI chooses
+};
+
+struct VmCpuPlacement {
+  static constexpr int kShared = -1;
+  std::vector<int> vcpuCpus;      // per vCPU id: its host CPU, or kShared
+  CpuSet emulatorCpus;            // empty: the shared pool
+  std::vector<int> iothreadCpus;  // per iothread (1-based ids at index id-1): host CPU, or kShared
+  CpuSet exclusive;               // every CPU used above
+  CpuSet heldBack;                // siblings owned by the VM and used by nobody (thread policy isolate)
+};
+
+// The vCPU ids that get exclusive CPUs under the request's policy, ascending;
+// refuses ids out of range or repeated.
+Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request);
+
+// Plans a placement from `available` (the CPUs free for exclusive use). When
+// guestThreadsPerCore > 1, guest sibling vCPUs land on host sibling threads
+// wherever whole host cores were given. Nothing is recorded: the pool does that.
+Result<VmCpuPlacement> planVmCpus(const Topology& topology, const CpuSet& available, const VmCpuRequest& request,
+                                  const CpuTakeOptions& options);
+
+}  // namespace vri

@@ -2,19 +2,9 @@
 
 #include <string>
 
+#include "accounting/kubelet_cpu_take.h"
+
 namespace vri {
-
-namespace {
-
-// Takes `unit` whole into `taken` when it is still entirely free and fits `remaining`.
-void takeWholeUnit(const CpuSet& unit, CpuSet& taken, int& remaining) {
-  const int size = unit.count();
-  if (size == 0 || size > remaining || unit.intersects(taken)) return;
-  taken |= unit;
-  remaining -= size;
-}
-
-}  // namespace
 
 Result<CpuSet> chooseReservedCpus(const Topology& topology, int count) {
   const int online = topology.onlineCpus().count();
@@ -23,20 +13,8 @@ Result<CpuSet> chooseReservedCpus(const Topology& topology, int count) {
     return Error::invalidArgument("cannot reserve " + std::to_string(count) + " CPUs: the machine has " +
                                   std::to_string(online) + " online");
   }
-  CpuSet taken;
-  int remaining = count;
-  for (const Package& package : topology.packages()) takeWholeUnit(package.cpus, taken, remaining);
-  for (const NumaNode& node : topology.numaNodes()) takeWholeUnit(node.cpus, taken, remaining);
-  for (const Core& core : topology.cores()) takeWholeUnit(core.cpus, taken, remaining);
-  // Single threads last, from the lowest core that still has free ones.
-  for (const Core& core : topology.cores()) {
-    for (int cpu : core.cpus - taken) {
-      if (remaining == 0) break;
-      taken.add(cpu);
-      --remaining;
-    }
-  }
-  return taken;
+  // kubelet reserves with the same packed choice it uses for containers.
+  return takePacked(topology, topology.onlineCpus(), count, false);
 }
 
 Result<CpuPools> computeCpuPools(const Topology& topology, const ReservedCpusConfig& config) {

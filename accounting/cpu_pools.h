@@ -25,9 +25,9 @@ struct CpuPools {
   CpuSet assignable;  // online minus reserved: what exclusive requests may take
 };
 
-// kubelet's choice of `count` reserved CPUs on an idle node: whole packages
-// while the count covers one, then whole NUMA nodes, then whole cores, then
-// single threads, always lowest-numbered first.
+// kubelet's choice of `count` reserved CPUs: its packed choice on an idle
+// node, which takes whole packages while the count covers one, then whole
+// NUMA nodes, then whole cores, then single threads, lowest-numbered first.
 Result<CpuSet> chooseReservedCpus(const Topology& topology, int count);
 
 // Refuses reserved CPUs that are not online, a count larger than the machine,

@@ -126,7 +126,8 @@ class [[nodiscard]] Result<void> {
   } while (false)
 
 // `VRI_ASSIGN_OR_RETURN(auto x, f());` declares x from f()'s value or returns
-// f()'s error from the enclosing function.
+// f()'s error from the enclosing function. It expands to several statements:
+// give it braces when it is the body of an if or a loop.
 #define VRI_ASSIGN_OR_RETURN(lhs, expr) VRI_ASSIGN_OR_RETURN_IMPL(VRI_CONCAT(vri_result_, __LINE__), lhs, expr)
 #define VRI_ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \
   auto tmp = (expr);                              \

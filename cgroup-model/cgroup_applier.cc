@@ -1,0 +1,281 @@
+#include "cgroup-model/cgroup_applier.h"
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+std::string CgroupOp::describe() const {
+  switch (kind) {
+    case Kind::kMkdir: return "mkdir " + dir.describe();
+    case Kind::kRmdir: return "rmdir " + dir.describe();
+    case Kind::kWrite: return "write " + quoteForMessage(value) + " to " + dir.describe() + "/" + file;
+  }
+  return "?";
+}
+
+namespace {
+
+std::set<std::string> words(const std::string& text) {
+  std::set<std::string> out;
+  std::istringstream in(text);
+  for (std::string word; in >> word;) out.insert(word);
+  return out;
+}
+
+// The plan under construction, with what the cgroupfs will hold once the
+// operations so far have run.
+class Planner {
+ public:
+  Planner(const CgroupFs& fs, const CgroupBackend& backend, const DesiredTree& desired)
+      : fs_(fs), backend_(backend), desired_(desired) {}
+
+  Result<std::vector<CgroupOp>> run() {
+    VRI_TRY(checkShape());
+    VRI_TRY(collect());
+    VRI_TRY(createAndDelegate());
+    VRI_TRY(widenCpusets());
+    VRI_TRY(writePlainValues());
+    VRI_TRY(removeUndesired());
+    narrowCpusets();
+    return std::move(ops_);
+  }
+
+ private:
+  Result<void> checkShape() const {
+    for (const auto& [path, spec] : desired_.cgroups) {
+      const bool is_root =
+          std::find(desired_.managedRoots.begin(), desired_.managedRoots.end(), path) != desired_.managedRoots.end();
+      const bool inside = std::any_of(desired_.managedRoots.begin(), desired_.managedRoots.end(),
+                                      [&](const CgroupPath& root) { return path.isWithin(root); });
+      if (!inside)
+        return Error::invalidArgument("cgroup " + quoteForMessage(path.str()) + " is outside every managed root");
+      if (!is_root && !desired_.cgroups.count(path.parent())) {
+        return Error::invalidArgument("cgroup " + quoteForMessage(path.str()) + " has no parent in the desired tree");
+      }
+    }
+    return {};
+  }
+
+  // Files, hierarchies and (v2) controllers of every desired cgroup; a
+  // cgroup exists wherever it or a descendant has something to set.
+  Result<void> collect() {
+    for (const auto& [path, spec] : desired_.cgroups) {
+      VRI_ASSIGN_OR_RETURN(files_[path], backend_.files(spec.settings));
+      auto& needs = hierarchies_[path];
+      for (const ControlFile& file : files_[path]) needs.insert(file.hierarchy);
+      if (needs.empty()) needs.insert(backend_.primaryHierarchy());
+      for (const std::string& c : backend_.controllers(spec.settings)) controllers_[path].insert(c);
+    }
+    for (auto it = desired_.cgroups.rbegin(); it != desired_.cgroups.rend(); ++it) {
+      const CgroupPath parent = it->first.parent();
+      if (it->first.isRoot() || !desired_.cgroups.count(parent)) continue;
+      hierarchies_[parent].insert(hierarchies_[it->first].begin(), hierarchies_[it->first].end());
+      controllers_[parent].insert(controllers_[it->first].begin(), controllers_[it->first].end());
+    }
+    for (const auto& [path, needs] : hierarchies_) allHierarchies_.insert(needs.begin(), needs.end());
+    // Cpuset files are checked against the parent's desired value up front.
+    for (const auto& [path, files] : files_) {
+      for (const ControlFile& file : files) {
+        if (file.kind == FileKind::kPlain || backend_.version() != CgroupVersion::kV1) continue;
+        const auto parent = files_.find(path.parent());
+        if (path.isRoot() || parent == files_.end()) continue;
+        for (const ControlFile& mine : parent->second) {
+          if (mine.file == file.file && !CpuSet::parse(file.value)->isSubsetOf(*CpuSet::parse(mine.value))) {
+            return Error::invalidArgument("desired " + file.file + " " + file.value + " of " +
+                                          quoteForMessage(path.str()) + " is not inside its parent's " + mine.value);
+          }
+        }
+      }
+    }
+    return {};
+  }
+
+  bool existsNow(const CgroupDir& dir) const { return created_.count(dir) || fs_.exists(dir); }
+
+  void add(CgroupOp::Kind kind, CgroupDir dir, std::string file = {}, std::string value = {}) {
+    ops_.push_back({kind, std::move(dir), std::move(file), std::move(value)});
+  }
+
+  // v2: makes `dir` delegate `wanted` controllers to its children.
+  Result<void> delegate(const CgroupDir& dir, const std::set<std::string>& wanted) {
+    std::set<std::string> current;
+    if (fs_.exists(dir)) {
+      VRI_ASSIGN_OR_RETURN(std::string text, fs_.read(dir, "cgroup.subtree_control"));
+      current = words(text);
+    }
+    std::string missing;
+    for (const std::string& c : wanted) {
+      if (!current.count(c)) missing += (missing.empty() ? "+" : " +") + c;
+    }
+    if (!missing.empty()) add(CgroupOp::Kind::kWrite, dir, "cgroup.subtree_control", missing);
+    return {};
+  }
+
+  Result<void> createAndDelegate() {
+    const bool v2 = backend_.version() == CgroupVersion::kV2;
+    for (const auto& [path, spec] : desired_.cgroups) {
+      const bool is_root =
+          std::find(desired_.managedRoots.begin(), desired_.managedRoots.end(), path) != desired_.managedRoots.end();
+      for (const std::string& hierarchy : hierarchies_[path]) {
+        const CgroupDir dir{hierarchy, path};
+        if (v2 && is_root && !path.isRoot()) VRI_TRY(delegate({hierarchy, path.parent()}, controllers_[path]));
+        const bool existed = fs_.exists(dir);
+        if (!existed) {
+          add(CgroupOp::Kind::kMkdir, dir);
+          created_.insert(dir);
+        }
+        if (!v2) continue;
+        if (spec.threaded) {
+          std::string type = "domain";
+          if (existed) {
+            VRI_ASSIGN_OR_RETURN(type, fs_.read(dir, "cgroup.type"));
+          }
+          if (type != "threaded") add(CgroupOp::Kind::kWrite, dir, "cgroup.type", "threaded");
+        }
+        std::set<std::string> for_children;
+        for (auto child = desired_.cgroups.upper_bound(path);
+             child != desired_.cgroups.end() && child->first.isWithin(path); ++child) {
+          if (child->first.depth() == path.depth() + 1) {
+            for_children.insert(controllers_[child->first].begin(), controllers_[child->first].end());
+          }
+        }
+        VRI_TRY(delegate(dir, for_children));
+      }
+    }
+    return {};
+  }
+
+  Result<std::string> currentValue(const CgroupDir& dir, const std::string& file) const {
+    if (created_.count(dir) || !fs_.exists(dir)) return std::string();
+    return fs_.read(dir, file);
+  }
+
+  bool hasChildren(const CgroupDir& dir) const {
+    for (auto child = desired_.cgroups.upper_bound(dir.path);
+         child != desired_.cgroups.end() && child->first.isWithin(dir.path); ++child) {
+      if (hierarchies_.at(child->first).count(dir.hierarchy)) return true;
+    }
+    if (created_.count(dir) || !fs_.exists(dir)) return false;
+    auto names = fs_.children(dir);
+    return !names.ok() || !names->empty();
+  }
+
+  Result<void> widenCpusets() {
+    for (const auto& [path, files] : files_) {
+      for (const ControlFile& file : files) {
+        if (file.kind == FileKind::kPlain) continue;
+        const CgroupDir dir{file.hierarchy, path};
+        VRI_ASSIGN_OR_RETURN(std::string current_text, currentValue(dir, file.file));
+        auto current = CpuSet::parse(current_text);
+        if (!current.ok()) return std::move(current).context(dir.describe() + "/" + file.file).error();
+        const CpuSet wanted = *CpuSet::parse(file.value);
+        CpuSet after = *current;
+        if (!wanted.isSubsetOf(*current)) {
+          after = hasChildren(dir) ? (*current | wanted) : wanted;
+          add(CgroupOp::Kind::kWrite, dir, file.file, after.format());
+        }
+        afterWiden_[{dir, file.file}] = after;
+      }
+    }
+    return {};
+  }
+
+  Result<void> writePlainValues() {
+    for (const auto& [path, files] : files_) {
+      for (const ControlFile& file : files) {
+        if (file.kind != FileKind::kPlain) continue;
+        const CgroupDir dir{file.hierarchy, path};
+        if (!created_.count(dir) && fs_.exists(dir)) {
+          VRI_ASSIGN_OR_RETURN(std::string current, fs_.read(dir, file.file));
+          if (sameControlValue(file, current)) continue;
+        }
+        add(CgroupOp::Kind::kWrite, dir, file.file, file.value);
+      }
+    }
+    return {};
+  }
+
+  bool desiredIn(const CgroupDir& dir) const {
+    const auto it = hierarchies_.find(dir.path);
+    return it != hierarchies_.end() && it->second.count(dir.hierarchy);
+  }
+
+  Result<void> collectUndesired(const CgroupDir& dir, std::vector<CgroupDir>& out) const {
+    VRI_ASSIGN_OR_RETURN(auto names, fs_.children(dir));
+    for (const std::string& name : names) {
+      auto child_path = dir.path.child(name);
+      if (!child_path.ok()) return std::move(child_path).context("found under " + dir.describe()).error();
+      const CgroupDir child{dir.hierarchy, *child_path};
+      VRI_TRY(collectUndesired(child, out));
+      if (!desiredIn(child)) out.push_back(child);
+    }
+    return {};
+  }
+
+  Result<void> removeUndesired() {
+    std::vector<CgroupDir> doomed;
+    for (const CgroupPath& root : desired_.managedRoots) {
+      for (const std::string& hierarchy : allHierarchies_) {
+        const CgroupDir dir{hierarchy, root};
+        if (!fs_.exists(dir)) continue;
+        VRI_TRY(collectUndesired(dir, doomed));
+        if (!desiredIn(dir) && !root.isRoot()) doomed.push_back(dir);
+      }
+    }
+    std::stable_sort(doomed.begin(), doomed.end(),
+                     [](const CgroupDir& a, const CgroupDir& b) { return a.path.depth() > b.path.depth(); });
+    for (const CgroupDir& dir : doomed) add(CgroupOp::Kind::kRmdir, dir);
+    return {};
+  }
+
+  void narrowCpusets() {
+    for (auto it = files_.rbegin(); it != files_.rend(); ++it) {
+      for (const ControlFile& file : it->second) {
+        if (file.kind == FileKind::kPlain) continue;
+        const CgroupDir dir{file.hierarchy, it->first};
+        const CpuSet wanted = *CpuSet::parse(file.value);
+        if (afterWiden_.at({dir, file.file}) != wanted) add(CgroupOp::Kind::kWrite, dir, file.file, file.value);
+      }
+    }
+  }
+
+  const CgroupFs& fs_;
+  const CgroupBackend& backend_;
+  const DesiredTree& desired_;
+  std::map<CgroupPath, std::vector<ControlFile>> files_;
+  std::map<CgroupPath, std::set<std::string>> hierarchies_;
+  std::map<CgroupPath, std::set<std::string>> controllers_;
+  std::set<std::string> allHierarchies_;
+  std::set<CgroupDir> created_;
+  std::map<std::pair<CgroupDir, std::string>, CpuSet> afterWiden_;
+  std::vector<CgroupOp> ops_;
+};
+
+}  // namespace
+
+Result<std::vector<CgroupOp>> CgroupApplier::plan(const DesiredTree& desired) const {
+  return Planner(fs_, backend_, desired).run();
+}
+
+Result<std::vector<CgroupOp>> CgroupApplier::apply(const DesiredTree& desired) {
+  VRI_ASSIGN_OR_RETURN(std::vector<CgroupOp> ops, plan(desired));
+  for (size_t i = 0; i < ops.size(); ++i) {
+    const CgroupOp& op = ops[i];
+    Result<void> done = op.kind == CgroupOp::Kind::kMkdir   ? fs_.mkdir(op.dir)
+                        : op.kind == CgroupOp::Kind::kRmdir ? fs_.rmdir(op.dir)
+                                                            : fs_.write(op.dir, op.file, op.value);
+    if (!done.ok()) {
+      return std::move(done)
+          .context("apply step " + std::to_string(i + 1) + " of " + std::to_string(ops.size()) + " (" + op.describe() +
+                   ")")
+          .error();
+    }
+  }
+  return ops;
+}
+
+}  // namespace vri

@@ -1,0 +1,63 @@
+// CgroupApplier: turns a desired tree into the few kernel operations that
+// make the cgroupfs match it, in an order the kernel accepts.
+//
+// The plan is a diff against what the cgroupfs holds now, so applying twice
+// does nothing the second time, and a run that failed part way leaves a state
+// from which the next run converges. Order:
+//   1. create missing cgroups parent-first (v2: delegating controllers from
+//      the parent and marking thread groups threaded right after);
+//   2. widen cpusets parent-first (a leaf gets its final value at once);
+//   3. write every other value that differs;
+//   4. remove cgroups below the managed roots that are not desired, deepest
+//      first (the kernel refuses while one still has tasks);
+//   5. narrow cpusets child-first.
+// A cpuset that only grows or only shrinks is written once.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cgroup-model/cgroup_backend.h"
+#include "cgroup-model/cgroupfs.h"
+
+namespace vri {
+
+struct CgroupSpec {
+  CgroupSettings settings;
+  bool threaded = false;  // v2: a thread group (vCPU, emulator, iothread)
+};
+
+struct DesiredTree {
+  // Subtrees VRI manages: cgroups below them that are not desired are removed.
+  std::vector<CgroupPath> managedRoots;
+  // Every desired cgroup. Each lies within a managed root, and each one below
+  // a root has its parent listed too.
+  std::map<CgroupPath, CgroupSpec> cgroups;
+};
+
+struct CgroupOp {
+  enum class Kind { kMkdir, kWrite, kRmdir };
+  Kind kind = Kind::kWrite;
+  CgroupDir dir;
+  std::string file;
+  std::string value;
+  std::string describe() const;  // "mkdir cpuset:kubepods", "write 0-3 to cpuset:kubepods/cpuset.cpus"
+};
+
+class CgroupApplier {
+ public:
+  CgroupApplier(CgroupFs& fs, const CgroupBackend& backend) : fs_(fs), backend_(backend) {}
+
+  // The operations apply() would run now, without running them (dry run).
+  Result<std::vector<CgroupOp>> plan(const DesiredTree& desired) const;
+  // Plans and runs the operations; on failure the error names the operation
+  // and the kernel's errno, and the operations before it stay done.
+  Result<std::vector<CgroupOp>> apply(const DesiredTree& desired);
+
+ private:
+  CgroupFs& fs_;
+  const CgroupBackend& backend_;
+};
+
+}  // namespace vri

@@ -1,0 +1,112 @@
+#include "cgroup-model/cgroup_backend.h"
+
+namespace vri {
+
+namespace {
+
+class V1Backend : public CgroupBackend {
+ public:
+  explicit V1Backend(std::map<std::string, std::string> hierarchies) : hierarchies_(std::move(hierarchies)) {}
+
+  CgroupVersion version() const override { return CgroupVersion::kV1; }
+  std::string primaryHierarchy() const override {
+    const auto it = hierarchies_.find("cpuset");
+    return it == hierarchies_.end() ? std::string("cpuset") : it->second;
+  }
+
+  Result<std::vector<ControlFile>> files(const CgroupSettings& s) const override {
+    std::vector<ControlFile> out;
+    const auto add = [&](const char* controller, std::string file, std::string value, FileKind kind) -> Result<void> {
+      const auto it = hierarchies_.find(controller);
+      if (it == hierarchies_.end()) {
+        return Error::failedPrecondition(std::string("no cgroup v1 hierarchy has the ") + controller +
+                                         " controller, needed for " + file);
+      }
+      out.push_back({it->second, std::move(file), std::move(value), kind});
+      return {};
+    };
+    if (s.cpus) VRI_TRY(add("cpuset", "cpuset.cpus", s.cpus->format(), FileKind::kCpus));
+    if (s.mems) VRI_TRY(add("cpuset", "cpuset.mems", s.mems->format(), FileKind::kMems));
+    if (s.shares) VRI_TRY(add("cpu", "cpu.shares", s.shares->format(), FileKind::kPlain));
+    if (s.cpuMax) {
+      VRI_TRY(add("cpu", "cpu.cfs_period_us", s.cpuMax->formatV1Period(), FileKind::kPlain));
+      VRI_TRY(add("cpu", "cpu.cfs_quota_us", s.cpuMax->formatV1Quota(), FileKind::kPlain));
+    }
+    if (s.memoryMax) VRI_TRY(add("memory", "memory.limit_in_bytes", s.memoryMax->formatV1Memory(), FileKind::kPlain));
+    for (const auto& [size, limit] : s.hugetlbMax) {
+      VRI_TRY(add("hugetlb", "hugetlb." + hugepageSizeName(size) + ".limit_in_bytes", limit.formatV1Memory(),
+                  FileKind::kPlain));
+    }
+    if (s.pidsMax) VRI_TRY(add("pids", "pids.max", s.pidsMax->formatV2(), FileKind::kPlain));
+    return out;
+  }
+
+  std::vector<std::string> controllers(const CgroupSettings&) const override { return {}; }
+
+ private:
+  std::map<std::string, std::string> hierarchies_;
+};
+
+class V2Backend : public CgroupBackend {
+ public:
+  CgroupVersion version() const override { return CgroupVersion::kV2; }
+  std::string primaryHierarchy() const override { return ""; }
+
+  Result<std::vector<ControlFile>> files(const CgroupSettings& s) const override {
+    std::vector<ControlFile> out;
+    if (s.cpus) out.push_back({"", "cpuset.cpus", s.cpus->format(), FileKind::kCpus});
+    if (s.mems) out.push_back({"", "cpuset.mems", s.mems->format(), FileKind::kMems});
+    if (s.shares) out.push_back({"", "cpu.weight", sharesToWeight(*s.shares).format(), FileKind::kPlain});
+    if (s.cpuMax) out.push_back({"", "cpu.max", s.cpuMax->formatV2(), FileKind::kPlain});
+    if (s.memoryMax) out.push_back({"", "memory.max", s.memoryMax->formatV2(), FileKind::kPlain});
+    if (s.memoryMin) out.push_back({"", "memory.min", std::to_string(*s.memoryMin), FileKind::kPlain});
+    if (s.memoryLow) out.push_back({"", "memory.low", std::to_string(*s.memoryLow), FileKind::kPlain});
+    for (const auto& [size, limit] : s.hugetlbMax) {
+      out.push_back({"", "hugetlb." + hugepageSizeName(size) + ".max", limit.formatV2(), FileKind::kPlain});
+    }
+    if (s.pidsMax) out.push_back({"", "pids.max", s.pidsMax->formatV2(), FileKind::kPlain});
+    return out;
+  }
+
+  std::vector<std::string> controllers(const CgroupSettings& s) const override {
+    std::vector<std::string> out;
+    if (s.cpus || s.mems) out.push_back("cpuset");
+    if (s.shares || s.cpuMax) out.push_back("cpu");
+    if (s.memoryMax || s.memoryMin || s.memoryLow) out.push_back("memory");
+    if (!s.hugetlbMax.empty()) out.push_back("hugetlb");
+    if (s.pidsMax) out.push_back("pids");
+    return out;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<CgroupBackend> makeV1Backend(std::map<std::string, std::string> hierarchies) {
+  return std::make_unique<V1Backend>(std::move(hierarchies));
+}
+
+std::unique_ptr<CgroupBackend> makeV2Backend() { return std::make_unique<V2Backend>(); }
+
+bool sameControlValue(const ControlFile& desired, std::string_view current) {
+  if (desired.kind != FileKind::kPlain) {
+    auto a = CpuSet::parse(desired.value);
+    auto b = CpuSet::parse(current);
+    return a.ok() && b.ok() && *a == *b;
+  }
+  const std::string_view file = desired.file;
+  if (file == "memory.limit_in_bytes" || file.ends_with(".limit_in_bytes")) {
+    auto a = Limit::parseV1Memory(desired.value);
+    auto b = Limit::parseV1Memory(current);
+    if (!a.ok() || !b.ok()) return false;
+    if (!a->value || !b->value) return a->value == b->value;
+    return *a->value / 4096 == *b->value / 4096;
+  }
+  if (file == "cpu.max") {
+    auto a = CpuMax::parseV2(desired.value);
+    auto b = CpuMax::parseV2(current);
+    return a.ok() && b.ok() && *a == *b;
+  }
+  return desired.value == current;
+}
+
+}  // namespace vri

@@ -1,0 +1,56 @@
+// How each cgroup version lays CgroupSettings out in control files.
+//
+//   setting    v1 (hierarchy: file)                         v2 (unified: file)
+//   cpus       cpuset: cpuset.cpus                          cpuset.cpus
+//   mems       cpuset: cpuset.mems                          cpuset.mems
+//   shares     cpu: cpu.shares                              cpu.weight (sharesToWeight)
+//   cpuMax     cpu: cpu.cfs_period_us, cpu.cfs_quota_us     cpu.max
+//   memoryMax  memory: memory.limit_in_bytes                memory.max
+//   memoryMin/Low  (none)                                   memory.min, memory.low
+//   hugetlbMax hugetlb: hugetlb.<size>.limit_in_bytes       hugetlb.<size>.max
+//   pidsMax    pids: pids.max                               pids.max
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cgroup-model/cgroup_mounts.h"
+#include "cgroup-model/cgroup_settings.h"
+#include "cgroup-model/result.h"
+
+namespace vri {
+
+enum class FileKind { kCpus, kMems, kPlain };
+
+struct ControlFile {
+  std::string hierarchy;
+  std::string file;
+  std::string value;
+  FileKind kind = FileKind::kPlain;
+};
+
+class CgroupBackend {
+ public:
+  virtual ~CgroupBackend() = default;
+  virtual CgroupVersion version() const = 0;
+  // Where a cgroup without settings of its own is created (v1: the cpuset hierarchy).
+  virtual std::string primaryHierarchy() const = 0;
+  // The files that express `settings`, in a valid write order.
+  virtual Result<std::vector<ControlFile>> files(const CgroupSettings& settings) const = 0;
+  // v2: the controllers a cgroup with these settings needs its parent to delegate.
+  virtual std::vector<std::string> controllers(const CgroupSettings& settings) const = 0;
+};
+
+// `hierarchies` maps each v1 controller to the hierarchy (mount directory)
+// holding it, e.g. cpu -> "cpu,cpuacct". Settings whose controller has no
+// hierarchy are refused.
+std::unique_ptr<CgroupBackend> makeV1Backend(std::map<std::string, std::string> hierarchies);
+std::unique_ptr<CgroupBackend> makeV2Backend();
+
+// Whether a file already holds a value, comparing what the kernel would
+// store: cpusets as sets, v1 memory limits in whole pages, cpu.max parsed.
+bool sameControlValue(const ControlFile& desired, std::string_view current);
+
+}  // namespace vri

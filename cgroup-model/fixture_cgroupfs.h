@@ -1,0 +1,92 @@
+// FixtureCgroupFs: a cgroup filesystem kept in an ordinary directory, with the
+// kernel's rules, for tests and benchmarks that cannot or should not touch
+// the real kernel.
+//
+// Files live under <directory>/cgroup/<hierarchy>/<path>/ and /proc files
+// under <directory>/proc/. Like the kernel it refuses, with the kernel's errno:
+// - a v1 child cpuset outside its parent's (EINVAL), a parent narrowed below a
+//   child's (EBUSY), a task joining a cpuset without CPUs or memory (ENOSPC);
+// - removing a cgroup with children or tasks (EBUSY);
+// - v2: a process in a cgroup that delegates controllers, or delegating from a
+//   cgroup with processes (EBUSY); a controller its parent does not offer (ENOENT);
+// - malformed values and values out of range (EINVAL, ERANGE);
+// - writes to files that do not exist (ENOENT).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "cgroup-model/cgroup_mounts.h"
+#include "cgroup-model/cgroupfs.h"
+#include "cgroup-model/cpuset.h"
+
+namespace vri {
+
+struct FixtureHierarchy {
+  std::string name;                      // "cpuset", "cpu,cpuacct"; "" for v2
+  std::vector<std::string> controllers;  // those mounted there (v2: those the root offers)
+};
+
+class FixtureCgroupFs : public CgroupFs {
+ public:
+  // `directory` must be absolute and empty or absent.
+  static Result<FixtureCgroupFs> create(std::string directory, CgroupVersion version,
+                                        std::vector<FixtureHierarchy> hierarchies, CpuSet onlineCpus,
+                                        CpuSet onlineMems);
+  // The usual layouts: v1 with cpuset, cpu,cpuacct (co-mounted), memory,
+  // hugetlb and pids; v2 with cpuset cpu memory hugetlb pids.
+  static Result<FixtureCgroupFs> createV1(std::string directory, CpuSet onlineCpus, CpuSet onlineMems);
+  static Result<FixtureCgroupFs> createV2(std::string directory, CpuSet onlineCpus, CpuSet onlineMems);
+
+  Result<std::string> read(const CgroupDir& dir, std::string_view file) const override;
+  Result<void> write(const CgroupDir& dir, std::string_view file, std::string_view value) override;
+  Result<void> mkdir(const CgroupDir& dir) override;
+  Result<void> rmdir(const CgroupDir& dir) override;
+  bool exists(const CgroupDir& dir) const override;
+  Result<std::vector<std::string>> children(const CgroupDir& dir) const override;
+  Result<std::string> readProc(std::string_view relative) const override;
+
+  // Puts a file below the fixture's proc root (e.g. "1234/cgroup").
+  Result<void> setProcFile(std::string_view relative, std::string_view content);
+
+  // Successful operations so far.
+  int writes() const { return writes_; }
+  int mkdirs() const { return mkdirs_; }
+  int rmdirs() const { return rmdirs_; }
+
+  CgroupVersion version() const { return version_; }
+  const std::vector<FixtureHierarchy>& hierarchies() const { return hierarchies_; }
+
+ private:
+  FixtureCgroupFs(std::string directory, CgroupVersion version, std::vector<FixtureHierarchy> hierarchies,
+                  CpuSet onlineCpus, CpuSet onlineMems)
+      : directory_(std::move(directory)),
+        version_(version),
+        hierarchies_(std::move(hierarchies)),
+        onlineCpus_(std::move(onlineCpus)),
+        onlineMems_(std::move(onlineMems)) {}
+
+  std::string dirPath(const CgroupDir& dir) const;
+  std::string filePath(const CgroupDir& dir, std::string_view file) const;
+  const FixtureHierarchy* hierarchy(std::string_view name) const;
+  bool hasController(const CgroupDir& dir, std::string_view controller) const;
+  // The controllers whose files a v2 cgroup has: its parent's subtree_control.
+  std::vector<std::string> v2Controllers(const CgroupDir& dir) const;
+
+  Result<void> createControllerFiles(const CgroupDir& dir, const std::vector<std::string>& controllers, bool isRoot);
+  Result<void> writeCpuset(const CgroupDir& dir, std::string_view file, std::string_view value);
+  Result<void> writeProcess(const CgroupDir& dir, std::string_view file, std::string_view value);
+  Result<void> writeSubtreeControl(const CgroupDir& dir, std::string_view value);
+  Result<std::string> checkedValue(std::string_view file, std::string_view value, const CgroupDir& dir) const;
+  Error refuse(int err, const CgroupDir& dir, std::string_view file, std::string_view value) const;
+
+  std::string directory_;
+  CgroupVersion version_;
+  std::vector<FixtureHierarchy> hierarchies_;
+  CpuSet onlineCpus_;
+  CpuSet onlineMems_;
+  int writes_ = 0, mkdirs_ = 0, rmdirs_ = 0;
+};
+
+}  // namespace vri

@@ -1,0 +1,111 @@
+#include "cgroup-model/kubelet_namer.h"
+
+#include <algorithm>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+bool isAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
+
+// Appends a component that this file built from validated parts.
+CgroupPath join(const CgroupPath& base, const std::string& component) {
+  return std::move(base.child(component)).value();
+}
+
+class CgroupfsNamer : public KubeletNamer {
+ public:
+  explicit CgroupfsNamer(CgroupPath parent) : kubepods_(join(parent, "kubepods")) {}
+
+  CgroupPath kubepods() const override { return kubepods_; }
+  CgroupPath qos(QosClass qos) const override {
+    return qos == QosClass::kGuaranteed ? kubepods_ : join(kubepods_, std::string(qosClassName(qos)));
+  }
+  Result<CgroupPath> pod(QosClass qos_class, std::string_view uid) const override {
+    VRI_TRY(validatePodUid(uid));
+    return join(qos(qos_class), "pod" + std::string(uid));
+  }
+  Result<CgroupPath> container(QosClass qos_class, std::string_view uid, std::string_view id) const override {
+    VRI_TRY(validateContainerId(id));
+    VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, pod(qos_class, uid));
+    return join(pod_path, std::string(id));
+  }
+
+ private:
+  CgroupPath kubepods_;
+};
+
+// systemd slices nest by name: "a-b.slice" lives in "a.slice". kubelet turns
+// '-' inside a name part into '_' so that it does not read as nesting.
+class SystemdNamer : public KubeletNamer {
+ public:
+  SystemdNamer(CgroupPath parent, std::string runtimePrefix)
+      : parent_(std::move(parent)), runtimePrefix_(std::move(runtimePrefix)) {}
+
+  CgroupPath kubepods() const override { return join(parent_, "kubepods.slice"); }
+  CgroupPath qos(QosClass qos) const override {
+    if (qos == QosClass::kGuaranteed) return kubepods();
+    return join(kubepods(), "kubepods-" + std::string(qosClassName(qos)) + ".slice");
+  }
+  Result<CgroupPath> pod(QosClass qos_class, std::string_view uid) const override {
+    VRI_TRY(validatePodUid(uid));
+    std::string escaped(uid);
+    std::replace(escaped.begin(), escaped.end(), '-', '_');
+    const std::string prefix =
+        qos_class == QosClass::kGuaranteed ? "kubepods" : "kubepods-" + std::string(qosClassName(qos_class));
+    return join(qos(qos_class), prefix + "-pod" + escaped + ".slice");
+  }
+  Result<CgroupPath> container(QosClass qos_class, std::string_view uid, std::string_view id) const override {
+    VRI_TRY(validateContainerId(id));
+    VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, pod(qos_class, uid));
+    return join(pod_path, runtimePrefix_ + "-" + std::string(id) + ".scope");
+  }
+
+ private:
+  CgroupPath parent_;
+  std::string runtimePrefix_;
+};
+
+}  // namespace
+
+std::string_view qosClassName(QosClass qos) {
+  switch (qos) {
+    case QosClass::kGuaranteed: return "guaranteed";
+    case QosClass::kBurstable: return "burstable";
+    case QosClass::kBestEffort: return "besteffort";
+  }
+  return "unknown";
+}
+
+Result<KubeletDriver> parseKubeletDriver(std::string_view text) {
+  if (text == "cgroupfs") return KubeletDriver::kCgroupfs;
+  if (text == "systemd") return KubeletDriver::kSystemd;
+  return Error::invalidArgument("unknown kubelet cgroup driver " + quoteForMessage(text) +
+                                " (use cgroupfs or systemd)");
+}
+
+Result<void> validatePodUid(std::string_view uid) {
+  const bool ok = !uid.empty() && uid.size() <= 128 &&
+                  std::all_of(uid.begin(), uid.end(), [](char c) { return isAlnum(c) || c == '-' || c == '_'; });
+  if (!ok) return Error::invalidArgument("invalid pod UID " + quoteForMessage(uid) + " (1-128 of A-Z a-z 0-9 - _)");
+  return {};
+}
+
+Result<void> validateContainerId(std::string_view id) {
+  const bool ok =
+      !id.empty() && id.size() <= 128 && isAlnum(id.front()) &&
+      std::all_of(id.begin(), id.end(), [](char c) { return isAlnum(c) || c == '-' || c == '_' || c == '.'; });
+  if (!ok)
+    return Error::invalidArgument("invalid container id " + quoteForMessage(id) + " (1-128 of A-Z a-z 0-9 . - _)");
+  return {};
+}
+
+std::unique_ptr<KubeletNamer> makeKubeletNamer(KubeletDriver driver, CgroupPath parent, std::string runtimePrefix) {
+  if (driver == KubeletDriver::kSystemd)
+    return std::make_unique<SystemdNamer>(std::move(parent), std::move(runtimePrefix));
+  return std::make_unique<CgroupfsNamer>(std::move(parent));
+}
+
+}  // namespace vri

@@ -1,0 +1,101 @@
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "cgroup-model/kubelet_namer.h"
+#include "cgroup-model/libvirt_namer.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kUid[] = "0a1b2c3d-aaaa-bbbb-cccc-123456789abc";
+constexpr char kCtr[] = "4f0e8d2b9c";
+
+TEST(KubeletNamerTest, CgroupfsDriver) {
+  auto namer = makeKubeletNamer(KubeletDriver::kCgroupfs);
+  EXPECT_EQ(namer->kubepods().str(), "kubepods");
+  EXPECT_EQ(namer->qos(QosClass::kGuaranteed).str(), "kubepods");
+  EXPECT_EQ(namer->container(QosClass::kGuaranteed, kUid, kCtr)->str(),
+            std::string("kubepods/pod") + kUid + "/" + kCtr);
+  EXPECT_EQ(namer->pod(QosClass::kBurstable, kUid)->str(), std::string("kubepods/burstable/pod") + kUid);
+  EXPECT_EQ(namer->qos(QosClass::kBestEffort).str(), "kubepods/besteffort");
+}
+
+TEST(KubeletNamerTest, SystemdDriver) {
+  auto namer = makeKubeletNamer(KubeletDriver::kSystemd);
+  EXPECT_EQ(namer->kubepods().str(), "kubepods.slice");
+  EXPECT_EQ(namer->container(QosClass::kBurstable, kUid, kCtr)->str(),
+            "kubepods.slice/kubepods-burstable.slice/"
+            "kubepods-burstable-pod0a1b2c3d_aaaa_bbbb_cccc_123456789abc.slice/cri-containerd-4f0e8d2b9c.scope");
+  EXPECT_EQ(namer->pod(QosClass::kGuaranteed, kUid)->str(),
+            "kubepods.slice/kubepods-pod0a1b2c3d_aaaa_bbbb_cccc_123456789abc.slice");
+  EXPECT_EQ(namer->qos(QosClass::kBestEffort).str(), "kubepods.slice/kubepods-besteffort.slice");
+}
+
+TEST(KubeletNamerTest, RefusesHostileIdentities) {
+  for (auto driver : {KubeletDriver::kCgroupfs, KubeletDriver::kSystemd}) {
+    auto namer = makeKubeletNamer(driver);
+    for (const char* uid : {"../../etc", "a/b", "", "pod\n1", "x y"}) {
+      auto pod = namer->pod(QosClass::kBurstable, uid);
+      ASSERT_FALSE(pod.ok()) << uid;
+      EXPECT_THAT(pod.error().message(), HasSubstr("invalid pod UID"));
+    }
+    EXPECT_THAT(namer->container(QosClass::kBurstable, kUid, "..").error().message(),
+                HasSubstr("invalid container id"));
+    EXPECT_FALSE(namer->container(QosClass::kBurstable, kUid, std::string(300, 'a')).ok());
+  }
+}
+
+TEST(LibvirtNamerTest, MachineNamesAreLossy) {
+  EXPECT_EQ(libvirtMachineName(3, "tiny"), "qemu-3-tiny");
+  EXPECT_EQ(libvirtMachineName(7, "web_01.prod"), "qemu-7-web01.prod");
+  EXPECT_EQ(libvirtMachineName(7, "--a..b--c.."), "qemu-7-a.b-c");
+  EXPECT_EQ(libvirtMachineName(7, "../../etc"), "qemu-7-etc");
+  EXPECT_EQ(libvirtMachineName(12, "ünïcode vm"), "qemu-12-ncodevm");
+  const std::string capped = libvirtMachineName(123, std::string(100, 'x'));
+  EXPECT_EQ(capped.size(), 64u);
+  EXPECT_EQ(capped.substr(0, 9), "qemu-123-");
+  EXPECT_EQ(systemdEscape("qemu-3-tiny"), "qemu\\x2d3\\x2dtiny");
+}
+
+TEST(LibvirtNamerTest, ScopesInEveryLayout) {
+  const LibvirtNamer systemd(LibvirtLayout::kSystemd, *CgroupPath::parse("machine.slice"));
+  const CgroupPath scope = *systemd.scope(3, "tiny");
+  EXPECT_EQ(scope.str(), "machine.slice/machine-qemu\\x2d3\\x2dtiny.scope");
+  EXPECT_EQ(systemd.vcpu(scope, 1).str(), "machine.slice/machine-qemu\\x2d3\\x2dtiny.scope/vcpu1");
+
+  const LibvirtNamer nested(LibvirtLayout::kSystemdWithLibvirtLevel, *CgroupPath::parse("system.slice/machine.slice"));
+  const CgroupPath nested_scope = *nested.scope(4, "db");
+  EXPECT_EQ(nested.emulator(nested_scope).str(),
+            "system.slice/machine.slice/machine-qemu\\x2d4\\x2ddb.scope/libvirt/emulator");
+  EXPECT_EQ(nested.iothread(nested_scope, 2).str(),
+            "system.slice/machine.slice/machine-qemu\\x2d4\\x2ddb.scope/libvirt/iothread2");
+
+  const LibvirtNamer plain(LibvirtLayout::kNoSystemd, *CgroupPath::parse("machine"));
+  EXPECT_EQ(plain.vcpu(*plain.scope(3, "tiny"), 0).str(), "machine/qemu-3-tiny.libvirt-qemu/vcpu0");
+}
+
+TEST(LibvirtNamerTest, FindsTheScopeFromTheQemuProcess) {
+  // As /proc/<qemu>/cgroup reads on a v1 host without systemd (the emulator thread group).
+  constexpr char kV1[] =
+      "12:pids:/\n"
+      "4:cpuset:/machine/qemu-3-tiny.libvirt-qemu/emulator\n"
+      "3:cpu,cpuacct:/machine/qemu-3-tiny.libvirt-qemu/emulator\n"
+      "2:memory:/supervisor\n"
+      "0::/machine/qemu-3-tiny.libvirt-qemu/emulator\n";
+  const CgroupPath machine = *CgroupPath::parse("machine");
+  EXPECT_EQ(vmScopeFromProcCgroup(kV1, "cpuset", machine)->str(), "machine/qemu-3-tiny.libvirt-qemu");
+  EXPECT_EQ(vmScopeFromProcCgroup(kV1, "cpu", machine)->str(), "machine/qemu-3-tiny.libvirt-qemu");
+  EXPECT_EQ(vmScopeFromProcCgroup(kV1, "", machine)->str(), "machine/qemu-3-tiny.libvirt-qemu");
+  EXPECT_EQ(vmScopeFromProcCgroup(kV1, "hugetlb", machine).error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(vmScopeFromProcCgroup(kV1, "pids", machine).error().code(), ErrorCode::kNotFound);  // not in a VM scope
+
+  constexpr char kV2[] = "0::/machine.slice/machine-qemu\\x2d9\\x2dweb.scope/libvirt/emulator\n";
+  EXPECT_EQ(vmScopeFromProcCgroup(kV2, "", *CgroupPath::parse("machine.slice"))->str(),
+            "machine.slice/machine-qemu\\x2d9\\x2dweb.scope");
+  EXPECT_FALSE(vmScopeFromProcCgroup(kV2, "", *CgroupPath::parse("machine")).ok());
+}
+
+}  // namespace
+}  // namespace vri

@@ -45,15 +45,25 @@ class Planner {
   }
 
  private:
+  const CgroupPath* rootOf(const CgroupPath& path, const std::vector<CgroupPath>& roots) const {
+    for (const CgroupPath& root : roots) {
+      if (path.isWithin(root)) return &root;
+    }
+    return nullptr;
+  }
+  bool isRoot(const CgroupPath& path) const {
+    const auto& m = desired_.managedRoots;
+    const auto& a = desired_.adoptedRoots;
+    return std::find(m.begin(), m.end(), path) != m.end() || std::find(a.begin(), a.end(), path) != a.end();
+  }
+  bool adopted(const CgroupPath& path) const { return rootOf(path, desired_.adoptedRoots) != nullptr; }
+
   Result<void> checkShape() const {
     for (const auto& [path, spec] : desired_.cgroups) {
-      const bool is_root =
-          std::find(desired_.managedRoots.begin(), desired_.managedRoots.end(), path) != desired_.managedRoots.end();
-      const bool inside = std::any_of(desired_.managedRoots.begin(), desired_.managedRoots.end(),
-                                      [&](const CgroupPath& root) { return path.isWithin(root); });
-      if (!inside)
+      if (!rootOf(path, desired_.managedRoots) && !rootOf(path, desired_.adoptedRoots)) {
         return Error::invalidArgument("cgroup " + quoteForMessage(path.str()) + " is outside every managed root");
-      if (!is_root && !desired_.cgroups.count(path.parent())) {
+      }
+      if (!isRoot(path) && !desired_.cgroups.count(path.parent())) {
         return Error::invalidArgument("cgroup " + quoteForMessage(path.str()) + " has no parent in the desired tree");
       }
     }
@@ -118,17 +128,22 @@ class Planner {
   Result<void> createAndDelegate() {
     const bool v2 = backend_.version() == CgroupVersion::kV2;
     for (const auto& [path, spec] : desired_.cgroups) {
-      const bool is_root =
-          std::find(desired_.managedRoots.begin(), desired_.managedRoots.end(), path) != desired_.managedRoots.end();
+      const bool is_adopted = adopted(path);
       for (const std::string& hierarchy : hierarchies_[path]) {
         const CgroupDir dir{hierarchy, path};
-        if (v2 && is_root && !path.isRoot()) VRI_TRY(delegate({hierarchy, path.parent()}, controllers_[path]));
         const bool existed = fs_.exists(dir);
-        if (!existed) {
-          add(CgroupOp::Kind::kMkdir, dir);
-          created_.insert(dir);
+        if (is_adopted) {
+          // Others create these: a missing one (and so its subtree) is left alone.
+          if (!existed) skipped_.insert(dir);
+          if (!existed || !v2) continue;
+        } else {
+          if (v2 && isRoot(path) && !path.isRoot()) VRI_TRY(delegate({hierarchy, path.parent()}, controllers_[path]));
+          if (!existed) {
+            add(CgroupOp::Kind::kMkdir, dir);
+            created_.insert(dir);
+          }
+          if (!v2) continue;
         }
-        if (!v2) continue;
         if (spec.threaded) {
           std::string type = "domain";
           if (existed) {
@@ -147,6 +162,14 @@ class Planner {
       }
     }
     return {};
+  }
+
+  // A cgroup below an adopted root that does not exist, or one inside it.
+  bool isSkipped(const CgroupDir& dir) const {
+    for (const CgroupDir& skipped : skipped_) {
+      if (skipped.hierarchy == dir.hierarchy && dir.path.isWithin(skipped.path)) return true;
+    }
+    return false;
   }
 
   Result<std::string> currentValue(const CgroupDir& dir, const std::string& file) const {
@@ -169,6 +192,7 @@ class Planner {
       for (const ControlFile& file : files) {
         if (file.kind == FileKind::kPlain) continue;
         const CgroupDir dir{file.hierarchy, path};
+        if (isSkipped(dir)) continue;
         VRI_ASSIGN_OR_RETURN(std::string current_text, currentValue(dir, file.file));
         auto current = CpuSet::parse(current_text);
         if (!current.ok()) return std::move(current).context(dir.describe() + "/" + file.file).error();
@@ -189,6 +213,7 @@ class Planner {
       for (const ControlFile& file : files) {
         if (file.kind != FileKind::kPlain) continue;
         const CgroupDir dir{file.hierarchy, path};
+        if (isSkipped(dir)) continue;
         if (!created_.count(dir) && fs_.exists(dir)) {
           VRI_ASSIGN_OR_RETURN(std::string current, fs_.read(dir, file.file));
           if (sameControlValue(file, current)) continue;
@@ -237,6 +262,7 @@ class Planner {
       for (const ControlFile& file : it->second) {
         if (file.kind == FileKind::kPlain) continue;
         const CgroupDir dir{file.hierarchy, it->first};
+        if (isSkipped(dir)) continue;
         const CpuSet wanted = *CpuSet::parse(file.value);
         if (afterWiden_.at({dir, file.file}) != wanted) add(CgroupOp::Kind::kWrite, dir, file.file, file.value);
       }
@@ -251,6 +277,7 @@ class Planner {
   std::map<CgroupPath, std::set<std::string>> controllers_;
   std::set<std::string> allHierarchies_;
   std::set<CgroupDir> created_;
+  std::set<CgroupDir> skipped_;
   std::map<std::pair<CgroupDir, std::string>, CpuSet> afterWiden_;
   std::vector<CgroupOp> ops_;
 };

@@ -5,7 +5,8 @@
 // does nothing the second time, and a run that failed part way leaves a state
 // from which the next run converges. Order:
 //   1. create missing cgroups parent-first (v2: delegating controllers from
-//      the parent and marking thread groups threaded right after);
+//      the parent and marking thread groups threaded right after); below an
+//      adopted root a missing cgroup is skipped with its subtree instead;
 //   2. widen cpusets parent-first (a leaf gets its final value at once);
 //   3. write every other value that differs;
 //   4. remove cgroups below the managed roots that are not desired, deepest
@@ -29,10 +30,14 @@ struct CgroupSpec {
 };
 
 struct DesiredTree {
-  // Subtrees VRI manages: cgroups below them that are not desired are removed.
+  // Subtrees whose cgroups VRI creates and removes: what is missing is made,
+  // what is not desired is removed.
   std::vector<CgroupPath> managedRoots;
-  // Every desired cgroup. Each lies within a managed root, and each one below
-  // a root has its parent listed too.
+  // Subtrees whose cgroups others create and remove (kubelet, libvirt): VRI
+  // only writes values into those that exist, and never removes one.
+  std::vector<CgroupPath> adoptedRoots;
+  // Every desired cgroup. Each lies within a root, and each one below a root
+  // has its parent listed too.
   std::map<CgroupPath, CgroupSpec> cgroups;
 };
 

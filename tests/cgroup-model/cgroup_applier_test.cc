@@ -206,6 +206,32 @@ TEST_P(CgroupApplierTest, ABusyCgroupIsReportedAndLeftForTheNextRun) {
   EXPECT_TRUE(applier.plan(tree)->empty());
 }
 
+TEST_P(CgroupApplierTest, AdoptedSubtreesAreWrittenButNeverCreatedOrRemoved) {
+  Node s(GetParam());
+  const std::string h = GetParam() == CgroupVersion::kV1 ? "cpuset" : "";
+  // kubelet made kubepods and one pod, plus a pod VRI does not know about.
+  DesiredTree made_by_kubelet;
+  made_by_kubelet.managedRoots = {path("kubepods")};
+  made_by_kubelet.cgroups[path("kubepods")] = spec("0-7");
+  made_by_kubelet.cgroups[path("kubepods/known")] = spec("0-7");
+  made_by_kubelet.cgroups[path("kubepods/stranger")] = spec("0-7");
+  ASSERT_TRUE(CgroupApplier(s.fs, *s.backend).apply(made_by_kubelet).ok());
+
+  DesiredTree tree;
+  tree.adoptedRoots = {path("kubepods")};
+  tree.cgroups[path("kubepods")] = spec("0-7");
+  tree.cgroups[path("kubepods/known")] = spec("0-3");
+  tree.cgroups[path("kubepods/not-yet")] = spec("4-5");
+  tree.cgroups[path("kubepods/not-yet/ctr")] = spec("4-5");
+  CgroupApplier applier(s.fs, *s.backend);
+  auto ops = applier.apply(tree);
+  ASSERT_TRUE(ops.ok()) << ops.error().message();
+  ASSERT_EQ(ops->size(), 1u);
+  EXPECT_EQ(ops->front().describe(), "write \"0-3\" to " + h + ":kubepods/known/cpuset.cpus");
+  EXPECT_FALSE(s.fs.exists({h, path("kubepods/not-yet")}));
+  EXPECT_TRUE(s.fs.exists({h, path("kubepods/stranger")}));
+}
+
 INSTANTIATE_TEST_SUITE_P(BothVersions, CgroupApplierTest, ::testing::Values(CgroupVersion::kV1, CgroupVersion::kV2),
                          [](const auto& info) { return std::string(cgroupVersionName(info.param)); });
 

@@ -1,0 +1,191 @@
+#include "cgroup-model/node_tree.h"
+
+#include <algorithm>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+CgroupSpec cpusetSpec(const CpuSet& cpus, const NodeResources& node) {
+  CgroupSpec spec;
+  spec.settings.cpus = cpus;
+  spec.settings.mems = node.memoryNodes;
+  return spec;
+}
+
+CpuSet podExclusive(const PodCgroup& pod) {
+  CpuSet cpus;
+  for (const ContainerCgroup& c : pod.containers) {
+    if (c.exclusiveCpus) cpus |= *c.exclusiveCpus;
+  }
+  return cpus;
+}
+
+CpuSet vmExclusive(const VmCgroup& vm) {
+  CpuSet cpus = vm.emulatorCpus;
+  for (const auto& cpu : vm.vcpuCpus) {
+    if (cpu) cpus.add(*cpu);
+  }
+  for (const auto& [id, cpu] : vm.iothreadCpus) {
+    if (cpu) cpus.add(*cpu);
+  }
+  return cpus;
+}
+
+// kubelet's pod-level values: shares from the requests, a quota and a memory
+// limit only when every container declares one.
+void addPodValues(const PodCgroup& pod, CgroupSettings& settings) {
+  settings.shares =
+      pod.qos == QosClass::kBestEffort ? CpuShares{CpuShares::kMin} : milliCpuToShares(podCpuRequestMilli(pod));
+  const bool all_cpu_limits = std::all_of(pod.containers.begin(), pod.containers.end(),
+                                          [](const ContainerCgroup& c) { return c.cpuLimitMilli > 0; });
+  if (all_cpu_limits && !pod.containers.empty()) {
+    int64_t limit = pod.overheadCpuMilli;
+    for (const ContainerCgroup& c : pod.containers) limit += c.cpuLimitMilli;
+    settings.cpuMax = CpuMax{milliCpuToQuota(limit, CpuMax::kDefaultPeriodUs), CpuMax::kDefaultPeriodUs};
+  }
+  const bool all_memory_limits = std::all_of(pod.containers.begin(), pod.containers.end(),
+                                             [](const ContainerCgroup& c) { return c.memoryLimitBytes.has_value(); });
+  if (all_memory_limits && !pod.containers.empty()) {
+    uint64_t limit = pod.overheadMemoryBytes;
+    for (const ContainerCgroup& c : pod.containers) limit += *c.memoryLimitBytes;
+    settings.memoryMax = Limit{limit};
+  }
+}
+
+void addContainerValues(const ContainerCgroup& container, CgroupSettings& settings) {
+  settings.shares = milliCpuToShares(container.cpuRequestMilli);
+  if (container.cpuLimitMilli > 0) {
+    settings.cpuMax =
+        CpuMax{milliCpuToQuota(container.cpuLimitMilli, CpuMax::kDefaultPeriodUs), CpuMax::kDefaultPeriodUs};
+  }
+  if (container.memoryLimitBytes) settings.memoryMax = Limit{*container.memoryLimitBytes};
+}
+
+Result<void> addKubeletSide(const TreeLayout& layout, const NodeResources& node, const std::vector<PodCgroup>& pods,
+                            DesiredTree& tree) {
+  const bool everything = layout.ownership == Ownership::kEverything;
+  const auto namer = makeKubeletNamer(layout.driver, layout.kubeletParent);
+  CpuSet all_exclusive;
+  for (const PodCgroup& pod : pods) {
+    for (const ContainerCgroup& c : pod.containers) {
+      if (!c.exclusiveCpus) continue;
+      if (c.exclusiveCpus->intersects(node.sharedCpus) || c.exclusiveCpus->intersects(all_exclusive)) {
+        return Error::invalidArgument("exclusive CPUs " + c.exclusiveCpus->format() + " of container " +
+                                      quoteForMessage(c.id) + " overlap the shared pool or another container's");
+      }
+      all_exclusive |= *c.exclusiveCpus;
+    }
+  }
+  const CgroupPath kubepods = namer->kubepods();
+  (everything ? tree.managedRoots : tree.adoptedRoots).push_back(kubepods);
+  CgroupSpec& root = tree.cgroups[kubepods] = cpusetSpec(node.sharedCpus | all_exclusive, node);
+  if (everything) {
+    root.settings.shares = milliCpuToShares(node.allocatableCpuMilli);
+    if (node.allocatableMemoryBytes > 0) root.settings.memoryMax = Limit{node.allocatableMemoryBytes};
+  }
+  for (QosClass qos : {QosClass::kBurstable, QosClass::kBestEffort}) {
+    CpuSet cpus = node.sharedCpus;
+    for (const PodCgroup& pod : pods) {
+      if (pod.qos == qos) cpus |= podExclusive(pod);
+    }
+    CgroupSpec& spec = tree.cgroups[namer->qos(qos)] = cpusetSpec(cpus, node);
+    if (everything) spec.settings.shares = qos == QosClass::kBurstable ? burstableQosShares(pods) : CpuShares{2};
+  }
+  for (const PodCgroup& pod : pods) {
+    VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, namer->pod(pod.qos, pod.uid));
+    if (tree.cgroups.count(pod_path))
+      return Error::invalidArgument("pod " + quoteForMessage(pod.uid) + " is listed twice");
+    CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(node.sharedCpus | podExclusive(pod), node);
+    if (everything) addPodValues(pod, pod_spec.settings);
+    for (const ContainerCgroup& container : pod.containers) {
+      VRI_ASSIGN_OR_RETURN(CgroupPath path, namer->container(pod.qos, pod.uid, container.id));
+      CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(container.exclusiveCpus.value_or(node.sharedCpus), node);
+      if (everything) addContainerValues(container, spec.settings);
+    }
+  }
+  return {};
+}
+
+Result<void> addLibvirtSide(const TreeLayout& layout, const NodeResources& node, const std::vector<PodCgroup>& pods,
+                            const std::vector<VmCgroup>& vms, DesiredTree& tree) {
+  const LibvirtNamer namer(layout.libvirt, layout.machinePartition);
+  CpuSet all_exclusive;
+  for (const VmCgroup& vm : vms) all_exclusive |= vmExclusive(vm);
+  tree.adoptedRoots.push_back(layout.machinePartition);
+  CgroupSpec& partition = tree.cgroups[layout.machinePartition] = cpusetSpec(node.sharedCpus | all_exclusive, node);
+  partition.settings.shares = machinePartitionShares(node, pods, vms);
+  for (const VmCgroup& vm : vms) {
+    if (vm.scope.depth() != layout.machinePartition.depth() + 1 || !vm.scope.isWithin(layout.machinePartition)) {
+      return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is not directly under " +
+                                    quoteForMessage(layout.machinePartition.str()));
+    }
+    if (tree.cgroups.count(vm.scope))
+      return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is listed twice");
+    const CpuSet exclusive = vmExclusive(vm);
+    if (exclusive.intersects(node.sharedCpus)) {
+      return Error::invalidArgument("exclusive CPUs " + exclusive.format() + " of VM scope " +
+                                    quoteForMessage(vm.scope.str()) + " overlap the shared pool");
+    }
+    CgroupSpec& scope = tree.cgroups[vm.scope] = cpusetSpec(node.sharedCpus | exclusive, node);
+    scope.settings.shares = vm.shares.value_or(milliCpuToShares(vm.cpuRequestMilli));
+    const CgroupPath threads = namer.threadParent(vm.scope);
+    if (threads != vm.scope) tree.cgroups[threads] = cpusetSpec(node.sharedCpus | exclusive, node);
+    const auto threadGroup = [&](const CgroupPath& path, const CpuSet& cpus) -> CgroupSpec& {
+      CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(cpus, node);
+      spec.threaded = true;
+      return spec;
+    };
+    for (size_t i = 0; i < vm.vcpuCpus.size(); ++i) {
+      const auto& cpu = vm.vcpuCpus[i];
+      CgroupSpec& spec = threadGroup(namer.vcpu(vm.scope, static_cast<int>(i)), cpu ? CpuSet{*cpu} : node.sharedCpus);
+      if (vm.vcpuMax) spec.settings.cpuMax = vm.vcpuMax;
+    }
+    threadGroup(namer.emulator(vm.scope), vm.emulatorCpus.empty() ? node.sharedCpus : vm.emulatorCpus);
+    for (const auto& [id, cpu] : vm.iothreadCpus)
+      threadGroup(namer.iothread(vm.scope, id), cpu ? CpuSet{*cpu} : node.sharedCpus);
+  }
+  return {};
+}
+
+}  // namespace
+
+int64_t podCpuRequestMilli(const PodCgroup& pod) {
+  int64_t total = pod.overheadCpuMilli;
+  for (const ContainerCgroup& c : pod.containers) total += c.cpuRequestMilli;
+  return total;
+}
+
+CpuShares burstableQosShares(const std::vector<PodCgroup>& pods) {
+  int64_t requests = 0;
+  for (const PodCgroup& pod : pods) {
+    if (pod.qos == QosClass::kBurstable) requests += podCpuRequestMilli(pod);
+  }
+  return milliCpuToShares(requests);
+}
+
+CpuShares machinePartitionShares(const NodeResources& node, const std::vector<PodCgroup>& pods,
+                                 const std::vector<VmCgroup>& vms) {
+  int64_t pod_requests = 0, vm_requests = 0;
+  for (const PodCgroup& pod : pods) pod_requests += podCpuRequestMilli(pod);
+  for (const VmCgroup& vm : vms) vm_requests += vm.cpuRequestMilli;
+  if (vm_requests <= 0) return {CpuShares::kMin};
+  if (pod_requests <= 0) return milliCpuToShares(vm_requests);
+  const double kubepods = static_cast<double>(milliCpuToShares(node.allocatableCpuMilli).value);
+  const auto shares =
+      static_cast<uint64_t>(kubepods * static_cast<double>(vm_requests) / static_cast<double>(pod_requests));
+  return {std::clamp<uint64_t>(shares, CpuShares::kMin, CpuShares::kMax)};
+}
+
+Result<DesiredTree> buildDesiredTree(const TreeLayout& layout, const NodeResources& node,
+                                     const std::vector<PodCgroup>& pods, const std::vector<VmCgroup>& vms) {
+  if (node.memoryNodes.empty()) return Error::invalidArgument("the node has no memory nodes for cpuset.mems");
+  DesiredTree tree;
+  VRI_TRY(addKubeletSide(layout, node, pods, tree));
+  VRI_TRY(addLibvirtSide(layout, node, pods, vms, tree));
+  return tree;
+}
+
+}  // namespace vri

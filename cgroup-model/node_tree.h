@@ -1,0 +1,84 @@
+// The node's whole cgroup tree as VRI wants it: the kubelet side (kubepods ->
+// QoS -> pod -> container) beside the libvirt side (machine partition -> VM
+// scope -> vcpuN, emulator, iothreadN), with every value computed the way
+// kubelet computes it.
+//
+//   <kubelet parent>/kubepods                     cpus: shared + pods' exclusive
+//     pod<uid>/<ctr>       (Guaranteed)            shares: allocatable CPU
+//     burstable/pod<uid>/<ctr>                     shares: sum of Burstable requests
+//     besteffort/pod<uid>/<ctr>                    shares: 2
+//   <machine partition>                            cpus: shared + VMs' exclusive
+//     <VM scope>[/libvirt]/{vcpuN,emulator,iothreadN}
+//                                                  shares: kubepods' x VM requests / pod requests
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cgroup-model/cgroup_applier.h"
+#include "cgroup-model/kubelet_namer.h"
+#include "cgroup-model/libvirt_namer.h"
+
+namespace vri {
+
+// Who writes which file (see the README): by default kubelet and the runtime
+// keep writing the kubelet side's cpu and memory values and VRI only its
+// cpusets; kEverything makes VRI write them too (hosts without kubelet, tests).
+enum class Ownership { kCpusetsAndMachine, kEverything };
+
+struct ContainerCgroup {
+  std::string id;
+  int64_t cpuRequestMilli = 0;
+  int64_t cpuLimitMilli = 0;  // 0: no limit
+  std::optional<uint64_t> memoryLimitBytes;
+  std::optional<CpuSet> exclusiveCpus;  // nullopt: the shared pool
+};
+
+struct PodCgroup {
+  std::string uid;
+  QosClass qos = QosClass::kBestEffort;
+  std::vector<ContainerCgroup> containers;
+  int64_t overheadCpuMilli = 0;
+  uint64_t overheadMemoryBytes = 0;
+};
+
+struct VmCgroup {
+  CgroupPath scope;                                // found through the QEMU pid, never rebuilt from the name
+  int64_t cpuRequestMilli = 0;                     // what the VM asks of the shared pool and its exclusive CPUs
+  std::optional<CpuShares> shares;                 // the domain's <cputune><shares>, if set
+  std::vector<std::optional<int>> vcpuCpus;        // per vCPU: its exclusive CPU, or the shared pool
+  CpuSet emulatorCpus;                             // empty: the shared pool
+  std::map<int, std::optional<int>> iothreadCpus;  // iothread id -> exclusive CPU or the shared pool
+  std::optional<CpuMax> vcpuMax;                   // <cputune> period/quota per vCPU
+};
+
+struct NodeResources {
+  CpuSet sharedCpus;
+  CpuSet memoryNodes;                   // cpuset.mems everywhere
+  int64_t allocatableCpuMilli = 0;      // capacity - system-reserved - kube-reserved
+  uint64_t allocatableMemoryBytes = 0;  // capacity - reserved - eviction-hard
+};
+
+struct TreeLayout {
+  KubeletDriver driver = KubeletDriver::kCgroupfs;
+  CgroupPath kubeletParent;  // where kubepods sits (kubelet's --cgroup-root)
+  LibvirtLayout libvirt = LibvirtLayout::kNoSystemd;
+  CgroupPath machinePartition = std::move(CgroupPath::parse("machine")).value();
+  Ownership ownership = Ownership::kCpusetsAndMachine;
+};
+
+// kubelet's values.
+CpuShares burstableQosShares(const std::vector<PodCgroup>& pods);
+int64_t podCpuRequestMilli(const PodCgroup& pod);  // containers plus overhead
+// The machine partition's shares: kubepods' shares scaled by VM requests over pod requests.
+CpuShares machinePartitionShares(const NodeResources& node, const std::vector<PodCgroup>& pods,
+                                 const std::vector<VmCgroup>& vms);
+
+// Refuses invalid identities (pod UIDs, container ids), VM scopes outside the
+// machine partition, and exclusive CPUs outside the node.
+Result<DesiredTree> buildDesiredTree(const TreeLayout& layout, const NodeResources& node,
+                                     const std::vector<PodCgroup>& pods, const std::vector<VmCgroup>& vms);
+
+}  // namespace vri

@@ -38,10 +38,14 @@ int main(int argc, char** argv) {
   vri::CgroupVersion version = vri::CgroupVersion::kV1;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--tenants") tenants = std::max(2, std::atoi(argv[i + 1]));
-    else if (flag == "--rounds") rounds = std::max(1, std::atoi(argv[i + 1]));
-    else if (flag == "--version") version = std::string(argv[i + 1]) == "v2" ? vri::CgroupVersion::kV2 : vri::CgroupVersion::kV1;
-    else return fail("usage: shared_pool_shrink [--tenants N] [--rounds N] [--version v1|v2]");
+    if (flag == "--tenants")
+      tenants = std::max(2, std::atoi(argv[i + 1]));
+    else if (flag == "--rounds")
+      rounds = std::max(1, std::atoi(argv[i + 1]));
+    else if (flag == "--version")
+      version = std::string(argv[i + 1]) == "v2" ? vri::CgroupVersion::kV2 : vri::CgroupVersion::kV1;
+    else
+      return fail("usage: shared_pool_shrink [--tenants N] [--rounds N] [--version v1|v2]");
   }
   const char* tmp = std::getenv("TMPDIR");
   std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/vri-shrink-XXXXXX";
@@ -67,7 +71,8 @@ int main(int argc, char** argv) {
   std::vector<vri::VmCgroup> vms;
   for (int t = 0; t < tenants; ++t) {
     if (t % 2 == 0) {
-      pods.push_back({"pod-" + std::to_string(t), vri::QosClass::kBurstable, {{"c", 100, 0, std::nullopt, std::nullopt}}, 0, 0});
+      pods.push_back(
+          {"pod-" + std::to_string(t), vri::QosClass::kBurstable, {{"c", 100, 0, std::nullopt, std::nullopt}}, 0, 0});
       continue;
     }
     vri::VmCgroup vm;
@@ -77,8 +82,9 @@ int main(int argc, char** argv) {
     vms.push_back(vm);
   }
   // libvirt's part: the partition, each scope and its thread groups.
-  const std::vector<std::string> hierarchies =
-      version == vri::CgroupVersion::kV1 ? std::vector<std::string>{"cpuset", "cpu,cpuacct"} : std::vector<std::string>{""};
+  const std::vector<std::string> hierarchies = version == vri::CgroupVersion::kV1
+                                                   ? std::vector<std::string>{"cpuset", "cpu,cpuacct"}
+                                                   : std::vector<std::string>{""};
   for (const std::string& h : hierarchies) {
     if (version == vri::CgroupVersion::kV2 && !fs.write({h, {}}, "cgroup.subtree_control", "+cpu +cpuset").ok()) {
       return fail("delegate from the root");
@@ -98,7 +104,8 @@ int main(int argc, char** argv) {
       }
       if (version == vri::CgroupVersion::kV2) {
         const bool leaf = d.depth() > layout.machinePartition.depth() + 1;
-        if (!fs.write({h, d}, leaf ? "cgroup.type" : "cgroup.subtree_control", leaf ? "threaded" : "+cpu +cpuset").ok()) {
+        if (!fs.write({h, d}, leaf ? "cgroup.type" : "cgroup.subtree_control", leaf ? "threaded" : "+cpu +cpuset")
+                 .ok()) {
           return fail("init v2 " + d.str());
         }
       }

@@ -1,8 +1,36 @@
 #include "cgroup-model/cgroup_backend.h"
 
+#include <algorithm>
+#include <charconv>
+
 namespace vri {
 
 namespace {
+
+// A file's content when it exists, nullopt when it does not.
+std::optional<std::string> readIfPresent(const CgroupFs& fs, const CgroupDir& dir, std::string_view file) {
+  auto text = fs.read(dir, file);
+  if (!text.ok()) return std::nullopt;
+  return std::move(text).value();
+}
+
+Result<std::vector<int>> parseTaskList(const std::string& text, const std::string& where) {
+  std::vector<int> tasks;
+  size_t start = 0;
+  while (start < text.size()) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const std::string line = text.substr(start, end - start);
+    start = end + 1;
+    if (line.empty()) continue;
+    int id = 0;
+    const auto [ptr, ec] = std::from_chars(line.data(), line.data() + line.size(), id);
+    if (ec != std::errc() || ptr != line.data() + line.size()) {
+      return Error::invalidArgument("unreadable task id " + line + " in " + where);
+    }
+    tasks.push_back(id);
+  }
+  return tasks;
+}
 
 class V1Backend : public CgroupBackend {
  public:
@@ -43,7 +71,48 @@ class V1Backend : public CgroupBackend {
 
   std::vector<std::string> controllers(const CgroupSettings&) const override { return {}; }
 
+  Result<CgroupSettings> readSettings(const CgroupFs& fs, const CgroupPath& path) const override {
+    if (!fs.exists({primaryHierarchy(), path}))
+      return Error::notFound("no cgroup " + primaryHierarchy() + ":" + path.str());
+    CgroupSettings s;
+    const auto at = [&](const char* controller) -> std::optional<CgroupDir> {
+      const auto it = hierarchies_.find(controller);
+      if (it == hierarchies_.end() || !fs.exists({it->second, path})) return std::nullopt;
+      return CgroupDir{it->second, path};
+    };
+    if (auto dir = at("cpuset")) {
+      if (auto text = readIfPresent(fs, *dir, "cpuset.cpus")) s.cpus = toOptional(CpuSet::parse(*text));
+      if (auto text = readIfPresent(fs, *dir, "cpuset.mems")) s.mems = toOptional(CpuSet::parse(*text));
+    }
+    if (auto dir = at("cpu")) {
+      if (auto text = readIfPresent(fs, *dir, "cpu.shares")) s.shares = toOptional(CpuShares::parse(*text));
+      auto quota = readIfPresent(fs, *dir, "cpu.cfs_quota_us");
+      auto period = readIfPresent(fs, *dir, "cpu.cfs_period_us");
+      if (quota && period) s.cpuMax = toOptional(CpuMax::parseV1(*quota, *period));
+    }
+    if (auto dir = at("memory")) {
+      if (auto text = readIfPresent(fs, *dir, "memory.limit_in_bytes"))
+        s.memoryMax = toOptional(Limit::parseV1Memory(*text));
+    }
+    if (auto dir = at("pids")) {
+      if (auto text = readIfPresent(fs, *dir, "pids.max")) s.pidsMax = toOptional(Limit::parseV2(*text));
+    }
+    return s;
+  }
+
+  Result<std::vector<int>> readTasks(const CgroupFs& fs, const CgroupPath& path, bool threads) const override {
+    const CgroupDir dir{primaryHierarchy(), path};
+    VRI_ASSIGN_OR_RETURN(std::string text, fs.read(dir, threads ? "tasks" : "cgroup.procs"));
+    return parseTaskList(text, dir.describe());
+  }
+
  private:
+  template <typename T>
+  static std::optional<T> toOptional(Result<T> result) {
+    if (!result.ok()) return std::nullopt;
+    return std::move(result).value();
+  }
+
   std::map<std::string, std::string> hierarchies_;
 };
 
@@ -66,6 +135,31 @@ class V2Backend : public CgroupBackend {
     }
     if (s.pidsMax) out.push_back({"", "pids.max", s.pidsMax->formatV2(), FileKind::kPlain});
     return out;
+  }
+
+  Result<CgroupSettings> readSettings(const CgroupFs& fs, const CgroupPath& path) const override {
+    const CgroupDir dir{"", path};
+    if (!fs.exists(dir)) return Error::notFound("no cgroup :" + path.str());
+    CgroupSettings s;
+    const auto parsed = [](auto result) -> std::optional<typename decltype(result)::value_type> {
+      if (!result.ok()) return std::nullopt;
+      return std::move(result).value();
+    };
+    if (auto text = readIfPresent(fs, dir, "cpuset.cpus")) s.cpus = parsed(CpuSet::parse(*text));
+    if (auto text = readIfPresent(fs, dir, "cpuset.mems")) s.mems = parsed(CpuSet::parse(*text));
+    if (auto text = readIfPresent(fs, dir, "cpu.weight")) {
+      if (auto weight = parsed(CpuWeight::parse(*text))) s.shares = weightToShares(*weight);
+    }
+    if (auto text = readIfPresent(fs, dir, "cpu.max")) s.cpuMax = parsed(CpuMax::parseV2(*text));
+    if (auto text = readIfPresent(fs, dir, "memory.max")) s.memoryMax = parsed(Limit::parseV2(*text));
+    if (auto text = readIfPresent(fs, dir, "pids.max")) s.pidsMax = parsed(Limit::parseV2(*text));
+    return s;
+  }
+
+  Result<std::vector<int>> readTasks(const CgroupFs& fs, const CgroupPath& path, bool threads) const override {
+    const CgroupDir dir{"", path};
+    VRI_ASSIGN_OR_RETURN(std::string text, fs.read(dir, threads ? "cgroup.threads" : "cgroup.procs"));
+    return parseTaskList(text, dir.describe());
   }
 
   std::vector<std::string> controllers(const CgroupSettings& s) const override {

@@ -18,6 +18,7 @@
 
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/cgroup_settings.h"
+#include "cgroup-model/cgroupfs.h"
 #include "cgroup-model/result.h"
 
 namespace vri {
@@ -41,6 +42,12 @@ class CgroupBackend {
   virtual Result<std::vector<ControlFile>> files(const CgroupSettings& settings) const = 0;
   // v2: the controllers a cgroup with these settings needs its parent to delegate.
   virtual std::vector<std::string> controllers(const CgroupSettings& settings) const = 0;
+
+  // What a cgroup holds now: every setting whose file exists and parses.
+  // NOT_FOUND when the cgroup does not exist in the primary hierarchy.
+  virtual Result<CgroupSettings> readSettings(const CgroupFs& fs, const CgroupPath& path) const = 0;
+  // The processes (or, with threads, the thread ids) in a cgroup.
+  virtual Result<std::vector<int>> readTasks(const CgroupFs& fs, const CgroupPath& path, bool threads) const = 0;
 };
 
 // `hierarchies` maps each v1 controller to the hierarchy (mount directory)

@@ -299,7 +299,7 @@ Result<void> FixtureCgroupFs::writeCpuset(const CgroupDir& dir, std::string_view
     // v1: a cpuset stays inside its parent's and around its children's.
     const CgroupDir parent{dir.hierarchy, dir.path.parent()};
     VRI_ASSIGN_OR_RETURN(std::string parent_text, read(parent, file));
-    if (!set->isSubsetOf(*CpuSet::parse(parent_text))) return refuse(EINVAL, dir, file, value);
+    if (!set->isSubsetOf(*CpuSet::parse(parent_text))) return refuse(EACCES, dir, file, value);
     VRI_ASSIGN_OR_RETURN(auto names, children(dir));
     for (const std::string& name : names) {
       VRI_ASSIGN_OR_RETURN(std::string child_text, read({dir.hierarchy, *dir.path.child(name)}, file));
@@ -321,8 +321,10 @@ Result<void> FixtureCgroupFs::writeProcess(const CgroupDir& dir, std::string_vie
         return refuse(ENOSPC, dir, file, value);
     }
   } else if (file == "cgroup.procs" && !dir.path.isRoot()) {
-    if (!read(dir, "cgroup.subtree_control")->empty()) return refuse(EBUSY, dir, file, value);
-    if (*read(dir, "cgroup.type") == "threaded") return refuse(EOPNOTSUPP, dir, file, value);
+    // No internal processes in a domain that delegates; a threaded domain may hold them.
+    const std::string type = *read(dir, "cgroup.type");
+    if (type == "domain" && !read(dir, "cgroup.subtree_control")->empty()) return refuse(EBUSY, dir, file, value);
+    if (type == "threaded") return refuse(EOPNOTSUPP, dir, file, value);
   }
   // A process is in one cgroup per hierarchy: take it out of the others.
   const std::vector<std::string> list_files = version_ == CgroupVersion::kV1
@@ -372,7 +374,8 @@ Result<void> FixtureCgroupFs::writeSubtreeControl(const CgroupDir& dir, std::str
       enabled.erase(at);
     }
   }
-  if (!dir.path.isRoot() && !added.empty() && !read(dir, "cgroup.procs")->empty()) {
+  if (!dir.path.isRoot() && !added.empty() && *read(dir, "cgroup.type") == "domain" &&
+      !read(dir, "cgroup.procs")->empty()) {
     return refuse(EBUSY, dir, "cgroup.subtree_control", value);  // no internal processes
   }
   std::string text;

@@ -4,11 +4,12 @@
 //
 // Files live under <directory>/cgroup/<hierarchy>/<path>/ and /proc files
 // under <directory>/proc/. Like the kernel it refuses, with the kernel's errno:
-// - a v1 child cpuset outside its parent's (EINVAL), a parent narrowed below a
+// - a v1 child cpuset outside its parent's (EACCES), a parent narrowed below a
 //   child's (EBUSY), a task joining a cpuset without CPUs or memory (ENOSPC);
 // - removing a cgroup with children or tasks (EBUSY);
-// - v2: a process in a cgroup that delegates controllers, or delegating from a
-//   cgroup with processes (EBUSY); a controller its parent does not offer (ENOENT);
+// - v2: a process in a domain cgroup that delegates controllers, or delegating
+//   from a domain cgroup with processes (EBUSY; a threaded domain may do both); a controller its parent does not offer
+//   (ENOENT);
 // - malformed values and values out of range (EINVAL, ERANGE);
 // - writes to files that do not exist (ENOENT).
 #pragma once

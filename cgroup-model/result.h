@@ -63,6 +63,8 @@ class Error {
 template <typename T>
 class [[nodiscard]] Result {
  public:
+  using value_type = T;
+
   Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}      // NOLINT: implicit by design
   Result(Error error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 

@@ -1,0 +1,74 @@
+#include "cgroup-model/drift.h"
+
+#include <set>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+std::string Drift::describe() const {
+  switch (kind) {
+    case Kind::kValue:
+      return dir.describe() + " " + file + " is " + quoteForMessage(actual) + ", VRI wants " + quoteForMessage(desired);
+    case Kind::kMissing: return dir.describe() + " is gone; VRI expects it";
+    case Kind::kUnknown: return dir.describe() + " is not known to VRI";
+  }
+  return "?";
+}
+
+namespace {
+
+void findUnknown(const CgroupFs& fs, const CgroupDir& dir, const std::set<CgroupPath>& known, std::vector<Drift>& out) {
+  auto names = fs.children(dir);
+  if (!names.ok()) return;
+  for (const std::string& name : *names) {
+    auto path = dir.path.child(name);
+    if (!path.ok()) continue;
+    const CgroupDir child{dir.hierarchy, *path};
+    if (!known.count(*path)) {
+      out.push_back({Drift::Kind::kUnknown, child, {}, {}, {}});
+      continue;
+    }
+    findUnknown(fs, child, known, out);
+  }
+}
+
+}  // namespace
+
+Result<std::vector<Drift>> detectDrift(const CgroupFs& fs, const CgroupBackend& backend, const DesiredTree& desired) {
+  std::vector<Drift> drift;
+  std::set<CgroupPath> known;
+  for (const auto& [path, spec] : desired.cgroups) known.insert(path);
+  for (const auto& [path, spec] : desired.cgroups) {
+    VRI_ASSIGN_OR_RETURN(std::vector<ControlFile> files, backend.files(spec.settings));
+    std::set<std::string> missing_in;
+    const CgroupDir primary{backend.primaryHierarchy(), path};
+    if (!fs.exists(primary)) {
+      // Report a vanished subtree once, at its top.
+      if (path.isRoot() || fs.exists({primary.hierarchy, path.parent()}) || !known.count(path.parent())) {
+        drift.push_back({Drift::Kind::kMissing, primary, {}, {}, {}});
+      }
+      continue;
+    }
+    for (const ControlFile& file : files) {
+      const CgroupDir dir{file.hierarchy, path};
+      if (!fs.exists(dir)) {
+        if (missing_in.insert(file.hierarchy).second) drift.push_back({Drift::Kind::kMissing, dir, {}, {}, {}});
+        continue;
+      }
+      auto current = fs.read(dir, file.file);
+      if (!current.ok()) return std::move(current).context("read " + dir.describe() + "/" + file.file).error();
+      if (!sameControlValue(file, *current))
+        drift.push_back({Drift::Kind::kValue, dir, file.file, *current, file.value});
+    }
+  }
+  std::vector<CgroupPath> roots = desired.managedRoots;
+  roots.insert(roots.end(), desired.adoptedRoots.begin(), desired.adoptedRoots.end());
+  for (const CgroupPath& root : roots) {
+    const CgroupDir dir{backend.primaryHierarchy(), root};
+    if (fs.exists(dir)) findUnknown(fs, dir, known, drift);
+  }
+  return drift;
+}
+
+}  // namespace vri

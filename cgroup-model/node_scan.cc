@@ -1,0 +1,205 @@
+#include "cgroup-model/node_scan.h"
+
+#include <algorithm>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+// The pod UID a directory name stands for under a QoS parent, or nullopt.
+std::optional<std::string> podUid(KubeletDriver driver, QosClass qos, const std::string& name) {
+  std::string uid;
+  if (driver == KubeletDriver::kCgroupfs) {
+    if (!name.starts_with("pod")) return std::nullopt;
+    uid = name.substr(3);
+  } else {
+    const std::string prefix =
+        qos == QosClass::kGuaranteed ? "kubepods-pod" : "kubepods-" + std::string(qosClassName(qos)) + "-pod";
+    if (!name.starts_with(prefix) || !name.ends_with(".slice")) return std::nullopt;
+    uid = name.substr(prefix.size(), name.size() - prefix.size() - 6);
+    std::replace(uid.begin(), uid.end(), '_', '-');  // kubelet's systemd escaping, undone
+  }
+  if (!validatePodUid(uid).ok()) return std::nullopt;
+  return uid;
+}
+
+std::optional<std::string> containerId(KubeletDriver driver, const std::string& name) {
+  std::string id = name;
+  if (driver == KubeletDriver::kSystemd) {
+    if (!name.ends_with(".scope")) return std::nullopt;
+    const std::string unit = name.substr(0, name.size() - 6);
+    const size_t dash = unit.rfind('-');
+    if (dash == std::string::npos) return std::nullopt;
+    id = unit.substr(dash + 1);
+  }
+  if (!validateContainerId(id).ok()) return std::nullopt;
+  return id;
+}
+
+bool isQosParent(KubeletDriver driver, const std::string& name) {
+  if (driver == KubeletDriver::kCgroupfs) return name == "burstable" || name == "besteffort";
+  return name == "kubepods-burstable.slice" || name == "kubepods-besteffort.slice";
+}
+
+std::optional<ScannedThreadGroup> threadGroupKind(const std::string& name) {
+  const auto numbered = [&](std::string_view prefix) -> std::optional<int> {
+    if (name.size() <= prefix.size() || !name.starts_with(prefix)) return std::nullopt;
+    if (name.find_first_not_of("0123456789", prefix.size()) != std::string::npos || name.size() - prefix.size() > 6) {
+      return std::nullopt;
+    }
+    return std::stoi(name.substr(prefix.size()));
+  };
+  ScannedThreadGroup group;
+  if (name == "emulator") {
+    group.kind = ScannedThreadGroup::Kind::kEmulator;
+  } else if (auto n = numbered("vcpu")) {
+    group.kind = ScannedThreadGroup::Kind::kVcpu;
+    group.index = *n;
+  } else if (auto n = numbered("iothread")) {
+    group.kind = ScannedThreadGroup::Kind::kIothread;
+    group.index = *n;
+  } else {
+    return std::nullopt;
+  }
+  return group;
+}
+
+class Scanner {
+ public:
+  Scanner(const CgroupFs& fs, const CgroupBackend& backend, const TreeLayout& layout)
+      : fs_(fs), backend_(backend), layout_(layout), hierarchy_(backend.primaryHierarchy()) {}
+
+  Result<NodeScan> run() {
+    VRI_TRY(scanPods());
+    VRI_TRY(scanVms());
+    return std::move(scan_);
+  }
+
+ private:
+  Result<ScannedCgroup> read(const CgroupPath& path, bool threads) const {
+    ScannedCgroup cgroup{path, {}, {}};
+    VRI_ASSIGN_OR_RETURN(cgroup.settings, backend_.readSettings(fs_, path));
+    VRI_ASSIGN_OR_RETURN(cgroup.tasks, backend_.readTasks(fs_, path, threads));
+    return cgroup;
+  }
+
+  Result<std::vector<std::string>> children(const CgroupPath& path) const { return fs_.children({hierarchy_, path}); }
+
+  Result<void> scanPods() {
+    const auto namer = makeKubeletNamer(layout_.driver, layout_.kubeletParent);
+    for (QosClass qos : {QosClass::kGuaranteed, QosClass::kBurstable, QosClass::kBestEffort}) {
+      const CgroupPath parent = namer->qos(qos);
+      if (!fs_.exists({hierarchy_, parent})) continue;
+      VRI_ASSIGN_OR_RETURN(auto names, children(parent));
+      for (const std::string& name : names) {
+        if (qos == QosClass::kGuaranteed && isQosParent(layout_.driver, name)) continue;
+        const CgroupPath path = *parent.child(name);
+        const auto uid = podUid(layout_.driver, qos, name);
+        if (!uid) {
+          scan_.notes.push_back(path.str() + ": not a pod");
+          continue;
+        }
+        ScannedPod pod;
+        pod.uid = *uid;
+        pod.qos = qos;
+        VRI_ASSIGN_OR_RETURN(pod.cgroup, read(path, false));
+        VRI_ASSIGN_OR_RETURN(auto containers, children(path));
+        for (const std::string& child : containers) {
+          const CgroupPath container_path = *path.child(child);
+          const auto id = containerId(layout_.driver, child);
+          if (!id) {
+            scan_.notes.push_back(container_path.str() + ": not a container");
+            continue;
+          }
+          VRI_ASSIGN_OR_RETURN(ScannedCgroup cgroup, read(container_path, false));
+          pod.containers.push_back({*id, std::move(cgroup)});
+        }
+        scan_.pods.push_back(std::move(pod));
+      }
+    }
+    return {};
+  }
+
+  // The QEMU process: the first process of the emulator group, else of the scope.
+  std::optional<int> qemuPid(const CgroupPath& scope, const CgroupPath& threads) const {
+    for (const CgroupPath& candidate : {*threads.child("emulator"), threads, scope}) {
+      if (!fs_.exists({hierarchy_, candidate})) continue;
+      auto procs = backend_.readTasks(fs_, candidate, false);
+      if (procs.ok() && !procs->empty()) return procs->front();
+    }
+    return std::nullopt;
+  }
+
+  Result<void> scanVms() {
+    const CgroupPath& partition = layout_.machinePartition;
+    if (!fs_.exists({hierarchy_, partition})) return {};
+    VRI_ASSIGN_OR_RETURN(auto names, children(partition));
+    for (const std::string& name : names) {
+      const CgroupPath scope = *partition.child(name);
+      const CgroupPath with_level = *scope.child("libvirt");
+      const CgroupPath threads = fs_.exists({hierarchy_, with_level}) ? with_level : scope;
+      ScannedVm vm;
+      VRI_ASSIGN_OR_RETURN(vm.scope, read(scope, false));
+      VRI_ASSIGN_OR_RETURN(auto groups, children(threads));
+      for (const std::string& group_name : groups) {
+        auto group = threadGroupKind(group_name);
+        if (!group) continue;
+        VRI_ASSIGN_OR_RETURN(group->cgroup, read(*threads.child(group_name), true));
+        vm.threadGroups.push_back(std::move(*group));
+      }
+      vm.qemuPid = qemuPid(scope, threads);
+      if (!vm.qemuPid) {
+        scan_.notes.push_back(scope.str() + ": no QEMU process");
+        if (vm.threadGroups.empty()) continue;
+      } else {
+        const std::string pid = std::to_string(*vm.qemuPid);
+        auto cgroups = fs_.readProc(pid + "/cgroup");
+        const std::string controller = backend_.version() == CgroupVersion::kV1 ? "cpuset" : "";
+        auto found =
+            cgroups.ok() ? vmScopeFromProcCgroup(*cgroups, controller, partition) : Result<CgroupPath>(cgroups.error());
+        if (!found.ok() || *found != scope) {
+          scan_.notes.push_back(scope.str() + ": process " + pid + " does not lead back to this scope");
+        }
+        auto cmdline = fs_.readProc(pid + "/cmdline");
+        if (cmdline.ok()) vm.uuid = qemuUuidFromCmdline(*cmdline).value_or("");
+        if (vm.uuid.empty()) scan_.notes.push_back(scope.str() + ": process " + pid + " gives no -uuid");
+      }
+      scan_.vms.push_back(std::move(vm));
+    }
+    return {};
+  }
+
+  const CgroupFs& fs_;
+  const CgroupBackend& backend_;
+  const TreeLayout& layout_;
+  const std::string hierarchy_;
+  NodeScan scan_;
+};
+
+}  // namespace
+
+std::optional<std::string> qemuUuidFromCmdline(std::string_view cmdline) {
+  std::vector<std::string_view> args;
+  size_t start = 0;
+  while (start < cmdline.size()) {
+    const size_t end = std::min(cmdline.find('\0', start), cmdline.size());
+    args.push_back(cmdline.substr(start, end - start));
+    start = end + 1;
+  }
+  for (size_t i = 0; i + 1 < args.size(); ++i) {
+    if (args[i] != "-uuid") continue;
+    const std::string_view uuid = args[i + 1];
+    const bool shaped = uuid.size() == 36 && uuid[8] == '-' && uuid[13] == '-' && uuid[18] == '-' && uuid[23] == '-' &&
+                        uuid.find_first_not_of("0123456789abcdefABCDEF-") == std::string_view::npos;
+    if (shaped) return std::string(uuid);
+  }
+  return std::nullopt;
+}
+
+Result<NodeScan> scanNode(const CgroupFs& fs, const CgroupBackend& backend, const TreeLayout& layout) {
+  return Scanner(fs, backend, layout).run();
+}
+
+}  // namespace vri

@@ -76,14 +76,13 @@ class Planner {
     for (const auto& [path, spec] : desired_.cgroups) {
       VRI_ASSIGN_OR_RETURN(files_[path], backend_.files(spec.settings));
       auto& needs = hierarchies_[path];
+      for (const std::string& hierarchy : backend_.hierarchies()) needs.insert(hierarchy);
       for (const ControlFile& file : files_[path]) needs.insert(file.hierarchy);
-      if (needs.empty()) needs.insert(backend_.primaryHierarchy());
       for (const std::string& c : backend_.controllers(spec.settings)) controllers_[path].insert(c);
     }
     for (auto it = desired_.cgroups.rbegin(); it != desired_.cgroups.rend(); ++it) {
       const CgroupPath parent = it->first.parent();
       if (it->first.isRoot() || !desired_.cgroups.count(parent)) continue;
-      hierarchies_[parent].insert(hierarchies_[it->first].begin(), hierarchies_[it->first].end());
       controllers_[parent].insert(controllers_[it->first].begin(), controllers_[it->first].end());
     }
     for (const auto& [path, needs] : hierarchies_) allHierarchies_.insert(needs.begin(), needs.end());

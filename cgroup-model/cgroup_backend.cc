@@ -41,6 +41,13 @@ class V1Backend : public CgroupBackend {
     const auto it = hierarchies_.find("cpuset");
     return it == hierarchies_.end() ? std::string("cpuset") : it->second;
   }
+  std::vector<std::string> hierarchies() const override {
+    std::vector<std::string> out = {primaryHierarchy()};
+    for (const auto& [controller, hierarchy] : hierarchies_) {
+      if (std::find(out.begin(), out.end(), hierarchy) == out.end()) out.push_back(hierarchy);
+    }
+    return out;
+  }
 
   Result<std::vector<ControlFile>> files(const CgroupSettings& s) const override {
     std::vector<ControlFile> out;
@@ -120,6 +127,7 @@ class V2Backend : public CgroupBackend {
  public:
   CgroupVersion version() const override { return CgroupVersion::kV2; }
   std::string primaryHierarchy() const override { return ""; }
+  std::vector<std::string> hierarchies() const override { return {""}; }
 
   Result<std::vector<ControlFile>> files(const CgroupSettings& s) const override {
     std::vector<ControlFile> out;

@@ -36,8 +36,12 @@ class CgroupBackend {
  public:
   virtual ~CgroupBackend() = default;
   virtual CgroupVersion version() const = 0;
-  // Where a cgroup without settings of its own is created (v1: the cpuset hierarchy).
+  // Where a cgroup is looked up (v1: the cpuset hierarchy).
   virtual std::string primaryHierarchy() const = 0;
+  // Every hierarchy a cgroup is created in, so that its tasks are placed,
+  // limited and accounted everywhere (v1: each configured hierarchy, e.g.
+  // cpuacct too; v2: the unified one).
+  virtual std::vector<std::string> hierarchies() const = 0;
   // The files that express `settings`, in a valid write order.
   virtual Result<std::vector<ControlFile>> files(const CgroupSettings& settings) const = 0;
   // v2: the controllers a cgroup with these settings needs its parent to delegate.
@@ -51,8 +55,8 @@ class CgroupBackend {
 };
 
 // `hierarchies` maps each v1 controller to the hierarchy (mount directory)
-// holding it, e.g. cpu -> "cpu,cpuacct". Settings whose controller has no
-// hierarchy are refused.
+// holding it, e.g. cpu -> "cpu,cpuacct"; cgroups are created in all of them.
+// Settings whose controller has no hierarchy are refused.
 std::unique_ptr<CgroupBackend> makeV1Backend(std::map<std::string, std::string> hierarchies);
 std::unique_ptr<CgroupBackend> makeV2Backend();
 

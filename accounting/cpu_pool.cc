@@ -48,11 +48,25 @@ Result<void> CpuPool::checkSharedMinimum(int count, const std::string& what) con
       " shared CPUs must stay shared, so at most " + std::to_string(exclusiveCapacity()) + " can be taken");
 }
 
-Result<CpuSet> CpuPool::allocate(const std::string& owner, const CpuTakeRequest& request) {
+Result<CpuSet> CpuPool::allocate(const std::string& owner, const CpuTakeRequest& request, const CpuSet& prefer) {
   VRI_TRY(checkNewOwner(owner));
   const std::string what = quoteForMessage(owner);
   if (request.count <= freeForExclusive().count()) VRI_TRY(checkSharedMinimum(request.count, what));
-  auto chosen = takeCpus(*topology_, freeForExclusive(), request, config_.take);
+  const CpuSet preferred = prefer & freeForExclusive();
+  Result<CpuSet> chosen = CpuSet();
+  if (!preferred.empty() && request.count > 0) {
+    CpuTakeRequest first = request;
+    first.count = std::min(request.count, preferred.count());
+    chosen = takeCpus(*topology_, preferred, first, config_.take);
+    if (chosen.ok() && first.count < request.count) {
+      CpuTakeRequest rest = request;
+      rest.count = request.count - first.count;
+      auto more = takeCpus(*topology_, freeForExclusive() - *chosen, rest, config_.take);
+      chosen = more.ok() ? Result<CpuSet>(*chosen | *more) : std::move(more);
+    }
+  } else {
+    chosen = takeCpus(*topology_, freeForExclusive(), request, config_.take);
+  }
   if (!chosen.ok()) return std::move(chosen).context(what).error();
   grants_[owner] = ExclusiveGrant{*chosen, {}};
   owned_ |= *chosen;

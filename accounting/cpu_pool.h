@@ -53,8 +53,10 @@ class CpuPool {
   const std::map<std::string, ExclusiveGrant>& grants() const { return grants_; }
   const ExclusiveGrant* grant(const std::string& owner) const;
 
-  // Chooses request.count exclusive CPUs for `owner` and records them.
-  Result<CpuSet> allocate(const std::string& owner, const CpuTakeRequest& request);
+  // Chooses request.count exclusive CPUs for `owner` and records them, taking
+  // from `prefer` first (a container's current CPUs when it is resized, CPUs its
+  // pod's init containers no longer use).
+  Result<CpuSet> allocate(const std::string& owner, const CpuTakeRequest& request, const CpuSet& prefer = {});
   // Places a VM and records its exclusive and held-back CPUs under `owner`.
   Result<VmCpuPlacement> allocateVm(const std::string& owner, const VmCpuRequest& request);
   // Records CPUs chosen elsewhere (explicit pins, a restored ledger); refuses

@@ -1,0 +1,493 @@
+#include "accounting/ledger.h"
+
+#include <functional>
+#include <sstream>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+std::string containerOwner(const std::string& podUid, const std::string& name) { return "pod/" + podUid + "/" + name; }
+std::string vmOwner(const std::string& uuid) { return "vm/" + uuid; }
+
+namespace {
+
+// Pool changes made while a decision is being taken, undone if it fails.
+class Undo {
+ public:
+  void add(std::function<void()> step) { steps_.push_back(std::move(step)); }
+  void run() {
+    for (auto it = steps_.rbegin(); it != steps_.rend(); ++it) (*it)();
+    steps_.clear();
+  }
+  void dismiss() { steps_.clear(); }
+  ~Undo() { run(); }
+
+ private:
+  std::vector<std::function<void()>> steps_;
+};
+
+std::string describePolicy(const CpuPoolConfig& pool) {
+  std::ostringstream out;
+  out << "reserved="
+      << (pool.reserved.cpus ? pool.reserved.cpus->format() : "count:" + std::to_string(pool.reserved.count))
+      << ";strict=" << pool.reserved.strict << ";full_pcpus_only=" << pool.take.fullPcpusOnly
+      << ";distribute_across_numa=" << pool.take.distributeCpusAcrossNuma
+      << ";align_by_socket=" << pool.take.alignBySocket << ";prefer_uncore=" << pool.take.preferAlignByUncoreCache
+      << ";numa_fit=" << pool.take.numaFit;
+  return out.str();
+}
+
+bool sameResources(const ContainerSpec& a, const ContainerSpec& b) {
+  return a.init == b.init && a.cpuRequestMilli == b.cpuRequestMilli && a.cpuLimitMilli == b.cpuLimitMilli &&
+         a.memoryLimitBytes == b.memoryLimitBytes && a.memoryRequestBytes == b.memoryRequestBytes;
+}
+
+bool sameVm(const VmSpec& a, const VmSpec& b) {
+  const VmCpuRequest& x = a.cpu;
+  const VmCpuRequest& y = b.cpu;
+  return a.memoryBytes == b.memoryBytes && x.vcpus == y.vcpus && x.cpuPolicy == y.cpuPolicy &&
+         x.mixedDedicatedVcpus == y.mixedDedicatedVcpus && x.guestThreadsPerCore == y.guestThreadsPerCore &&
+         x.threadPolicy == y.threadPolicy && x.emulatorPolicy == y.emulatorPolicy && x.iothreads == y.iothreads &&
+         x.iothreadPolicy == y.iothreadPolicy && x.preferredNumaNodes == y.preferredNumaNodes;
+}
+
+Result<void> validateVmUuid(const std::string& uuid) {
+  const bool ok =
+      !uuid.empty() && uuid.size() <= 64 && uuid.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos;
+  if (!ok) return Error::invalidArgument("invalid VM UUID " + quoteForMessage(uuid));
+  return {};
+}
+
+std::string milli(int64_t value) { return std::to_string(value) + "m"; }
+
+}  // namespace
+
+Result<std::unique_ptr<Ledger>> Ledger::open(std::shared_ptr<const Topology> topology, LedgerConfig config,
+                                             std::unique_ptr<LedgerStore> store) {
+  if (store == nullptr) return Error::invalidArgument("ledger without a store");
+  CpuPoolConfig pool_config = config.pool;
+  pool_config.minSharedCpus = 0;  // set from the shared tenants once they are loaded
+  VRI_ASSIGN_OR_RETURN(CpuPool pool, CpuPool::create(topology, pool_config));
+  std::unique_ptr<Ledger> ledger(new Ledger(std::move(topology), std::move(config), std::move(pool), std::move(store)));
+  VRI_TRY(ledger->load());
+  return ledger;
+}
+
+Result<void> Ledger::load() {
+  VRI_ASSIGN_OR_RETURN(StoredLedger stored, store_->load());
+  const std::string policy = describePolicy(config_.pool);
+  const auto previous = stored.meta.find("policy");
+  if (previous != stored.meta.end() && previous->second != policy) {
+    loadProblems_.push_back("allocator policy changed from " + previous->second + " to " + policy +
+                            ": placements already made are kept, new decisions follow the new policy");
+  }
+  if (previous == stored.meta.end() || previous->second != policy) VRI_TRY(store_->setMeta("policy", policy));
+
+  for (auto& [uid, pod] : stored.pods) {
+    for (auto it = pod.containers.begin(); it != pod.containers.end();) {
+      const ContainerRecord& c = it->second;
+      if (!c.exclusive.empty()) {
+        auto assigned = pool_.assign(containerOwner(uid, c.spec.name), {c.exclusive, {}});
+        if (!assigned.ok()) {
+          loadProblems_.push_back("container " + pod.spec.name + "/" + c.spec.name +
+                                  " kept out: " + assigned.error().message());
+          it = pod.containers.erase(it);
+          continue;
+        }
+      }
+      ++it;
+    }
+    pods_[uid] = std::move(pod);
+  }
+  for (auto& [uuid, vm] : stored.vms) {
+    const ExclusiveGrant grant{vm.placement.exclusive, vm.placement.heldBack};
+    if (!grant.all().empty()) {
+      auto assigned = pool_.assign(vmOwner(uuid), grant);
+      if (!assigned.ok()) {
+        loadProblems_.push_back("VM " + vm.spec.cpu.name + " kept out: " + assigned.error().message());
+        continue;
+      }
+    }
+    vms_[uuid] = std::move(vm);
+  }
+  for (const auto& [uid, pod] : pods_) {
+    for (const auto& [name, c] : pod.containers) {
+      if (c.exclusive.empty()) {
+        sharedDemandMilli_ += c.spec.cpuRequestMilli;
+        ++sharedTenants_;
+      }
+    }
+    admittedMemory_ += podMemoryBytes(pod);
+  }
+  for (const auto& [uuid, vm] : vms_) {
+    const int64_t demand = vmSharedDemand(vm);
+    sharedDemandMilli_ += demand;
+    sharedTenants_ += demand > 0 ? 1 : 0;
+    admittedMemory_ += vmMemory(vm.spec);
+  }
+  if (sharedDemandMilli_ > static_cast<int64_t>(pool_.shared().count()) * 1000) {
+    loadProblems_.push_back("shared tenants request " + milli(sharedDemandMilli_) + " but the shared pool has " +
+                            std::to_string(pool_.shared().count()) + " CPUs");
+  }
+  syncSharedMinimum();
+  return {};
+}
+
+int64_t Ledger::vmSharedDemand(const VmRecord& vm) const {
+  int shared_vcpus = 0;
+  for (int cpu : vm.placement.vcpuCpus) shared_vcpus += cpu == VmCpuPlacement::kShared ? 1 : 0;
+  return shared_vcpus * config_.sharedVcpuMilli;
+}
+
+void Ledger::syncSharedMinimum() {
+  int minimum = 0;
+  if (sharedTenants_ > 0) minimum = std::max<int64_t>(1, (sharedDemandMilli_ + 999) / 1000);
+  minimum = std::min(minimum, pool_.shared().count());
+  (void)pool_.setMinSharedCpus(minimum);  // never above the shared pool's size, so it cannot fail
+}
+
+Result<void> Ledger::checkMemory(uint64_t more, const std::string& who) const {
+  if (config_.allocatableMemoryBytes == 0 || more == 0) return {};
+  if (admittedMemory_ + more <= config_.allocatableMemoryBytes) return {};
+  const uint64_t free = config_.allocatableMemoryBytes - std::min(admittedMemory_, config_.allocatableMemoryBytes);
+  return Error::resourceExhausted(who + " needs " + std::to_string(more >> 20) + " MiB of memory; " +
+                                  std::to_string(free >> 20) + " MiB of the " +
+                                  std::to_string(config_.allocatableMemoryBytes >> 20) + " MiB allocatable are free");
+}
+
+Result<void> Ledger::checkSharedDemand(int64_t more, const std::string& who) const {
+  if (more <= 0) return {};
+  const int64_t capacity = static_cast<int64_t>(pool_.shared().count()) * 1000;
+  if (sharedDemandMilli_ + more <= capacity) return {};
+  return Error::resourceExhausted(
+      who + " needs " + milli(more) + " of the shared pool; it has " + std::to_string(pool_.shared().count()) +
+      " CPUs and " + std::to_string(sharedTenants_) + " shared tenants already request " + milli(sharedDemandMilli_));
+}
+
+Result<ContainerPlacement> Ledger::placeContainer(PodRecord& pod, const ContainerSpec& container,
+                                                  const std::string& who) {
+  const int cpus = exclusiveCpusFor(pod.spec, container);
+  ContainerRecord record{container, {}};
+  if (cpus == 0) {
+    VRI_TRY(checkSharedDemand(container.cpuRequestMilli, who));
+    pod.containers[container.name] = record;
+    return ContainerPlacement{{}, pool_.shared()};
+  }
+  // As kubelet does, an app container first takes the CPUs its pod's init containers held.
+  Undo undo;
+  CpuSet reusable;
+  if (!container.init) {
+    for (auto& [name, other] : pod.containers) {
+      if (!other.spec.init || other.exclusive.empty()) continue;
+      const std::string owner = containerOwner(pod.spec.uid, name);
+      const ExclusiveGrant grant = *pool_.grant(owner);
+      (void)pool_.release(owner);
+      undo.add([this, owner, grant] { (void)pool_.assign(owner, grant); });
+      reusable |= other.exclusive;
+    }
+  }
+  const std::string owner = containerOwner(pod.spec.uid, container.name);
+  auto chosen = pool_.allocate(owner, {cpus, {}}, reusable);
+  if (!chosen.ok()) {
+    return std::move(chosen)
+        .context(who + " (" + std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_) +
+                 ")")
+        .error();
+  }
+  undo.dismiss();
+  for (auto& [name, other] : pod.containers) {
+    if (other.spec.init && !container.init) other.exclusive = CpuSet();  // handed on
+  }
+  record.exclusive = *chosen;
+  pod.containers[container.name] = record;
+  return ContainerPlacement{*chosen, *chosen};
+}
+
+Result<ContainerPlacement> Ledger::admitContainer(const PodSpec& pod, const ContainerSpec& container) {
+  VRI_TRY(validatePodUid(pod.uid));
+  VRI_TRY(validateContainerId(container.name).context("container name"));
+  if (!container.id.empty()) VRI_TRY(validateContainerId(container.id));
+  if (container.cpuRequestMilli < 0 || container.cpuLimitMilli < 0)
+    return Error::invalidArgument("negative CPU amount");
+  const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
+  std::lock_guard lock(mutex_);
+  const auto existing = pods_.find(pod.uid);
+  if (existing != pods_.end() && existing->second.spec.qos != pod.qos) {
+    return Error::failedPrecondition("pod " + quoteForMessage(pod.uid) + " was admitted as " +
+                                     std::string(qosClassName(existing->second.spec.qos)) + ", not " +
+                                     std::string(qosClassName(pod.qos)));
+  }
+  if (existing != pods_.end()) {
+    const auto known = existing->second.containers.find(container.name);
+    if (known != existing->second.containers.end()) {
+      if (!sameResources(known->second.spec, container)) {
+        return Error::failedPrecondition(who + " is admitted with other resources; resize it instead");
+      }
+      // A retry, or kubelet recreating the container under a new id: same placement.
+      if (known->second.spec.id != container.id && !container.id.empty()) {
+        PodRecord updated = existing->second;
+        updated.containers[container.name].spec.id = container.id;
+        VRI_TRY(store_->putPod(updated));
+        existing->second = std::move(updated);
+      }
+      const CpuSet& exclusive = existing->second.containers.at(container.name).exclusive;
+      return ContainerPlacement{exclusive, exclusive.empty() ? pool_.shared() : exclusive};
+    }
+  }
+  PodRecord updated = existing != pods_.end() ? existing->second : PodRecord{pod, {}};
+  const uint64_t memory_before = existing != pods_.end() ? podMemoryBytes(existing->second) : 0;
+  PodRecord trial = updated;
+  trial.containers[container.name] = ContainerRecord{container, {}};
+  VRI_TRY(checkMemory(podMemoryBytes(trial) - memory_before, who));
+
+  const auto grants_before = updated.containers;
+  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, placeContainer(updated, container, who));
+  auto stored = store_->putPod(updated);
+  if (!stored.ok()) {
+    // Undo the pool: release the new grant and give init containers theirs back.
+    if (!placement.exclusive.empty()) (void)pool_.release(containerOwner(pod.uid, container.name));
+    for (const auto& [name, c] : grants_before) {
+      if (!c.exclusive.empty() && !pool_.grant(containerOwner(pod.uid, name))) {
+        (void)pool_.assign(containerOwner(pod.uid, name), {c.exclusive, {}});
+      }
+    }
+    return std::move(stored).context("commit " + who).error();
+  }
+  admittedMemory_ += podMemoryBytes(updated) - memory_before;
+  if (placement.exclusive.empty()) {
+    sharedDemandMilli_ += container.cpuRequestMilli;
+    ++sharedTenants_;
+  }
+  pods_[pod.uid] = std::move(updated);
+  syncSharedMinimum();
+  if (placement.exclusive.empty()) placement.cpus = pool_.shared();
+  return placement;
+}
+
+Result<ContainerPlacement> Ledger::resizeContainer(const std::string& podUid, const ContainerSpec& container) {
+  std::lock_guard lock(mutex_);
+  const auto pod_it = pods_.find(podUid);
+  if (pod_it == pods_.end()) return Error::notFound("no pod " + quoteForMessage(podUid));
+  const auto known = pod_it->second.containers.find(container.name);
+  if (known == pod_it->second.containers.end()) {
+    return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(container.name));
+  }
+  const std::string who = "container " + pod_it->second.spec.name + "/" + container.name;
+  const ContainerRecord before = known->second;
+  PodRecord updated = pod_it->second;
+  updated.containers.erase(container.name);
+  const uint64_t memory_before = podMemoryBytes(pod_it->second);
+  PodRecord trial = updated;
+  trial.containers[container.name] = ContainerRecord{container, {}};
+  const uint64_t memory_after = podMemoryBytes(trial);
+  if (memory_after > memory_before) VRI_TRY(checkMemory(memory_after - memory_before, who));
+
+  // Take the old placement out of the books, place anew (keeping its CPUs where
+  // it can), and put the old one back if that fails.
+  const std::string owner = containerOwner(podUid, container.name);
+  const bool was_shared = before.exclusive.empty();
+  if (!was_shared) (void)pool_.release(owner);
+  if (was_shared) {
+    sharedDemandMilli_ -= before.spec.cpuRequestMilli;
+    --sharedTenants_;
+  }
+  Result<ContainerPlacement> placed = Error::internal("not placed");
+  const int cpus = exclusiveCpusFor(updated.spec, container);
+  if (cpus == 0) {
+    placed = placeContainer(updated, container, who);
+  } else {
+    auto chosen = pool_.allocate(owner, {cpus, {}}, before.exclusive);
+    if (chosen.ok()) {
+      updated.containers[container.name] = ContainerRecord{container, *chosen};
+      placed = ContainerPlacement{*chosen, *chosen};
+    } else {
+      placed = std::move(chosen).context(who).error();
+    }
+  }
+  const auto restore = [&] {
+    if (was_shared) {
+      sharedDemandMilli_ += before.spec.cpuRequestMilli;
+      ++sharedTenants_;
+    } else {
+      (void)pool_.assign(owner, {before.exclusive, {}});
+    }
+  };
+  if (!placed.ok()) {
+    restore();
+    return placed;
+  }
+  auto stored = store_->putPod(updated);
+  if (!stored.ok()) {
+    if (!placed->exclusive.empty()) (void)pool_.release(owner);
+    restore();
+    return std::move(stored).context("commit " + who).error();
+  }
+  if (placed->exclusive.empty()) {
+    sharedDemandMilli_ += container.cpuRequestMilli;
+    ++sharedTenants_;
+  }
+  admittedMemory_ = admittedMemory_ - memory_before + memory_after;
+  pod_it->second = std::move(updated);
+  syncSharedMinimum();
+  if (placed->exclusive.empty()) placed->cpus = pool_.shared();
+  return placed;
+}
+
+Result<void> Ledger::releaseContainer(const std::string& podUid, const std::string& name) {
+  std::lock_guard lock(mutex_);
+  const auto pod_it = pods_.find(podUid);
+  if (pod_it == pods_.end()) return Error::notFound("no pod " + quoteForMessage(podUid));
+  const auto known = pod_it->second.containers.find(name);
+  if (known == pod_it->second.containers.end()) {
+    return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(name));
+  }
+  const ContainerRecord before = known->second;
+  PodRecord updated = pod_it->second;
+  updated.containers.erase(name);
+  const std::string owner = containerOwner(podUid, name);
+  if (!before.exclusive.empty()) (void)pool_.release(owner);
+  auto stored = store_->putPod(updated);
+  if (!stored.ok()) {
+    if (!before.exclusive.empty()) (void)pool_.assign(owner, {before.exclusive, {}});
+    return std::move(stored).context("commit release of " + name).error();
+  }
+  admittedMemory_ -= podMemoryBytes(pod_it->second) - podMemoryBytes(updated);
+  if (before.exclusive.empty()) {
+    sharedDemandMilli_ -= before.spec.cpuRequestMilli;
+    --sharedTenants_;
+  }
+  pod_it->second = std::move(updated);
+  syncSharedMinimum();
+  return {};
+}
+
+Result<void> Ledger::releasePod(const std::string& podUid) {
+  std::lock_guard lock(mutex_);
+  const auto pod_it = pods_.find(podUid);
+  if (pod_it == pods_.end()) return Error::notFound("no pod " + quoteForMessage(podUid));
+  VRI_TRY(store_->deletePod(podUid));  // committed first: a crash now leaves no pod to release
+  for (const auto& [name, c] : pod_it->second.containers) {
+    if (!c.exclusive.empty()) {
+      (void)pool_.release(containerOwner(podUid, name));
+    } else {
+      sharedDemandMilli_ -= c.spec.cpuRequestMilli;
+      --sharedTenants_;
+    }
+  }
+  admittedMemory_ -= podMemoryBytes(pod_it->second);
+  pods_.erase(pod_it);
+  syncSharedMinimum();
+  return {};
+}
+
+Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
+  VRI_TRY(validateVmUuid(vm.uuid));
+  const std::string who = "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name);
+  std::lock_guard lock(mutex_);
+  const auto existing = vms_.find(vm.uuid);
+  if (existing != vms_.end()) {
+    if (!sameVm(existing->second.spec, vm)) {
+      return Error::failedPrecondition(who + " is admitted with another CPU or memory request; release it first");
+    }
+    return existing->second.placement;
+  }
+  VRI_TRY(checkMemory(vmMemory(vm), who));
+  VRI_ASSIGN_OR_RETURN(std::vector<int> dedicated, dedicatedVcpus(vm.cpu));
+  const int64_t shared_demand = (vm.cpu.vcpus - static_cast<int>(dedicated.size())) * config_.sharedVcpuMilli;
+  VRI_TRY(checkSharedDemand(shared_demand, who));
+  // The VM's own shared vCPUs count against what its exclusive CPUs may take away.
+  if (shared_demand > 0) {
+    (void)pool_.setMinSharedCpus(
+        std::min<int>(pool_.shared().count(), static_cast<int>((sharedDemandMilli_ + shared_demand + 999) / 1000)));
+  }
+  auto placement = pool_.allocateVm(vmOwner(vm.uuid), vm.cpu);
+  if (!placement.ok()) {
+    syncSharedMinimum();
+    return std::move(placement)
+        .context(std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_))
+        .error();
+  }
+  const VmRecord record{vm, *placement};
+  auto stored = store_->putVm(record);
+  if (!stored.ok()) {
+    if (pool_.grant(vmOwner(vm.uuid))) (void)pool_.release(vmOwner(vm.uuid));
+    syncSharedMinimum();
+    return std::move(stored).context("commit " + who).error();
+  }
+  sharedDemandMilli_ += shared_demand;
+  sharedTenants_ += shared_demand > 0 ? 1 : 0;
+  admittedMemory_ += vmMemory(vm);
+  vms_[vm.uuid] = record;
+  syncSharedMinimum();
+  return *placement;
+}
+
+Result<void> Ledger::releaseVm(const std::string& uuid) {
+  std::lock_guard lock(mutex_);
+  const auto it = vms_.find(uuid);
+  if (it == vms_.end()) return Error::notFound("no VM " + quoteForMessage(uuid));
+  VRI_TRY(store_->deleteVm(uuid));
+  if (pool_.grant(vmOwner(uuid))) (void)pool_.release(vmOwner(uuid));
+  const int64_t demand = vmSharedDemand(it->second);
+  sharedDemandMilli_ -= demand;
+  sharedTenants_ -= demand > 0 ? 1 : 0;
+  admittedMemory_ -= vmMemory(it->second.spec);
+  vms_.erase(it);
+  syncSharedMinimum();
+  return {};
+}
+
+LedgerSnapshot Ledger::snapshot() const {
+  std::lock_guard lock(mutex_);
+  return LedgerSnapshot{pool_.reserved(),   pool_.shared(), pool_.grants(), pods_, vms_,
+                        sharedDemandMilli_, sharedTenants_, admittedMemory_};
+}
+
+Result<void> checkLedgerInvariants(const LedgerSnapshot& s, const Topology& topology, const LedgerConfig& config) {
+  CpuSet owned;
+  for (const auto& [owner, grant] : s.grants) {
+    if (grant.all().intersects(owned))
+      return Error::internal("CPUs " + (grant.all() & owned).format() + " in two exclusive sets");
+    if (grant.all().intersects(s.reserved)) return Error::internal(owner + " holds reserved CPUs");
+    if (!grant.all().isSubsetOf(topology.onlineCpus()))
+      return Error::internal(owner + " holds CPUs that are not online");
+    owned |= grant.all();
+  }
+  const CpuSet base = config.pool.reserved.strict ? topology.onlineCpus() - s.reserved : topology.onlineCpus();
+  if (s.shared != base - owned) {
+    return Error::internal("shared pool " + s.shared.format() + " is not " + (base - owned).format());
+  }
+  if (s.sharedTenants > 0 && s.shared.empty()) return Error::internal("the shared pool is empty under shared tenants");
+  if (s.sharedDemandMilli > static_cast<int64_t>(s.shared.count()) * 1000) {
+    return Error::internal("shared tenants request " + std::to_string(s.sharedDemandMilli) + "m of " +
+                           std::to_string(s.shared.count()) + " shared CPUs");
+  }
+  if (config.allocatableMemoryBytes > 0 && s.admittedMemoryBytes > config.allocatableMemoryBytes) {
+    return Error::internal("admitted memory above allocatable");
+  }
+  size_t records_with_cpus = 0;
+  for (const auto& [uid, pod] : s.pods) {
+    for (const auto& [name, c] : pod.containers) {
+      if (c.exclusive.empty()) continue;
+      ++records_with_cpus;
+      const auto grant = s.grants.find(containerOwner(uid, name));
+      if (grant == s.grants.end() || grant->second.cpus != c.exclusive) {
+        return Error::internal("container " + name + " of pod " + uid + " disagrees with the pool");
+      }
+    }
+  }
+  for (const auto& [uuid, vm] : s.vms) {
+    if (vm.placement.exclusive.empty() && vm.placement.heldBack.empty()) continue;
+    ++records_with_cpus;
+    const auto grant = s.grants.find(vmOwner(uuid));
+    if (grant == s.grants.end() || grant->second.cpus != vm.placement.exclusive ||
+        grant->second.heldBack != vm.placement.heldBack) {
+      return Error::internal("VM " + uuid + " disagrees with the pool");
+    }
+  }
+  if (records_with_cpus != s.grants.size()) return Error::internal("the pool holds grants no tenant records");
+  return {};
+}
+
+}  // namespace vri

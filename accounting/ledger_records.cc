@@ -1,0 +1,250 @@
+#include "accounting/ledger_records.h"
+
+#include <charconv>
+#include <cstdio>
+#include <sstream>
+#include <vector>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+int exclusiveCpusFor(const PodSpec& pod, const ContainerSpec& container) {
+  if (pod.qos != QosClass::kGuaranteed) return 0;
+  if (container.cpuRequestMilli <= 0 || container.cpuRequestMilli % 1000 != 0) return 0;
+  if (container.cpuLimitMilli != container.cpuRequestMilli) return 0;
+  return static_cast<int>(container.cpuRequestMilli / 1000);
+}
+
+uint64_t podMemoryBytes(const PodRecord& pod) {
+  uint64_t total = pod.spec.overheadMemoryBytes;
+  for (const auto& [name, c] : pod.containers) {
+    total += c.spec.memoryLimitBytes.value_or(c.spec.memoryRequestBytes.value_or(0));
+  }
+  return total;
+}
+
+namespace {
+
+std::string escape(std::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (c == '%' || c == '\n' || c == '|' || c == '=' || static_cast<unsigned char>(c) < 0x20) {
+      char hex[4];
+      std::snprintf(hex, sizeof hex, "%%%02X", static_cast<unsigned char>(c));
+      out += hex;
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+Result<std::string> unescape(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (text[i] != '%') {
+      out += text[i];
+      continue;
+    }
+    unsigned value = 0;
+    if (i + 2 >= text.size()) return Error::invalidArgument("bad escape in ledger record");
+    const auto [end, ec] = std::from_chars(text.data() + i + 1, text.data() + i + 3, value, 16);
+    if (ec != std::errc() || end != text.data() + i + 3) return Error::invalidArgument("bad escape in ledger record");
+    out += static_cast<char>(value);
+    i += 2;
+  }
+  return out;
+}
+
+std::vector<std::string_view> split(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t at = text.find(separator, start);
+    parts.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) break;
+    start = at + 1;
+  }
+  return parts;
+}
+
+template <typename T>
+Result<T> number(std::string_view text, std::string_view what) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return Error::invalidArgument("ledger record: bad " + std::string(what) + " " + quoteForMessage(text));
+  }
+  return value;
+}
+
+std::string optionalNumber(const std::optional<uint64_t>& value) { return value ? std::to_string(*value) : "-"; }
+
+Result<std::optional<uint64_t>> parseOptional(std::string_view text, std::string_view what) {
+  if (text == "-") return std::optional<uint64_t>();
+  VRI_ASSIGN_OR_RETURN(uint64_t value, number<uint64_t>(text, what));
+  return std::optional<uint64_t>(value);
+}
+
+std::string intList(const std::vector<int>& values) {
+  std::string out;
+  for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
+  return out;
+}
+
+Result<std::vector<int>> parseIntList(std::string_view text, std::string_view what) {
+  std::vector<int> values;
+  if (text.empty()) return values;
+  for (std::string_view part : split(text, ',')) {
+    VRI_ASSIGN_OR_RETURN(int value, number<int>(part, what));
+    values.push_back(value);
+  }
+  return values;
+}
+
+// key=value lines into a multimap-like list.
+Result<std::vector<std::pair<std::string, std::string>>> fields(std::string_view text) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (std::string_view line : split(text, '\n')) {
+    if (line.empty()) continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string_view::npos) return Error::invalidArgument("ledger record: line without '='");
+    VRI_ASSIGN_OR_RETURN(std::string value, unescape(line.substr(eq + 1)));
+    out.emplace_back(std::string(line.substr(0, eq)), std::move(value));
+  }
+  return out;
+}
+
+Result<QosClass> parseQos(std::string_view text) {
+  for (QosClass qos : {QosClass::kGuaranteed, QosClass::kBurstable, QosClass::kBestEffort}) {
+    if (qosClassName(qos) == text) return qos;
+  }
+  return Error::invalidArgument("ledger record: bad QoS class " + quoteForMessage(text));
+}
+
+}  // namespace
+
+std::string encodePod(const PodRecord& pod) {
+  std::ostringstream out;
+  out << "uid=" << escape(pod.spec.uid) << "\nname=" << escape(pod.spec.name) << "\nqos=" << qosClassName(pod.spec.qos)
+      << "\noverhead_cpu=" << pod.spec.overheadCpuMilli << "\noverhead_memory=" << pod.spec.overheadMemoryBytes << "\n";
+  for (const auto& [name, c] : pod.containers) {
+    // Escaped twice: the line is unescaped once as a whole, then each field.
+    out << "container=" << escape(escape(c.spec.name)) << "|" << escape(escape(c.spec.id)) << "|"
+        << (c.spec.init ? 1 : 0) << "|" << c.spec.cpuRequestMilli << "|" << c.spec.cpuLimitMilli << "|"
+        << optionalNumber(c.spec.memoryLimitBytes) << "|" << optionalNumber(c.spec.memoryRequestBytes) << "|"
+        << c.exclusive.format() << "\n";
+  }
+  return out.str();
+}
+
+Result<PodRecord> decodePod(std::string_view text) {
+  PodRecord pod;
+  VRI_ASSIGN_OR_RETURN(auto lines, fields(text));
+  for (const auto& [key, value] : lines) {
+    if (key == "uid") {
+      pod.spec.uid = value;
+    } else if (key == "name") {
+      pod.spec.name = value;
+    } else if (key == "qos") {
+      VRI_ASSIGN_OR_RETURN(pod.spec.qos, parseQos(value));
+    } else if (key == "overhead_cpu") {
+      VRI_ASSIGN_OR_RETURN(pod.spec.overheadCpuMilli, number<int64_t>(value, "overhead"));
+    } else if (key == "overhead_memory") {
+      VRI_ASSIGN_OR_RETURN(pod.spec.overheadMemoryBytes, number<uint64_t>(value, "overhead"));
+    } else if (key == "container") {
+      const auto parts = split(value, '|');
+      if (parts.size() != 8)
+        return Error::invalidArgument("ledger record: container line has " + std::to_string(parts.size()) + " fields");
+      ContainerRecord c;
+      VRI_ASSIGN_OR_RETURN(c.spec.name, unescape(parts[0]));
+      VRI_ASSIGN_OR_RETURN(c.spec.id, unescape(parts[1]));
+      c.spec.init = parts[2] == "1";
+      VRI_ASSIGN_OR_RETURN(c.spec.cpuRequestMilli, number<int64_t>(parts[3], "CPU request"));
+      VRI_ASSIGN_OR_RETURN(c.spec.cpuLimitMilli, number<int64_t>(parts[4], "CPU limit"));
+      VRI_ASSIGN_OR_RETURN(c.spec.memoryLimitBytes, parseOptional(parts[5], "memory limit"));
+      VRI_ASSIGN_OR_RETURN(c.spec.memoryRequestBytes, parseOptional(parts[6], "memory request"));
+      VRI_ASSIGN_OR_RETURN(c.exclusive, CpuSet::parse(parts[7]));
+      pod.containers[c.spec.name] = std::move(c);
+    } else {
+      return Error::invalidArgument("ledger record: unknown pod field " + quoteForMessage(key));
+    }
+  }
+  VRI_TRY(validatePodUid(pod.spec.uid));
+  return pod;
+}
+
+std::string encodeVm(const VmRecord& vm) {
+  std::ostringstream out;
+  const VmCpuRequest& cpu = vm.spec.cpu;
+  const VmCpuPlacement& p = vm.placement;
+  out << "uuid=" << escape(vm.spec.uuid) << "\nname=" << escape(cpu.name) << "\nvcpus=" << cpu.vcpus
+      << "\ncpu_policy=" << static_cast<int>(cpu.cpuPolicy) << "\nmixed=" << intList(cpu.mixedDedicatedVcpus)
+      << "\nguest_threads=" << cpu.guestThreadsPerCore << "\nthread_policy=" << static_cast<int>(cpu.threadPolicy)
+      << "\nemulator_policy=" << static_cast<int>(cpu.emulatorPolicy) << "\niothreads=" << cpu.iothreads
+      << "\niothread_policy=" << static_cast<int>(cpu.iothreadPolicy) << "\nnuma=" << intList(cpu.preferredNumaNodes)
+      << "\nmemory=" << vm.spec.memoryBytes << "\nvcpu_cpus=" << intList(p.vcpuCpus)
+      << "\nemulator_cpus=" << p.emulatorCpus.format() << "\niothread_cpus=" << intList(p.iothreadCpus)
+      << "\nexclusive=" << p.exclusive.format() << "\nheld_back=" << p.heldBack.format() << "\n";
+  return out.str();
+}
+
+Result<VmRecord> decodeVm(std::string_view text) {
+  VmRecord vm;
+  VmCpuRequest& cpu = vm.spec.cpu;
+  VmCpuPlacement& p = vm.placement;
+  VRI_ASSIGN_OR_RETURN(auto lines, fields(text));
+  const auto enumIn = [](std::string_view value, int max, std::string_view what) -> Result<int> {
+    VRI_ASSIGN_OR_RETURN(int v, number<int>(value, what));
+    if (v < 0 || v > max) return Error::invalidArgument("ledger record: bad " + std::string(what));
+    return v;
+  };
+  for (const auto& [key, value] : lines) {
+    if (key == "uuid") {
+      vm.spec.uuid = value;
+    } else if (key == "name") {
+      cpu.name = value;
+    } else if (key == "vcpus") {
+      VRI_ASSIGN_OR_RETURN(cpu.vcpus, number<int>(value, "vCPU count"));
+    } else if (key == "cpu_policy") {
+      VRI_ASSIGN_OR_RETURN(int v, enumIn(value, 2, "cpu policy"));
+      cpu.cpuPolicy = static_cast<VmCpuPolicy>(v);
+    } else if (key == "mixed") {
+      VRI_ASSIGN_OR_RETURN(cpu.mixedDedicatedVcpus, parseIntList(value, "vCPU"));
+    } else if (key == "guest_threads") {
+      VRI_ASSIGN_OR_RETURN(cpu.guestThreadsPerCore, number<int>(value, "guest threads"));
+    } else if (key == "thread_policy") {
+      VRI_ASSIGN_OR_RETURN(int v, enumIn(value, 2, "thread policy"));
+      cpu.threadPolicy = static_cast<ThreadPolicy>(v);
+    } else if (key == "emulator_policy") {
+      VRI_ASSIGN_OR_RETURN(int v, enumIn(value, 1, "emulator policy"));
+      cpu.emulatorPolicy = static_cast<HelperThreadPolicy>(v);
+    } else if (key == "iothreads") {
+      VRI_ASSIGN_OR_RETURN(cpu.iothreads, number<int>(value, "iothreads"));
+    } else if (key == "iothread_policy") {
+      VRI_ASSIGN_OR_RETURN(int v, enumIn(value, 1, "iothread policy"));
+      cpu.iothreadPolicy = static_cast<HelperThreadPolicy>(v);
+    } else if (key == "numa") {
+      VRI_ASSIGN_OR_RETURN(cpu.preferredNumaNodes, parseIntList(value, "NUMA node"));
+    } else if (key == "memory") {
+      VRI_ASSIGN_OR_RETURN(vm.spec.memoryBytes, number<uint64_t>(value, "memory"));
+    } else if (key == "vcpu_cpus") {
+      VRI_ASSIGN_OR_RETURN(p.vcpuCpus, parseIntList(value, "vCPU placement"));
+    } else if (key == "emulator_cpus") {
+      VRI_ASSIGN_OR_RETURN(p.emulatorCpus, CpuSet::parse(value));
+    } else if (key == "iothread_cpus") {
+      VRI_ASSIGN_OR_RETURN(p.iothreadCpus, parseIntList(value, "iothread placement"));
+    } else if (key == "exclusive") {
+      VRI_ASSIGN_OR_RETURN(p.exclusive, CpuSet::parse(value));
+    } else if (key == "held_back") {
+      VRI_ASSIGN_OR_RETURN(p.heldBack, CpuSet::parse(value));
+    } else {
+      return Error::invalidArgument("ledger record: unknown VM field " + quoteForMessage(key));
+    }
+  }
+  if (vm.spec.uuid.empty()) return Error::invalidArgument("ledger record: VM without a UUID");
+  return vm;
+}
+
+}  // namespace vri

@@ -1,0 +1,70 @@
+// What the ledger records about each tenant: the request as admitted and the
+// placement it got. Plain values; the ledger keeps them, the store persists them.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "accounting/vm_cpu_placement.h"
+#include "cgroup-model/cpuset.h"
+#include "cgroup-model/kubelet_namer.h"
+
+namespace vri {
+
+struct ContainerSpec {
+  std::string name;  // identity inside the pod: kubelet recreates a container under a new id
+  std::string id;    // the runtime's current id
+  bool init = false;
+  int64_t cpuRequestMilli = 0;
+  int64_t cpuLimitMilli = 0;  // 0: none
+  std::optional<uint64_t> memoryLimitBytes;
+  // The CRI carries no memory request; the shim recovers it from oom_score_adj.
+  std::optional<uint64_t> memoryRequestBytes;
+};
+
+struct ContainerRecord {
+  ContainerSpec spec;
+  CpuSet exclusive;  // empty: the shared pool
+};
+
+struct PodSpec {
+  std::string uid;   // identity
+  std::string name;  // "namespace/name", for messages
+  QosClass qos = QosClass::kBestEffort;
+  int64_t overheadCpuMilli = 0;
+  uint64_t overheadMemoryBytes = 0;
+};
+
+struct PodRecord {
+  PodSpec spec;
+  std::map<std::string, ContainerRecord> containers;  // by container name
+};
+
+struct VmSpec {
+  std::string uuid;  // identity
+  VmCpuRequest cpu;  // cpu.name is the domain name, for messages
+  uint64_t memoryBytes = 0;
+};
+
+struct VmRecord {
+  VmSpec spec;
+  VmCpuPlacement placement;
+};
+
+// The exclusive CPUs kubelet's static policy gives a container: Guaranteed
+// pod, an integer CPU request equal to the limit. 0 means the shared pool.
+int exclusiveCpusFor(const PodSpec& pod, const ContainerSpec& container);
+
+// The pod's memory as admitted: each container's limit, else its recovered
+// request, plus the pod overhead.
+uint64_t podMemoryBytes(const PodRecord& pod);
+
+// Line-based text forms for the store ("key=value" lines, values
+// percent-escaped), strict on the way back in.
+std::string encodePod(const PodRecord& pod);
+Result<PodRecord> decodePod(std::string_view text);
+std::string encodeVm(const VmRecord& vm);
+Result<VmRecord> decodeVm(std::string_view text);
+
+}  // namespace vri

@@ -1,0 +1,158 @@
+#include "accounting/ledger_store.h"
+
+#include <sqlite3.h>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+Error sqliteError(sqlite3* db, const std::string& what) {
+  return Error(ErrorCode::kUnavailable, what + ": " + (db ? sqlite3_errmsg(db) : "out of memory"));
+}
+
+Result<void> exec(sqlite3* db, const char* sql) {
+  char* message = nullptr;
+  if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
+    std::string text = message ? message : "unknown error";
+    sqlite3_free(message);
+    return Error(ErrorCode::kUnavailable, std::string("sqlite: ") + sql + ": " + text);
+  }
+  return {};
+}
+
+// Runs a prepared statement to completion and resets it.
+Result<void> step(sqlite3* db, sqlite3_stmt* statement, const std::string& what) {
+  const int rc = sqlite3_step(statement);
+  sqlite3_reset(statement);
+  sqlite3_clear_bindings(statement);
+  if (rc != SQLITE_DONE) return sqliteError(db, what);
+  return {};
+}
+
+}  // namespace
+
+Result<Durability> parseDurability(std::string_view text) {
+  if (text == "normal") return Durability::kNormal;
+  if (text == "full") return Durability::kFull;
+  return Error::invalidArgument("unknown durability " + quoteForMessage(text) + " (use normal or full)");
+}
+
+Result<std::unique_ptr<LedgerStore>> LedgerStore::open(const std::string& path, Durability durability) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    Error error = sqliteError(db, "open ledger " + path);
+    sqlite3_close(db);
+    return error;
+  }
+  std::unique_ptr<LedgerStore> store(new LedgerStore(db));
+  VRI_TRY(exec(db, "PRAGMA journal_mode=WAL"));
+  VRI_TRY(exec(db, durability == Durability::kFull ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
+  VRI_TRY(exec(db, "PRAGMA busy_timeout=5000"));
+  VRI_TRY(exec(db,
+               "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+               "CREATE TABLE IF NOT EXISTS tenants (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL,"
+               " PRIMARY KEY (kind, id));"
+               "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');"));
+  VRI_TRY(store->prepare());
+  VRI_ASSIGN_OR_RETURN(StoredLedger stored, store->load());
+  const std::string version = stored.meta.count("schema_version") ? stored.meta["schema_version"] : "";
+  if (version != std::to_string(kSchemaVersion)) {
+    // Version 1 is the first schema: anything else was written by a newer VRI.
+    return Error::failedPrecondition("ledger " + path + " has schema version " + quoteForMessage(version) +
+                                     "; this VRI reads version " + std::to_string(kSchemaVersion) +
+                                     " (it was written by a newer VRI)");
+  }
+  return store;
+}
+
+LedgerStore::~LedgerStore() {
+  sqlite3_finalize(put_);
+  sqlite3_finalize(delete_);
+  sqlite3_finalize(meta_);
+  sqlite3_close(db_);
+}
+
+Result<void> LedgerStore::prepare() {
+  if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tenants (kind, id, body) VALUES (?, ?, ?)", -1, &put_, nullptr) !=
+          SQLITE_OK ||
+      sqlite3_prepare_v2(db_, "DELETE FROM tenants WHERE kind = ? AND id = ?", -1, &delete_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", -1, &meta_, nullptr) !=
+          SQLITE_OK) {
+    return sqliteError(db_, "prepare ledger statements");
+  }
+  return {};
+}
+
+Result<StoredLedger> LedgerStore::load() {
+  StoredLedger stored;
+  sqlite3_stmt* query = nullptr;
+  if (sqlite3_prepare_v2(db_, "SELECT key, value FROM meta", -1, &query, nullptr) != SQLITE_OK) {
+    return sqliteError(db_, "read ledger meta");
+  }
+  while (sqlite3_step(query) == SQLITE_ROW) {
+    stored.meta[reinterpret_cast<const char*>(sqlite3_column_text(query, 0))] =
+        reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
+  }
+  sqlite3_finalize(query);
+  if (sqlite3_prepare_v2(db_, "SELECT kind, id, body FROM tenants", -1, &query, nullptr) != SQLITE_OK) {
+    return sqliteError(db_, "read ledger tenants");
+  }
+  Result<void> outcome;
+  while (sqlite3_step(query) == SQLITE_ROW) {
+    const std::string kind = reinterpret_cast<const char*>(sqlite3_column_text(query, 0));
+    const std::string id = reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
+    const std::string body = reinterpret_cast<const char*>(sqlite3_column_text(query, 2));
+    if (kind == "pod") {
+      auto pod = decodePod(body);
+      if (!pod.ok()) {
+        outcome = std::move(pod).context("ledger row pod " + quoteForMessage(id)).error();
+        break;
+      }
+      stored.pods[id] = std::move(pod).value();
+    } else if (kind == "vm") {
+      auto vm = decodeVm(body);
+      if (!vm.ok()) {
+        outcome = std::move(vm).context("ledger row vm " + quoteForMessage(id)).error();
+        break;
+      }
+      stored.vms[id] = std::move(vm).value();
+    } else {
+      outcome = Error::invalidArgument("ledger row of unknown kind " + quoteForMessage(kind));
+      break;
+    }
+  }
+  sqlite3_finalize(query);
+  VRI_TRY(std::move(outcome));
+  return stored;
+}
+
+Result<void> LedgerStore::put(const char* kind, const std::string& id, const std::string& body) {
+  sqlite3_bind_text(put_, 1, kind, -1, SQLITE_STATIC);
+  sqlite3_bind_text(put_, 2, id.c_str(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(put_, 3, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
+  return step(db_, put_, std::string("store ") + kind + " " + id);
+}
+
+Result<void> LedgerStore::erase(const char* kind, const std::string& id) {
+  sqlite3_bind_text(delete_, 1, kind, -1, SQLITE_STATIC);
+  sqlite3_bind_text(delete_, 2, id.c_str(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
+  return step(db_, delete_, std::string("delete ") + kind + " " + id);
+}
+
+Result<void> LedgerStore::putPod(const PodRecord& pod) { return put("pod", pod.spec.uid, encodePod(pod)); }
+Result<void> LedgerStore::deletePod(const std::string& uid) { return erase("pod", uid); }
+Result<void> LedgerStore::putVm(const VmRecord& vm) { return put("vm", vm.spec.uuid, encodeVm(vm)); }
+Result<void> LedgerStore::deleteVm(const std::string& uuid) { return erase("vm", uuid); }
+
+Result<void> LedgerStore::setMeta(const std::string& key, const std::string& value) {
+  sqlite3_bind_text(meta_, 1, key.c_str(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(meta_, 2, value.c_str(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
+  return step(db_, meta_, "store meta " + key);
+}
+
+Result<void> LedgerStore::emptyCommit() { return exec(db_, "BEGIN IMMEDIATE; COMMIT;"); }
+
+}  // namespace vri

@@ -1,0 +1,292 @@
+// The ledger on a real sqlite file: admission, identity, persistence, and its
+// invariants under 100,000 random operations and 16 concurrent threads.
+#include "accounting/ledger.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "accounting/hwloc_topology.h"
+#include "tests/support/temp_dir.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::shared_ptr<const Topology> synthetic(const char* description) {
+  return std::make_shared<const Topology>(std::move(loadSyntheticTopology(description)).value());
+}
+
+LedgerConfig config(int reserved = 2, uint64_t memory = 64ULL << 30) {
+  LedgerConfig c;
+  c.pool.reserved.count = reserved;
+  c.allocatableMemoryBytes = memory;
+  c.vmMemoryOverheadBytes = 256ULL << 20;
+  return c;
+}
+
+std::unique_ptr<Ledger> openLedger(const std::string& file, std::shared_ptr<const Topology> topo, LedgerConfig c) {
+  auto store = LedgerStore::open(file, Durability::kNormal);
+  EXPECT_TRUE(store.ok()) << store.error().message();
+  auto ledger = Ledger::open(std::move(topo), std::move(c), std::move(store).value());
+  EXPECT_TRUE(ledger.ok()) << ledger.error().message();
+  return std::move(ledger).value();
+}
+
+PodSpec guaranteed(const std::string& uid) { return {uid, "default/" + uid, QosClass::kGuaranteed, 0, 0}; }
+PodSpec burstable(const std::string& uid) { return {uid, "default/" + uid, QosClass::kBurstable, 0, 0}; }
+ContainerSpec cpus(const std::string& name, int n, uint64_t memory = 1ULL << 30) {
+  return {name, name + "0001", false, n * 1000, n * 1000, memory, std::nullopt};
+}
+ContainerSpec shared(const std::string& name, int64_t milli) {
+  return {name, name + "0001", false, milli, 0, std::nullopt, 256ULL << 20};
+}
+
+VmSpec dedicatedVm(const std::string& uuid, int vcpus) {
+  VmSpec vm;
+  vm.uuid = uuid;
+  vm.cpu.name = "web01";
+  vm.cpu.vcpus = vcpus;
+  vm.cpu.cpuPolicy = VmCpuPolicy::kDedicated;
+  vm.memoryBytes = 2ULL << 30;
+  return vm;
+}
+
+void expectInvariants(const Ledger& ledger, const LedgerConfig& c) {
+  auto checked = checkLedgerInvariants(ledger.snapshot(), ledger.topology(), c);
+  ASSERT_TRUE(checked.ok()) << checked.error().message();
+}
+
+TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
+  testing::TempDir tmp;
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1 core:8 pu:2"), config());
+  auto first = ledger->admitContainer(guaranteed("p1"), cpus("app", 4));
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_EQ(first->exclusive.count(), 4);
+  // The same request again, and the container recreated under a new id: the same CPUs.
+  EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), cpus("app", 4))->exclusive, first->exclusive);
+  ContainerSpec restarted = cpus("app", 4);
+  restarted.id = "app0002";
+  EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), restarted)->exclusive, first->exclusive);
+  EXPECT_EQ(ledger->snapshot().pods.at("p1").containers.at("app").spec.id, "app0002");
+  // Other resources under the same identity are a resize, not an admit.
+  EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), cpus("app", 2)).error().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(ledger->admitContainer(burstable("p1"), shared("x", 100)).error().code(), ErrorCode::kFailedPrecondition);
+  // Shared containers get the shared pool.
+  auto web = ledger->admitContainer(burstable("p2"), shared("web", 500));
+  ASSERT_TRUE(web.ok());
+  EXPECT_TRUE(web->exclusive.empty());
+  EXPECT_EQ(web->cpus, ledger->snapshot().shared);
+  EXPECT_FALSE(web->cpus.intersects(first->exclusive));
+  expectInvariants(*ledger, config());
+}
+
+TEST(LedgerTest, RefusesWithReasonsAndChangesNothing) {
+  testing::TempDir tmp;
+  auto c = config(2, 8ULL << 30);
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1 core:8 pu:2"), c);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_TRUE(ledger->admitContainer(burstable("b" + std::to_string(i)), shared("c", 1000)).ok());
+  }
+  const auto before = ledger->snapshot();
+  // 16 CPUs, 5 CPUs' worth requested by shared tenants: at most 11 can go exclusive.
+  auto vm = ledger->admitVm(dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 12));
+  ASSERT_FALSE(vm.ok());
+  EXPECT_EQ(vm.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_THAT(vm.error().message(), HasSubstr("VM web01 needs 12 exclusive CPUs"));
+  EXPECT_THAT(vm.error().message(), HasSubstr("5 of the 16 shared CPUs must stay shared, so at most 11 can be taken"));
+  EXPECT_THAT(vm.error().message(), HasSubstr("5 shared tenants request 5000m"));
+  auto too_shared = ledger->admitContainer(burstable("b9"), shared("c", 12000));
+  ASSERT_FALSE(too_shared.ok());
+  EXPECT_THAT(too_shared.error().message(),
+              HasSubstr("needs 12000m of the shared pool; it has 16 CPUs and 5 shared tenants already request 5000m"));
+  auto too_big = ledger->admitContainer(guaranteed("g"), cpus("app", 2, 9ULL << 30));
+  ASSERT_FALSE(too_big.ok());
+  EXPECT_THAT(too_big.error().message(),
+              HasSubstr("needs 9216 MiB of memory; 6912 MiB of the 8192 MiB allocatable are free"));
+  EXPECT_EQ(
+      ledger->admitContainer(PodSpec{"../../etc", "x", QosClass::kBurstable, 0, 0}, shared("c", 1)).error().code(),
+      ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ledger->admitVm(dedicatedVm("not a uuid", 1)).error().code(), ErrorCode::kInvalidArgument);
+  const auto after = ledger->snapshot();
+  EXPECT_EQ(after.grants.size(), before.grants.size());
+  EXPECT_EQ(after.shared, before.shared);
+  EXPECT_EQ(after.sharedDemandMilli, before.sharedDemandMilli);
+  EXPECT_EQ(after.admittedMemoryBytes, before.admittedMemoryBytes);
+  EXPECT_EQ(ledger->admitVm(dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 11))->exclusive.count(), 11);
+  expectInvariants(*ledger, c);
+}
+
+TEST(LedgerTest, AppContainersReuseTheirInitContainersCpus) {
+  testing::TempDir tmp;
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2 core:4 pu:2"), config());
+  ContainerSpec init = cpus("setup", 2);
+  init.init = true;
+  auto setup = ledger->admitContainer(guaranteed("p"), init);
+  ASSERT_TRUE(setup.ok());
+  ASSERT_TRUE(ledger->admitContainer(guaranteed("q"), cpus("other", 2)).ok());
+  auto app = ledger->admitContainer(guaranteed("p"), cpus("app", 4));
+  ASSERT_TRUE(app.ok()) << app.error().message();
+  EXPECT_TRUE(setup->exclusive.isSubsetOf(app->exclusive));
+  EXPECT_TRUE(ledger->snapshot().pods.at("p").containers.at("setup").exclusive.empty());
+  expectInvariants(*ledger, config());
+}
+
+TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
+  testing::TempDir tmp;
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1 core:8 pu:2"), config());
+  const CpuSet two = ledger->admitContainer(guaranteed("p"), cpus("app", 2))->exclusive;
+  auto four = ledger->resizeContainer("p", cpus("app", 4));
+  ASSERT_TRUE(four.ok()) << four.error().message();
+  EXPECT_TRUE(two.isSubsetOf(four->exclusive));
+  auto one = ledger->resizeContainer("p", cpus("app", 1));
+  ASSERT_TRUE(one.ok());
+  EXPECT_TRUE(one->exclusive.isSubsetOf(four->exclusive));
+  const auto before = ledger->snapshot();
+  EXPECT_FALSE(ledger->resizeContainer("p", cpus("app", 15)).ok());
+  EXPECT_EQ(ledger->snapshot().grants.at(containerOwner("p", "app")).cpus, one->exclusive);
+  EXPECT_EQ(ledger->snapshot().shared, before.shared);
+  // A fractional request runs in the shared pool, as with kubelet; and back to exclusive.
+  auto to_shared = ledger->resizeContainer("p", shared("app", 500));
+  ASSERT_TRUE(to_shared.ok());
+  EXPECT_TRUE(to_shared->exclusive.empty());
+  EXPECT_EQ(ledger->snapshot().sharedDemandMilli, 500);
+  EXPECT_EQ(ledger->resizeContainer("p", cpus("app", 2))->exclusive.count(), 2);
+  EXPECT_EQ(ledger->snapshot().sharedDemandMilli, 0);
+  expectInvariants(*ledger, config());
+}
+
+TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
+  testing::TempDir tmp;
+  const auto topo = synthetic("pack:1 numa:1 core:8 pu:2");
+  LedgerSnapshot before;
+  {
+    auto ledger = openLedger(tmp.sub("ledger.db"), topo, config());
+    ASSERT_TRUE(ledger->admitContainer(guaranteed("p"), cpus("app", 4)).ok());
+    ASSERT_TRUE(ledger->admitContainer(burstable("b"), shared("web", 700)).ok());
+    VmSpec vm = dedicatedVm("8f0c1a52-0000-4000-8000-000000000002", 2);
+    vm.cpu.threadPolicy = ThreadPolicy::kIsolate;
+    ASSERT_TRUE(ledger->admitVm(vm).ok());
+    before = ledger->snapshot();
+  }
+  auto again = openLedger(tmp.sub("ledger.db"), topo, config());
+  const auto after = again->snapshot();
+  EXPECT_EQ(after.grants.size(), before.grants.size());
+  for (const auto& [owner, grant] : before.grants) EXPECT_EQ(after.grants.at(owner).all(), grant.all()) << owner;
+  EXPECT_EQ(after.sharedDemandMilli, 700);
+  EXPECT_TRUE(again->loadProblems().empty());
+  // Reserving more CPUs than before: what now collides is kept out and explained, not a crash loop.
+  auto changed = config(8);
+  auto third = openLedger(tmp.sub("ledger.db"), topo, changed);
+  EXPECT_FALSE(third->loadProblems().empty());
+  EXPECT_THAT(third->loadProblems().front(), HasSubstr("allocator policy changed"));
+  expectInvariants(*third, changed);
+}
+
+// 100,000 random admits, resizes, releases and restarts on several machines;
+// the invariants hold after every one.
+TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
+  struct Shape {
+    const char* topology;
+    int operations;
+  };
+  for (const Shape& shape : {Shape{"pack:1 numa:1 core:4 pu:2", 30000}, Shape{"pack:2 numa:2 core:4 pu:2", 35000},
+                             Shape{"pack:2 numa:2 l3:2 core:2 pu:1", 35000}}) {
+    testing::TempDir tmp;
+    const auto topo = synthetic(shape.topology);
+    const LedgerConfig c = config(1, 32ULL << 30);
+    auto ledger = openLedger(tmp.sub("ledger.db"), topo, c);
+    std::mt19937 random(2024);
+    std::vector<std::string> pods, vms;
+    int accepted = 0, refused = 0;
+    for (int op = 0; op < shape.operations; ++op) {
+      const int action = static_cast<int>(random() % 100);
+      Result<void> done;
+      if (action < 30) {
+        const std::string uid = "p" + std::to_string(op);
+        auto placed = random() % 2
+                          ? ledger->admitContainer(guaranteed(uid), cpus("c", 1 + static_cast<int>(random() % 3)))
+                          : ledger->admitContainer(burstable(uid), shared("c", static_cast<int64_t>(random() % 900)));
+        if (placed.ok()) pods.push_back(uid);
+        placed.ok() ? ++accepted : ++refused;
+      } else if (action < 45) {
+        char uuid[40];
+        std::snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", op);
+        VmSpec vm = dedicatedVm(uuid, 1 + static_cast<int>(random() % 3));
+        vm.cpu.cpuPolicy = static_cast<VmCpuPolicy>(random() % 2);
+        vm.cpu.threadPolicy = static_cast<ThreadPolicy>(random() % 3);
+        vm.cpu.emulatorPolicy = static_cast<HelperThreadPolicy>(random() % 2);
+        auto placed = ledger->admitVm(vm);
+        if (placed.ok()) vms.push_back(uuid);
+        placed.ok() ? ++accepted : ++refused;
+      } else if (action < 55 && !pods.empty()) {
+        const std::string& uid = pods[random() % pods.size()];
+        const auto snapshot = ledger->snapshot();
+        if (snapshot.pods.at(uid).spec.qos == QosClass::kGuaranteed && !snapshot.pods.at(uid).containers.empty()) {
+          (void)ledger->resizeContainer(uid, cpus("c", 1 + static_cast<int>(random() % 4)));
+        }
+      } else if (action < 75 && !pods.empty()) {
+        const size_t victim = random() % pods.size();
+        ASSERT_TRUE(ledger->releasePod(pods[victim]).ok());
+        pods.erase(pods.begin() + static_cast<long>(victim));
+      } else if (action < 95 && !vms.empty()) {
+        const size_t victim = random() % vms.size();
+        ASSERT_TRUE(ledger->releaseVm(vms[victim]).ok());
+        vms.erase(vms.begin() + static_cast<long>(victim));
+      } else if (action >= 99) {
+        const auto before = ledger->snapshot();
+        ledger.reset();
+        ledger = openLedger(tmp.sub("ledger.db"), topo, c);
+        ASSERT_TRUE(ledger->loadProblems().empty()) << ledger->loadProblems().front();
+        ASSERT_EQ(ledger->snapshot().grants.size(), before.grants.size());
+      }
+      auto checked = checkLedgerInvariants(ledger->snapshot(), *topo, c);
+      ASSERT_TRUE(checked.ok()) << shape.topology << " op " << op << ": " << checked.error().message();
+    }
+    EXPECT_GT(accepted, 1000) << shape.topology;
+    EXPECT_GT(refused, 100) << shape.topology;  // the pool's limits were reached
+  }
+}
+
+// 16 threads admitting and releasing at once never see a CPU given twice.
+TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
+  testing::TempDir tmp;
+  const auto topo = synthetic("pack:2 numa:2 core:8 pu:2");
+  const LedgerConfig c = config(2);
+  auto ledger = openLedger(tmp.sub("ledger.db"), topo, c);
+  std::vector<std::atomic<int>> holder(64);
+  for (auto& h : holder) h = -1;
+  std::atomic<bool> clash{false};
+  std::atomic<int> granted{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 16; ++t) {
+    threads.emplace_back([&, t] {
+      std::mt19937 random(static_cast<unsigned>(t));
+      for (int i = 0; i < 300; ++i) {
+        const std::string uid = "t" + std::to_string(t) + "-" + std::to_string(i);
+        auto placed = ledger->admitContainer(guaranteed(uid), cpus("c", 1 + static_cast<int>(random() % 4)));
+        if (!placed.ok()) continue;
+        ++granted;
+        for (int cpu : placed->exclusive) {
+          int expected = -1;
+          if (!holder[static_cast<size_t>(cpu)].compare_exchange_strong(expected, t)) clash = true;
+        }
+        std::this_thread::yield();
+        for (int cpu : placed->exclusive) holder[static_cast<size_t>(cpu)] = -1;  // before the CPUs go back
+        if (!ledger->releasePod(uid).ok()) clash = true;
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  EXPECT_FALSE(clash.load());
+  EXPECT_GT(granted.load(), 1000);
+  expectInvariants(*ledger, c);
+  EXPECT_TRUE(ledger->snapshot().grants.empty());
+}
+
+}  // namespace
+}  // namespace vri

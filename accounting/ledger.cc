@@ -61,6 +61,11 @@ Result<void> validateVmUuid(const std::string& uuid) {
 
 std::string milli(int64_t value) { return std::to_string(value) + "m"; }
 
+// The same error with more said at its end.
+Error withSuffix(const Error& error, const std::string& suffix) {
+  return Error(error.code(), error.message() + suffix, error.sysErrno());
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Ledger>> Ledger::open(std::shared_ptr<const Topology> topology, LedgerConfig config,
@@ -190,10 +195,8 @@ Result<ContainerPlacement> Ledger::placeContainer(PodRecord& pod, const Containe
   const std::string owner = containerOwner(pod.spec.uid, container.name);
   auto chosen = pool_.allocate(owner, {cpus, {}}, reusable);
   if (!chosen.ok()) {
-    return std::move(chosen)
-        .context(who + " (" + std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_) +
-                 ")")
-        .error();
+    return withSuffix(chosen.error(),
+                      "; " + std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_));
   }
   undo.dismiss();
   for (auto& [name, other] : pod.containers) {
@@ -404,9 +407,8 @@ Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
   auto placement = pool_.allocateVm(vmOwner(vm.uuid), vm.cpu);
   if (!placement.ok()) {
     syncSharedMinimum();
-    return std::move(placement)
-        .context(std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_))
-        .error();
+    return withSuffix(placement.error(),
+                      "; " + std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_));
   }
   const VmRecord record{vm, *placement};
   auto stored = store_->putVm(record);

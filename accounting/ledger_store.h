@@ -43,7 +43,7 @@ class LedgerStore {
   Result<void> putVm(const VmRecord& vm);
   Result<void> deleteVm(const std::string& uuid);
   Result<void> setMeta(const std::string& key, const std::string& value);
-  // A transaction that writes nothing: the benchmark's measure of the disk.
+  // The smallest transaction that reaches the disk: the benchmark's measure of it.
   Result<void> emptyCommit();
 
  private:

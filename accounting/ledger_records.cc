@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "cgroup-model/quote.h"
+#include "cgroup-model/text.h"
 
 namespace vri {
 
@@ -57,17 +58,6 @@ Result<std::string> unescape(std::string_view text) {
   return out;
 }
 
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t at = text.find(separator, start);
-    parts.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
 
 template <typename T>
 Result<T> number(std::string_view text, std::string_view what) {
@@ -96,7 +86,7 @@ std::string intList(const std::vector<int>& values) {
 Result<std::vector<int>> parseIntList(std::string_view text, std::string_view what) {
   std::vector<int> values;
   if (text.empty()) return values;
-  for (std::string_view part : split(text, ',')) {
+  for (std::string_view part : splitOn(text, ',')) {
     VRI_ASSIGN_OR_RETURN(int value, number<int>(part, what));
     values.push_back(value);
   }
@@ -106,7 +96,7 @@ Result<std::vector<int>> parseIntList(std::string_view text, std::string_view wh
 // key=value lines into a multimap-like list.
 Result<std::vector<std::pair<std::string, std::string>>> fields(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> out;
-  for (std::string_view line : split(text, '\n')) {
+  for (std::string_view line : splitOn(text, '\n')) {
     if (line.empty()) continue;
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) return Error::invalidArgument("ledger record: line without '='");
@@ -154,7 +144,7 @@ Result<PodRecord> decodePod(std::string_view text) {
     } else if (key == "overhead_memory") {
       VRI_ASSIGN_OR_RETURN(pod.spec.overheadMemoryBytes, number<uint64_t>(value, "overhead"));
     } else if (key == "container") {
-      const auto parts = split(value, '|');
+      const auto parts = splitOn(value, '|');
       if (parts.size() != 8)
         return Error::invalidArgument("ledger record: container line has " + std::to_string(parts.size()) + " fields");
       ContainerRecord c;

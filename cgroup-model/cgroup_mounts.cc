@@ -4,6 +4,7 @@
 #include <sstream>
 
 #include "cgroup-model/quote.h"
+#include "cgroup-model/text.h"
 
 namespace vri {
 
@@ -37,17 +38,6 @@ std::string unescapeOctal(std::string_view text) {
   return out;
 }
 
-std::vector<std::string_view> split(std::string_view text, char separator) {
-  std::vector<std::string_view> parts;
-  size_t start = 0;
-  while (true) {
-    const size_t at = text.find(separator, start);
-    parts.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
-    if (at == std::string_view::npos) break;
-    start = at + 1;
-  }
-  return parts;
-}
 
 }  // namespace
 
@@ -62,11 +52,11 @@ Result<CgroupVersion> parseCgroupVersion(std::string_view text) {
 Result<CgroupMounts> parseMountInfo(std::string_view text) {
   CgroupMounts mounts;
   size_t line_number = 0;
-  for (std::string_view line : split(text, '\n')) {
+  for (std::string_view line : splitOn(text, '\n')) {
     ++line_number;
     if (line.empty()) continue;
     std::vector<std::string_view> fields;
-    for (std::string_view field : split(line, ' ')) {
+    for (std::string_view field : splitOn(line, ' ')) {
       if (!field.empty()) fields.push_back(field);
     }
     size_t dash = 0;
@@ -80,7 +70,7 @@ Result<CgroupMounts> parseMountInfo(std::string_view text) {
     if (fstype == "cgroup2") {
       if (mounts.unified.empty()) mounts.unified = mount_point;
     } else if (fstype == "cgroup") {
-      for (std::string_view option : split(fields[dash + 3], ',')) {
+      for (std::string_view option : splitOn(fields[dash + 3], ',')) {
         if (isV1Controller(option) && !mounts.v1.count(std::string(option))) {
           mounts.v1[std::string(option)] = mount_point;
         }

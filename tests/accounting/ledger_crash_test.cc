@@ -84,17 +84,20 @@ TEST(LedgerCrashTest, AcknowledgedDecisionsSurviveSigkill) {
       ::_exit(127);
     }
     ::close(pipe_fds[1]);
-    std::this_thread::sleep_for(std::chrono::milliseconds(20 + random() % 80));
-    ::kill(child, SIGKILL);
-    int status = 0;
-    ::waitpid(child, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the churning child exited on its own (status " << status << ")";
     FILE* acks = ::fdopen(pipe_fds[0], "r");
     char kind = 0;
     char uid[128];
     int lines = 0;
     std::string in_flight;  // a release announced but not acknowledged when the child died
-    while (std::fscanf(acks, " %c %127s", &kind, uid) == 2) {
+    // Kill at a random moment once the child works (it starts slowly under sanitizers).
+    bool started = std::fscanf(acks, " %c %127s", &kind, uid) == 2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 80));
+    ::kill(child, SIGKILL);
+    int status = 0;
+    ::waitpid(child, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the churning child exited on its own (status " << status << ")";
+    while (started || std::fscanf(acks, " %c %127s", &kind, uid) == 2) {
+      started = false;
       if (kind == '-') {
         in_flight = uid;
         continue;

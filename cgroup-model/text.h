@@ -1,0 +1,22 @@
+// Small text helpers shared by the parsers.
+#pragma once
+
+#include <string_view>
+#include <vector>
+
+namespace vri {
+
+// "a,b,,c" -> {"a", "b", "", "c"}; "" -> {""}.
+inline std::vector<std::string_view> splitOn(std::string_view text, char separator) {
+  std::vector<std::string_view> parts;
+  size_t start = 0;
+  while (true) {
+    const size_t at = text.find(separator, start);
+    parts.push_back(text.substr(start, at == std::string_view::npos ? std::string_view::npos : at - start));
+    if (at == std::string_view::npos) break;
+    start = at + 1;
+  }
+  return parts;
+}
+
+}  // namespace vri

@@ -58,7 +58,6 @@ Result<std::string> unescape(std::string_view text) {
   return out;
 }
 
-
 template <typename T>
 Result<T> number(std::string_view text, std::string_view what) {
   T value{};

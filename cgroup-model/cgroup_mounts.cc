@@ -38,7 +38,6 @@ std::string unescapeOctal(std::string_view text) {
   return out;
 }
 
-
 }  // namespace
 
 std::string_view cgroupVersionName(CgroupVersion version) { return version == CgroupVersion::kV1 ? "v1" : "v2"; }

@@ -46,26 +46,9 @@ class Accumulator {
   void takeFullFirstLevel() { numaFirst_ ? takeFullNumaNodes() : takeFullSockets(); }
   void takeFullSecondLevel() { numaFirst_ ? takeFullSockets() : takeFullNumaNodes(); }
 
-  void takeFullNumaNodes() {
-    for (int id : sortedNumaNodes()) {
-      const CpuSet& cpus = topo_.numaNode(id)->cpus;
-      if (freeIn(cpus) == cpus.count() && needsAtLeast(cpus.count())) take(cpus);
-    }
-  }
-
-  void takeFullSockets() {
-    for (int id : sortedSockets()) {
-      const CpuSet& cpus = topo_.package(id)->cpus;
-      if (freeIn(cpus) == cpus.count() && needsAtLeast(cpus.count())) take(cpus);
-    }
-  }
-
-  void takeFullCores() {
-    for (int id : sortedCores()) {
-      const CpuSet& cpus = topo_.core(id)->cpus;
-      if (freeIn(cpus) == cpus.count() && needsAtLeast(cpus.count())) take(cpus);
-    }
-  }
+  void takeFullNumaNodes() { takeWhole(sortedNumaNodes(), numaCpus()); }
+  void takeFullSockets() { takeWhole(sortedSockets(), socketCpus()); }
+  void takeFullCores() { takeWhole(sortedCores(), coreCpus()); }
 
   void takeRemainingCpus() {
     for (int cpu : sortedCpus()) {
@@ -144,6 +127,14 @@ class Accumulator {
     return [this](int id) -> const CpuSet& { return uncores_[static_cast<size_t>(id)]; };
   }
 
+  // Takes each unit, in order, that is entirely free and no larger than what is still needed.
+  void takeWhole(const std::vector<int>& ids, const CpusOf& cpusOf) {
+    for (int id : ids) {
+      const CpuSet& cpus = cpusOf(id);
+      if (freeIn(cpus) == cpus.count() && needsAtLeast(cpus.count())) take(cpus);
+    }
+  }
+
   std::vector<int> sortByFree(std::vector<int> ids, const CpusOf& cpusOf) const {
     std::vector<std::pair<int, int>> keyed;
     keyed.reserve(ids.size());
@@ -194,12 +185,7 @@ class Accumulator {
     return order;
   }
 
-  void takeFullUncores() {
-    for (int uncore : sortedUncores()) {
-      const CpuSet& cpus = uncores_[static_cast<size_t>(uncore)];
-      if (freeIn(cpus) == cpus.count() && needsAtLeast(cpus.count())) take(cpus);
-    }
-  }
+  void takeFullUncores() { takeWhole(sortedUncores(), uncoreCpus()); }
 
   // Claims the request inside one L3 group: the fewest cores (lowest ids
   // first) that hold the CPUs still needed, or nothing.

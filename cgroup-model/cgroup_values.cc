@@ -10,8 +10,9 @@ namespace vri {
 
 namespace {
 
-Result<uint64_t> parseUnsigned(std::string_view text, std::string_view what) {
-  uint64_t value = 0;
+template <typename T>
+Result<T> parseInteger(std::string_view text, std::string_view what) {
+  T value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
     return Error::invalidArgument("invalid " + std::string(what) + " " + quoteForMessage(text));
@@ -19,14 +20,10 @@ Result<uint64_t> parseUnsigned(std::string_view text, std::string_view what) {
   return value;
 }
 
-Result<int64_t> parseSigned(std::string_view text, std::string_view what) {
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return Error::invalidArgument("invalid " + std::string(what) + " " + quoteForMessage(text));
-  }
-  return value;
+Result<uint64_t> parseUnsigned(std::string_view text, std::string_view what) {
+  return parseInteger<uint64_t>(text, what);
 }
+Result<int64_t> parseSigned(std::string_view text, std::string_view what) { return parseInteger<int64_t>(text, what); }
 
 Result<uint64_t> parsePeriod(std::string_view text) {
   VRI_ASSIGN_OR_RETURN(uint64_t period, parseUnsigned(text, "CFS period"));

@@ -440,6 +440,54 @@ Result<void> Ledger::releaseVm(const std::string& uuid) {
   return {};
 }
 
+Result<void> Ledger::adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive) {
+  VRI_TRY(validatePodUid(pod.uid));
+  VRI_TRY(validateContainerId(container.name).context("container name"));
+  std::lock_guard lock(mutex_);
+  PodRecord updated = pods_.count(pod.uid) ? pods_.at(pod.uid) : PodRecord{pod, {}};
+  if (updated.containers.count(container.name)) {
+    return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");
+  }
+  const std::string owner = containerOwner(pod.uid, container.name);
+  if (!exclusive.empty()) VRI_TRY(pool_.assign(owner, {exclusive, {}}));
+  const uint64_t memory_before = pods_.count(pod.uid) ? podMemoryBytes(pods_.at(pod.uid)) : 0;
+  updated.containers[container.name] = ContainerRecord{container, exclusive};
+  auto stored = store_->putPod(updated);
+  if (!stored.ok()) {
+    if (!exclusive.empty()) (void)pool_.release(owner);
+    return stored;
+  }
+  admittedMemory_ += podMemoryBytes(updated) - memory_before;
+  if (exclusive.empty()) {
+    sharedDemandMilli_ += container.cpuRequestMilli;
+    ++sharedTenants_;
+  }
+  pods_[pod.uid] = std::move(updated);
+  syncSharedMinimum();
+  return {};
+}
+
+Result<void> Ledger::adoptVm(const VmSpec& vm, const VmCpuPlacement& placement) {
+  VRI_TRY(validateVmUuid(vm.uuid));
+  std::lock_guard lock(mutex_);
+  if (vms_.count(vm.uuid)) return Error(ErrorCode::kAlreadyExists, "VM " + vm.uuid + " is known");
+  const ExclusiveGrant grant{placement.exclusive, placement.heldBack};
+  if (!grant.all().empty()) VRI_TRY(pool_.assign(vmOwner(vm.uuid), grant));
+  const VmRecord record{vm, placement};
+  auto stored = store_->putVm(record);
+  if (!stored.ok()) {
+    if (!grant.all().empty()) (void)pool_.release(vmOwner(vm.uuid));
+    return stored;
+  }
+  const int64_t demand = vmSharedDemand(record);
+  sharedDemandMilli_ += demand;
+  sharedTenants_ += demand > 0 ? 1 : 0;
+  admittedMemory_ += vmMemory(vm);
+  vms_[vm.uuid] = record;
+  syncSharedMinimum();
+  return {};
+}
+
 LedgerSnapshot Ledger::snapshot() const {
   std::lock_guard lock(mutex_);
   return LedgerSnapshot{pool_.reserved(),   pool_.shared(), pool_.grants(), pods_, vms_,

@@ -61,6 +61,11 @@ class Ledger {
   Result<VmCpuPlacement> admitVm(const VmSpec& vm);
   Result<void> releaseVm(const std::string& uuid);
 
+  // Takes over a tenant found running, with the CPUs it holds now (refused
+  // when they are reserved, offline or another tenant's).
+  Result<void> adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive);
+  Result<void> adoptVm(const VmSpec& vm, const VmCpuPlacement& placement);
+
   LedgerSnapshot snapshot() const;
   const std::vector<std::string>& loadProblems() const { return loadProblems_; }
   const Topology& topology() const { return *topology_; }

@@ -1,0 +1,147 @@
+#include "accounting/ledger_validation.h"
+
+#include <algorithm>
+#include <set>
+
+namespace vri {
+
+namespace {
+
+// A cgroup confined to fewer CPUs than the whole shared pool holds them exclusively.
+CpuSet exclusiveOf(const ScannedCgroup& cgroup, const CpuSet& shared) {
+  if (!cgroup.settings.cpus || cgroup.settings.cpus->empty() || shared.isSubsetOf(*cgroup.settings.cpus)) return {};
+  return *cgroup.settings.cpus;
+}
+
+ContainerSpec specFromCgroup(const ScannedContainer& container) {
+  ContainerSpec spec;
+  spec.name = container.id;
+  spec.id = container.id;
+  const CgroupSettings& s = container.cgroup.settings;
+  // kubelet's shares = milli * 1024 / 1000, turned back; 2 shares is BestEffort's "no request".
+  if (s.shares && s.shares->value > CpuShares::kMin)
+    spec.cpuRequestMilli = static_cast<int64_t>(s.shares->value) * 1000 / 1024;
+  if (s.cpuMax && s.cpuMax->quotaUs)
+    spec.cpuLimitMilli = *s.cpuMax->quotaUs * 1000 / static_cast<int64_t>(s.cpuMax->periodUs);
+  if (s.memoryMax && s.memoryMax->value) spec.memoryLimitBytes = s.memoryMax->value;
+  return spec;
+}
+
+void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
+  const LedgerSnapshot snapshot = ledger.snapshot();
+  std::map<std::string, std::set<std::string>> running;  // pod UID -> container ids
+  for (const ScannedPod& pod : scan.pods) {
+    auto& ids = running[pod.uid];
+    for (const ScannedContainer& c : pod.containers) ids.insert(c.id);
+  }
+  for (const auto& [uid, pod] : snapshot.pods) {
+    const auto found = running.find(uid);
+    if (found == running.end()) {
+      if (ledger.releasePod(uid).ok())
+        report.repaired.push_back("pod " + pod.spec.name + ": its cgroups are gone; released");
+      continue;
+    }
+    for (const auto& [name, c] : pod.containers) {
+      if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;
+      if (ledger.releaseContainer(uid, name).ok()) {
+        report.repaired.push_back("container " + pod.spec.name + "/" + name + ": its cgroup is gone; released");
+      }
+    }
+  }
+  std::set<std::string> running_vms;
+  for (const ScannedVm& vm : scan.vms) running_vms.insert(vm.uuid);
+  for (const auto& [uuid, vm] : snapshot.vms) {
+    if (running_vms.count(uuid)) continue;
+    if (ledger.releaseVm(uuid).ok()) report.repaired.push_back("VM " + vm.spec.cpu.name + ": not running; released");
+  }
+}
+
+void adoptPods(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
+  for (const ScannedPod& pod : scan.pods) {
+    for (const ScannedContainer& container : pod.containers) {
+      const LedgerSnapshot snapshot = ledger.snapshot();
+      const auto known = snapshot.pods.find(pod.uid);
+      if (known != snapshot.pods.end()) {
+        const bool seen = std::any_of(known->second.containers.begin(), known->second.containers.end(),
+                                      [&](const auto& entry) { return entry.second.spec.id == container.id; });
+        if (seen) continue;
+      }
+      const PodSpec spec{pod.uid, known != snapshot.pods.end() ? known->second.spec.name : "adopted/" + pod.uid,
+                         pod.qos, 0, 0};
+      const CpuSet exclusive = exclusiveOf(container.cgroup, snapshot.shared);
+      auto adopted = ledger.adoptContainer(spec, specFromCgroup(container), exclusive);
+      const std::string what = "container " + container.id + " of pod " + pod.uid;
+      if (adopted.ok()) {
+        report.repaired.push_back(what + ": adopted" +
+                                  (exclusive.empty() ? " in the shared pool" : " with CPUs " + exclusive.format()));
+      } else {
+        report.unresolved.push_back(what + ": not adopted: " + adopted.error().message());
+      }
+    }
+  }
+}
+
+void adoptVms(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
+  for (const ScannedVm& vm : scan.vms) {
+    const std::string scope = vm.scope.path.str();
+    if (vm.uuid.empty()) {
+      report.unresolved.push_back("VM scope " + scope + ": no UUID found; not adopted");
+      continue;
+    }
+    const LedgerSnapshot snapshot = ledger.snapshot();
+    if (snapshot.vms.count(vm.uuid)) continue;
+    VmSpec spec;
+    spec.uuid = vm.uuid;
+    spec.cpu.name = vm.scope.path.leaf();
+    VmCpuPlacement placement;
+    for (const ScannedThreadGroup& group : vm.threadGroups) {
+      const CpuSet exclusive = exclusiveOf(group.cgroup, snapshot.shared);
+      const int cpu = exclusive.count() == 1 ? exclusive.first() : VmCpuPlacement::kShared;
+      if (group.kind == ScannedThreadGroup::Kind::kVcpu) {
+        if (placement.vcpuCpus.size() <= static_cast<size_t>(group.index)) {
+          placement.vcpuCpus.resize(static_cast<size_t>(group.index) + 1, VmCpuPlacement::kShared);
+        }
+        placement.vcpuCpus[static_cast<size_t>(group.index)] = cpu;
+        if (cpu != VmCpuPlacement::kShared) spec.cpu.mixedDedicatedVcpus.push_back(group.index);
+      } else if (group.kind == ScannedThreadGroup::Kind::kEmulator) {
+        placement.emulatorCpus = exclusive;
+      } else if (group.index >= 1) {
+        if (placement.iothreadCpus.size() < static_cast<size_t>(group.index)) {
+          placement.iothreadCpus.resize(static_cast<size_t>(group.index), VmCpuPlacement::kShared);
+        }
+        placement.iothreadCpus[static_cast<size_t>(group.index - 1)] = cpu;
+      }
+      placement.exclusive |= exclusive;
+    }
+    spec.cpu.vcpus = std::max<int>(1, static_cast<int>(placement.vcpuCpus.size()));
+    placement.vcpuCpus.resize(static_cast<size_t>(spec.cpu.vcpus), VmCpuPlacement::kShared);
+    const size_t dedicated = spec.cpu.mixedDedicatedVcpus.size();
+    spec.cpu.cpuPolicy = dedicated == 0                                     ? VmCpuPolicy::kShared
+                         : dedicated == static_cast<size_t>(spec.cpu.vcpus) ? VmCpuPolicy::kDedicated
+                                                                            : VmCpuPolicy::kMixed;
+    if (spec.cpu.cpuPolicy != VmCpuPolicy::kMixed) spec.cpu.mixedDedicatedVcpus.clear();
+    spec.cpu.emulatorPolicy =
+        placement.emulatorCpus.empty() ? HelperThreadPolicy::kShared : HelperThreadPolicy::kIsolate;
+    spec.cpu.iothreads = static_cast<int>(placement.iothreadCpus.size());
+    auto adopted = ledger.adoptVm(spec, placement);
+    if (adopted.ok()) {
+      report.repaired.push_back("VM " + vm.uuid + " (" + scope +
+                                "): adopted; its memory is unknown until libvirt reports it");
+    } else {
+      report.unresolved.push_back("VM " + vm.uuid + " (" + scope + "): not adopted: " + adopted.error().message());
+    }
+  }
+}
+
+}  // namespace
+
+ValidationReport validateLedger(Ledger& ledger, const NodeScan& scan) {
+  ValidationReport report;
+  releaseVanished(ledger, scan, report);
+  adoptPods(ledger, scan, report);
+  adoptVms(ledger, scan, report);
+  for (const std::string& note : scan.notes) report.unresolved.push_back(note);
+  return report;
+}
+
+}  // namespace vri

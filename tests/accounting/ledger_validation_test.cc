@@ -1,0 +1,143 @@
+// The start-up check: the ledger against a node scanned from the cgroupfs fixture.
+#include "accounting/ledger_validation.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "accounting/hwloc_topology.h"
+#include "accounting/node_allocatable.h"
+#include "cgroup-model/fixture_cgroupfs.h"
+#include "tests/support/temp_dir.h"
+
+namespace vri {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+
+constexpr char kVmUuid[] = "3f2c1b0a-9e8d-4c7b-a695-0f1e2d3c4b5a";
+constexpr char kStoppedUuid[] = "00000000-1111-4222-8333-444444444444";
+
+CgroupPath path(const std::string& text) { return *CgroupPath::parse(text); }
+
+void makeGroup(FixtureCgroupFs& fs, const CgroupPath& p, const CpuSet& cpus) {
+  CgroupPath at;
+  for (const std::string& part : p.components()) {
+    const CgroupPath parent = at;
+    at = *at.child(part);
+    if (fs.exists({"cpuset", at})) continue;
+    ASSERT_TRUE(fs.mkdir({"cpuset", at}).ok());
+    ASSERT_TRUE(fs.write({"cpuset", at}, "cpuset.cpus", *fs.read({"cpuset", parent}, "cpuset.cpus")).ok());
+    ASSERT_TRUE(fs.write({"cpuset", at}, "cpuset.mems", "0").ok());
+  }
+  ASSERT_TRUE(fs.write({"cpuset", p}, "cpuset.cpus", cpus.format()).ok());
+}
+
+TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
+  testing::TempDir tmp;
+  const auto topo =
+      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:4 pu:2")).value());
+  LedgerConfig config;
+  config.allocatableMemoryBytes = 8ULL << 30;
+  auto ledger =
+      std::move(Ledger::open(topo, config, std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
+  ASSERT_TRUE(ledger
+                  ->admitContainer({"gone", "ns/gone", QosClass::kBurstable, 0, 0},
+                                   {"web", "aaa1", false, 200, 0, std::nullopt, std::nullopt})
+                  .ok());
+  const CpuSet app = ledger
+                         ->admitContainer({"alive", "ns/alive", QosClass::kGuaranteed, 0, 0},
+                                          {"app", "bbb1", false, 2000, 2000, 1ULL << 30, std::nullopt})
+                         ->exclusive;
+  VmSpec stopped;
+  stopped.uuid = kStoppedUuid;
+  stopped.cpu.name = "stopped";
+  stopped.cpu.vcpus = 1;
+  stopped.cpu.cpuPolicy = VmCpuPolicy::kDedicated;
+  ASSERT_TRUE(ledger->admitVm(stopped).ok());
+
+  // The node as it runs: "alive" with its CPUs, a Burstable pod and a VM nobody told the ledger about.
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
+  const CpuSet others = topo->onlineCpus() - app;  // where the strangers sit
+  const CpuSet stranger_cpus = CpuSet{others.last()} | CpuSet{(others - CpuSet{others.last()}).last()};
+  const int vcpu_cpu = others.first();
+  makeGroup(fs, path("kubepods/podalive/bbb1"), app);
+  makeGroup(fs, path("kubepods/burstable/podstranger/ccc1"), stranger_cpus);
+  makeGroup(fs, path("kubepods/besteffort/podbe/ddd1"), topo->onlineCpus());
+  const CgroupPath scope = path("machine/qemu-5-vmx.libvirt-qemu");
+  makeGroup(fs, *scope.child("emulator"), others);
+  makeGroup(fs, *scope.child("vcpu0"), CpuSet{vcpu_cpu});
+  makeGroup(fs, *scope.child("vcpu1"), others);
+  ASSERT_TRUE(fs.write({"cpuset", *scope.child("emulator")}, "cgroup.procs", "4100").ok());
+  ASSERT_TRUE(fs.setProcFile("4100/cgroup", "3:cpuset:/machine/qemu-5-vmx.libvirt-qemu/emulator\n").ok());
+  ASSERT_TRUE(fs.setProcFile("4100/cmdline", std::string("qemu\0-uuid\0", 11) + kVmUuid + std::string("\0", 1)).ok());
+  const auto backend = makeV1Backend({{"cpuset", "cpuset"}});
+  auto scan = scanNode(fs, *backend, TreeLayout{});
+  ASSERT_TRUE(scan.ok()) << scan.error().message();
+
+  const ValidationReport report = validateLedger(*ledger, *scan);
+  EXPECT_TRUE(report.unresolved.empty()) << report.unresolved.front();
+  EXPECT_THAT(report.repaired, Contains("pod ns/gone: its cgroups are gone; released"));
+  EXPECT_THAT(report.repaired, Contains("VM stopped: not running; released"));
+  EXPECT_THAT(report.repaired, Contains("container ccc1 of pod stranger: adopted with CPUs " + stranger_cpus.format()));
+  EXPECT_THAT(report.repaired, Contains("container ddd1 of pod be: adopted in the shared pool"));
+  const LedgerSnapshot s = ledger->snapshot();
+  EXPECT_FALSE(s.pods.count("gone"));
+  EXPECT_EQ(s.pods.at("alive").containers.at("app").exclusive, app);
+  EXPECT_EQ(s.pods.at("stranger").containers.at("ccc1").exclusive, stranger_cpus);
+  ASSERT_TRUE(s.vms.count(kVmUuid));
+  EXPECT_EQ(s.vms.at(kVmUuid).placement.vcpuCpus, (std::vector<int>{vcpu_cpu, VmCpuPlacement::kShared}));
+  EXPECT_EQ(s.vms.at(kVmUuid).spec.cpu.cpuPolicy, VmCpuPolicy::kMixed);
+  auto checked = checkLedgerInvariants(s, *topo, config);
+  ASSERT_TRUE(checked.ok()) << checked.error().message();
+
+  // A second check finds nothing to do; a restart keeps what was adopted.
+  const ValidationReport again = validateLedger(*ledger, *scan);
+  EXPECT_TRUE(again.repaired.empty()) << again.repaired.front();
+  ledger.reset();
+  auto reopened =
+      std::move(Ledger::open(topo, config, std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
+  EXPECT_EQ(reopened->snapshot().grants.size(), s.grants.size());
+}
+
+TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
+  testing::TempDir tmp;
+  const auto topo =
+      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:2 pu:2")).value());
+  LedgerConfig config;
+  config.pool.reserved.cpus = CpuSet{0};
+  auto ledger =
+      std::move(Ledger::open(topo, config, std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
+  makeGroup(fs, path("kubepods/podx/eee1"), CpuSet{0});  // pinned to a reserved CPU
+  makeGroup(fs, path("machine/qemu-7-nouuid.libvirt-qemu/vcpu0"), CpuSet{1});
+  auto scan = scanNode(fs, *makeV1Backend({{"cpuset", "cpuset"}}), TreeLayout{});
+  ASSERT_TRUE(scan.ok());
+  const ValidationReport report = validateLedger(*ledger, *scan);
+  ASSERT_EQ(report.unresolved.size(), 3u);
+  EXPECT_THAT(report.unresolved[0], HasSubstr("container eee1 of pod x: not adopted"));
+  EXPECT_THAT(report.unresolved[0], HasSubstr("are reserved"));
+  EXPECT_THAT(report.unresolved[1], HasSubstr("no UUID found; not adopted"));
+  EXPECT_THAT(report.unresolved[2], HasSubstr("no QEMU process"));
+}
+
+TEST(NodeAllocatableTest, SubtractsReservationsAsKubeletDoes) {
+  const Topology topo = std::move(loadSyntheticTopology("pack:1 numa:2(memory=4GiB) core:4 pu:2")).value();
+  NodeReservations r{*Quantity::parse("500m"), *Quantity::parse("1"), *Quantity::parse("1Gi"),
+                     *Quantity::parse("512Mi"), *Quantity::parse("100Mi")};
+  auto node = computeAllocatable(topo, r);
+  ASSERT_TRUE(node.ok()) << node.error().message();
+  EXPECT_EQ(node->capacityCpuMilli, 16000);
+  EXPECT_EQ(node->allocatableCpuMilli, 14500);
+  EXPECT_EQ(node->reservedCpuCount, 2);
+  EXPECT_EQ(node->capacityMemoryBytes, 8ULL << 30);
+  EXPECT_EQ(node->allocatableMemoryBytes, (8ULL << 30) - (1ULL << 30) - (512ULL << 20) - (100ULL << 20));
+  r.kubeReservedCpu = *Quantity::parse("16");
+  EXPECT_THAT(computeAllocatable(topo, r).error().message(), HasSubstr("leave nothing"));
+}
+
+}  // namespace
+}  // namespace vri

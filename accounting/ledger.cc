@@ -1,5 +1,6 @@
 #include "accounting/ledger.h"
 
+#include <algorithm>
 #include <functional>
 #include <sstream>
 
@@ -421,6 +422,77 @@ Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
   sharedTenants_ += shared_demand > 0 ? 1 : 0;
   admittedMemory_ += vmMemory(vm);
   vms_[vm.uuid] = record;
+  syncSharedMinimum();
+  return *placement;
+}
+
+Result<VmCpuPlacement> Ledger::resizeVm(const VmSpec& vm) {
+  std::lock_guard lock(mutex_);
+  const auto it = vms_.find(vm.uuid);
+  if (it == vms_.end()) return Error::notFound("no VM " + quoteForMessage(vm.uuid));
+  if (sameVm(it->second.spec, vm)) return it->second.placement;
+  const std::string who = "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name);
+  const VmRecord before = it->second;
+  const uint64_t memory_before = vmMemory(before.spec), memory_after = vmMemory(vm);
+  if (memory_after > memory_before) VRI_TRY(checkMemory(memory_after - memory_before, who));
+  VRI_ASSIGN_OR_RETURN(std::vector<int> dedicated, dedicatedVcpus(vm.cpu));
+  const int64_t old_demand = vmSharedDemand(before);
+  const int64_t new_demand = (vm.cpu.vcpus - static_cast<int>(dedicated.size())) * config_.sharedVcpuMilli;
+
+  // Out of the books, placed anew (inside its old CPUs first), back in if that fails.
+  const std::string owner = vmOwner(vm.uuid);
+  const ExclusiveGrant old_grant{before.placement.exclusive, before.placement.heldBack};
+  if (!old_grant.all().empty()) (void)pool_.release(owner);
+  sharedDemandMilli_ -= old_demand;
+  sharedTenants_ -= old_demand > 0 ? 1 : 0;
+  const auto restore = [&] {
+    // The old minimum first: the old grant fitted beside it, and fits again.
+    sharedDemandMilli_ += old_demand;
+    sharedTenants_ += old_demand > 0 ? 1 : 0;
+    syncSharedMinimum();
+    if (!old_grant.all().empty()) (void)pool_.assign(owner, old_grant);
+  };
+  if (auto shared = checkSharedDemand(new_demand, who); !shared.ok()) {
+    restore();
+    return shared.error();
+  }
+  if (new_demand > 0) {
+    (void)pool_.setMinSharedCpus(
+        std::min<int>(pool_.shared().count(), static_cast<int>((sharedDemandMilli_ + new_demand + 999) / 1000)));
+  }
+  auto placement = planVmCpus(*topology_, old_grant.all(), vm.cpu, config_.pool.take);
+  if (!placement.ok()) {
+    VmCpuRequest nearby = vm.cpu;
+    if (nearby.preferredNumaNodes.empty()) {
+      for (int cpu : old_grant.all()) {
+        const int node = topology_->cpu(cpu)->numaNode;
+        if (std::find(nearby.preferredNumaNodes.begin(), nearby.preferredNumaNodes.end(), node) ==
+            nearby.preferredNumaNodes.end()) {
+          nearby.preferredNumaNodes.push_back(node);
+        }
+      }
+    }
+    placement = planVmCpus(*topology_, pool_.freeForExclusive(), nearby, config_.pool.take);
+  }
+  if (placement.ok() && !(placement->exclusive | placement->heldBack).empty()) {
+    auto assigned = pool_.assign(owner, {placement->exclusive, placement->heldBack});
+    if (!assigned.ok()) placement = std::move(assigned).error();
+  }
+  if (!placement.ok()) {
+    restore();
+    return std::move(placement).context(who).error();
+  }
+  const VmRecord record{vm, *placement};
+  auto stored = store_->putVm(record);
+  if (!stored.ok()) {
+    if (pool_.grant(owner)) (void)pool_.release(owner);
+    restore();
+    return std::move(stored).context("commit " + who).error();
+  }
+  sharedDemandMilli_ += new_demand;
+  sharedTenants_ += new_demand > 0 ? 1 : 0;
+  admittedMemory_ = admittedMemory_ - memory_before + memory_after;
+  it->second = record;
   syncSharedMinimum();
   return *placement;
 }

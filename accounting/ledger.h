@@ -59,6 +59,10 @@ class Ledger {
   Result<void> releasePod(const std::string& podUid);
 
   Result<VmCpuPlacement> admitVm(const VmSpec& vm);
+  // Changes a VM's CPU and memory request. A VM that fits in the CPUs it holds
+  // keeps them; one that grows may have its vCPUs placed anew, on the NUMA
+  // nodes it already uses where possible.
+  Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
   Result<void> releaseVm(const std::string& uuid);
 
   // Takes over a tenant found running, with the CPUs it holds now (refused

@@ -160,6 +160,34 @@ TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
   expectInvariants(*ledger, config());
 }
 
+TEST(LedgerTest, ResizesAVm) {
+  testing::TempDir tmp;
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2 core:4 pu:2"), config());
+  VmSpec vm = dedicatedVm("8f0c1a52-0000-4000-8000-000000000009", 4);
+  const CpuSet four = ledger->admitVm(vm)->exclusive;
+  vm.cpu.vcpus = 2;  // shrinks inside its CPUs
+  auto two = ledger->resizeVm(vm);
+  ASSERT_TRUE(two.ok()) << two.error().message();
+  EXPECT_TRUE(two->exclusive.isSubsetOf(four));
+  vm.cpu.vcpus = 6;  // grows on the NUMA node it uses
+  auto six = ledger->resizeVm(vm);
+  ASSERT_TRUE(six.ok()) << six.error().message();
+  EXPECT_EQ(six->exclusive.count(), 6);
+  const auto before = ledger->snapshot();
+  vm.cpu.vcpus = 40;  // more than the machine's 32 CPUs
+  EXPECT_FALSE(ledger->resizeVm(vm).ok());
+  EXPECT_EQ(ledger->snapshot().grants.at(vmOwner(vm.uuid)).cpus, six->exclusive);
+  EXPECT_EQ(ledger->snapshot().shared, before.shared);
+  vm.cpu.vcpus = 4;
+  vm.cpu.cpuPolicy = VmCpuPolicy::kShared;  // all vCPUs into the shared pool
+  auto shared_vm = ledger->resizeVm(vm);
+  ASSERT_TRUE(shared_vm.ok()) << shared_vm.error().message();
+  EXPECT_TRUE(shared_vm->exclusive.empty());
+  EXPECT_EQ(ledger->snapshot().sharedDemandMilli, 4000);
+  EXPECT_TRUE(ledger->snapshot().grants.empty());
+  expectInvariants(*ledger, config());
+}
+
 TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
   testing::TempDir tmp;
   const auto topo = synthetic("pack:1 numa:1 core:8 pu:2");
@@ -187,7 +215,7 @@ TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
   expectInvariants(*third, changed);
 }
 
-// 100,000 random admits, resizes, releases and restarts on several machines;
+// 100,000 random admits, resizes (containers and VMs), releases and restarts on several machines;
 // the invariants hold after every one.
 TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
   struct Shape {
@@ -229,6 +257,12 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
         if (snapshot.pods.at(uid).spec.qos == QosClass::kGuaranteed && !snapshot.pods.at(uid).containers.empty()) {
           (void)ledger->resizeContainer(uid, cpus("c", 1 + static_cast<int>(random() % 4)));
         }
+      } else if (action < 60 && !vms.empty()) {
+        const std::string& uuid = vms[random() % vms.size()];
+        VmSpec vm = ledger->snapshot().vms.at(uuid).spec;
+        vm.cpu.vcpus = 1 + static_cast<int>(random() % 4);
+        vm.cpu.cpuPolicy = static_cast<VmCpuPolicy>(random() % 2);
+        (void)ledger->resizeVm(vm);
       } else if (action < 75 && !pods.empty()) {
         const size_t victim = random() % pods.size();
         ASSERT_TRUE(ledger->releasePod(pods[victim]).ok());

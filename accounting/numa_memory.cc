@@ -1,0 +1,126 @@
+#include "accounting/numa_memory.h"
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+std::string mebibytes(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
+
+}  // namespace
+
+std::string memoryResourceName(MemoryResource resource) {
+  if (resource == kRegularMemory) return "memory";
+  if (resource % (1ULL << 30) == 0) return "hugepages-" + std::to_string(resource >> 30) + "Gi";
+  if (resource % (1ULL << 20) == 0) return "hugepages-" + std::to_string(resource >> 20) + "Mi";
+  return "hugepages-" + std::to_string(resource >> 10) + "Ki";
+}
+
+Result<NumaMemory> NumaMemory::create(const Topology& topology, const std::map<int, uint64_t>& reservedPerNode,
+                                      uint64_t reservedTotal) {
+  NumaMemory memory;
+  uint64_t reserved_sum = 0;
+  for (const auto& [node, bytes] : reservedPerNode) {
+    if (topology.numaNode(node) == nullptr) {
+      return Error::invalidArgument("reserved memory names NUMA node " + std::to_string(node) +
+                                    ", which does not exist");
+    }
+    reserved_sum += bytes;
+  }
+  if (reserved_sum != reservedTotal) {
+    return Error::invalidArgument("reserved memory per NUMA node adds up to " + mebibytes(reserved_sum) +
+                                  ", not the node-level reservation of " + mebibytes(reservedTotal));
+  }
+  for (const NumaNode& node : topology.numaNodes()) {
+    uint64_t hugepage_bytes = 0;
+    for (const auto& [size, count] : node.hugepages) {
+      memory.cells_[node.id][size].total = size * count;
+      hugepage_bytes += size * count;
+    }
+    // Hugepages are carved out of the node's memory; regular memory is the rest.
+    NumaMemoryCell& regular = memory.cells_[node.id][kRegularMemory];
+    regular.total = node.memoryBytes > hugepage_bytes ? node.memoryBytes - hugepage_bytes : 0;
+    const auto reserved = reservedPerNode.find(node.id);
+    regular.reserved = reserved == reservedPerNode.end() ? 0 : reserved->second;
+    if (regular.reserved > regular.total) {
+      return Error::invalidArgument("NUMA node " + std::to_string(node.id) + " reserves " +
+                                    mebibytes(regular.reserved) + " of " + mebibytes(regular.total));
+    }
+  }
+  return memory;
+}
+
+const NumaMemoryCell& NumaMemory::cell(int node, MemoryResource resource) const {
+  static const NumaMemoryCell kNone;  // a node without that resource; immutable
+  const auto n = cells_.find(node);
+  if (n == cells_.end()) return kNone;
+  const auto r = n->second.find(resource);
+  return r == n->second.end() ? kNone : r->second;
+}
+
+std::vector<int> NumaMemory::nodes() const {
+  std::vector<int> ids;
+  for (const auto& [node, cells] : cells_) ids.push_back(node);
+  return ids;
+}
+
+uint64_t NumaMemory::freeOn(const std::vector<int>& nodes, MemoryResource resource) const {
+  uint64_t total = 0;
+  for (int node : nodes) total += cell(node, resource).free();
+  return total;
+}
+
+uint64_t NumaMemory::allocatableOn(const std::vector<int>& nodes, MemoryResource resource) const {
+  uint64_t total = 0;
+  for (int node : nodes) total += cell(node, resource).allocatable();
+  return total;
+}
+
+Result<MemoryBlocks> NumaMemory::allocate(const std::string& owner, const std::vector<int>& nodes,
+                                          const MemoryRequest& request) {
+  if (blocks_.count(owner)) return Error(ErrorCode::kAlreadyExists, quoteForMessage(owner) + " already holds memory");
+  for (const auto& [resource, bytes] : request) {
+    const uint64_t free = freeOn(nodes, resource);
+    if (free < bytes) {
+      std::string where;
+      for (int node : nodes) where += (where.empty() ? "" : ",") + std::to_string(node);
+      return Error::resourceExhausted(quoteForMessage(owner) + " needs " + mebibytes(bytes) + " of " +
+                                      memoryResourceName(resource) + " on NUMA node(s) " + where + "; " +
+                                      mebibytes(free) + " are free there");
+    }
+  }
+  MemoryBlocks taken;
+  for (const auto& [resource, bytes] : request) {
+    uint64_t remaining = bytes;
+    for (int node : nodes) {
+      if (remaining == 0) break;
+      NumaMemoryCell& cell = cells_[node][resource];
+      const uint64_t part = std::min(remaining, cell.free());
+      if (part == 0) continue;
+      cell.assigned += part;
+      taken[node][resource] += part;
+      remaining -= part;
+    }
+  }
+  blocks_[owner] = taken;
+  return taken;
+}
+
+Result<void> NumaMemory::release(const std::string& owner) {
+  const auto it = blocks_.find(owner);
+  if (it == blocks_.end()) return Error::notFound(quoteForMessage(owner) + " holds no NUMA memory");
+  for (const auto& [node, resources] : it->second) {
+    for (const auto& [resource, bytes] : resources) cells_[node][resource].assigned -= bytes;
+  }
+  blocks_.erase(it);
+  return {};
+}
+
+CpuSet NumaMemory::mems(const MemoryBlocks& blocks) {
+  CpuSet nodes;
+  for (const auto& [node, resources] : blocks) nodes.add(node);
+  return nodes;
+}
+
+}  // namespace vri

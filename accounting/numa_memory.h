@@ -1,0 +1,64 @@
+// Memory per NUMA node and per resource — regular memory and each hugepage
+// size — kept as kubelet's memory manager keeps it, for pods and VMs alike:
+// total, reserved, allocatable = total - reserved, assigned, free.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "accounting/topology.h"
+#include "cgroup-model/cpuset.h"
+#include "cgroup-model/result.h"
+
+namespace vri {
+
+// A resource: 0 for regular memory, otherwise a hugepage size in bytes.
+using MemoryResource = uint64_t;
+constexpr MemoryResource kRegularMemory = 0;
+std::string memoryResourceName(MemoryResource resource);  // "memory", "hugepages-2Mi", "hugepages-1Gi"
+
+struct NumaMemoryCell {
+  uint64_t total = 0;
+  uint64_t reserved = 0;
+  uint64_t assigned = 0;
+  uint64_t allocatable() const { return total > reserved ? total - reserved : 0; }
+  uint64_t free() const { return allocatable() > assigned ? allocatable() - assigned : 0; }
+};
+
+// How much of each resource a tenant needs.
+using MemoryRequest = std::map<MemoryResource, uint64_t>;
+
+// Where a tenant's memory lies: node -> resource -> bytes.
+using MemoryBlocks = std::map<int, std::map<MemoryResource, uint64_t>>;
+
+class NumaMemory {
+ public:
+  // `reservedPerNode` (node -> bytes of regular memory) must add up to
+  // `reservedTotal`, the node-level reservation kubelet subtracts; it is
+  // refused otherwise, as kubelet refuses an inconsistent --reserved-memory.
+  static Result<NumaMemory> create(const Topology& topology, const std::map<int, uint64_t>& reservedPerNode,
+                                   uint64_t reservedTotal);
+
+  const NumaMemoryCell& cell(int node, MemoryResource resource) const;
+  std::vector<int> nodes() const;
+  // Free bytes of `resource` over `nodes`.
+  uint64_t freeOn(const std::vector<int>& nodes, MemoryResource resource) const;
+  uint64_t allocatableOn(const std::vector<int>& nodes, MemoryResource resource) const;
+
+  // Takes `request` from `nodes` (filling them in order) for `owner`; refuses,
+  // changing nothing, when they cannot hold it, naming the resource and the numbers.
+  Result<MemoryBlocks> allocate(const std::string& owner, const std::vector<int>& nodes, const MemoryRequest& request);
+  Result<void> release(const std::string& owner);
+  const std::map<std::string, MemoryBlocks>& blocks() const { return blocks_; }
+
+  // cpuset.mems for a tenant's blocks.
+  static CpuSet mems(const MemoryBlocks& blocks);
+
+ private:
+  std::map<int, std::map<MemoryResource, NumaMemoryCell>> cells_;
+  std::map<std::string, MemoryBlocks> blocks_;
+};
+
+}  // namespace vri

@@ -75,7 +75,10 @@ Result<std::unique_ptr<Ledger>> Ledger::open(std::shared_ptr<const Topology> top
   CpuPoolConfig pool_config = config.pool;
   pool_config.minSharedCpus = 0;  // set from the shared tenants once they are loaded
   VRI_ASSIGN_OR_RETURN(CpuPool pool, CpuPool::create(topology, pool_config));
-  std::unique_ptr<Ledger> ledger(new Ledger(std::move(topology), std::move(config), std::move(pool), std::move(store)));
+  VRI_ASSIGN_OR_RETURN(NumaMemory numa,
+                       NumaMemory::create(*topology, config.reservedMemoryPerNode, config.reservedMemoryTotal));
+  std::unique_ptr<Ledger> ledger(
+      new Ledger(std::move(topology), std::move(config), std::move(pool), std::move(numa), std::move(store)));
   VRI_TRY(ledger->load());
   return ledger;
 }
@@ -93,14 +96,18 @@ Result<void> Ledger::load() {
   for (auto& [uid, pod] : stored.pods) {
     for (auto it = pod.containers.begin(); it != pod.containers.end();) {
       const ContainerRecord& c = it->second;
-      if (!c.exclusive.empty()) {
-        auto assigned = pool_.assign(containerOwner(uid, c.spec.name), {c.exclusive, {}});
-        if (!assigned.ok()) {
-          loadProblems_.push_back("container " + pod.spec.name + "/" + c.spec.name +
-                                  " kept out: " + assigned.error().message());
-          it = pod.containers.erase(it);
-          continue;
-        }
+      const std::string owner = containerOwner(uid, c.spec.name);
+      Result<void> restored;
+      if (!c.exclusive.empty()) restored = pool_.assign(owner, {c.exclusive, {}});
+      if (restored.ok() && !c.memory.empty()) {
+        restored = numa_.restore(owner, c.memory);
+        if (!restored.ok() && !c.exclusive.empty()) (void)pool_.release(owner);
+      }
+      if (!restored.ok()) {
+        loadProblems_.push_back("container " + pod.spec.name + "/" + c.spec.name +
+                                " kept out: " + restored.error().message());
+        it = pod.containers.erase(it);
+        continue;
       }
       ++it;
     }
@@ -108,12 +115,15 @@ Result<void> Ledger::load() {
   }
   for (auto& [uuid, vm] : stored.vms) {
     const ExclusiveGrant grant{vm.placement.exclusive, vm.placement.heldBack};
-    if (!grant.all().empty()) {
-      auto assigned = pool_.assign(vmOwner(uuid), grant);
-      if (!assigned.ok()) {
-        loadProblems_.push_back("VM " + vm.spec.cpu.name + " kept out: " + assigned.error().message());
-        continue;
-      }
+    Result<void> restored;
+    if (!grant.all().empty()) restored = pool_.assign(vmOwner(uuid), grant);
+    if (restored.ok() && !vm.memory.empty()) {
+      restored = numa_.restore(vmOwner(uuid), vm.memory);
+      if (!restored.ok() && !grant.all().empty()) (void)pool_.release(vmOwner(uuid));
+    }
+    if (!restored.ok()) {
+      loadProblems_.push_back("VM " + vm.spec.cpu.name + " kept out: " + restored.error().message());
+      continue;
     }
     vms_[uuid] = std::move(vm);
   }
@@ -171,14 +181,40 @@ Result<void> Ledger::checkSharedDemand(int64_t more, const std::string& who) con
       " CPUs and " + std::to_string(sharedTenants_) + " shared tenants already request " + milli(sharedDemandMilli_));
 }
 
+Result<std::vector<int>> Ledger::alignNodes(const AlignmentRequest& request,
+                                            const std::vector<int>& strictNodes) const {
+  if (!strictNodes.empty()) {
+    for (const auto& [resource, bytes] : request.memory) {
+      const uint64_t free = numa_.freeOn(strictNodes, resource);
+      if (free < bytes) {
+        std::string nodes;
+        for (int node : strictNodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(node);
+        return Error::resourceExhausted(request.who + ": its numatune nodes " + nodes + " cannot provide " +
+                                        std::to_string(bytes >> 20) + " MiB of " + memoryResourceName(resource) + "; " +
+                                        std::to_string(free >> 20) + " MiB are free there");
+      }
+    }
+    return strictNodes;
+  }
+  TopologyManagerOptions options = config_.topologyManager;
+  if (options.policy == TopologyPolicy::kNone) {
+    // VRI's own alignment of NUMA-bound tenants: never refused, closest nodes first.
+    options.policy = TopologyPolicy::kBestEffort;
+    options.preferClosestNumaNodes = true;
+  }
+  VRI_ASSIGN_OR_RETURN(NumaAffinity affinity,
+                       alignOnNuma(*topology_, pool_.freeForExclusive(), numa_, request, options));
+  return affinity.nodes;
+}
+
 Result<ContainerPlacement> Ledger::placeContainer(PodRecord& pod, const ContainerSpec& container,
-                                                  const std::string& who) {
+                                                  const std::string& who, const std::vector<int>* podNodes) {
   const int cpus = exclusiveCpusFor(pod.spec, container);
-  ContainerRecord record{container, {}};
+  ContainerRecord record{container, {}, {}};
   if (cpus == 0) {
     VRI_TRY(checkSharedDemand(container.cpuRequestMilli, who));
     pod.containers[container.name] = record;
-    return ContainerPlacement{{}, pool_.shared()};
+    return ContainerPlacement{{}, pool_.shared(), {}};
   }
   // As kubelet does, an app container first takes the CPUs its pod's init containers held.
   Undo undo;
@@ -194,10 +230,29 @@ Result<ContainerPlacement> Ledger::placeContainer(PodRecord& pod, const Containe
     }
   }
   const std::string owner = containerOwner(pod.spec.uid, container.name);
-  auto chosen = pool_.allocate(owner, {cpus, {}}, reusable);
+  // A pinned container's CPUs and memory come from the same NUMA nodes.
+  const uint64_t pinned_memory = container.memoryLimitBytes.value_or(0);
+  const bool pinned = config_.pinGuaranteedMemory && pinned_memory > 0;
+  const MemoryRequest memory_request = {{kRegularMemory, pinned_memory}};
+  std::vector<int> nodes;
+  if (podNodes != nullptr) {
+    nodes = *podNodes;
+  } else if (pinned || config_.topologyManager.policy != TopologyPolicy::kNone) {
+    // The topology manager's policy applies to every container with exclusive CPUs, as in kubelet.
+    VRI_ASSIGN_OR_RETURN(nodes, alignNodes({who, cpus, pinned ? memory_request : MemoryRequest{}}, {}));
+  }
+  auto chosen = pool_.allocate(owner, {cpus, nodes}, reusable);
   if (!chosen.ok()) {
     return withSuffix(chosen.error(),
                       "; " + std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_));
+  }
+  if (pinned) {
+    auto blocks = numa_.allocate(owner, nodes, memory_request);
+    if (!blocks.ok()) {
+      (void)pool_.release(owner);
+      return std::move(blocks).context(who).error();
+    }
+    record.memory = *blocks;
   }
   undo.dismiss();
   for (auto& [name, other] : pod.containers) {
@@ -205,17 +260,59 @@ Result<ContainerPlacement> Ledger::placeContainer(PodRecord& pod, const Containe
   }
   record.exclusive = *chosen;
   pod.containers[container.name] = record;
-  return ContainerPlacement{*chosen, *chosen};
+  return ContainerPlacement{*chosen, *chosen, NumaMemory::mems(record.memory)};
 }
 
 Result<ContainerPlacement> Ledger::admitContainer(const PodSpec& pod, const ContainerSpec& container) {
+  std::lock_guard lock(mutex_);
+  return admitContainerLocked(pod, container, nullptr);
+}
+
+Result<std::vector<ContainerPlacement>> Ledger::admitPod(const PodSpec& pod,
+                                                         const std::vector<ContainerSpec>& containers) {
+  std::lock_guard lock(mutex_);
+  // The pod's exclusive CPUs and pinned memory, aligned at once.
+  int cpus = 0;
+  uint64_t memory = 0;
+  for (const ContainerSpec& c : containers) {
+    const int n = exclusiveCpusFor(pod, c);
+    if (n == 0 || c.init) continue;  // init containers hand their CPUs on; the app containers count
+    cpus += n;
+    if (config_.pinGuaranteedMemory) memory += c.memoryLimitBytes.value_or(0);
+  }
+  std::vector<int> nodes;
+  const bool align =
+      cpus > 0 && (config_.pinGuaranteedMemory || config_.topologyManager.policy != TopologyPolicy::kNone);
+  if (align) {
+    MemoryRequest request;
+    if (memory > 0) request[kRegularMemory] = memory;
+    VRI_ASSIGN_OR_RETURN(nodes, alignNodes({"pod " + (pod.name.empty() ? pod.uid : pod.name), cpus, request}, {}));
+  }
+  std::vector<ContainerPlacement> placements;
+  std::vector<std::string> admitted_now;
+  for (const ContainerSpec& c : containers) {
+    const auto known = pods_.find(pod.uid);
+    const bool existed = known != pods_.end() && known->second.containers.count(c.name);
+    auto placed = admitContainerLocked(pod, c, align ? &nodes : nullptr);
+    if (!placed.ok()) {
+      // All or nothing: what this call admitted goes again.
+      for (const std::string& name : admitted_now) (void)releaseContainerLocked(pod.uid, name);
+      return placed.error();
+    }
+    if (!existed) admitted_now.push_back(c.name);
+    placements.push_back(*placed);
+  }
+  return placements;
+}
+
+Result<ContainerPlacement> Ledger::admitContainerLocked(const PodSpec& pod, const ContainerSpec& container,
+                                                        const std::vector<int>* podNodes) {
   VRI_TRY(validatePodUid(pod.uid));
   VRI_TRY(validateContainerId(container.name).context("container name"));
   if (!container.id.empty()) VRI_TRY(validateContainerId(container.id));
   if (container.cpuRequestMilli < 0 || container.cpuLimitMilli < 0)
     return Error::invalidArgument("negative CPU amount");
   const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
-  std::lock_guard lock(mutex_);
   const auto existing = pods_.find(pod.uid);
   if (existing != pods_.end() && existing->second.spec.qos != pod.qos) {
     return Error::failedPrecondition("pod " + quoteForMessage(pod.uid) + " was admitted as " +
@@ -235,22 +332,24 @@ Result<ContainerPlacement> Ledger::admitContainer(const PodSpec& pod, const Cont
         VRI_TRY(store_->putPod(updated));
         existing->second = std::move(updated);
       }
-      const CpuSet& exclusive = existing->second.containers.at(container.name).exclusive;
-      return ContainerPlacement{exclusive, exclusive.empty() ? pool_.shared() : exclusive};
+      const ContainerRecord& record = existing->second.containers.at(container.name);
+      return ContainerPlacement{record.exclusive, record.exclusive.empty() ? pool_.shared() : record.exclusive,
+                                NumaMemory::mems(record.memory)};
     }
   }
   PodRecord updated = existing != pods_.end() ? existing->second : PodRecord{pod, {}};
   const uint64_t memory_before = existing != pods_.end() ? podMemoryBytes(existing->second) : 0;
   PodRecord trial = updated;
-  trial.containers[container.name] = ContainerRecord{container, {}};
+  trial.containers[container.name] = ContainerRecord{container, {}, {}};
   VRI_TRY(checkMemory(podMemoryBytes(trial) - memory_before, who));
 
   const auto grants_before = updated.containers;
-  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, placeContainer(updated, container, who));
+  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, placeContainer(updated, container, who, podNodes));
   auto stored = store_->putPod(updated);
   if (!stored.ok()) {
     // Undo the pool: release the new grant and give init containers theirs back.
     if (!placement.exclusive.empty()) (void)pool_.release(containerOwner(pod.uid, container.name));
+    if (!placement.mems.empty()) (void)numa_.release(containerOwner(pod.uid, container.name));
     for (const auto& [name, c] : grants_before) {
       if (!c.exclusive.empty() && !pool_.grant(containerOwner(pod.uid, name))) {
         (void)pool_.assign(containerOwner(pod.uid, name), {c.exclusive, {}});
@@ -279,11 +378,14 @@ Result<ContainerPlacement> Ledger::resizeContainer(const std::string& podUid, co
   }
   const std::string who = "container " + pod_it->second.spec.name + "/" + container.name;
   const ContainerRecord before = known->second;
+  if (!before.memory.empty()) {
+    return Error::failedPrecondition(who + " has NUMA-pinned memory; release it and admit it again to change its size");
+  }
   PodRecord updated = pod_it->second;
   updated.containers.erase(container.name);
   const uint64_t memory_before = podMemoryBytes(pod_it->second);
   PodRecord trial = updated;
-  trial.containers[container.name] = ContainerRecord{container, {}};
+  trial.containers[container.name] = ContainerRecord{container, {}, {}};
   const uint64_t memory_after = podMemoryBytes(trial);
   if (memory_after > memory_before) VRI_TRY(checkMemory(memory_after - memory_before, who));
 
@@ -303,8 +405,8 @@ Result<ContainerPlacement> Ledger::resizeContainer(const std::string& podUid, co
   } else {
     auto chosen = pool_.allocate(owner, {cpus, {}}, before.exclusive);
     if (chosen.ok()) {
-      updated.containers[container.name] = ContainerRecord{container, *chosen};
-      placed = ContainerPlacement{*chosen, *chosen};
+      updated.containers[container.name] = ContainerRecord{container, *chosen, {}};
+      placed = ContainerPlacement{*chosen, *chosen, {}};
     } else {
       placed = std::move(chosen).context(who).error();
     }
@@ -340,6 +442,10 @@ Result<ContainerPlacement> Ledger::resizeContainer(const std::string& podUid, co
 
 Result<void> Ledger::releaseContainer(const std::string& podUid, const std::string& name) {
   std::lock_guard lock(mutex_);
+  return releaseContainerLocked(podUid, name);
+}
+
+Result<void> Ledger::releaseContainerLocked(const std::string& podUid, const std::string& name) {
   const auto pod_it = pods_.find(podUid);
   if (pod_it == pods_.end()) return Error::notFound("no pod " + quoteForMessage(podUid));
   const auto known = pod_it->second.containers.find(name);
@@ -351,9 +457,11 @@ Result<void> Ledger::releaseContainer(const std::string& podUid, const std::stri
   updated.containers.erase(name);
   const std::string owner = containerOwner(podUid, name);
   if (!before.exclusive.empty()) (void)pool_.release(owner);
+  if (!before.memory.empty()) (void)numa_.release(owner);
   auto stored = store_->putPod(updated);
   if (!stored.ok()) {
     if (!before.exclusive.empty()) (void)pool_.assign(owner, {before.exclusive, {}});
+    if (!before.memory.empty()) (void)numa_.restore(owner, before.memory);
     return std::move(stored).context("commit release of " + name).error();
   }
   admittedMemory_ -= podMemoryBytes(pod_it->second) - podMemoryBytes(updated);
@@ -372,6 +480,7 @@ Result<void> Ledger::releasePod(const std::string& podUid) {
   if (pod_it == pods_.end()) return Error::notFound("no pod " + quoteForMessage(podUid));
   VRI_TRY(store_->deletePod(podUid));  // committed first: a crash now leaves no pod to release
   for (const auto& [name, c] : pod_it->second.containers) {
+    if (!c.memory.empty()) (void)numa_.release(containerOwner(podUid, name));
     if (!c.exclusive.empty()) {
       (void)pool_.release(containerOwner(podUid, name));
     } else {
@@ -385,7 +494,10 @@ Result<void> Ledger::releasePod(const std::string& podUid) {
   return {};
 }
 
-Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
+Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) { return admitOrReserveVm(vm, false); }
+Result<VmCpuPlacement> Ledger::reserveVm(const VmSpec& vm) { return admitOrReserveVm(vm, true); }
+
+Result<VmCpuPlacement> Ledger::admitOrReserveVm(const VmSpec& vm, bool defined) {
   VRI_TRY(validateVmUuid(vm.uuid));
   const std::string who = "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name);
   std::lock_guard lock(mutex_);
@@ -393,6 +505,12 @@ Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
   if (existing != vms_.end()) {
     if (!sameVm(existing->second.spec, vm)) {
       return Error::failedPrecondition(who + " is admitted with another CPU or memory request; release it first");
+    }
+    if (existing->second.defined && !defined) {  // the reserved VM starts
+      VmRecord started = existing->second;
+      started.defined = false;
+      VRI_TRY(store_->putVm(started));
+      existing->second = std::move(started);
     }
     return existing->second.placement;
   }
@@ -405,16 +523,48 @@ Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
     (void)pool_.setMinSharedCpus(
         std::min<int>(pool_.shared().count(), static_cast<int>((sharedDemandMilli_ + shared_demand + 999) / 1000)));
   }
-  auto placement = pool_.allocateVm(vmOwner(vm.uuid), vm.cpu);
+  // A VM with dedicated CPUs, hugepages or a strict numatune is NUMA-bound: its
+  // CPUs and memory come from the same nodes.
+  const std::string owner = vmOwner(vm.uuid);
+  const bool numa_bound = !dedicated.empty() || vm.hugepageSize != 0 || !vm.strictNumaNodes.empty();
+  const MemoryRequest memory_request = {{vm.hugepageSize, vm.memoryBytes}};
+  VmCpuRequest cpu_request = vm.cpu;
+  std::vector<int> nodes;
+  if (numa_bound) {
+    int exclusive_cpus = 0;
+    if (auto dry = planVmCpus(*topology_, pool_.freeForExclusive(), vm.cpu, config_.pool.take); dry.ok()) {
+      exclusive_cpus = (dry->exclusive | dry->heldBack).count();
+    }
+    auto aligned = alignNodes({who, exclusive_cpus, memory_request}, vm.strictNumaNodes);
+    if (!aligned.ok()) {
+      syncSharedMinimum();
+      return aligned.error();
+    }
+    nodes = *aligned;
+    if (cpu_request.preferredNumaNodes.empty()) cpu_request.preferredNumaNodes = nodes;
+  }
+  auto placement = pool_.allocateVm(owner, cpu_request);
   if (!placement.ok()) {
     syncSharedMinimum();
     return withSuffix(placement.error(),
                       "; " + std::to_string(sharedTenants_) + " shared tenants request " + milli(sharedDemandMilli_));
   }
-  const VmRecord record{vm, *placement};
+  MemoryBlocks blocks;
+  if (numa_bound && vm.memoryBytes > 0) {
+    auto taken = numa_.allocate(owner, nodes, memory_request);
+    if (!taken.ok()) {
+      if (pool_.grant(owner)) (void)pool_.release(owner);
+      syncSharedMinimum();
+      return std::move(taken).context(who).error();
+    }
+    blocks = *taken;
+    placement->mems = NumaMemory::mems(blocks);
+  }
+  const VmRecord record{vm, *placement, blocks, defined};
   auto stored = store_->putVm(record);
   if (!stored.ok()) {
-    if (pool_.grant(vmOwner(vm.uuid))) (void)pool_.release(vmOwner(vm.uuid));
+    if (pool_.grant(owner)) (void)pool_.release(owner);
+    if (!blocks.empty()) (void)numa_.release(owner);
     syncSharedMinimum();
     return std::move(stored).context("commit " + who).error();
   }
@@ -433,6 +583,12 @@ Result<VmCpuPlacement> Ledger::resizeVm(const VmSpec& vm) {
   if (sameVm(it->second.spec, vm)) return it->second.placement;
   const std::string who = "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name);
   const VmRecord before = it->second;
+  if (!before.memory.empty() &&
+      (vm.memoryBytes != before.spec.memoryBytes || vm.hugepageSize != before.spec.hugepageSize ||
+       vm.strictNumaNodes != before.spec.strictNumaNodes)) {
+    return Error::failedPrecondition(who +
+                                     " has NUMA-bound memory; release it and admit it again to change its memory");
+  }
   const uint64_t memory_before = vmMemory(before.spec), memory_after = vmMemory(vm);
   if (memory_after > memory_before) VRI_TRY(checkMemory(memory_after - memory_before, who));
   VRI_ASSIGN_OR_RETURN(std::vector<int> dedicated, dedicatedVcpus(vm.cpu));
@@ -482,7 +638,8 @@ Result<VmCpuPlacement> Ledger::resizeVm(const VmSpec& vm) {
     restore();
     return std::move(placement).context(who).error();
   }
-  const VmRecord record{vm, *placement};
+  placement->mems = before.placement.mems;  // the memory stays where it is
+  const VmRecord record{vm, *placement, before.memory, before.defined};
   auto stored = store_->putVm(record);
   if (!stored.ok()) {
     if (pool_.grant(owner)) (void)pool_.release(owner);
@@ -503,6 +660,7 @@ Result<void> Ledger::releaseVm(const std::string& uuid) {
   if (it == vms_.end()) return Error::notFound("no VM " + quoteForMessage(uuid));
   VRI_TRY(store_->deleteVm(uuid));
   if (pool_.grant(vmOwner(uuid))) (void)pool_.release(vmOwner(uuid));
+  if (!it->second.memory.empty()) (void)numa_.release(vmOwner(uuid));
   const int64_t demand = vmSharedDemand(it->second);
   sharedDemandMilli_ -= demand;
   sharedTenants_ -= demand > 0 ? 1 : 0;
@@ -523,7 +681,7 @@ Result<void> Ledger::adoptContainer(const PodSpec& pod, const ContainerSpec& con
   const std::string owner = containerOwner(pod.uid, container.name);
   if (!exclusive.empty()) VRI_TRY(pool_.assign(owner, {exclusive, {}}));
   const uint64_t memory_before = pods_.count(pod.uid) ? podMemoryBytes(pods_.at(pod.uid)) : 0;
-  updated.containers[container.name] = ContainerRecord{container, exclusive};
+  updated.containers[container.name] = ContainerRecord{container, exclusive, {}};
   auto stored = store_->putPod(updated);
   if (!stored.ok()) {
     if (!exclusive.empty()) (void)pool_.release(owner);
@@ -545,7 +703,7 @@ Result<void> Ledger::adoptVm(const VmSpec& vm, const VmCpuPlacement& placement) 
   if (vms_.count(vm.uuid)) return Error(ErrorCode::kAlreadyExists, "VM " + vm.uuid + " is known");
   const ExclusiveGrant grant{placement.exclusive, placement.heldBack};
   if (!grant.all().empty()) VRI_TRY(pool_.assign(vmOwner(vm.uuid), grant));
-  const VmRecord record{vm, placement};
+  const VmRecord record{vm, placement, {}, false};
   auto stored = store_->putVm(record);
   if (!stored.ok()) {
     if (!grant.all().empty()) (void)pool_.release(vmOwner(vm.uuid));
@@ -562,8 +720,8 @@ Result<void> Ledger::adoptVm(const VmSpec& vm, const VmCpuPlacement& placement) 
 
 LedgerSnapshot Ledger::snapshot() const {
   std::lock_guard lock(mutex_);
-  return LedgerSnapshot{pool_.reserved(),   pool_.shared(), pool_.grants(), pods_, vms_,
-                        sharedDemandMilli_, sharedTenants_, admittedMemory_};
+  return LedgerSnapshot{pool_.reserved(),   pool_.shared(), pool_.grants(),  pods_, vms_,
+                        sharedDemandMilli_, sharedTenants_, admittedMemory_, numa_};
 }
 
 Result<void> checkLedgerInvariants(const LedgerSnapshot& s, const Topology& topology, const LedgerConfig& config) {
@@ -609,6 +767,33 @@ Result<void> checkLedgerInvariants(const LedgerSnapshot& s, const Topology& topo
     }
   }
   if (records_with_cpus != s.grants.size()) return Error::internal("the pool holds grants no tenant records");
+  // NUMA memory: no node over-committed, and blocks as the records say.
+  std::map<std::string, MemoryBlocks> recorded;
+  for (const auto& [uid, pod] : s.pods) {
+    for (const auto& [name, c] : pod.containers) {
+      if (!c.memory.empty()) recorded[containerOwner(uid, name)] = c.memory;
+    }
+  }
+  for (const auto& [uuid, vm] : s.vms) {
+    if (vm.memory.empty()) continue;
+    recorded[vmOwner(uuid)] = vm.memory;
+    if (vm.placement.mems != NumaMemory::mems(vm.memory))
+      return Error::internal("VM " + uuid + " mems disagree with its memory");
+  }
+  if (recorded != s.numa.blocks()) return Error::internal("NUMA memory blocks disagree with the tenants' records");
+  std::map<std::pair<int, MemoryResource>, uint64_t> assigned;
+  for (const auto& [owner, blocks] : recorded) {
+    for (const auto& [node, resources] : blocks) {
+      for (const auto& [resource, bytes] : resources) assigned[{node, resource}] += bytes;
+    }
+  }
+  for (const auto& [key, bytes] : assigned) {
+    const NumaMemoryCell& cell = s.numa.cell(key.first, key.second);
+    if (bytes != cell.assigned || cell.assigned > cell.allocatable()) {
+      return Error::internal("NUMA node " + std::to_string(key.first) + " " + memoryResourceName(key.second) +
+                             " is over-committed or miscounted");
+    }
+  }
   return {};
 }
 

@@ -123,7 +123,7 @@ std::string encodePod(const PodRecord& pod) {
     out << "container=" << escape(escape(c.spec.name)) << "|" << escape(escape(c.spec.id)) << "|"
         << (c.spec.init ? 1 : 0) << "|" << c.spec.cpuRequestMilli << "|" << c.spec.cpuLimitMilli << "|"
         << optionalNumber(c.spec.memoryLimitBytes) << "|" << optionalNumber(c.spec.memoryRequestBytes) << "|"
-        << c.exclusive.format() << "\n";
+        << c.exclusive.format() << "|" << encodeMemoryBlocks(c.memory) << "\n";
   }
   return out.str();
 }
@@ -144,8 +144,9 @@ Result<PodRecord> decodePod(std::string_view text) {
       VRI_ASSIGN_OR_RETURN(pod.spec.overheadMemoryBytes, number<uint64_t>(value, "overhead"));
     } else if (key == "container") {
       const auto parts = splitOn(value, '|');
-      if (parts.size() != 8)
+      if (parts.size() != 8 && parts.size() != 9) {
         return Error::invalidArgument("ledger record: container line has " + std::to_string(parts.size()) + " fields");
+      }
       ContainerRecord c;
       VRI_ASSIGN_OR_RETURN(c.spec.name, unescape(parts[0]));
       VRI_ASSIGN_OR_RETURN(c.spec.id, unescape(parts[1]));
@@ -155,6 +156,9 @@ Result<PodRecord> decodePod(std::string_view text) {
       VRI_ASSIGN_OR_RETURN(c.spec.memoryLimitBytes, parseOptional(parts[5], "memory limit"));
       VRI_ASSIGN_OR_RETURN(c.spec.memoryRequestBytes, parseOptional(parts[6], "memory request"));
       VRI_ASSIGN_OR_RETURN(c.exclusive, CpuSet::parse(parts[7]));
+      if (parts.size() == 9) {
+        VRI_ASSIGN_OR_RETURN(c.memory, decodeMemoryBlocks(parts[8]));
+      }
       pod.containers[c.spec.name] = std::move(c);
     } else {
       return Error::invalidArgument("ledger record: unknown pod field " + quoteForMessage(key));
@@ -175,7 +179,9 @@ std::string encodeVm(const VmRecord& vm) {
       << "\niothread_policy=" << static_cast<int>(cpu.iothreadPolicy) << "\nnuma=" << intList(cpu.preferredNumaNodes)
       << "\nmemory=" << vm.spec.memoryBytes << "\nvcpu_cpus=" << intList(p.vcpuCpus)
       << "\nemulator_cpus=" << p.emulatorCpus.format() << "\niothread_cpus=" << intList(p.iothreadCpus)
-      << "\nexclusive=" << p.exclusive.format() << "\nheld_back=" << p.heldBack.format() << "\n";
+      << "\nexclusive=" << p.exclusive.format() << "\nheld_back=" << p.heldBack.format()
+      << "\nhugepage_size=" << vm.spec.hugepageSize << "\nstrict_numa=" << intList(vm.spec.strictNumaNodes)
+      << "\nmemory_blocks=" << encodeMemoryBlocks(vm.memory) << "\ndefined=" << (vm.defined ? 1 : 0) << "\n";
   return out.str();
 }
 
@@ -228,12 +234,46 @@ Result<VmRecord> decodeVm(std::string_view text) {
       VRI_ASSIGN_OR_RETURN(p.exclusive, CpuSet::parse(value));
     } else if (key == "held_back") {
       VRI_ASSIGN_OR_RETURN(p.heldBack, CpuSet::parse(value));
+    } else if (key == "hugepage_size") {
+      VRI_ASSIGN_OR_RETURN(vm.spec.hugepageSize, number<uint64_t>(value, "hugepage size"));
+    } else if (key == "strict_numa") {
+      VRI_ASSIGN_OR_RETURN(vm.spec.strictNumaNodes, parseIntList(value, "NUMA node"));
+    } else if (key == "defined") {
+      vm.defined = value == "1";
+    } else if (key == "memory_blocks") {
+      VRI_ASSIGN_OR_RETURN(vm.memory, decodeMemoryBlocks(value));
     } else {
       return Error::invalidArgument("ledger record: unknown VM field " + quoteForMessage(key));
     }
   }
   if (vm.spec.uuid.empty()) return Error::invalidArgument("ledger record: VM without a UUID");
+  p.mems = NumaMemory::mems(vm.memory);  // derived, not stored
   return vm;
+}
+
+std::string encodeMemoryBlocks(const MemoryBlocks& blocks) {
+  std::string out;
+  for (const auto& [node, resources] : blocks) {
+    for (const auto& [resource, bytes] : resources) {
+      out += (out.empty() ? "" : ";") + std::to_string(node) + ":" + std::to_string(resource) + ":" +
+             std::to_string(bytes);
+    }
+  }
+  return out;
+}
+
+Result<MemoryBlocks> decodeMemoryBlocks(std::string_view text) {
+  MemoryBlocks blocks;
+  if (text.empty()) return blocks;
+  for (std::string_view entry : splitOn(text, ';')) {
+    const auto parts = splitOn(entry, ':');
+    if (parts.size() != 3) return Error::invalidArgument("ledger record: bad memory block " + quoteForMessage(entry));
+    VRI_ASSIGN_OR_RETURN(int node, number<int>(parts[0], "NUMA node"));
+    VRI_ASSIGN_OR_RETURN(uint64_t resource, number<uint64_t>(parts[1], "memory resource"));
+    VRI_ASSIGN_OR_RETURN(uint64_t bytes, number<uint64_t>(parts[2], "memory block"));
+    blocks[node][resource] = bytes;
+  }
+  return blocks;
 }
 
 }  // namespace vri

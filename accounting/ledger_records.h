@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "accounting/numa_memory.h"
 #include "accounting/vm_cpu_placement.h"
 #include "cgroup-model/cpuset.h"
 #include "cgroup-model/kubelet_namer.h"
@@ -25,7 +26,8 @@ struct ContainerSpec {
 
 struct ContainerRecord {
   ContainerSpec spec;
-  CpuSet exclusive;  // empty: the shared pool
+  CpuSet exclusive;     // empty: the shared pool
+  MemoryBlocks memory;  // NUMA memory when the container is pinned; empty otherwise
 };
 
 struct PodSpec {
@@ -45,12 +47,20 @@ struct VmSpec {
   std::string uuid;  // identity
   VmCpuRequest cpu;  // cpu.name is the domain name, for messages
   uint64_t memoryBytes = 0;
+  uint64_t hugepageSize = 0;         // guest memory backed by hugepages of this size; 0: regular memory
+  std::vector<int> strictNumaNodes;  // <numatune><memory mode="strict" nodeset=…>; empty: none
 };
 
 struct VmRecord {
   VmSpec spec;
   VmCpuPlacement placement;
+  MemoryBlocks memory;   // NUMA memory of a NUMA-bound VM; empty otherwise
+  bool defined = false;  // reserved for a VM that is defined but not running yet
 };
+
+// "0:0:1073741824;1:2097152:4194304" (node:resource:bytes), and back.
+std::string encodeMemoryBlocks(const MemoryBlocks& blocks);
+Result<MemoryBlocks> decodeMemoryBlocks(std::string_view text);
 
 // The exclusive CPUs kubelet's static policy gives a container: Guaranteed
 // pod, an integer CPU request equal to the limit. 0 means the shared pool.

@@ -51,7 +51,7 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
   std::set<std::string> running_vms;
   for (const ScannedVm& vm : scan.vms) running_vms.insert(vm.uuid);
   for (const auto& [uuid, vm] : snapshot.vms) {
-    if (running_vms.count(uuid)) continue;
+    if (running_vms.count(uuid) || vm.defined) continue;  // a reservation waits for its VM to start
     if (ledger.releaseVm(uuid).ok()) report.repaired.push_back("VM " + vm.spec.cpu.name + ": not running; released");
   }
 }

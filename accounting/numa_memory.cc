@@ -117,6 +117,24 @@ Result<void> NumaMemory::release(const std::string& owner) {
   return {};
 }
 
+Result<void> NumaMemory::restore(const std::string& owner, const MemoryBlocks& blocks) {
+  if (blocks_.count(owner)) return Error(ErrorCode::kAlreadyExists, quoteForMessage(owner) + " already holds memory");
+  for (const auto& [node, resources] : blocks) {
+    for (const auto& [resource, bytes] : resources) {
+      if (cell(node, resource).free() < bytes) {
+        return Error::resourceExhausted(quoteForMessage(owner) + ": " + mebibytes(bytes) + " of " +
+                                        memoryResourceName(resource) + " no longer fit NUMA node " +
+                                        std::to_string(node));
+      }
+    }
+  }
+  for (const auto& [node, resources] : blocks) {
+    for (const auto& [resource, bytes] : resources) cells_[node][resource].assigned += bytes;
+  }
+  blocks_[owner] = blocks;
+  return {};
+}
+
 CpuSet NumaMemory::mems(const MemoryBlocks& blocks) {
   CpuSet nodes;
   for (const auto& [node, resources] : blocks) nodes.add(node);

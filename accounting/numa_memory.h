@@ -51,6 +51,8 @@ class NumaMemory {
   // changing nothing, when they cannot hold it, naming the resource and the numbers.
   Result<MemoryBlocks> allocate(const std::string& owner, const std::vector<int>& nodes, const MemoryRequest& request);
   Result<void> release(const std::string& owner);
+  // Records blocks chosen before (a restored ledger); refuses what no longer fits.
+  Result<void> restore(const std::string& owner, const MemoryBlocks& blocks);
   const std::map<std::string, MemoryBlocks>& blocks() const { return blocks_; }
 
   // cpuset.mems for a tenant's blocks.

@@ -41,6 +41,7 @@ struct VmCpuPlacement {
   std::vector<int> iothreadCpus;  // per iothread (1-based ids at index id-1): host CPU, or kShared
   CpuSet exclusive;               // every CPU used above
   CpuSet heldBack;                // siblings owned by the VM and used by nobody (thread policy isolate)
+  CpuSet mems;                    // cpuset.mems for a NUMA-bound VM (set by the ledger); empty: all nodes
 };
 
 // The vCPU ids that get exclusive CPUs under the request's policy, ascending;

@@ -63,7 +63,7 @@ void expectInvariants(const Ledger& ledger, const LedgerConfig& c) {
 
 TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
   testing::TempDir tmp;
-  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1 core:8 pu:2"), config());
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2"), config());
   auto first = ledger->admitContainer(guaranteed("p1"), cpus("app", 4));
   ASSERT_TRUE(first.ok()) << first.error().message();
   EXPECT_EQ(first->exclusive.count(), 4);
@@ -88,7 +88,7 @@ TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
 TEST(LedgerTest, RefusesWithReasonsAndChangesNothing) {
   testing::TempDir tmp;
   auto c = config(2, 8ULL << 30);
-  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1 core:8 pu:2"), c);
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2"), c);
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(ledger->admitContainer(burstable("b" + std::to_string(i)), shared("c", 1000)).ok());
   }
@@ -123,7 +123,7 @@ TEST(LedgerTest, RefusesWithReasonsAndChangesNothing) {
 
 TEST(LedgerTest, AppContainersReuseTheirInitContainersCpus) {
   testing::TempDir tmp;
-  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2 core:4 pu:2"), config());
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2(memory=16GiB) core:4 pu:2"), config());
   ContainerSpec init = cpus("setup", 2);
   init.init = true;
   auto setup = ledger->admitContainer(guaranteed("p"), init);
@@ -138,7 +138,7 @@ TEST(LedgerTest, AppContainersReuseTheirInitContainersCpus) {
 
 TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
   testing::TempDir tmp;
-  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1 core:8 pu:2"), config());
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2"), config());
   const CpuSet two = ledger->admitContainer(guaranteed("p"), cpus("app", 2))->exclusive;
   auto four = ledger->resizeContainer("p", cpus("app", 4));
   ASSERT_TRUE(four.ok()) << four.error().message();
@@ -162,7 +162,7 @@ TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
 
 TEST(LedgerTest, ResizesAVm) {
   testing::TempDir tmp;
-  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2 core:4 pu:2"), config());
+  auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2(memory=16GiB) core:4 pu:2"), config());
   VmSpec vm = dedicatedVm("8f0c1a52-0000-4000-8000-000000000009", 4);
   const CpuSet four = ledger->admitVm(vm)->exclusive;
   vm.cpu.vcpus = 2;  // shrinks inside its CPUs
@@ -190,7 +190,7 @@ TEST(LedgerTest, ResizesAVm) {
 
 TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
   testing::TempDir tmp;
-  const auto topo = synthetic("pack:1 numa:1 core:8 pu:2");
+  const auto topo = synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2");
   LedgerSnapshot before;
   {
     auto ledger = openLedger(tmp.sub("ledger.db"), topo, config());
@@ -222,8 +222,9 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
     const char* topology;
     int operations;
   };
-  for (const Shape& shape : {Shape{"pack:1 numa:1 core:4 pu:2", 30000}, Shape{"pack:2 numa:2 core:4 pu:2", 35000},
-                             Shape{"pack:2 numa:2 l3:2 core:2 pu:1", 35000}}) {
+  for (const Shape& shape :
+       {Shape{"pack:1 numa:1(memory=16GiB) core:4 pu:2", 30000}, Shape{"pack:2 numa:2(memory=8GiB) core:4 pu:2", 35000},
+        Shape{"pack:2 numa:2(memory=8GiB) l3:2 core:2 pu:1", 35000}}) {
     testing::TempDir tmp;
     const auto topo = synthetic(shape.topology);
     const LedgerConfig c = config(1, 32ULL << 30);
@@ -289,7 +290,7 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
 // 16 threads admitting and releasing at once never see a CPU given twice.
 TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
   testing::TempDir tmp;
-  const auto topo = synthetic("pack:2 numa:2 core:8 pu:2");
+  const auto topo = synthetic("pack:2 numa:2(memory=16GiB) core:8 pu:2");
   const LedgerConfig c = config(2);
   auto ledger = openLedger(tmp.sub("ledger.db"), topo, c);
   std::vector<std::atomic<int>> holder(64);

@@ -56,11 +56,37 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
   }
 }
 
-void adoptPods(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
+// The shared pool as the node runs it: the cpuset most containers and vCPU
+// groups share (ties: the widest), or the ledger's when nothing runs.
+CpuSet observedSharedPool(const NodeScan& scan, const CpuSet& fallback) {
+  std::map<std::string, std::pair<int, CpuSet>> seen;
+  const auto count = [&](const ScannedCgroup& cgroup) {
+    if (!cgroup.settings.cpus || cgroup.settings.cpus->empty()) return;
+    auto& entry = seen[cgroup.settings.cpus->format()];
+    ++entry.first;
+    entry.second = *cgroup.settings.cpus;
+  };
   for (const ScannedPod& pod : scan.pods) {
+    for (const ScannedContainer& c : pod.containers) count(c.cgroup);
+  }
+  for (const ScannedVm& vm : scan.vms) {
+    for (const ScannedThreadGroup& g : vm.threadGroups) count(g.cgroup);
+  }
+  const std::pair<int, CpuSet>* best = nullptr;
+  for (const auto& [text, entry] : seen) {
+    if (best == nullptr || entry.first > best->first ||
+        (entry.first == best->first && entry.second.count() > best->second.count())) {
+      best = &entry;
+    }
+  }
+  return best == nullptr ? fallback : best->second;
+}
+
+void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, ValidationReport& report) {
+  const LedgerSnapshot snapshot = ledger.snapshot();
+  for (const ScannedPod& pod : scan.pods) {
+    const auto known = snapshot.pods.find(pod.uid);
     for (const ScannedContainer& container : pod.containers) {
-      const LedgerSnapshot snapshot = ledger.snapshot();
-      const auto known = snapshot.pods.find(pod.uid);
       if (known != snapshot.pods.end()) {
         const bool seen = std::any_of(known->second.containers.begin(), known->second.containers.end(),
                                       [&](const auto& entry) { return entry.second.spec.id == container.id; });
@@ -68,7 +94,7 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
       }
       const PodSpec spec{pod.uid, known != snapshot.pods.end() ? known->second.spec.name : "adopted/" + pod.uid,
                          pod.qos, 0, 0};
-      const CpuSet exclusive = exclusiveOf(container.cgroup, snapshot.shared);
+      const CpuSet exclusive = exclusiveOf(container.cgroup, shared);
       auto adopted = ledger.adoptContainer(spec, specFromCgroup(container), exclusive);
       const std::string what = "container " + container.id + " of pod " + pod.uid;
       if (adopted.ok()) {
@@ -81,21 +107,21 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
   }
 }
 
-void adoptVms(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
+void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, ValidationReport& report) {
+  const LedgerSnapshot snapshot = ledger.snapshot();
   for (const ScannedVm& vm : scan.vms) {
     const std::string scope = vm.scope.path.str();
     if (vm.uuid.empty()) {
       report.unresolved.push_back("VM scope " + scope + ": no UUID found; not adopted");
       continue;
     }
-    const LedgerSnapshot snapshot = ledger.snapshot();
     if (snapshot.vms.count(vm.uuid)) continue;
     VmSpec spec;
     spec.uuid = vm.uuid;
     spec.cpu.name = vm.scope.path.leaf();
     VmCpuPlacement placement;
     for (const ScannedThreadGroup& group : vm.threadGroups) {
-      const CpuSet exclusive = exclusiveOf(group.cgroup, snapshot.shared);
+      const CpuSet exclusive = exclusiveOf(group.cgroup, shared);
       const int cpu = exclusive.count() == 1 ? exclusive.first() : VmCpuPlacement::kShared;
       if (group.kind == ScannedThreadGroup::Kind::kVcpu) {
         if (placement.vcpuCpus.size() <= static_cast<size_t>(group.index)) {
@@ -138,8 +164,9 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
 ValidationReport validateLedger(Ledger& ledger, const NodeScan& scan) {
   ValidationReport report;
   releaseVanished(ledger, scan, report);
-  adoptPods(ledger, scan, report);
-  adoptVms(ledger, scan, report);
+  const CpuSet shared = observedSharedPool(scan, ledger.snapshot().shared);
+  adoptPods(ledger, scan, shared, report);
+  adoptVms(ledger, scan, shared, report);
   for (const std::string& note : scan.notes) report.unresolved.push_back(note);
   return report;
 }

@@ -16,8 +16,9 @@ struct ValidationReport {
 
 // Releases tenants whose cgroups are gone (pods, containers by runtime id,
 // VMs by UUID) and adopts running tenants the ledger does not know, with the
-// CPUs they hold now: a container or vCPU whose cpuset is narrower than the
-// shared pool is taken as exclusive. What cannot be adopted is reported.
+// CPUs they hold now. The shared pool is read off the node — the cpuset most
+// containers and vCPU groups share — and a container or vCPU confined to
+// fewer CPUs than that is taken as exclusive. What cannot be adopted is reported.
 ValidationReport validateLedger(Ledger& ledger, const NodeScan& scan);
 
 }  // namespace vri

@@ -112,7 +112,9 @@ TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
       std::move(Ledger::open(topo, config, std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
           .value();
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
-  makeGroup(fs, path("kubepods/podx/eee1"), CpuSet{0});  // pinned to a reserved CPU
+  makeGroup(fs, path("kubepods/podx/eee1"), CpuSet{0});                     // pinned to a reserved CPU
+  makeGroup(fs, path("kubepods/burstable/pody/fff1"), topo->onlineCpus());  // the shared pool, as the node runs it
+  makeGroup(fs, path("kubepods/burstable/pody/ggg1"), topo->onlineCpus());
   makeGroup(fs, path("machine/qemu-7-nouuid.libvirt-qemu/vcpu0"), CpuSet{1});
   auto scan = scanNode(fs, *makeV1Backend({{"cpuset", "cpuset"}}), TreeLayout{});
   ASSERT_TRUE(scan.ok());
@@ -122,6 +124,31 @@ TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
   EXPECT_THAT(report.unresolved[0], HasSubstr("are reserved"));
   EXPECT_THAT(report.unresolved[1], HasSubstr("no UUID found; not adopted"));
   EXPECT_THAT(report.unresolved[2], HasSubstr("no QEMU process"));
+}
+
+// A node taken over from kubelet: its shared containers already run without the
+// exclusive CPUs, which the ledger has never heard of.
+TEST(LedgerValidationTest, ReadsTheSharedPoolOffTheNode) {
+  testing::TempDir tmp;
+  const auto topo =
+      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:4 pu:2")).value());
+  auto ledger = std::move(Ledger::open(topo, LedgerConfig{},
+                                       std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+                    .value();
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
+  const CpuSet shared = *CpuSet::parse("0-1,4-7");
+  makeGroup(fs, path("kubepods/burstable/poda/c1"), shared);
+  makeGroup(fs, path("kubepods/burstable/podb/c2"), shared);
+  makeGroup(fs, path("kubepods/podg/c3"), *CpuSet::parse("2-3"));
+  auto scan = scanNode(fs, *makeV1Backend({{"cpuset", "cpuset"}}), TreeLayout{});
+  ASSERT_TRUE(scan.ok());
+  const ValidationReport report = validateLedger(*ledger, *scan);
+  EXPECT_TRUE(report.unresolved.empty()) << report.unresolved.front();
+  const LedgerSnapshot s = ledger->snapshot();
+  EXPECT_TRUE(s.pods.at("a").containers.at("c1").exclusive.empty());
+  EXPECT_TRUE(s.pods.at("b").containers.at("c2").exclusive.empty());
+  EXPECT_EQ(s.pods.at("g").containers.at("c3").exclusive.format(), "2-3");
+  EXPECT_EQ(s.shared, shared);
 }
 
 TEST(NodeAllocatableTest, SubtractsReservationsAsKubeletDoes) {

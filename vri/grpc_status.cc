@@ -1,0 +1,20 @@
+#include "vri/grpc_status.h"
+
+namespace vri {
+
+grpc::Status toGrpcStatus(const Error& error) {
+  grpc::StatusCode code = grpc::StatusCode::INTERNAL;
+  switch (error.code()) {
+    case ErrorCode::kInvalidArgument: code = grpc::StatusCode::INVALID_ARGUMENT; break;
+    case ErrorCode::kNotFound: code = grpc::StatusCode::NOT_FOUND; break;
+    case ErrorCode::kAlreadyExists: code = grpc::StatusCode::ALREADY_EXISTS; break;
+    case ErrorCode::kResourceExhausted: code = grpc::StatusCode::RESOURCE_EXHAUSTED; break;
+    case ErrorCode::kFailedPrecondition: code = grpc::StatusCode::FAILED_PRECONDITION; break;
+    case ErrorCode::kPermissionDenied: code = grpc::StatusCode::PERMISSION_DENIED; break;
+    case ErrorCode::kUnavailable: code = grpc::StatusCode::UNAVAILABLE; break;
+    case ErrorCode::kInternal: code = grpc::StatusCode::INTERNAL; break;
+  }
+  return grpc::Status(code, error.message());
+}
+
+}  // namespace vri

@@ -182,8 +182,11 @@ class Planner {
       if (hierarchies_.at(child->first).count(dir.hierarchy)) return true;
     }
     if (created_.count(dir) || !fs_.exists(dir)) return false;
+    // Listed once per cgroup, however many cpuset files it has.
+    const auto cached = hasChildrenOnDisk_.find(dir);
+    if (cached != hasChildrenOnDisk_.end()) return cached->second;
     auto names = fs_.children(dir);
-    return !names.ok() || !names->empty();
+    return hasChildrenOnDisk_[dir] = !names.ok() || !names->empty();
   }
 
   Result<void> widenCpusets() {
@@ -277,6 +280,7 @@ class Planner {
   std::set<std::string> allHierarchies_;
   std::set<CgroupDir> created_;
   std::set<CgroupDir> skipped_;
+  mutable std::map<CgroupDir, bool> hasChildrenOnDisk_;
   std::map<std::pair<CgroupDir, std::string>, CpuSet> afterWiden_;
   std::vector<CgroupOp> ops_;
 };

@@ -724,6 +724,25 @@ LedgerSnapshot Ledger::snapshot() const {
                         sharedDemandMilli_, sharedTenants_, admittedMemory_, numa_};
 }
 
+CpuSet Ledger::sharedCpus() const {
+  std::lock_guard lock(mutex_);
+  return pool_.shared();
+}
+
+std::optional<PodRecord> Ledger::findPod(const std::string& uid) const {
+  std::lock_guard lock(mutex_);
+  const auto it = pods_.find(uid);
+  if (it == pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<VmRecord> Ledger::findVm(const std::string& uuid) const {
+  std::lock_guard lock(mutex_);
+  const auto it = vms_.find(uuid);
+  if (it == vms_.end()) return std::nullopt;
+  return it->second;
+}
+
 Result<void> checkLedgerInvariants(const LedgerSnapshot& s, const Topology& topology, const LedgerConfig& config) {
   CpuSet owned;
   for (const auto& [owner, grant] : s.grants) {

@@ -10,6 +10,7 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,7 +89,12 @@ class Ledger {
   Result<void> adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive);
   Result<void> adoptVm(const VmSpec& vm, const VmCpuPlacement& placement);
 
+  // Everything at once (reports, the cgroup tree); the narrow readers below are cheaper.
   LedgerSnapshot snapshot() const;
+  CpuSet sharedCpus() const;
+  std::optional<PodRecord> findPod(const std::string& uid) const;
+  std::optional<VmRecord> findVm(const std::string& uuid) const;
+  const LedgerConfig& config() const { return config_; }
   const std::vector<std::string>& loadProblems() const { return loadProblems_; }
   const Topology& topology() const { return *topology_; }
 

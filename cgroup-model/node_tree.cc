@@ -103,6 +103,7 @@ Result<void> addKubeletSide(const TreeLayout& layout, const NodeResources& node,
     for (const ContainerCgroup& container : pod.containers) {
       VRI_ASSIGN_OR_RETURN(CgroupPath path, namer->container(pod.qos, pod.uid, container.id));
       CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(container.exclusiveCpus.value_or(node.sharedCpus), node);
+      if (container.mems) spec.settings.mems = *container.mems;
       if (everything) addContainerValues(container, spec.settings);
     }
   }
@@ -135,6 +136,7 @@ Result<void> addLibvirtSide(const TreeLayout& layout, const NodeResources& node,
     if (threads != vm.scope) tree.cgroups[threads] = cpusetSpec(node.sharedCpus | exclusive, node);
     const auto threadGroup = [&](const CgroupPath& path, const CpuSet& cpus) -> CgroupSpec& {
       CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(cpus, node);
+      if (vm.mems) spec.settings.mems = *vm.mems;
       spec.threaded = true;
       return spec;
     };

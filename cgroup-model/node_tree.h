@@ -34,6 +34,7 @@ struct ContainerCgroup {
   int64_t cpuLimitMilli = 0;  // 0: no limit
   std::optional<uint64_t> memoryLimitBytes;
   std::optional<CpuSet> exclusiveCpus;  // nullopt: the shared pool
+  std::optional<CpuSet> mems;           // NUMA-pinned memory; nullopt: every node
 };
 
 struct PodCgroup {
@@ -52,6 +53,7 @@ struct VmCgroup {
   CpuSet emulatorCpus;                             // empty: the shared pool
   std::map<int, std::optional<int>> iothreadCpus;  // iothread id -> exclusive CPU or the shared pool
   std::optional<CpuMax> vcpuMax;                   // <cputune> period/quota per vCPU
+  std::optional<CpuSet> mems;                      // NUMA-bound memory; nullopt: every node
 };
 
 struct NodeResources {

@@ -1,46 +1,46 @@
 #include "vri/vri_service.h"
 
+#include "vri/api_convert.h"
 #include "vri/grpc_status.h"
 
 namespace vri {
 
 namespace {
 
-Result<QosClass> qosFrom(v1::Qos qos) {
-  switch (qos) {
-    case v1::GUARANTEED: return QosClass::kGuaranteed;
-    case v1::BURSTABLE: return QosClass::kBurstable;
-    case v1::BEST_EFFORT: return QosClass::kBestEffort;
-    default: return Error::invalidArgument("qos: must be GUARANTEED, BURSTABLE or BEST_EFFORT");
+void fillNode(const LedgerSnapshot& s, const Topology& topology, const NodeFacts& facts, v1::Node& reply) {
+  reply.set_online_cpus(topology.onlineCpus().count());
+  reply.set_online_cpu_list(topology.onlineCpus().format());
+  reply.set_numa_nodes(static_cast<int>(topology.numaNodes().size()));
+  reply.set_topology_source(topology.source());
+  reply.set_packages(static_cast<int>(topology.packages().size()));
+  reply.set_cores(static_cast<int>(topology.cores().size()));
+  for (const NumaNode& node : topology.numaNodes()) {
+    v1::NumaNodeInfo& info = *reply.add_numa();
+    info.set_id(node.id);
+    info.set_cpus(node.cpus.format());
+    info.set_memory_bytes(node.memoryBytes);
+    for (const auto& [size, pages] : node.hugepages) (*info.mutable_hugepages())[size] = pages;
+    info.set_free_memory_bytes(s.numa.freeOn({node.id}, kRegularMemory));
   }
+  reply.set_reserved_cpus(s.reserved.format());
+  reply.set_shared_cpus(s.shared.format());
+  for (const auto& [owner, grant] : s.grants) (*reply.mutable_exclusive_cpus())[owner] = grant.all().format();
+  reply.set_shared_demand_milli(s.sharedDemandMilli);
+  reply.set_shared_tenants(s.sharedTenants);
+  reply.set_admitted_memory_bytes(s.admittedMemoryBytes);
+  reply.set_pods(static_cast<int>(s.pods.size()));
+  reply.set_vms(static_cast<int>(s.vms.size()));
+  reply.set_capacity_cpu_milli(facts.allocatable.capacityCpuMilli);
+  reply.set_allocatable_cpu_milli(facts.allocatable.allocatableCpuMilli);
+  reply.set_capacity_memory_bytes(facts.allocatable.capacityMemoryBytes);
+  reply.set_allocatable_memory_bytes(facts.allocatable.allocatableMemoryBytes);
+  const auto strict = facts.options.find("strict_cpu_reservation");
+  reply.set_strict_cpu_reservation(strict != facts.options.end() && strict->second == "true");
+  for (const auto& [name, value] : facts.options) (*reply.mutable_options())[name] = value;
 }
 
-Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
-  VmSpec vm;
-  vm.uuid = r.uuid();
-  vm.cpu.name = r.name();
-  vm.cpu.vcpus = r.vcpus();
-  switch (r.cpu_policy()) {
-    case v1::VM_CPU_POLICY_UNSPECIFIED:
-    case v1::SHARED: vm.cpu.cpuPolicy = VmCpuPolicy::kShared; break;
-    case v1::DEDICATED: vm.cpu.cpuPolicy = VmCpuPolicy::kDedicated; break;
-    case v1::MIXED: vm.cpu.cpuPolicy = VmCpuPolicy::kMixed; break;
-    default: return Error::invalidArgument("cpu_policy: unknown value");
-  }
-  vm.cpu.mixedDedicatedVcpus.assign(r.mixed_dedicated_vcpus().begin(), r.mixed_dedicated_vcpus().end());
-  vm.cpu.guestThreadsPerCore = r.guest_threads_per_core() > 0 ? r.guest_threads_per_core() : 1;
-  switch (r.thread_policy()) {
-    case v1::THREAD_POLICY_UNSPECIFIED:
-    case v1::PREFER: vm.cpu.threadPolicy = ThreadPolicy::kPrefer; break;
-    case v1::ISOLATE: vm.cpu.threadPolicy = ThreadPolicy::kIsolate; break;
-    case v1::REQUIRE: vm.cpu.threadPolicy = ThreadPolicy::kRequire; break;
-    default: return Error::invalidArgument("thread_policy: unknown value");
-  }
-  vm.cpu.emulatorPolicy = r.isolate_emulator() ? HelperThreadPolicy::kIsolate : HelperThreadPolicy::kShared;
-  vm.memoryBytes = r.memory_bytes();
-  vm.hugepageSize = r.hugepage_size();
-  vm.strictNumaNodes.assign(r.strict_numa_nodes().begin(), r.strict_numa_nodes().end());
-  return vm;
+uint64_t vmMemory(const VmRecord& vm, const NodeManager& node) {
+  return vm.spec.memoryBytes + node.ledger().config().vmMemoryOverheadBytes;
 }
 
 }  // namespace
@@ -51,66 +51,173 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
                       std::string(method) + " changes the ledger; use the admin socket");
 }
 
-grpc::Status VriService::GetNode(grpc::ServerContext*, const v1::GetNodeRequest*, v1::Node* reply) {
-  const LedgerSnapshot s = ledger_.snapshot();
-  reply->set_online_cpus(ledger_.topology().onlineCpus().count());
-  reply->set_numa_nodes(static_cast<int>(ledger_.topology().numaNodes().size()));
-  reply->set_reserved_cpus(s.reserved.format());
-  reply->set_shared_cpus(s.shared.format());
-  for (const auto& [owner, grant] : s.grants) (*reply->mutable_exclusive_cpus())[owner] = grant.all().format();
-  reply->set_shared_demand_milli(s.sharedDemandMilli);
-  reply->set_admitted_memory_bytes(s.admittedMemoryBytes);
+grpc::Status VriService::GetNode(Context*, const v1::GetNodeRequest*, v1::Node* reply) {
+  fillNode(node_.ledger().snapshot(), node_.ledger().topology(), node_.facts(), *reply);
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::AdmitContainer(grpc::ServerContext*, const v1::AdmitContainerRequest* r,
-                                        v1::ContainerAllocation* reply) {
+grpc::Status VriService::AdmitPod(Context*, const v1::AdmitPodRequest* r, v1::PodAllocation* reply) {
+  if (auto denied = denyOnReadOnly("AdmitPod"); !denied.ok()) return denied;
+  const TreeLayout& layout = node_.sync().layout();
+  auto pod = podFrom(*r, layout);
+  if (!pod.ok()) return toGrpcStatus(pod.error());
+  std::vector<ContainerSpec> containers;
+  for (const v1::ContainerResources& c : r->containers()) {
+    auto spec = containerFrom(c);
+    if (!spec.ok()) return toGrpcStatus(std::move(spec).error().addContext("containers"));
+    containers.push_back(*spec);
+  }
+  auto path = makeKubeletNamer(layout.driver, layout.kubeletParent)->pod(pod->qos, pod->uid);
+  if (!path.ok()) return toGrpcStatus(path.error());
+  reply->set_cgroup_path("/" + path->str());
+  if (containers.empty()) return grpc::Status::OK;  // the pod is recorded with its first container
+  auto placed = node_.admitPod(*pod, containers);
+  if (!placed.ok()) return toGrpcStatus(placed.error());
+  for (size_t i = 0; i < containers.size(); ++i)
+    fillContainerAllocation(*pod, containers[i], (*placed)[i], layout, *reply->add_containers());
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::AdmitContainer(Context*, const v1::AdmitContainerRequest* r, v1::ContainerAllocation* reply) {
   if (auto denied = denyOnReadOnly("AdmitContainer"); !denied.ok()) return denied;
-  auto qos = qosFrom(r->qos());
-  if (!qos.ok()) return toGrpcStatus(qos.error());
-  const PodSpec pod{r->pod_uid(), r->pod_name(), *qos, 0, 0};
-  ContainerSpec container{r->container_name(),  r->container_id(), r->init(),   r->cpu_request_milli(),
-                          r->cpu_limit_milli(), std::nullopt,      std::nullopt};
-  if (r->memory_limit_bytes() > 0) container.memoryLimitBytes = r->memory_limit_bytes();
-  if (r->memory_request_bytes() > 0) container.memoryRequestBytes = r->memory_request_bytes();
-  auto placed = ledger_.admitContainer(pod, container);
+  auto pod = podFrom(*r);
+  if (!pod.ok()) return toGrpcStatus(pod.error());
+  auto container = containerFrom(*r);
+  if (!container.ok()) return toGrpcStatus(container.error());
+  auto placed = node_.admitContainer(*pod, *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  reply->set_cpuset_cpus(placed->cpus.format());
-  reply->set_cpuset_mems(placed->mems.format());
-  reply->set_exclusive(!placed->exclusive.empty());
+  fillContainerAllocation(*pod, *container, *placed, node_.sync().layout(), *reply);
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::ReleaseContainer(grpc::ServerContext*, const v1::ReleaseContainerRequest* r, v1::Released*) {
+grpc::Status VriService::ResizeContainer(Context*, const v1::AdmitContainerRequest* r,
+                                         v1::ContainerAllocation* reply) {
+  if (auto denied = denyOnReadOnly("ResizeContainer"); !denied.ok()) return denied;
+  auto container = containerFrom(*r);
+  if (!container.ok()) return toGrpcStatus(container.error());
+  const auto pod = node_.ledger().findPod(r->pod_uid());
+  if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
+  auto placed = node_.resizeContainer(r->pod_uid(), *container);
+  if (!placed.ok()) return toGrpcStatus(placed.error());
+  fillContainerAllocation(pod->spec, *container, *placed, node_.sync().layout(), *reply);
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::ReleaseContainer(Context*, const v1::ReleaseContainerRequest* r, v1::Released*) {
   if (auto denied = denyOnReadOnly("ReleaseContainer"); !denied.ok()) return denied;
-  auto released = ledger_.releaseContainer(r->pod_uid(), r->container_name());
+  auto released = node_.releaseContainer(r->pod_uid(), r->container_name());
   return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
 }
 
-grpc::Status VriService::ReleasePod(grpc::ServerContext*, const v1::ReleasePodRequest* r, v1::Released*) {
+grpc::Status VriService::ReleasePod(Context*, const v1::ReleasePodRequest* r, v1::Released*) {
   if (auto denied = denyOnReadOnly("ReleasePod"); !denied.ok()) return denied;
-  auto released = ledger_.releasePod(r->pod_uid());
+  auto released = node_.releasePod(r->pod_uid());
   return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
 }
 
-grpc::Status VriService::AdmitVm(grpc::ServerContext*, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
-  if (auto denied = denyOnReadOnly("AdmitVm"); !denied.ok()) return denied;
-  auto vm = vmFrom(*r);
+grpc::Status VriService::vmDecision(const char* method, const v1::AdmitVmRequest& r, v1::VmAllocation& reply,
+                                    Result<VmCpuPlacement> (NodeManager::*decide)(const VmSpec&)) {
+  if (auto denied = denyOnReadOnly(method); !denied.ok()) return denied;
+  auto vm = vmFrom(r);
   if (!vm.ok()) return toGrpcStatus(vm.error());
-  auto placed = ledger_.admitVm(*vm);
+  auto placed = (node_.*decide)(*vm);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  for (int cpu : placed->vcpuCpus) reply->add_vcpu_cpus(cpu);
-  reply->set_emulator_cpus(placed->emulatorCpus.format());
-  reply->set_exclusive_cpus(placed->exclusive.format());
-  reply->set_held_back_cpus(placed->heldBack.format());
-  reply->set_cpuset_mems(placed->mems.format());
+  fillVmAllocation(*placed, node_.ledger().sharedCpus(), reply);
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::ReleaseVm(grpc::ServerContext*, const v1::ReleaseVmRequest* r, v1::Released*) {
+grpc::Status VriService::AdmitVm(Context*, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
+  return vmDecision("AdmitVm", *r, *reply, &NodeManager::admitVm);
+}
+
+grpc::Status VriService::ReserveVm(Context*, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
+  return vmDecision("ReserveVm", *r, *reply, &NodeManager::reserveVm);
+}
+
+grpc::Status VriService::ResizeVm(Context*, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
+  return vmDecision("ResizeVm", *r, *reply, &NodeManager::resizeVm);
+}
+
+grpc::Status VriService::VmStarted(Context*, const v1::VmStartedRequest* r, v1::VmStartedReply* reply) {
+  if (auto denied = denyOnReadOnly("VmStarted"); !denied.ok()) return denied;
+  auto started = node_.vmStarted(r->uuid(), r->qemu_pid());
+  if (!started.ok()) return toGrpcStatus(started.error());
+  reply->set_scope(started->first.str());
+  reply->set_cgroup_writes(started->second);
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::ReleaseVm(Context*, const v1::ReleaseVmRequest* r, v1::Released*) {
   if (auto denied = denyOnReadOnly("ReleaseVm"); !denied.ok()) return denied;
-  auto released = ledger_.releaseVm(r->uuid());
+  auto released = node_.releaseVm(r->uuid());
   return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
+}
+
+grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, v1::TenantList* reply) {
+  const LedgerSnapshot s = node_.ledger().snapshot();
+  if (r->kind() != v1::ListTenantsRequest::VMS) {
+    for (const auto& [uid, pod] : s.pods) fillPodInfo(pod, s.shared, *reply->add_tenants()->mutable_pod());
+  }
+  if (r->kind() != v1::ListTenantsRequest::PODS) {
+    for (const auto& [uuid, vm] : s.vms)
+      fillVmInfo(vm, s.shared, node_.sync().vmScope(uuid), vmMemory(vm, node_), *reply->add_tenants()->mutable_vm());
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::Tenant* reply) {
+  const CpuSet shared = node_.ledger().sharedCpus();
+  switch (r->key_case()) {
+    case v1::GetTenantRequest::kPodUid: {
+      const auto pod = node_.ledger().findPod(r->pod_uid());
+      if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " is admitted");
+      fillPodInfo(*pod, shared, *reply->mutable_pod());
+      return grpc::Status::OK;
+    }
+    case v1::GetTenantRequest::kVm: {
+      auto vm = node_.ledger().findVm(r->vm());
+      if (!vm) {
+        // By name: names are unique among defined domains, but look them all up to be sure.
+        const LedgerSnapshot s = node_.ledger().snapshot();
+        for (const auto& [uuid, record] : s.vms) {
+          if (record.spec.cpu.name != r->vm()) continue;
+          if (vm) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "vm: two VMs are named " + r->vm());
+          vm = record;
+        }
+      }
+      if (!vm) return grpc::Status(grpc::StatusCode::NOT_FOUND, "vm: no VM with UUID or name " + r->vm());
+      fillVmInfo(*vm, shared, node_.sync().vmScope(vm->spec.uuid), vmMemory(*vm, node_), *reply->mutable_vm());
+      return grpc::Status::OK;
+    }
+    default: return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "key: give pod_uid or vm");
+  }
+}
+
+grpc::Status VriService::Watch(Context* context, const v1::WatchRequest*, grpc::ServerWriter<v1::Event>* writer) {
+  const auto subscription = node_.events().subscribe();
+  v1::Event event;
+  while (!context->IsCancelled()) {
+    switch (subscription->next(std::chrono::milliseconds(200), event)) {
+      case EventSubscription::Next::kClosed: return grpc::Status::OK;
+      case EventSubscription::Next::kTimeout: break;
+      case EventSubscription::Next::kEvent:
+        if (!writer->Write(event)) return grpc::Status::OK;  // the watcher went away
+        break;
+    }
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::Reconcile(Context*, const v1::ReconcileRequest* r, v1::ReconcileReply* reply) {
+  if (!r->dry_run()) {
+    if (auto denied = denyOnReadOnly("Reconcile"); !denied.ok()) return denied;
+  }
+  auto report = node_.reconcile(r->dry_run());
+  if (!report.ok()) return toGrpcStatus(report.error());
+  for (const auto& line : report->drift) reply->add_drift(line);
+  for (const auto& line : report->operations) reply->add_operations(line);
+  for (const auto& line : report->notes) reply->add_notes(line);
+  return grpc::Status::OK;
 }
 
 }  // namespace vri

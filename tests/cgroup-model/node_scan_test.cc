@@ -176,7 +176,7 @@ TEST(DriftTest, ReportsHandWrittenValuesVanishedAndUnknownCgroups) {
   const std::vector<PodCgroup> pods = {
       {kUid,
        QosClass::kBurstable,
-       {{"app", 500, 0, std::nullopt, std::nullopt}, {"side", 0, 0, std::nullopt, std::nullopt}},
+       {{"app", 500, 0, std::nullopt, std::nullopt, std::nullopt}, {"side", 0, 0, std::nullopt, std::nullopt, std::nullopt}},
        0,
        0}};
   makeTree(fs, {"cpuset", "cpu,cpuacct"}, path("machine"));

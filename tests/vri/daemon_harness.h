@@ -1,0 +1,81 @@
+// A whole vrid in the test process: a real sqlite ledger, a synthetic 8-CPU
+// two-node topology, the cgroupfs fixture (v1) and real gRPC servers on unix
+// sockets in a temporary directory. Restartable on the same state and fixture.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include "accounting/hwloc_topology.h"
+#include "cgroup-model/fixture_cgroupfs.h"
+#include "tests/support/temp_dir.h"
+#include "vri/daemon.h"
+
+namespace vri::testing {
+
+inline constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  // CPUs 0-7, nodes 0-1
+
+class DaemonHarness {
+ public:
+  DaemonHarness() : log_(LogLevel::kWarning) {
+    fs_ = std::make_unique<FixtureCgroupFs>(
+        std::move(FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))).value());
+    std::string mountinfo = "30 1 0:27 / " + tmp_.sub("fx/cgroup") + " rw - tmpfs tmpfs rw\n";
+    int id = 40;
+    for (const char* h : {"cpuset", "cpu,cpuacct", "memory", "hugetlb", "pids"}) {
+      mountinfo += std::to_string(id) + " 30 0:" + std::to_string(id) + " / " + tmp_.sub("fx/cgroup/") + h +
+                   " rw - cgroup cgroup rw," + h + "\n";
+      ++id;
+    }
+    EXPECT_TRUE(fs_->setProcFile("self/mountinfo", mountinfo).ok());
+    config = defaultConfig();
+    config.cgroupRoot = tmp_.sub("fx/cgroup");
+    config.topology = std::string("synthetic:") + kTopology;
+    config.stateDir = tmp_.sub("state");
+    config.socket = tmp_.sub("run/vri.sock");
+    config.adminSocket = tmp_.sub("run/admin.sock");
+    config.layout.libvirt = LibvirtLayout::kNoSystemd;
+    config.layout.machinePartition = *CgroupPath::parse("machine");
+    config.layout.ownership = Ownership::kEverything;
+    config.vmMemoryOverheadBytes = 0;
+    config.reconcileIntervalSeconds = 0;
+    config.logLevel = LogLevel::kWarning;
+  }
+  ~DaemonHarness() { stop(); }
+
+  ::testing::AssertionResult start() {
+    auto started = Daemon::start(config, *fs_, log_);
+    if (!started.ok()) return ::testing::AssertionFailure() << started.error().message();
+    daemon_ = std::move(*started);
+    admin = v1::Vri::NewStub(channel(config.adminSocket));
+    readOnly = v1::Vri::NewStub(channel(config.socket));
+    return ::testing::AssertionSuccess();
+  }
+  void stop() {
+    if (daemon_) daemon_->shutdown(std::chrono::seconds(2));
+    daemon_.reset();
+  }
+  ::testing::AssertionResult restart() {
+    stop();
+    return start();
+  }
+
+  static std::shared_ptr<grpc::Channel> channel(const std::string& socket) {
+    return grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  }
+
+  FixtureCgroupFs& fs() { return *fs_; }
+  Daemon& daemon() { return *daemon_; }
+  const TempDir& tmp() const { return tmp_; }
+
+  DaemonConfig config;
+  std::unique_ptr<v1::Vri::Stub> admin, readOnly;
+
+ private:
+  TempDir tmp_;
+  Logger log_;
+  std::unique_ptr<FixtureCgroupFs> fs_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+}  // namespace vri::testing

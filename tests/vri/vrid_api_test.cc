@@ -1,0 +1,403 @@
+// Every RPC of a whole in-process vrid over real unix sockets: happy paths,
+// refusals with their codes and fields, the access rule, events, reconcile,
+// health, hostile bytes, and a restart with live tenants.
+#include <fstream>
+#include <gmock/gmock.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "proto/grpc_health_v1.grpc.pb.h"
+#include "tests/vri/daemon_harness.h"
+
+namespace vri {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+constexpr char kUid[] = "0b1c2d3e-0000-4000-8000-00000000000a";
+constexpr char kUid2[] = "0b1c2d3e-0000-4000-8000-00000000000b";
+constexpr char kVmUuid[] = "7d7e0a2e-0000-4000-8000-000000000001";
+constexpr char kAppId[] = "a1b2c3";
+
+v1::AdmitContainerRequest container(const std::string& uid, v1::Qos qos, int64_t request, int64_t limit,
+                                    const std::string& id = kAppId, const std::string& name = "app") {
+  v1::AdmitContainerRequest r;
+  r.set_pod_uid(uid);
+  r.set_pod_name("default/" + uid.substr(uid.size() - 2));
+  r.set_qos(qos);
+  r.set_container_name(name);
+  r.set_container_id(id);
+  r.set_cpu_request_milli(request);
+  r.set_cpu_limit_milli(limit);
+  r.set_memory_limit_bytes(limit > 0 ? 256ULL << 20 : 0);
+  return r;
+}
+
+v1::AdmitVmRequest vm(const std::string& uuid, const std::string& name, int vcpus, v1::VmCpuPolicy policy) {
+  v1::AdmitVmRequest r;
+  r.set_uuid(uuid);
+  r.set_name(name);
+  r.set_vcpus(vcpus);
+  r.set_cpu_policy(policy);
+  r.set_memory_bytes(512ULL << 20);
+  return r;
+}
+
+class VridApiTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(vrid_.start()); }
+
+  v1::Node node() {
+    grpc::ClientContext context;
+    v1::Node reply;
+    EXPECT_TRUE(vrid_.readOnly->GetNode(&context, {}, &reply).ok());
+    return reply;
+  }
+  std::string cpus(const std::string& hierarchy, const std::string& path) {
+    auto value = vrid_.fs().read(CgroupDir{hierarchy, *CgroupPath::parse(path)}, "cpuset.cpus");
+    return value.ok() ? *value : "<" + value.error().message() + ">";
+  }
+  // A QEMU process of `uuid` whose cgroups libvirt made (no systemd layout).
+  void fakeQemu(const std::string& scope, int pid, const std::string& uuid, int vcpus) {
+    const CgroupPath base = *CgroupPath::parse(scope);
+    std::vector<CgroupPath> groups = {base.parent(), base, *base.child("emulator")};
+    for (int i = 0; i < vcpus; ++i) groups.push_back(*base.child("vcpu" + std::to_string(i)));
+    for (const CgroupPath& group : groups) {
+      for (const std::string h : {"cpuset", "cpu,cpuacct"}) {
+        if (!vrid_.fs().exists({h, group})) {
+          ASSERT_TRUE(vrid_.fs().mkdir({h, group}).ok()) << group.str();
+        }
+      }
+      ASSERT_TRUE(vrid_.fs().write({"cpuset", group}, "cpuset.mems", "0-1").ok());
+      ASSERT_TRUE(vrid_.fs().write({"cpuset", group}, "cpuset.cpus", "0-7").ok());
+    }
+    ASSERT_TRUE(vrid_.fs().write({"cpuset", *base.child("emulator")}, "tasks", std::to_string(pid)).ok());
+    ASSERT_TRUE(vrid_.fs()
+                    .setProcFile(std::to_string(pid) + "/cgroup",
+                                 "4:cpuset:/" + scope + "/emulator\n3:cpu,cpuacct:/" + scope + "/emulator\n")
+                    .ok());
+    std::string cmdline;
+    for (const std::string& a : {std::string("/usr/bin/qemu-system-x86_64"), std::string("-uuid"), uuid})
+      cmdline += a + '\0';
+    ASSERT_TRUE(vrid_.fs().setProcFile(std::to_string(pid) + "/cmdline", cmdline).ok());
+  }
+
+  testing::DaemonHarness vrid_;
+};
+
+TEST_F(VridApiTest, NodeReportsTopologyCapacityPoolsAndOptions) {
+  const v1::Node n = node();
+  EXPECT_EQ(n.online_cpus(), 8);
+  EXPECT_EQ(n.numa_nodes(), 2);
+  EXPECT_EQ(n.numa_size(), 2);
+  EXPECT_EQ(n.reserved_cpus(), "0");  // system_reserved_cpu 1: one CPU, chosen as kubelet does
+  EXPECT_EQ(n.shared_cpus(), "0-7");
+  EXPECT_EQ(n.capacity_cpu_milli(), 8000);
+  EXPECT_EQ(n.allocatable_cpu_milli(), 7000);
+  EXPECT_EQ(n.capacity_memory_bytes(), 16ULL << 30);
+  EXPECT_EQ(n.allocatable_memory_bytes(), (16ULL << 30) - (100ULL << 20));
+  EXPECT_EQ(n.options().at("topology_manager_policy"), "none");
+  EXPECT_EQ(n.options().at("ownership"), "everything");
+}
+
+TEST_F(VridApiTest, ExclusiveAdmitShrinksTheSharedPoolInTheCgroupsAndIsIdempotent) {
+  grpc::ClientContext c1, c2, c3;
+  v1::ContainerAllocation shared, first, again;
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid2, v1::BURSTABLE, 500, 1000, "b0b0"), &shared).ok());
+  EXPECT_EQ(shared.cpuset_cpus(), "0-7");
+  EXPECT_EQ(shared.cpu_shares(), 512u);
+  EXPECT_EQ(shared.cpu_quota_us(), 100000);
+  EXPECT_EQ(shared.cgroup_path(), std::string("/kubepods/burstable/pod") + kUid2 + "/b0b0");
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c2, container(kUid, v1::GUARANTEED, 2000, 2000), &first).ok());
+  EXPECT_TRUE(first.exclusive());
+  ASSERT_EQ(CpuSet::parse(first.cpuset_cpus())->count(), 2);
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c3, container(kUid, v1::GUARANTEED, 2000, 2000), &again).ok());
+  EXPECT_EQ(again.cpuset_cpus(), first.cpuset_cpus());
+
+  const CpuSet exclusive = *CpuSet::parse(first.cpuset_cpus());
+  const std::string rest = (*CpuSet::parse("0-7") - exclusive).format();
+  EXPECT_EQ(node().shared_cpus(), rest);
+  // Written before the answer: the container's own cgroup and the shared tenant's, shrunk.
+  EXPECT_EQ(cpus("cpuset", std::string("kubepods/pod") + kUid + "/" + kAppId), first.cpuset_cpus());
+  EXPECT_EQ(cpus("cpuset", std::string("kubepods/burstable/pod") + kUid2 + "/b0b0"), rest);
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), rest);
+}
+
+TEST_F(VridApiTest, ReadOnlySocketAnswersReadsAndRefusesEveryChange) {
+  grpc::ClientContext c1, c2, c3, c4, c5;
+  v1::ContainerAllocation allocation;
+  const grpc::Status admit = vrid_.readOnly->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 1000, 1000), &allocation);
+  EXPECT_EQ(admit.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(admit.error_message(), HasSubstr("admin socket"));
+  v1::Released released;
+  v1::ReleaseVmRequest release;
+  release.set_uuid(kVmUuid);
+  EXPECT_EQ(vrid_.readOnly->ReleaseVm(&c2, release, &released).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  v1::ReconcileRequest repair;
+  v1::ReconcileReply report;
+  EXPECT_EQ(vrid_.readOnly->Reconcile(&c3, repair, &report).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  repair.set_dry_run(true);
+  EXPECT_TRUE(vrid_.readOnly->Reconcile(&c4, repair, &report).ok());
+  v1::TenantList list;
+  EXPECT_TRUE(vrid_.readOnly->ListTenants(&c5, {}, &list).ok());
+  EXPECT_EQ(list.tenants_size(), 0);
+  EXPECT_EQ(node().exclusive_cpus_size(), 0);
+}
+
+TEST_F(VridApiTest, RefusalsUseTheRightCodeNameTheFieldAndChangeNothing) {
+  const int writes_before = vrid_.fs().writes();
+  const auto call = [&](const v1::AdmitContainerRequest& r) {
+    grpc::ClientContext context;
+    v1::ContainerAllocation reply;
+    return vrid_.admin->AdmitContainer(&context, r, &reply);
+  };
+  grpc::Status s = call(container("../../etc", v1::GUARANTEED, 1000, 1000));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("pod_uid"));
+  s = call(container(kUid, v1::QOS_UNSPECIFIED, 1000, 1000));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("qos"));
+  s = call(container(kUid, v1::BURSTABLE, 1000, 500));
+  EXPECT_THAT(s.error_message(), HasSubstr("cpu_limit_milli"));
+  s = call(container(kUid, v1::BURSTABLE, 100, 0, "../x"));
+  EXPECT_THAT(s.error_message(), HasSubstr("container_id"));
+  s = call(container(kUid, v1::GUARANTEED, 8000, 8000));  // CPU 0 is reserved
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(), ::testing::ContainsRegex("[0-9]"));
+
+  grpc::ClientContext c1, c2, c3, c4;
+  v1::Released released;
+  v1::ReleaseContainerRequest release;
+  release.set_pod_uid(kUid);
+  release.set_container_name("app");
+  EXPECT_EQ(vrid_.admin->ReleaseContainer(&c1, release, &released).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::VmAllocation placed;
+  v1::AdmitVmRequest bad = vm(kVmUuid, "web", 0, v1::DEDICATED);
+  s = vrid_.admin->AdmitVm(&c2, bad, &placed);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("vcpus"));
+  bad = vm("../../etc", "web", 1, v1::DEDICATED);
+  EXPECT_THAT(vrid_.admin->AdmitVm(&c3, bad, &placed).error_message(), HasSubstr("uuid"));
+  v1::GetTenantRequest get;
+  get.set_vm("nosuch");
+  v1::Tenant tenant;
+  EXPECT_EQ(vrid_.readOnly->GetTenant(&c4, get, &tenant).error_code(), grpc::StatusCode::NOT_FOUND);
+
+  EXPECT_EQ(vrid_.fs().writes(), writes_before);
+  EXPECT_EQ(node().shared_cpus(), "0-7");
+  EXPECT_EQ(node().pods(), 0);
+}
+
+TEST_F(VridApiTest, AFailedCgroupWriteUndoesTheAdmit) {
+  // Something that is not a cgroup sits where the container's cgroup goes: mkdir fails.
+  ASSERT_TRUE(vrid_.fs().mkdir({"cpuset", *CgroupPath::parse(std::string("kubepods/pod") + kUid)}).ok());
+  std::ofstream(vrid_.tmp().sub("fx/cgroup/cpuset/kubepods/pod") + kUid + "/" + kAppId) << "in the way";
+  grpc::ClientContext context;
+  v1::ContainerAllocation reply;
+  const grpc::Status s = vrid_.admin->AdmitContainer(&context, container(kUid, v1::GUARANTEED, 2000, 2000), &reply);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(s.error_message(), HasSubstr("nothing was changed"));
+  EXPECT_EQ(node().shared_cpus(), "0-7");
+  EXPECT_EQ(node().exclusive_cpus_size(), 0);
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), "0-7");
+}
+
+TEST_F(VridApiTest, PodAdmissionResizeAndRelease) {
+  v1::AdmitPodRequest pod;
+  pod.set_pod_uid(kUid);
+  pod.set_pod_name("default/web");
+  pod.set_cgroup_parent(std::string("/kubepods/burstable/pod") + kUid);  // the QoS comes from here
+  v1::ContainerResources& c = *pod.add_containers();
+  c.set_name("web");
+  c.set_id("feed01");
+  c.set_cpu_request_milli(250);
+  grpc::ClientContext c1, c2, c3, c4, c5;
+  v1::PodAllocation placed;
+  ASSERT_TRUE(vrid_.admin->AdmitPod(&c1, pod, &placed).ok());
+  EXPECT_EQ(placed.cgroup_path(), std::string("/kubepods/burstable/pod") + kUid);
+  ASSERT_EQ(placed.containers_size(), 1);
+  EXPECT_EQ(placed.containers(0).cpu_shares(), 256u);
+  pod.set_cgroup_parent("/kubepods/besteffort/pod" + std::string(kUid2));
+  const grpc::Status wrong = vrid_.admin->AdmitPod(&c2, pod, &placed);
+  EXPECT_EQ(wrong.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(wrong.error_message(), HasSubstr("cgroup_parent"));
+
+  v1::AdmitContainerRequest grow = container(kUid, v1::BURSTABLE, 750, 0, "feed01", "web");
+  v1::ContainerAllocation resized;
+  ASSERT_TRUE(vrid_.admin->ResizeContainer(&c3, grow, &resized).ok());
+  EXPECT_EQ(resized.cpu_shares(), 768u);
+  v1::GetTenantRequest get;
+  get.set_pod_uid(kUid);
+  v1::Tenant tenant;
+  ASSERT_TRUE(vrid_.readOnly->GetTenant(&c4, get, &tenant).ok());
+  EXPECT_EQ(tenant.pod().containers(0).resources().cpu_request_milli(), 750);
+  v1::ReleasePodRequest release;
+  release.set_pod_uid(kUid);
+  v1::Released released;
+  ASSERT_TRUE(vrid_.admin->ReleasePod(&c5, release, &released).ok());
+  EXPECT_EQ(node().pods(), 0);
+  EXPECT_FALSE(vrid_.fs().exists({"cpuset", *CgroupPath::parse(std::string("kubepods/burstable/pod") + kUid)}));
+}
+
+TEST_F(VridApiTest, DedicatedVmIsPlacedThenPinnedWhenItStarts) {
+  grpc::ClientContext c1, c2, c3, c4, c5, c6, c7;
+  v1::VmAllocation placed, again;
+  ASSERT_TRUE(vrid_.admin->AdmitVm(&c1, vm(kVmUuid, "web", 2, v1::DEDICATED), &placed).ok());
+  ASSERT_EQ(placed.vcpu_cpus_size(), 2);
+  ASSERT_TRUE(vrid_.admin->AdmitVm(&c2, vm(kVmUuid, "web", 2, v1::DEDICATED), &again).ok());
+  EXPECT_EQ(again.exclusive_cpus(), placed.exclusive_cpus());
+
+  const std::string scope = "machine/qemu-1-web.libvirt-qemu";
+  fakeQemu(scope, 4242, kVmUuid, 2);
+  v1::VmStartedRequest started;
+  started.set_uuid(kVmUuid);
+  started.set_qemu_pid(4242);
+  v1::VmStartedReply where;
+  ASSERT_TRUE(vrid_.admin->VmStarted(&c3, started, &where).ok());
+  EXPECT_EQ(where.scope(), scope);
+  EXPECT_GT(where.cgroup_writes(), 0);
+  EXPECT_EQ(cpus("cpuset", scope + "/vcpu0"), std::to_string(placed.vcpu_cpus(0)));
+  EXPECT_EQ(cpus("cpuset", scope + "/vcpu1"), std::to_string(placed.vcpu_cpus(1)));
+  EXPECT_EQ(cpus("cpuset", scope + "/emulator"), placed.shared_cpus());
+
+  v1::GetTenantRequest get;
+  get.set_vm("web");
+  v1::Tenant tenant;
+  ASSERT_TRUE(vrid_.readOnly->GetTenant(&c4, get, &tenant).ok());
+  EXPECT_EQ(tenant.vm().uuid(), kVmUuid);
+  EXPECT_EQ(tenant.vm().scope(), scope);
+  v1::ListTenantsRequest pods_only;
+  pods_only.set_kind(v1::ListTenantsRequest::PODS);
+  v1::TenantList list;
+  ASSERT_TRUE(vrid_.readOnly->ListTenants(&c5, pods_only, &list).ok());
+  EXPECT_EQ(list.tenants_size(), 0);
+
+  started.set_uuid("7d7e0a2e-0000-4000-8000-0000000000ff");
+  EXPECT_EQ(vrid_.admin->VmStarted(&c6, started, &where).error_code(), grpc::StatusCode::NOT_FOUND);
+  v1::ReleaseVmRequest release;
+  release.set_uuid(kVmUuid);
+  v1::Released released;
+  ASSERT_TRUE(vrid_.admin->ReleaseVm(&c7, release, &released).ok());
+  EXPECT_EQ(node().shared_cpus(), "0-7");
+}
+
+TEST_F(VridApiTest, ReservedVmHoldsItsCpusUntilAdmitted) {
+  grpc::ClientContext c1, c2;
+  v1::VmAllocation reserved, admitted;
+  ASSERT_TRUE(vrid_.admin->ReserveVm(&c1, vm(kVmUuid, "db", 2, v1::DEDICATED), &reserved).ok());
+  EXPECT_EQ(CpuSet::parse(node().shared_cpus())->count(), 6);
+  ASSERT_TRUE(vrid_.admin->AdmitVm(&c2, vm(kVmUuid, "db", 2, v1::DEDICATED), &admitted).ok());
+  EXPECT_EQ(admitted.exclusive_cpus(), reserved.exclusive_cpus());
+}
+
+TEST_F(VridApiTest, WatchStreamsDecisionsAndPoolChanges) {
+  grpc::ClientContext watch_context;
+  auto stream = vrid_.readOnly->Watch(&watch_context, {});
+  // The subscription exists once the server runs the call; a GetNode after a short pause orders it.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  grpc::ClientContext c1, c2;
+  v1::ContainerAllocation placed;
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 1000, 1000), &placed).ok());
+  ASSERT_FALSE(vrid_.admin->AdmitContainer(&c2, container(kUid2, v1::GUARANTEED, 9000, 9000), &placed).ok());
+  std::vector<v1::Event> events;
+  v1::Event event;
+  while (events.size() < 3 && stream->Read(&event)) events.push_back(event);
+  watch_context.TryCancel();
+  ASSERT_EQ(events.size(), 3u);
+  EXPECT_EQ(events[0].kind(), v1::Event::SHARED_POOL_CHANGED);
+  EXPECT_EQ(events[1].kind(), v1::Event::ADMITTED);
+  EXPECT_EQ(events[1].tenant(), std::string("pod/") + kUid + "/app");
+  EXPECT_EQ(events[2].kind(), v1::Event::REFUSED);
+  EXPECT_LT(events[0].sequence(), events[2].sequence());
+}
+
+TEST_F(VridApiTest, ReconcileRepairsAHandWrittenCpusetAndSaysSo) {
+  grpc::ClientContext c1, c2, c3;
+  v1::ContainerAllocation placed;
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid, v1::BURSTABLE, 100, 0, "cafe"), &placed).ok());
+  const std::string path = std::string("kubepods/burstable/pod") + kUid + "/cafe";
+  ASSERT_EQ(cpus("cpuset", path), "0-7");
+  ASSERT_TRUE(vrid_.fs().write({"cpuset", *CgroupPath::parse(path)}, "cpuset.cpus", "3").ok());
+  v1::ReconcileRequest dry;
+  dry.set_dry_run(true);
+  v1::ReconcileReply report;
+  ASSERT_TRUE(vrid_.readOnly->Reconcile(&c2, dry, &report).ok());
+  EXPECT_THAT(report.drift(), Contains(HasSubstr("cafe")));
+  EXPECT_EQ(cpus("cpuset", path), "3");  // a dry run writes nothing
+  ASSERT_TRUE(vrid_.admin->Reconcile(&c3, {}, &report).ok());
+  EXPECT_THAT(report.operations(), Contains(HasSubstr("cafe")));
+  EXPECT_EQ(cpus("cpuset", path), "0-7");
+}
+
+TEST_F(VridApiTest, ServesHealth) {
+  auto health = grpc::health::v1::Health::NewStub(testing::DaemonHarness::channel(vrid_.config.socket));
+  grpc::ClientContext context;
+  grpc::health::v1::HealthCheckResponse status;
+  ASSERT_TRUE(health->Check(&context, {}, &status).ok());
+  EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::SERVING);
+}
+
+TEST_F(VridApiTest, SurvivesOversizedMessagesAndGarbageBytes) {
+  grpc::ClientContext c1;
+  v1::AdmitContainerRequest huge = container(kUid, v1::BURSTABLE, 100, 0);
+  huge.set_pod_name(std::string(2 << 20, 'x'));
+  v1::ContainerAllocation reply;
+  EXPECT_EQ(vrid_.admin->AdmitContainer(&c1, huge, &reply).error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+
+  for (const std::string& bytes : {std::string("GET / HTTP/1.1\r\n\r\n"), std::string(1 << 16, '\xff'),
+                                   std::string("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n") + std::string(4096, '\x01')}) {
+    for (const std::string& socket : {vrid_.config.socket, vrid_.config.adminSocket}) {
+      const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+      ASSERT_GE(fd, 0);
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket.c_str());
+      ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+      (void)!::write(fd, bytes.data(), bytes.size());
+      ::close(fd);
+    }
+  }
+  EXPECT_EQ(node().online_cpus(), 8);
+  grpc::ClientContext c2;
+  EXPECT_TRUE(vrid_.admin->AdmitContainer(&c2, container(kUid, v1::BURSTABLE, 100, 0), &reply).ok());
+}
+
+TEST_F(VridApiTest, RestartKeepsEveryPlacementOfLiveTenants) {
+  grpc::ClientContext c1, c2, c3, c4;
+  v1::ContainerAllocation exclusive, shared;
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 2000, 2000), &exclusive).ok());
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c2, container(kUid2, v1::BURSTABLE, 300, 0, "beef"), &shared).ok());
+  v1::VmAllocation placed;
+  ASSERT_TRUE(vrid_.admin->AdmitVm(&c3, vm(kVmUuid, "web", 1, v1::DEDICATED), &placed).ok());
+  fakeQemu("machine/qemu-1-web.libvirt-qemu", 4343, kVmUuid, 1);
+  v1::VmStartedRequest started;
+  started.set_uuid(kVmUuid);
+  started.set_qemu_pid(4343);
+  v1::VmStartedReply where;
+  ASSERT_TRUE(vrid_.admin->VmStarted(&c4, started, &where).ok());
+  const v1::Node before = node();
+
+  ASSERT_TRUE(vrid_.restart());
+  const v1::Node after = node();
+  EXPECT_EQ(after.shared_cpus(), before.shared_cpus());
+  using Owners = std::map<std::string, std::string>;
+  const Owners owners_after(after.exclusive_cpus().begin(), after.exclusive_cpus().end());
+  const Owners owners_before(before.exclusive_cpus().begin(), before.exclusive_cpus().end());
+  EXPECT_EQ(owners_after, owners_before);
+  EXPECT_EQ(owners_after.size(), 2u);
+  EXPECT_EQ(after.pods(), 2);
+  EXPECT_EQ(after.vms(), 1);
+  grpc::ClientContext c5;
+  v1::GetTenantRequest get;
+  get.set_vm(kVmUuid);
+  v1::Tenant tenant;
+  ASSERT_TRUE(vrid_.readOnly->GetTenant(&c5, get, &tenant).ok());
+  EXPECT_EQ(tenant.vm().scope(), "machine/qemu-1-web.libvirt-qemu");  // found again through its process
+  EXPECT_EQ(tenant.vm().allocation().exclusive_cpus(), placed.exclusive_cpus());
+}
+
+}  // namespace
+}  // namespace vri

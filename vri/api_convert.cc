@@ -1,0 +1,235 @@
+#include "vri/api_convert.h"
+
+#include "cgroup-model/cgroup_values.h"
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+Result<QosClass> qosFrom(v1::Qos qos) {
+  switch (qos) {
+    case v1::GUARANTEED: return QosClass::kGuaranteed;
+    case v1::BURSTABLE: return QosClass::kBurstable;
+    case v1::BEST_EFFORT: return QosClass::kBestEffort;
+    default: return Error::invalidArgument("qos: must be GUARANTEED, BURSTABLE or BEST_EFFORT");
+  }
+}
+
+v1::Qos qosTo(QosClass qos) {
+  switch (qos) {
+    case QosClass::kGuaranteed: return v1::GUARANTEED;
+    case QosClass::kBurstable: return v1::BURSTABLE;
+    case QosClass::kBestEffort: return v1::BEST_EFFORT;
+  }
+  return v1::QOS_UNSPECIFIED;
+}
+
+namespace {
+
+Result<void> checkPodUid(const std::string& uid) { return validatePodUid(uid).context("pod_uid"); }
+
+Result<void> checkCpu(int64_t request, int64_t limit) {
+  if (request < 0) return Error::invalidArgument("cpu_request_milli: must not be negative");
+  if (limit < 0) return Error::invalidArgument("cpu_limit_milli: must not be negative (0: no limit)");
+  if (limit > 0 && limit < request)
+    return Error::invalidArgument("cpu_limit_milli: " + std::to_string(limit) + " is below the request of " +
+                                  std::to_string(request));
+  return {};
+}
+
+Result<ContainerSpec> containerSpec(const std::string& name, const std::string& id, bool init, int64_t request,
+                                    int64_t limit, uint64_t memoryLimit, uint64_t memoryRequest) {
+  if (name.empty()) return Error::invalidArgument("container_name: must not be empty");
+  if (name.size() > 253 || name.find_first_of("/\n") != std::string::npos)
+    return Error::invalidArgument("container_name: invalid name " + quoteForMessage(name));
+  if (!id.empty() && (id.size() > 128 || id.starts_with(".") ||
+                      id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.:-") !=
+                          std::string::npos))
+    return Error::invalidArgument("container_id: not a runtime id: " + quoteForMessage(id));
+  VRI_TRY(checkCpu(request, limit));
+  ContainerSpec spec{name, id, init, request, limit, std::nullopt, std::nullopt};
+  if (memoryLimit > 0) spec.memoryLimitBytes = memoryLimit;
+  if (memoryRequest > 0) spec.memoryRequestBytes = memoryRequest;
+  return spec;
+}
+
+}  // namespace
+
+Result<PodSpec> podFrom(const v1::AdmitContainerRequest& r) {
+  VRI_TRY(checkPodUid(r.pod_uid()));
+  VRI_ASSIGN_OR_RETURN(QosClass qos, qosFrom(r.qos()));
+  return PodSpec{r.pod_uid(), r.pod_name().empty() ? r.pod_uid() : r.pod_name(), qos, 0, 0};
+}
+
+Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const TreeLayout& layout) {
+  VRI_TRY(checkPodUid(r.pod_uid()));
+  if (r.overhead_cpu_milli() < 0) return Error::invalidArgument("overhead_cpu_milli: must not be negative");
+  std::optional<QosClass> qos;
+  if (r.qos() != v1::QOS_UNSPECIFIED) {
+    VRI_ASSIGN_OR_RETURN(qos, qosFrom(r.qos()));
+  }
+  if (!r.cgroup_parent().empty()) {
+    // kubelet passes the whole path (cgroupfs) or the pod's slice name (systemd).
+    const auto namer = makeKubeletNamer(layout.driver, layout.kubeletParent);
+    std::string parent = r.cgroup_parent();
+    while (parent.starts_with("/")) parent.erase(0, 1);
+    std::optional<QosClass> matched;
+    for (QosClass candidate : {QosClass::kGuaranteed, QosClass::kBurstable, QosClass::kBestEffort}) {
+      VRI_ASSIGN_OR_RETURN(CgroupPath path, namer->pod(candidate, r.pod_uid()));
+      const std::string full = path.str();
+      const std::string leaf = full.substr(full.rfind('/') + 1);
+      if (parent == full || (layout.driver == KubeletDriver::kSystemd && parent == leaf)) matched = candidate;
+    }
+    if (!matched)
+      return Error::invalidArgument("cgroup_parent: " + quoteForMessage(r.cgroup_parent()) +
+                                    " is not where this node puts pod " + r.pod_uid());
+    if (qos && *qos != *matched)
+      return Error::invalidArgument("qos: does not match cgroup_parent " + quoteForMessage(r.cgroup_parent()));
+    qos = matched;
+  }
+  if (!qos) return Error::invalidArgument("qos: give the QoS class or the cgroup_parent");
+  return PodSpec{r.pod_uid(), r.pod_name().empty() ? r.pod_uid() : r.pod_name(), *qos, r.overhead_cpu_milli(),
+                 r.overhead_memory_bytes()};
+}
+
+Result<ContainerSpec> containerFrom(const v1::AdmitContainerRequest& r) {
+  return containerSpec(r.container_name(), r.container_id(), r.init(), r.cpu_request_milli(), r.cpu_limit_milli(),
+                       r.memory_limit_bytes(), r.memory_request_bytes());
+}
+
+Result<ContainerSpec> containerFrom(const v1::ContainerResources& r) {
+  return containerSpec(r.name(), r.id(), r.init(), r.cpu_request_milli(), r.cpu_limit_milli(), r.memory_limit_bytes(),
+                       r.memory_request_bytes());
+}
+
+Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
+  VmSpec vm;
+  vm.uuid = r.uuid();
+  if (vm.uuid.empty()) return Error::invalidArgument("uuid: must not be empty");
+  if (vm.uuid.size() != 36 || vm.uuid.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos)
+    return Error::invalidArgument("uuid: not a UUID: " + quoteForMessage(vm.uuid));
+  if (r.name().size() > 256 || r.name().find_first_of("/\n") != std::string::npos || r.name() == ".." ||
+      r.name() == ".")
+    return Error::invalidArgument("name: invalid domain name " + quoteForMessage(r.name()));
+  vm.cpu.name = r.name().empty() ? r.uuid() : r.name();
+  if (r.vcpus() < 1 || r.vcpus() > 4096)
+    return Error::invalidArgument("vcpus: must be from 1 to 4096, got " + std::to_string(r.vcpus()));
+  vm.cpu.vcpus = r.vcpus();
+  switch (r.cpu_policy()) {
+    case v1::VM_CPU_POLICY_UNSPECIFIED:
+    case v1::SHARED: vm.cpu.cpuPolicy = VmCpuPolicy::kShared; break;
+    case v1::DEDICATED: vm.cpu.cpuPolicy = VmCpuPolicy::kDedicated; break;
+    case v1::MIXED: vm.cpu.cpuPolicy = VmCpuPolicy::kMixed; break;
+    default: return Error::invalidArgument("cpu_policy: unknown value " + std::to_string(r.cpu_policy()));
+  }
+  vm.cpu.mixedDedicatedVcpus.assign(r.mixed_dedicated_vcpus().begin(), r.mixed_dedicated_vcpus().end());
+  if (r.guest_threads_per_core() < 0 || r.guest_threads_per_core() > 8)
+    return Error::invalidArgument("guest_threads_per_core: must be from 0 to 8");
+  vm.cpu.guestThreadsPerCore = r.guest_threads_per_core() > 0 ? r.guest_threads_per_core() : 1;
+  switch (r.thread_policy()) {
+    case v1::THREAD_POLICY_UNSPECIFIED:
+    case v1::PREFER: vm.cpu.threadPolicy = ThreadPolicy::kPrefer; break;
+    case v1::ISOLATE: vm.cpu.threadPolicy = ThreadPolicy::kIsolate; break;
+    case v1::REQUIRE: vm.cpu.threadPolicy = ThreadPolicy::kRequire; break;
+    default: return Error::invalidArgument("thread_policy: unknown value " + std::to_string(r.thread_policy()));
+  }
+  vm.cpu.emulatorPolicy = r.isolate_emulator() ? HelperThreadPolicy::kIsolate : HelperThreadPolicy::kShared;
+  if (r.iothreads() < 0 || r.iothreads() > 1024) return Error::invalidArgument("iothreads: must be from 0 to 1024");
+  vm.cpu.iothreads = r.iothreads();
+  vm.cpu.iothreadPolicy = r.isolate_iothreads() ? HelperThreadPolicy::kIsolate : HelperThreadPolicy::kShared;
+  if (r.memory_bytes() == 0) return Error::invalidArgument("memory_bytes: a VM needs memory");
+  vm.memoryBytes = r.memory_bytes();
+  if (r.hugepage_size() != 0 && (r.hugepage_size() & (r.hugepage_size() - 1)) != 0)
+    return Error::invalidArgument("hugepage_size: not a page size: " + std::to_string(r.hugepage_size()));
+  vm.hugepageSize = r.hugepage_size();
+  for (int node : r.strict_numa_nodes()) {
+    if (node < 0) return Error::invalidArgument("strict_numa_nodes: negative node " + std::to_string(node));
+    vm.strictNumaNodes.push_back(node);
+  }
+  return vm;
+}
+
+v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm) {
+  v1::AdmitVmRequest r;
+  r.set_uuid(vm.uuid);
+  r.set_name(vm.cpu.name);
+  r.set_vcpus(vm.cpu.vcpus);
+  r.set_cpu_policy(vm.cpu.cpuPolicy == VmCpuPolicy::kDedicated ? v1::DEDICATED
+                   : vm.cpu.cpuPolicy == VmCpuPolicy::kMixed   ? v1::MIXED
+                                                               : v1::SHARED);
+  for (int id : vm.cpu.mixedDedicatedVcpus) r.add_mixed_dedicated_vcpus(id);
+  r.set_guest_threads_per_core(vm.cpu.guestThreadsPerCore);
+  r.set_thread_policy(vm.cpu.threadPolicy == ThreadPolicy::kIsolate   ? v1::ISOLATE
+                      : vm.cpu.threadPolicy == ThreadPolicy::kRequire ? v1::REQUIRE
+                                                                      : v1::PREFER);
+  r.set_isolate_emulator(vm.cpu.emulatorPolicy == HelperThreadPolicy::kIsolate);
+  r.set_iothreads(vm.cpu.iothreads);
+  r.set_isolate_iothreads(vm.cpu.iothreadPolicy == HelperThreadPolicy::kIsolate);
+  r.set_memory_bytes(vm.memoryBytes);
+  r.set_hugepage_size(vm.hugepageSize);
+  for (int node : vm.strictNumaNodes) r.add_strict_numa_nodes(node);
+  return r;
+}
+
+void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& c, const ContainerPlacement& placement,
+                             const TreeLayout& layout, v1::ContainerAllocation& out) {
+  out.set_name(c.name);
+  out.set_cpuset_cpus(placement.cpus.format());
+  out.set_cpuset_mems(placement.mems.format());
+  out.set_exclusive(!placement.exclusive.empty());
+  const CpuShares shares = milliCpuToShares(c.cpuRequestMilli);
+  out.set_cpu_shares(shares.value);
+  out.set_cpu_weight(sharesToWeight(shares).value);
+  out.set_cpu_period_us(CpuMax::kDefaultPeriodUs);
+  if (c.cpuLimitMilli > 0) out.set_cpu_quota_us(milliCpuToQuota(c.cpuLimitMilli, CpuMax::kDefaultPeriodUs).value_or(0));
+  out.set_memory_limit_bytes(c.memoryLimitBytes.value_or(0));
+  if (!c.id.empty()) {
+    auto path = makeKubeletNamer(layout.driver, layout.kubeletParent)->container(pod.qos, pod.uid, c.id);
+    if (path.ok()) out.set_cgroup_path("/" + path->str());
+  }
+}
+
+void fillVmAllocation(const VmCpuPlacement& p, const CpuSet& shared, v1::VmAllocation& out) {
+  for (int cpu : p.vcpuCpus) out.add_vcpu_cpus(cpu);
+  out.set_emulator_cpus(p.emulatorCpus.format());
+  out.set_exclusive_cpus(p.exclusive.format());
+  out.set_held_back_cpus(p.heldBack.format());
+  out.set_cpuset_mems(p.mems.format());
+  for (int cpu : p.iothreadCpus) out.add_iothread_cpus(cpu);
+  out.set_shared_cpus(shared.format());
+}
+
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out) {
+  out.set_uid(pod.spec.uid);
+  out.set_name(pod.spec.name);
+  out.set_qos(qosTo(pod.spec.qos));
+  out.set_overhead_cpu_milli(pod.spec.overheadCpuMilli);
+  out.set_overhead_memory_bytes(pod.spec.overheadMemoryBytes);
+  out.set_memory_bytes(podMemoryBytes(pod));
+  for (const auto& [name, c] : pod.containers) {
+    v1::ContainerInfo& info = *out.add_containers();
+    v1::ContainerResources& r = *info.mutable_resources();
+    r.set_name(c.spec.name);
+    r.set_id(c.spec.id);
+    r.set_init(c.spec.init);
+    r.set_cpu_request_milli(c.spec.cpuRequestMilli);
+    r.set_cpu_limit_milli(c.spec.cpuLimitMilli);
+    r.set_memory_limit_bytes(c.spec.memoryLimitBytes.value_or(0));
+    r.set_memory_request_bytes(c.spec.memoryRequestBytes.value_or(0));
+    info.set_exclusive_cpus(c.exclusive.format());
+    info.set_cpuset_cpus((c.exclusive.empty() ? shared : c.exclusive).format());
+    info.set_cpuset_mems(NumaMemory::mems(c.memory).format());
+  }
+}
+
+void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
+                v1::VmInfo& out) {
+  out.set_uuid(vm.spec.uuid);
+  out.set_name(vm.spec.cpu.name);
+  *out.mutable_spec() = vmRequestFrom(vm.spec);
+  fillVmAllocation(vm.placement, shared, *out.mutable_allocation());
+  out.set_reserved_only(vm.defined);
+  if (scope) out.set_scope(scope->str());
+  out.set_memory_bytes(memoryBytes);
+}
+
+}  // namespace vri

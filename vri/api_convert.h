@@ -1,0 +1,32 @@
+// Between the API's messages and the ledger's values. Requests are checked
+// here, so a refusal names the field it is about ("vcpus: must be at least 1").
+#pragma once
+
+#include "accounting/ledger.h"
+#include "accounting/node_allocatable.h"
+#include "cgroup-model/cgroup_mounts.h"
+#include "cgroup-model/node_tree.h"
+#include "proto/vri.pb.h"
+
+namespace vri {
+
+Result<QosClass> qosFrom(v1::Qos qos);
+v1::Qos qosTo(QosClass qos);
+
+Result<PodSpec> podFrom(const v1::AdmitContainerRequest& request);
+Result<PodSpec> podFrom(const v1::AdmitPodRequest& request, const TreeLayout& layout);
+Result<ContainerSpec> containerFrom(const v1::AdmitContainerRequest& request);
+Result<ContainerSpec> containerFrom(const v1::ContainerResources& resources);
+Result<VmSpec> vmFrom(const v1::AdmitVmRequest& request);
+v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm);
+
+// Everything the runtime writes for the container: cpuset, the cpu and memory
+// values kubelet would compute, and the cgroup path once the id is known.
+void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& container, const ContainerPlacement& placement,
+                             const TreeLayout& layout, v1::ContainerAllocation& out);
+void fillVmAllocation(const VmCpuPlacement& placement, const CpuSet& shared, v1::VmAllocation& out);
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out);
+void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope,
+                uint64_t memoryBytes, v1::VmInfo& out);
+
+}  // namespace vri

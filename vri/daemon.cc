@@ -1,0 +1,169 @@
+#include "vri/daemon.h"
+
+#include <filesystem>
+#include <grpcpp/ext/proto_server_reflection_plugin.h>
+#include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/security/server_credentials.h>
+#include <grpcpp/server_builder.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "accounting/hwloc_topology.h"
+#include "vri/unix_socket.h"
+
+namespace vri {
+
+namespace {
+
+LedgerConfig ledgerConfig(const DaemonConfig& config, const NodeAllocatable& allocatable) {
+  LedgerConfig ledger;
+  ledger.pool.reserved = config.reservedCpus;
+  // kubelet's static policy reserves ceil(system-reserved + kube-reserved) CPUs unless told which.
+  if (!config.reservedCpus.cpus && config.reservedCpus.count == 0)
+    ledger.pool.reserved.count = allocatable.reservedCpuCount;
+  ledger.pool.take = config.take;
+  ledger.allocatableMemoryBytes = allocatable.allocatableMemoryBytes;
+  ledger.vmMemoryOverheadBytes = config.vmMemoryOverheadBytes;
+  ledger.sharedVcpuMilli = config.sharedVcpuMilli;
+  ledger.topologyManager = config.topologyManager;
+  ledger.pinGuaranteedMemory = config.pinGuaranteedMemory;
+  return ledger;
+}
+
+std::map<std::string, std::string> optionValues(const DaemonConfig& config) {
+  std::map<std::string, std::string> values;
+  for (const ConfigOption& option : configOptions()) values[option.name] = option.get(config);
+  return values;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
+                                              std::shared_ptr<const Topology> topology) {
+  std::unique_ptr<Daemon> d(new Daemon(config, fs, log));
+  log.setLevel(config.logLevel);
+  if (!topology) {
+    VRI_ASSIGN_OR_RETURN(Topology loaded, loadTopology(config.topology).context("topology"));
+    topology = std::make_shared<const Topology>(std::move(loaded));
+  }
+  VRI_ASSIGN_OR_RETURN(NodeAllocatable allocatable, computeAllocatable(*topology, config.reservations));
+
+  std::error_code ec;
+  std::filesystem::create_directories(config.stateDir, ec);
+  if (ec) return Error::fromErrno(ec.value(), "creating the state directory " + config.stateDir);
+  ::chmod(config.stateDir.c_str(), 0700);
+  VRI_ASSIGN_OR_RETURN(auto store, LedgerStore::open(config.ledgerPath(), config.durability));
+  VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfig(config, allocatable), std::move(store)));
+
+  VRI_ASSIGN_OR_RETURN(auto backend, backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion));
+  const CgroupVersion version = backend->version();
+  d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable,
+                                          config.sharedVcpuMilli);
+  NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything};
+  d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts));
+  log.info("topology: " + topology->source() + ", " + std::to_string(topology->onlineCpus().count()) +
+           " CPUs online; cgroup " + std::string(cgroupVersionName(version)) + " at " + config.cgroupRoot +
+           "; ledger " + config.ledgerPath());
+  VRI_TRY(d->node_->startUp().context("start-up reconcile"));
+  VRI_TRY(d->serve());
+  d->reconcileIntervalSeconds_ = config.reconcileIntervalSeconds;
+  d->reconcileThread_ = std::thread([daemon = d.get()] { daemon->reconcileLoop(); });
+  return d;
+}
+
+Result<void> Daemon::serve() {
+  // Both are gRPC's own process-wide switches, set before any server is built.
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly);
+  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin);
+  struct Endpoint {
+    const std::string& path;
+    VriService& service;
+    std::unique_ptr<grpc::Server>& server;
+    mode_t mode;
+    std::string group;
+  };
+  for (Endpoint e : {Endpoint{config_.socket, *readOnlyService_, readOnlyServer_, 0666, ""},
+                     Endpoint{config_.adminSocket, *adminService_, adminServer_, 0660, config_.adminGroup}}) {
+    VRI_TRY(prepareSocketPath(e.path));
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
+    builder.RegisterService(&e.service);
+    builder.SetMaxReceiveMessageSize(config_.maxRequestBytes);
+    e.server = builder.BuildAndStart();
+    if (!e.server) return Error::failedPrecondition("could not serve on " + e.path);
+    // The socket appears with the umask's mode (vrid sets 077): nobody else can
+    // connect before the intended mode is in place.
+    VRI_TRY(setSocketAccess(e.path, e.mode, e.group));
+    log_.info("serving " + std::string(&e.service == readOnlyService_.get() ? "read-only" : "admin") + " calls on " +
+              e.path);
+  }
+  return {};
+}
+
+void Daemon::reconcileLoop() {
+  std::unique_lock lock(loopMutex_);
+  while (!stopping_) {
+    const int interval = reconcileIntervalSeconds_.load();
+    if (interval <= 0) {
+      loopWake_.wait(lock);
+      continue;
+    }
+    if (loopWake_.wait_for(lock, std::chrono::seconds(interval)) == std::cv_status::no_timeout) continue;
+    lock.unlock();
+    (void)node_->reconcile(false);  // logs and publishes its own outcome
+    lock.lock();
+  }
+}
+
+void Daemon::reload(const DaemonConfig& next) {
+  std::vector<std::string> restart_needed;
+  for (const ConfigOption& option : configOptions()) {
+    if (option.get(next) == option.get(config_)) continue;
+    if (option.reloadable) {
+      log_.info("reload: " + std::string(option.name) + " = " + option.get(next));
+    } else {
+      restart_needed.push_back(option.name);
+    }
+  }
+  log_.setLevel(next.logLevel);
+  config_.logLevel = next.logLevel;
+  config_.reconcileIntervalSeconds = next.reconcileIntervalSeconds;
+  {
+    std::lock_guard lock(loopMutex_);
+    reconcileIntervalSeconds_ = next.reconcileIntervalSeconds;
+  }
+  loopWake_.notify_all();
+  for (const std::string& name : restart_needed)
+    log_.warning("reload: " + name + " changed in the configuration; it takes effect at the next start");
+}
+
+void Daemon::shutdown(std::chrono::milliseconds grace) {
+  if (shutDown_) return;
+  shutDown_ = true;
+  if (!readOnlyServer_ && !adminServer_ && !reconcileThread_.joinable()) return;  // never started serving
+  log_.info("shutting down: finishing calls in flight");
+  events_.close();  // watches end now instead of holding the shutdown
+  const auto deadline = std::chrono::system_clock::now() + grace;
+  for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
+    if (server) server->Shutdown(deadline);
+  }
+  for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
+    if (server) server->Wait();
+  }
+  {
+    std::lock_guard lock(loopMutex_);
+    stopping_ = true;
+  }
+  loopWake_.notify_all();
+  if (reconcileThread_.joinable()) reconcileThread_.join();
+  for (const std::string* path : {&config_.socket, &config_.adminSocket}) {
+    if (readOnlyServer_ || adminServer_) ::unlink(path->c_str());
+  }
+  log_.info("stopped");
+}
+
+Daemon::~Daemon() { shutdown(std::chrono::milliseconds(0)); }
+
+}  // namespace vri

@@ -1,0 +1,61 @@
+// vrid's life: start-up (ledger, topology, cgroups, the start-up check and a
+// first reconcile), the two gRPC servers, the periodic reconcile, reload and
+// shutdown. The process-wide parts (signals, umask) stay in vrid_main.cc.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include <grpcpp/server.h>
+
+#include "vri/daemon_config.h"
+#include "vri/node_manager.h"
+#include "vri/vri_service.h"
+
+namespace vri {
+
+class Daemon {
+ public:
+  // `fs` (the kernel's cgroupfs in production, a fixture in tests) must
+  // outlive the daemon; `topology` overrides config.topology when given.
+  static Result<std::unique_ptr<Daemon>> start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
+                                               std::shared_ptr<const Topology> topology = nullptr);
+  ~Daemon();
+  Daemon(const Daemon&) = delete;
+  Daemon& operator=(const Daemon&) = delete;
+
+  // SIGHUP: applies what may change at run time and names what needs a restart.
+  void reload(const DaemonConfig& config);
+  // SIGTERM: stops accepting calls, lets in-flight ones finish (up to `grace`),
+  // ends watches, and removes the sockets. Idempotent.
+  void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
+
+  NodeManager& node() { return *node_; }
+
+ private:
+  Daemon(const DaemonConfig& config, CgroupFs& fs, Logger& log) : config_(config), log_(log), fs_(fs) {}
+  Result<void> serve();
+  void reconcileLoop();
+
+  DaemonConfig config_;
+  Logger& log_;
+  CgroupFs& fs_;
+  std::unique_ptr<Ledger> ledger_;
+  std::unique_ptr<CgroupSync> sync_;
+  EventHub events_;
+  std::unique_ptr<NodeManager> node_;
+  std::unique_ptr<VriService> readOnlyService_, adminService_;
+  std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
+
+  std::mutex loopMutex_;
+  std::condition_variable loopWake_;
+  bool stopping_ = false;
+  std::atomic<int> reconcileIntervalSeconds_{0};
+  std::thread reconcileThread_;
+  bool shutDown_ = false;
+};
+
+}  // namespace vri

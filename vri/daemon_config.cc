@@ -1,0 +1,437 @@
+#include "vri/daemon_config.h"
+
+#include <charconv>
+#include <set>
+
+#include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/quote.h"
+#include "cgroup-model/text.h"
+
+namespace vri {
+
+namespace {
+
+Result<bool> parseBool(const std::string& text) {
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return Error::invalidArgument("want true or false, got " + quoteForMessage(text));
+}
+
+Result<int64_t> parseInteger(const std::string& text, int64_t min, int64_t max) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
+    return Error::invalidArgument("want an integer from " + std::to_string(min) + " to " + std::to_string(max) +
+                                  ", got " + quoteForMessage(text));
+  }
+  return value;
+}
+
+Result<uint64_t> parseBytes(const std::string& text) {
+  VRI_ASSIGN_OR_RETURN(Quantity q, Quantity::parse(text));
+  return static_cast<uint64_t>(q.value());
+}
+
+Result<std::string> parseAbsolutePath(const std::string& text) {
+  if (!text.starts_with("/")) return Error::invalidArgument("want an absolute path, got " + quoteForMessage(text));
+  return text;
+}
+
+Result<LibvirtLayout> parseLibvirtLayout(const std::string& text) {
+  if (text == "systemd") return LibvirtLayout::kSystemd;
+  if (text == "systemd-libvirt-level") return LibvirtLayout::kSystemdWithLibvirtLevel;
+  if (text == "no-systemd") return LibvirtLayout::kNoSystemd;
+  return Error::invalidArgument("want systemd, systemd-libvirt-level or no-systemd, got " + quoteForMessage(text));
+}
+
+std::string libvirtLayoutName(LibvirtLayout layout) {
+  switch (layout) {
+    case LibvirtLayout::kSystemd: return "systemd";
+    case LibvirtLayout::kSystemdWithLibvirtLevel: return "systemd-libvirt-level";
+    case LibvirtLayout::kNoSystemd: return "no-systemd";
+  }
+  return "?";
+}
+
+std::string topologyPolicyName(TopologyPolicy policy) {
+  switch (policy) {
+    case TopologyPolicy::kNone: return "none";
+    case TopologyPolicy::kBestEffort: return "best-effort";
+    case TopologyPolicy::kRestricted: return "restricted";
+    case TopologyPolicy::kSingleNumaNode: return "single-numa-node";
+  }
+  return "?";
+}
+
+std::string boolName(bool value) { return value ? "true" : "false"; }
+
+// Builders for the common option shapes.
+ConfigOption boolOption(const char* name, const char* def, const char* help, bool DaemonConfig::*member) {
+  return {name, def, help, false,
+          [member](DaemonConfig& c, const std::string& v) -> Result<void> {
+            VRI_ASSIGN_OR_RETURN(c.*member, parseBool(v));
+            return {};
+          },
+          [member](const DaemonConfig& c) { return boolName(c.*member); }};
+}
+
+ConfigOption takeOption(const char* name, const char* def, const char* help, bool CpuTakeOptions::*member) {
+  return {name, def, help, false,
+          [member](DaemonConfig& c, const std::string& v) -> Result<void> {
+            VRI_ASSIGN_OR_RETURN(c.take.*member, parseBool(v));
+            return {};
+          },
+          [member](const DaemonConfig& c) { return boolName(c.take.*member); }};
+}
+
+ConfigOption stringOption(const char* name, const char* def, const char* help, std::string DaemonConfig::*member,
+                          bool absolute) {
+  return {name, def, help, false,
+          [member, absolute](DaemonConfig& c, const std::string& v) -> Result<void> {
+            if (absolute) {
+              VRI_ASSIGN_OR_RETURN(c.*member, parseAbsolutePath(v));
+            } else {
+              c.*member = v;
+            }
+            return {};
+          },
+          [member](const DaemonConfig& c) { return c.*member; }};
+}
+
+ConfigOption quantityOption(const char* name, const char* def, const char* help, Quantity NodeReservations::*member) {
+  return {name, def, help, false,
+          [member](DaemonConfig& c, const std::string& v) -> Result<void> {
+            VRI_ASSIGN_OR_RETURN(c.reservations.*member, Quantity::parse(v));
+            return {};
+          },
+          [member](const DaemonConfig& c) { return (c.reservations.*member).toString(); }};
+}
+
+std::vector<ConfigOption> buildOptions() {
+  std::vector<ConfigOption> o;
+  // The cgroup tree.
+  o.push_back(stringOption("cgroup_root", "/sys/fs/cgroup", "where the cgroup hierarchies are mounted",
+                           &DaemonConfig::cgroupRoot, true));
+  o.push_back({"cgroup_version", "auto", "auto (from the mounts), v1 or v2", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 if (v == "auto") {
+                   c.cgroupVersion.reset();
+                   return {};
+                 }
+                 VRI_ASSIGN_OR_RETURN(c.cgroupVersion, parseCgroupVersion(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) {
+                 return c.cgroupVersion ? std::string(cgroupVersionName(*c.cgroupVersion)) : std::string("auto");
+               }});
+  o.push_back({"cgroup_driver", "cgroupfs", "kubelet's cgroup driver: cgroupfs or systemd", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.layout.driver, parseKubeletDriver(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) {
+                 return std::string(c.layout.driver == KubeletDriver::kSystemd ? "systemd" : "cgroupfs");
+               }});
+  o.push_back({"kubelet_cgroup_root", "/", "kubelet's --cgroup-root: the cgroup kubepods sits in", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(std::string path, parseAbsolutePath(v));
+                 VRI_ASSIGN_OR_RETURN(c.layout.kubeletParent, CgroupPath::parse(path));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return "/" + c.layout.kubeletParent.str(); }});
+  o.push_back({"libvirt_layout", "systemd-libvirt-level",
+               "how libvirt lays out VM cgroups: systemd (libvirt < 7.1), systemd-libvirt-level, no-systemd", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.layout.libvirt, parseLibvirtLayout(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return libvirtLayoutName(c.layout.libvirt); }});
+  o.push_back({"machine_partition", "machine.slice",
+               "libvirt's partition, relative to the cgroup root (machine.slice, or machine without systemd)", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.layout.machinePartition, CgroupPath::parse(v));
+                 if (c.layout.machinePartition.depth() == 0)
+                   return Error::invalidArgument("the machine partition cannot be the root");
+                 return {};
+               },
+               [](const DaemonConfig& c) { return c.layout.machinePartition.str(); }});
+  o.push_back({"ownership", "cpusets",
+               "cpusets: kubelet keeps writing its cpu and memory values, VRI its cpusets; everything: VRI writes "
+               "(and creates) the whole kubelet side too",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 if (v == "cpusets") {
+                   c.layout.ownership = Ownership::kCpusetsAndMachine;
+                 } else if (v == "everything") {
+                   c.layout.ownership = Ownership::kEverything;
+                 } else {
+                   return Error::invalidArgument("want cpusets or everything, got " + quoteForMessage(v));
+                 }
+                 return {};
+               },
+               [](const DaemonConfig& c) {
+                 return std::string(c.layout.ownership == Ownership::kEverything ? "everything" : "cpusets");
+               }});
+  // Topology and reservations.
+  o.push_back(stringOption("topology", "live", "live, xml:PATH (an lstopo export) or synthetic:DESCRIPTION",
+                           &DaemonConfig::topology, false));
+  o.push_back({"reserved_cpus", "", "reserve exactly these CPUs (Linux list); empty: reserved_cpu_count", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 if (v.empty()) {
+                   c.reservedCpus.cpus.reset();
+                   return {};
+                 }
+                 VRI_ASSIGN_OR_RETURN(c.reservedCpus.cpus, CpuSet::parse(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return c.reservedCpus.cpus ? c.reservedCpus.cpus->format() : ""; }});
+  o.push_back({"reserved_cpu_count", "0",
+               "reserve this many CPUs, chosen as kubelet chooses; 0: ceil(system_reserved_cpu + kube_reserved_cpu)",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 8192));
+                 c.reservedCpus.count = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.reservedCpus.count); }});
+  o.push_back({"strict_cpu_reservation", "false", "keep the reserved CPUs out of the shared pool", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.reservedCpus.strict, parseBool(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return boolName(c.reservedCpus.strict); }});
+  o.push_back(quantityOption("system_reserved_cpu", "1", "kubelet's --system-reserved cpu",
+                             &NodeReservations::systemReservedCpu));
+  o.push_back(
+      quantityOption("kube_reserved_cpu", "0", "kubelet's --kube-reserved cpu", &NodeReservations::kubeReservedCpu));
+  o.push_back(quantityOption("system_reserved_memory", "0", "kubelet's --system-reserved memory",
+                             &NodeReservations::systemReservedMemory));
+  o.push_back(quantityOption("kube_reserved_memory", "0", "kubelet's --kube-reserved memory",
+                             &NodeReservations::kubeReservedMemory));
+  o.push_back(quantityOption("eviction_hard_memory", "100Mi", "kubelet's --eviction-hard memory.available",
+                             &NodeReservations::evictionHardMemory));
+  // Allocator and NUMA policy.
+  o.push_back(takeOption("full_pcpus_only", "false", "kubelet's full-pcpus-only: exclusive CPUs as whole cores",
+                         &CpuTakeOptions::fullPcpusOnly));
+  o.push_back(takeOption("distribute_cpus_across_numa", "false", "kubelet's distribute-cpus-across-numa",
+                         &CpuTakeOptions::distributeCpusAcrossNuma));
+  o.push_back(takeOption("align_by_socket", "false", "kubelet's align-by-socket", &CpuTakeOptions::alignBySocket));
+  o.push_back(takeOption("prefer_align_cpus_by_uncorecache", "false", "kubelet's prefer-align-cpus-by-uncorecache",
+                         &CpuTakeOptions::preferAlignByUncoreCache));
+  o.push_back(takeOption("numa_fit", "true",
+                         "VRI's placement (best-fit NUMA node, whole cores); false: kubelet's packed fill",
+                         &CpuTakeOptions::numaFit));
+  o.push_back({"topology_manager_policy", "none", "none, best-effort, restricted or single-numa-node", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.topologyManager.policy, parseTopologyPolicy(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return topologyPolicyName(c.topologyManager.policy); }});
+  o.push_back({"topology_manager_scope", "container",
+               "container, or pod (the shim then admits a pod's containers together)", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 if (v == "container") {
+                   c.topologyScope = TopologyScope::kContainer;
+                 } else if (v == "pod") {
+                   c.topologyScope = TopologyScope::kPod;
+                 } else {
+                   return Error::invalidArgument("want container or pod, got " + quoteForMessage(v));
+                 }
+                 return {};
+               },
+               [](const DaemonConfig& c) {
+                 return std::string(c.topologyScope == TopologyScope::kPod ? "pod" : "container");
+               }});
+  o.push_back({"prefer_closest_numa_nodes", "false", "the topology manager's prefer-closest-numa-nodes", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.topologyManager.preferClosestNumaNodes, parseBool(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return boolName(c.topologyManager.preferClosestNumaNodes); }});
+  o.push_back(boolOption("pin_guaranteed_memory", "false",
+                         "Guaranteed containers with exclusive CPUs get their memory on the same NUMA nodes",
+                         &DaemonConfig::pinGuaranteedMemory));
+  o.push_back({"vm_memory_overhead", "256Mi", "memory added to every VM's for QEMU itself", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.vmMemoryOverheadBytes, parseBytes(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.vmMemoryOverheadBytes); }});
+  o.push_back({"shared_vcpu_request", "1", "what one shared vCPU asks of the shared pool (CPU quantity)", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(Quantity q, Quantity::parse(v));
+                 if (q.milliValue() <= 0) return Error::invalidArgument("must be more than 0");
+                 c.sharedVcpuMilli = q.milliValue();
+                 return {};
+               },
+               [](const DaemonConfig& c) { return Quantity::fromMilli(c.sharedVcpuMilli).toString(); }});
+  // The service.
+  o.push_back(stringOption("socket", "/run/vri/vri.sock", "the read-only socket (mode 0666)", &DaemonConfig::socket,
+                           true));
+  o.push_back(stringOption("admin_socket", "/run/vri/admin.sock",
+                           "the admin socket (mode 0660), the only one that accepts changes",
+                           &DaemonConfig::adminSocket, true));
+  o.push_back(stringOption("admin_group", "", "the group that owns the admin socket; empty: vrid's own group",
+                           &DaemonConfig::adminGroup, false));
+  o.push_back({"max_request_bytes", "1048576", "larger requests are refused with RESOURCE_EXHAUSTED", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 1024, 64 << 20));
+                 c.maxRequestBytes = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.maxRequestBytes); }});
+  o.push_back(stringOption("state_dir", "/var/lib/vri", "where the ledger (ledger.sqlite) lives",
+                           &DaemonConfig::stateDir, true));
+  o.push_back({"durability", "normal", "normal: commits survive vrid crashing; full: also power loss", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.durability, parseDurability(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) {
+                 return std::string(c.durability == Durability::kFull ? "full" : "normal");
+               }});
+  o.push_back(stringOption("libvirt_uri", "qemu:///system", "the libvirt connection for the VM side",
+                           &DaemonConfig::libvirtUri, false));
+  o.push_back({"log_level", "info", "error, warning, info or debug", true,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.logLevel, parseLogLevel(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::string(logLevelName(c.logLevel)); }});
+  o.push_back({"reconcile_interval", "30", "seconds between drift repairs; 0: only at start-up and on request", true,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 86400));
+                 c.reconcileIntervalSeconds = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.reconcileIntervalSeconds); }});
+  return o;
+}
+
+const ConfigOption* findOption(std::string_view name) {
+  for (const ConfigOption& option : configOptions()) {
+    if (name == option.name) return &option;
+  }
+  return nullptr;
+}
+
+Result<void> setOption(DaemonConfig& config, std::string_view name, const std::string& value) {
+  const ConfigOption* option = findOption(name);
+  if (option == nullptr) return Error::invalidArgument("unknown option " + quoteForMessage(name));
+  return option->set(config, value).context(std::string(name));
+}
+
+std::string trim(std::string_view text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(" \t\r");
+  return std::string(text.substr(first, last - first + 1));
+}
+
+}  // namespace
+
+const std::vector<ConfigOption>& configOptions() {
+  static const std::vector<ConfigOption> options = buildOptions();  // immutable after first use
+  return options;
+}
+
+DaemonConfig defaultConfig() {
+  DaemonConfig config;
+  for (const ConfigOption& option : configOptions()) {
+    auto set = option.set(config, option.defaultValue);
+    if (!set.ok()) std::abort();  // a default that does not parse is a bug caught by every test
+  }
+  return config;
+}
+
+Result<void> applyConfigText(DaemonConfig& config, std::string_view text, const std::string& origin) {
+  DaemonConfig next = config;
+  std::set<std::string> seen;
+  int number = 0;
+  for (const std::string_view raw : splitOn(text, '\n')) {
+    ++number;
+    const std::string line = trim(raw);
+    if (line.empty() || line.starts_with("#")) continue;
+    const std::string where = origin + ":" + std::to_string(number);
+    const auto equals = line.find('=');
+    if (equals == std::string::npos) return Error::invalidArgument(where + ": want `name = value`, got " + quoteForMessage(line));
+    const std::string name = trim(std::string_view(line).substr(0, equals));
+    const std::string value = trim(std::string_view(line).substr(equals + 1));
+    if (!seen.insert(name).second) return Error::invalidArgument(where + ": " + quoteForMessage(name) + " is set twice");
+    VRI_TRY(setOption(next, name, value).context(where));
+  }
+  config = std::move(next);
+  return {};
+}
+
+std::string formatConfig(const DaemonConfig& config) {
+  std::string out;
+  for (const ConfigOption& option : configOptions()) out += std::string(option.name) + " = " + option.get(config) + "\n";
+  return out;
+}
+
+std::string daemonUsage() {
+  std::string out =
+      "usage: vrid [--config PATH] [--print-config] [--OPTION=VALUE ...]\n"
+      "\n"
+      "The VRI node resource manager. Options come from the config file (default /etc/vri/vrid.conf,\n"
+      "`name = value` lines) and are overridden by flags of the same name (--reserved-cpus=0-1).\n"
+      "SIGHUP re-reads the file for the options marked (reload); SIGTERM stops after in-flight calls.\n\n";
+  for (const ConfigOption& option : configOptions()) {
+    std::string flag = option.name;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    out += "  --" + flag + " (default: " + (*option.defaultValue ? option.defaultValue : "empty") + ")" +
+           (option.reloadable ? " (reload)" : "") + "\n      " + option.help + "\n";
+  }
+  return out;
+}
+
+Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
+  DaemonCommand command;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    if (flag == "--help" || flag == "-h") {
+      command.help = true;
+      continue;
+    }
+    if (flag == "--print-config") {
+      command.printConfig = true;
+      continue;
+    }
+    if (!flag.starts_with("--")) return Error::invalidArgument("unexpected argument " + quoteForMessage(flag));
+    std::string name = flag.substr(2);
+    std::optional<std::string> value;
+    if (const auto equals = name.find('='); equals != std::string::npos) {
+      value = name.substr(equals + 1);
+      name = name.substr(0, equals);
+    }
+    for (char& c : name) c = c == '-' ? '_' : c;
+    if (!value) {
+      if (i + 1 >= args.size()) return Error::invalidArgument(flag + " needs a value");
+      value = args[++i];
+    }
+    if (name == "config") {
+      command.configPath = *value;
+      command.configPathGiven = true;
+    } else if (findOption(name) == nullptr) {
+      return Error::invalidArgument("unknown flag " + quoteForMessage(flag) + " (see --help)");
+    } else {
+      command.overrides.emplace_back(name, *value);
+    }
+  }
+  return command;
+}
+
+Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command) {
+  DaemonConfig config = defaultConfig();
+  auto text = readWholeFile(command.configPath);
+  if (text.ok()) {
+    VRI_TRY(applyConfigText(config, *text, command.configPath));
+  } else if (command.configPathGiven || text.error().code() != ErrorCode::kNotFound) {
+    return text.error();
+  }
+  for (const auto& [name, value] : command.overrides) VRI_TRY(setOption(config, name, value).context("flag --" + name));
+  return config;
+}
+
+}  // namespace vri

@@ -1,0 +1,93 @@
+// vrid's configuration: one table of options, read from a config file and
+// overridden by flags of the same name.
+//
+// File format (deploy/vrid.conf): one `name = value` per line; `#` starts a
+// comment line; blank lines are ignored; unknown names, repeated names and
+// bad values are refused with the file and line. Flags: `--name=value` or
+// `--name value`, with '-' or '_' between words.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "accounting/ledger.h"
+#include "accounting/ledger_store.h"
+#include "accounting/node_allocatable.h"
+#include "cgroup-model/cgroup_mounts.h"
+#include "cgroup-model/node_tree.h"
+#include "vri/logger.h"
+
+namespace vri {
+
+enum class TopologyScope { kContainer, kPod };
+
+struct DaemonConfig {
+  // The cgroup tree.
+  std::string cgroupRoot;
+  std::optional<CgroupVersion> cgroupVersion;  // nullopt: detect
+  TreeLayout layout;
+  // Topology and reservations.
+  std::string topology;  // live | xml:PATH | synthetic:DESCRIPTION
+  ReservedCpusConfig reservedCpus;
+  NodeReservations reservations;
+  // Allocator and NUMA policy.
+  CpuTakeOptions take;
+  TopologyManagerOptions topologyManager;
+  TopologyScope topologyScope = TopologyScope::kContainer;
+  bool pinGuaranteedMemory = false;
+  uint64_t vmMemoryOverheadBytes = 0;
+  int64_t sharedVcpuMilli = 0;
+  // The service.
+  std::string socket;
+  std::string adminSocket;
+  std::string adminGroup;  // empty: the daemon's own group
+  int maxRequestBytes = 0;
+  std::string stateDir;
+  Durability durability = Durability::kNormal;
+  std::string libvirtUri;
+  // May change at run time (SIGHUP).
+  LogLevel logLevel = LogLevel::kInfo;
+  int reconcileIntervalSeconds = 0;  // 0: only at start-up and on request
+
+  std::string ledgerPath() const { return stateDir + "/ledger.sqlite"; }
+};
+
+struct ConfigOption {
+  const char* name;  // as in the file: "reserved_cpus"
+  const char* defaultValue;
+  const char* help;
+  bool reloadable;  // takes effect on SIGHUP
+  std::function<Result<void>(DaemonConfig&, const std::string&)> set;
+  std::function<std::string(const DaemonConfig&)> get;
+};
+
+// Every option, in the order the documentation lists them.
+const std::vector<ConfigOption>& configOptions();
+
+// Every option at its default.
+DaemonConfig defaultConfig();
+
+// Applies a config file's text on top of `config`; `origin` names it in errors.
+Result<void> applyConfigText(DaemonConfig& config, std::string_view text, const std::string& origin);
+
+// The effective configuration, in the file format.
+std::string formatConfig(const DaemonConfig& config);
+
+struct DaemonCommand {
+  std::string configPath = "/etc/vri/vrid.conf";
+  bool configPathGiven = false;
+  std::vector<std::pair<std::string, std::string>> overrides;  // flags, applied after the file
+  bool help = false;
+  bool printConfig = false;
+};
+
+Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args);
+std::string daemonUsage();
+
+// Reads the file (optional when its path was not given) and applies the flags.
+Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command);
+
+}  // namespace vri

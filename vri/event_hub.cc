@@ -1,0 +1,83 @@
+#include "vri/event_hub.h"
+
+#include <algorithm>
+
+namespace vri {
+
+EventSubscription::Next EventSubscription::next(std::chrono::milliseconds timeout, v1::Event& event) {
+  std::unique_lock lock(mutex_);
+  ready_.wait_for(lock, timeout, [&] { return closed_ || lost_ > 0 || !queue_.empty(); });
+  if (lost_ > 0) {
+    event.Clear();
+    event.set_kind(v1::Event::EVENTS_LOST);
+    event.set_detail(std::to_string(lost_) + " events lost: this watcher fell behind");
+    lost_ = 0;
+    return Next::kEvent;
+  }
+  if (!queue_.empty()) {
+    event = std::move(queue_.front());
+    queue_.pop_front();
+    return Next::kEvent;
+  }
+  return closed_ ? Next::kClosed : Next::kTimeout;
+}
+
+void EventSubscription::push(const v1::Event& event, size_t limit) {
+  {
+    std::lock_guard lock(mutex_);
+    if (queue_.size() >= limit) {
+      queue_.pop_front();
+      ++lost_;
+    }
+    queue_.push_back(event);
+  }
+  ready_.notify_one();
+}
+
+void EventSubscription::close() {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  ready_.notify_all();
+}
+
+void EventHub::publish(v1::Event::Kind kind, std::string tenant, std::string detail) {
+  v1::Event event;
+  event.set_kind(kind);
+  event.set_tenant(std::move(tenant));
+  event.set_detail(std::move(detail));
+  event.set_unix_millis(
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+  std::lock_guard lock(mutex_);
+  event.set_sequence(++sequence_);
+  std::erase_if(subscribers_, [&](const std::weak_ptr<EventSubscription>& weak) {
+    const auto subscriber = weak.lock();
+    if (!subscriber) return true;
+    subscriber->push(event, queueLimit_);
+    return false;
+  });
+}
+
+std::shared_ptr<EventSubscription> EventHub::subscribe() {
+  auto subscription = std::make_shared<EventSubscription>();
+  std::lock_guard lock(mutex_);
+  if (closed_) {
+    subscription->close();
+  } else {
+    subscribers_.push_back(subscription);
+  }
+  return subscription;
+}
+
+void EventHub::close() {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+  for (const auto& weak : subscribers_) {
+    if (const auto subscriber = weak.lock()) subscriber->close();
+  }
+  subscribers_.clear();
+}
+
+}  // namespace vri

@@ -1,0 +1,46 @@
+#include "vri/logger.h"
+
+#include <chrono>
+#include <ctime>
+#include <string>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+Result<LogLevel> parseLogLevel(std::string_view text) {
+  if (text == "error") return LogLevel::kError;
+  if (text == "warning") return LogLevel::kWarning;
+  if (text == "info") return LogLevel::kInfo;
+  if (text == "debug") return LogLevel::kDebug;
+  return Error::invalidArgument("log level must be error, warning, info or debug, not " + quoteForMessage(text));
+}
+
+std::string_view logLevelName(LogLevel level) {
+  switch (level) {
+    case LogLevel::kError: return "error";
+    case LogLevel::kWarning: return "warning";
+    case LogLevel::kInfo: return "info";
+    case LogLevel::kDebug: return "debug";
+  }
+  return "?";
+}
+
+void Logger::log(LogLevel level, std::string_view message) {
+  if (!enabled(level)) return;
+  const auto now = std::chrono::system_clock::now();
+  const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm utc{};
+  gmtime_r(&seconds, &utc);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
+  std::string line = std::string(stamp) + "." + std::to_string(1000 + millis).substr(1) + "Z " +
+                     std::string(logLevelName(level)) + " " + std::string(message) + "\n";
+  std::lock_guard lock(mutex_);
+  std::fwrite(line.data(), 1, line.size(), out_);
+  std::fflush(out_);
+}
+
+}  // namespace vri

@@ -1,0 +1,68 @@
+#include "vri/unix_socket.h"
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <grp.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+#include <vector>
+
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+bool socketAcceptsConnections(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof address.sun_path) return false;
+  address.sun_family = AF_UNIX;
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  const bool connected = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  ::close(fd);
+  return connected;
+}
+
+Result<void> prepareSocketPath(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof address.sun_path)
+    return Error::invalidArgument("socket path " + quoteForMessage(path) + " is too long for a unix socket");
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(parent, ec)) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) return Error::fromErrno(ec.value(), "creating " + parent.string());
+    ::chmod(parent.c_str(), 0755);
+  }
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return {};
+    return Error::fromErrno(errno, "stat " + path);
+  }
+  if (!S_ISSOCK(st.st_mode))
+    return Error::failedPrecondition(quoteForMessage(path) + " exists and is not a socket; not removing it");
+  if (socketAcceptsConnections(path))
+    return Error::failedPrecondition("another process is serving on " + path + " (is vrid already running?)");
+  if (::unlink(path.c_str()) != 0) return Error::fromErrno(errno, "removing the stale socket " + path);
+  return {};
+}
+
+Result<void> setSocketAccess(const std::string& path, mode_t mode, const std::string& group) {
+  if (!group.empty()) {
+    std::vector<char> buffer(16384);
+    struct group entry {};
+    struct group* found = nullptr;
+    const int err = ::getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found);
+    if (err != 0) return Error::fromErrno(err, "looking up group " + group);
+    if (found == nullptr) return Error::invalidArgument("admin_group: no group named " + quoteForMessage(group));
+    if (::chown(path.c_str(), static_cast<uid_t>(-1), found->gr_gid) != 0)
+      return Error::fromErrno(errno, "chgrp " + group + " " + path);
+  }
+  if (::chmod(path.c_str(), mode) != 0) return Error::fromErrno(errno, "chmod " + path);
+  return {};
+}
+
+}  // namespace vri

@@ -1,0 +1,64 @@
+// vrid: the process. Signals are taken by one thread with sigwait, so no
+// handler runs inside gRPC's threads.
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <sys/stat.h>
+
+#include "cgroup-model/kernel_cgroupfs.h"
+#include "vri/daemon.h"
+
+namespace {
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "vrid: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Block the signals before any thread exists, so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // Sockets and the ledger are created private; vrid opens up what it means to.
+  ::umask(077);
+
+  const auto command = vri::parseDaemonCommand(std::vector<std::string>(argv + 1, argv + argc));
+  if (!command.ok()) return fail(command.error().message());
+  if (command->help) {
+    std::cout << vri::daemonUsage();
+    return 0;
+  }
+  auto config = vri::loadDaemonConfig(*command);
+  if (!config.ok()) return fail(config.error().message());
+  if (command->printConfig) {
+    std::cout << vri::formatConfig(*config);
+    return 0;
+  }
+  vri::Logger log(config->logLevel);
+  auto fs = vri::KernelCgroupFs::create(config->cgroupRoot);
+  if (!fs.ok()) return fail(fs.error().message());
+  auto daemon = vri::Daemon::start(*config, *fs, log);
+  if (!daemon.ok()) return fail(daemon.error().message());
+  log.info("ready");
+
+  for (;;) {
+    int received = 0;
+    if (sigwait(&signals, &received) != 0) continue;
+    if (received == SIGHUP) {
+      auto reloaded = vri::loadDaemonConfig(*command);
+      if (!reloaded.ok()) {
+        log.error("reload refused, keeping the running configuration: " + reloaded.error().message());
+        continue;
+      }
+      (*daemon)->reload(*reloaded);
+      continue;
+    }
+    log.info(std::string("received ") + (received == SIGTERM ? "SIGTERM" : "SIGINT"));
+    (*daemon)->shutdown();
+    return 0;
+  }
+}

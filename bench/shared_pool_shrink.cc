@@ -71,8 +71,11 @@ int main(int argc, char** argv) {
   std::vector<vri::VmCgroup> vms;
   for (int t = 0; t < tenants; ++t) {
     if (t % 2 == 0) {
-      pods.push_back(
-          {"pod-" + std::to_string(t), vri::QosClass::kBurstable, {{"c", 100, 0, std::nullopt, std::nullopt, std::nullopt}}, 0, 0});
+      pods.push_back({"pod-" + std::to_string(t),
+                      vri::QosClass::kBurstable,
+                      {{"c", 100, 0, std::nullopt, std::nullopt, std::nullopt}},
+                      0,
+                      0});
       continue;
     }
     vri::VmCgroup vm;

@@ -41,9 +41,9 @@ Result<ContainerSpec> containerSpec(const std::string& name, const std::string& 
   if (name.empty()) return Error::invalidArgument("container_name: must not be empty");
   if (name.size() > 253 || name.find_first_of("/\n") != std::string::npos)
     return Error::invalidArgument("container_name: invalid name " + quoteForMessage(name));
-  if (!id.empty() && (id.size() > 128 || id.starts_with(".") ||
-                      id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.:-") !=
-                          std::string::npos))
+  if (!id.empty() &&
+      (id.size() > 128 || id.starts_with(".") ||
+       id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.:-") != std::string::npos))
     return Error::invalidArgument("container_id: not a runtime id: " + quoteForMessage(id));
   VRI_TRY(checkCpu(request, limit));
   ContainerSpec spec{name, id, init, request, limit, std::nullopt, std::nullopt};

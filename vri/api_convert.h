@@ -26,7 +26,7 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& container,
                              const TreeLayout& layout, v1::ContainerAllocation& out);
 void fillVmAllocation(const VmCpuPlacement& placement, const CpuSet& shared, v1::VmAllocation& out);
 void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out);
-void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope,
-                uint64_t memoryBytes, v1::VmInfo& out);
+void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
+                v1::VmInfo& out);
 
 }  // namespace vri

@@ -6,7 +6,8 @@
 namespace vri {
 
 Result<std::unique_ptr<CgroupBackend>> backendForHost(const CgroupFs& fs, const std::string& cgroupRoot,
-                                                      std::optional<CgroupVersion> version) {
+                                                      std::optional<CgroupVersion> version,
+                                                      const std::vector<std::string>& v1Controllers) {
   VRI_ASSIGN_OR_RETURN(CgroupMounts mounts, readCgroupMounts(fs));
   std::string unified_controllers;
   if (!mounts.unified.empty()) {
@@ -16,13 +17,13 @@ Result<std::unique_ptr<CgroupBackend>> backendForHost(const CgroupFs& fs, const 
   VRI_ASSIGN_OR_RETURN(CgroupVersion chosen, chooseCgroupVersion(mounts, unified_controllers, version));
   if (chosen == CgroupVersion::kV2) return makeV2Backend();
   std::map<std::string, std::string> hierarchies;
-  for (const char* controller : {"cpuset", "cpu", "cpuacct", "pids", "memory", "hugetlb"}) {
+  for (const std::string& controller : v1Controllers) {
     auto hierarchy = v1Hierarchy(mounts, controller, cgroupRoot);
     if (hierarchy.ok()) hierarchies[controller] = *hierarchy;
   }
   for (const char* required : {"cpuset", "cpu"}) {
     if (!hierarchies.count(required))
-      return Error::failedPrecondition(std::string("no cgroup v1 hierarchy for the ") + required +
+      return Error::failedPrecondition(std::string("no cgroup v1 hierarchy mounted for the ") + required +
                                        " controller below " + cgroupRoot);
   }
   return makeV1Backend(std::move(hierarchies));
@@ -39,8 +40,9 @@ Result<NodeScan> CgroupSync::scan() {
 
 Result<CgroupPath> CgroupSync::vmStarted(const std::string& uuid, int qemuPid) {
   if (qemuPid <= 0) return Error::invalidArgument("qemu_pid: must be a process id, got " + std::to_string(qemuPid));
-  VRI_ASSIGN_OR_RETURN(std::string cgroups, fs_.readProc(std::to_string(qemuPid) + "/cgroup")
-                                                .context("qemu_pid " + std::to_string(qemuPid)));
+  VRI_ASSIGN_OR_RETURN(
+      std::string cgroups,
+      fs_.readProc(std::to_string(qemuPid) + "/cgroup").context("qemu_pid " + std::to_string(qemuPid)));
   const std::string controller = backend_->version() == CgroupVersion::kV1 ? "cpuset" : "";
   VRI_ASSIGN_OR_RETURN(CgroupPath scope, vmScopeFromProcCgroup(cgroups, controller, layout_.machinePartition)
                                              .context("qemu_pid " + std::to_string(qemuPid)));

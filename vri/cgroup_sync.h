@@ -21,9 +21,10 @@
 namespace vri {
 
 // Picks the cgroup version and, on v1, the hierarchy of each controller from
-// the mounts below `cgroupRoot` (read through `fs`).
+// the mounts below `cgroupRoot` (read through `fs`), among `v1Controllers`.
 Result<std::unique_ptr<CgroupBackend>> backendForHost(const CgroupFs& fs, const std::string& cgroupRoot,
-                                                      std::optional<CgroupVersion> version);
+                                                      std::optional<CgroupVersion> version,
+                                                      const std::vector<std::string>& v1Controllers);
 
 struct SyncResult {
   std::vector<Drift> drift;  // what differed before (full reconciles only)

@@ -1,12 +1,14 @@
 #include "vri/daemon.h"
 
-#include <filesystem>
+#include <fcntl.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <filesystem>
 
 #include "accounting/hwloc_topology.h"
 #include "vri/unix_socket.h"
@@ -52,13 +54,20 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   std::filesystem::create_directories(config.stateDir, ec);
   if (ec) return Error::fromErrno(ec.value(), "creating the state directory " + config.stateDir);
   ::chmod(config.stateDir.c_str(), 0700);
+  // One vrid per ledger: a second one would check and repair the same tenants.
+  d->lockFd_ = ::open((config.stateDir + "/vrid.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (d->lockFd_ < 0) return Error::fromErrno(errno, "opening " + config.stateDir + "/vrid.lock");
+  if (::flock(d->lockFd_, LOCK_EX | LOCK_NB) != 0) {
+    return Error::failedPrecondition("another vrid is running on the state directory " + config.stateDir);
+  }
   VRI_ASSIGN_OR_RETURN(auto store, LedgerStore::open(config.ledgerPath(), config.durability));
   VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfig(config, allocatable), std::move(store)));
 
-  VRI_ASSIGN_OR_RETURN(auto backend, backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion));
+  VRI_ASSIGN_OR_RETURN(auto backend,
+                       backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion, config.v1Controllers));
   const CgroupVersion version = backend->version();
-  d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable,
-                                          config.sharedVcpuMilli);
+  d->sync_ =
+      std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable, config.sharedVcpuMilli);
   NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything};
   d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts));
   log.info("topology: " + topology->source() + ", " + std::to_string(topology->onlineCpus().count()) +
@@ -164,6 +173,9 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   log_.info("stopped");
 }
 
-Daemon::~Daemon() { shutdown(std::chrono::milliseconds(0)); }
+Daemon::~Daemon() {
+  shutdown(std::chrono::milliseconds(0));
+  if (lockFd_ >= 0) ::close(lockFd_);  // releases the state directory
+}
 
 }  // namespace vri

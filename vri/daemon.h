@@ -56,6 +56,7 @@ class Daemon {
   std::atomic<int> reconcileIntervalSeconds_{0};
   std::thread reconcileThread_;
   bool shutDown_ = false;
+  int lockFd_ = -1;
 };
 
 }  // namespace vri

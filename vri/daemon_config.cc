@@ -1,5 +1,6 @@
 #include "vri/daemon_config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <set>
 
@@ -67,7 +68,10 @@ std::string boolName(bool value) { return value ? "true" : "false"; }
 
 // Builders for the common option shapes.
 ConfigOption boolOption(const char* name, const char* def, const char* help, bool DaemonConfig::*member) {
-  return {name, def, help, false,
+  return {name,
+          def,
+          help,
+          false,
           [member](DaemonConfig& c, const std::string& v) -> Result<void> {
             VRI_ASSIGN_OR_RETURN(c.*member, parseBool(v));
             return {};
@@ -76,7 +80,10 @@ ConfigOption boolOption(const char* name, const char* def, const char* help, boo
 }
 
 ConfigOption takeOption(const char* name, const char* def, const char* help, bool CpuTakeOptions::*member) {
-  return {name, def, help, false,
+  return {name,
+          def,
+          help,
+          false,
           [member](DaemonConfig& c, const std::string& v) -> Result<void> {
             VRI_ASSIGN_OR_RETURN(c.take.*member, parseBool(v));
             return {};
@@ -86,7 +93,10 @@ ConfigOption takeOption(const char* name, const char* def, const char* help, boo
 
 ConfigOption stringOption(const char* name, const char* def, const char* help, std::string DaemonConfig::*member,
                           bool absolute) {
-  return {name, def, help, false,
+  return {name,
+          def,
+          help,
+          false,
           [member, absolute](DaemonConfig& c, const std::string& v) -> Result<void> {
             if (absolute) {
               VRI_ASSIGN_OR_RETURN(c.*member, parseAbsolutePath(v));
@@ -99,7 +109,10 @@ ConfigOption stringOption(const char* name, const char* def, const char* help, s
 }
 
 ConfigOption quantityOption(const char* name, const char* def, const char* help, Quantity NodeReservations::*member) {
-  return {name, def, help, false,
+  return {name,
+          def,
+          help,
+          false,
           [member](DaemonConfig& c, const std::string& v) -> Result<void> {
             VRI_ASSIGN_OR_RETURN(c.reservations.*member, Quantity::parse(v));
             return {};
@@ -123,6 +136,29 @@ std::vector<ConfigOption> buildOptions() {
                },
                [](const DaemonConfig& c) {
                  return c.cgroupVersion ? std::string(cgroupVersionName(*c.cgroupVersion)) : std::string("auto");
+               }});
+  o.push_back({"cgroup_v1_controllers", "cpuset,cpu,cpuacct,pids,memory,hugetlb",
+               "v1: the controllers whose hierarchies vrid creates cgroups in (cpuset and cpu are required)", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 std::vector<std::string> controllers;
+                 for (std::string_view name : splitOn(v, ',')) {
+                   static constexpr std::string_view kKnown[] = {"cpuset", "cpu",    "cpuacct",
+                                                                 "pids",   "memory", "hugetlb"};
+                   if (std::find(std::begin(kKnown), std::end(kKnown), name) == std::end(kKnown))
+                     return Error::invalidArgument("unknown v1 controller " + quoteForMessage(name));
+                   controllers.emplace_back(name);
+                 }
+                 for (const char* required : {"cpuset", "cpu"}) {
+                   if (std::find(controllers.begin(), controllers.end(), required) == controllers.end())
+                     return Error::invalidArgument(std::string("the ") + required + " controller is required");
+                 }
+                 c.v1Controllers = std::move(controllers);
+                 return {};
+               },
+               [](const DaemonConfig& c) {
+                 std::string out;
+                 for (const std::string& name : c.v1Controllers) out += (out.empty() ? "" : ",") + name;
+                 return out;
                }});
   o.push_back({"cgroup_driver", "cgroupfs", "kubelet's cgroup driver: cgroupfs or systemd", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
@@ -256,7 +292,10 @@ std::vector<ConfigOption> buildOptions() {
                  VRI_ASSIGN_OR_RETURN(c.vmMemoryOverheadBytes, parseBytes(v));
                  return {};
                },
-               [](const DaemonConfig& c) { return std::to_string(c.vmMemoryOverheadBytes); }});
+               [](const DaemonConfig& c) {
+                 return Quantity::fromValue(static_cast<int64_t>(c.vmMemoryOverheadBytes), Quantity::Format::kBinarySI)
+                     .toString();
+               }});
   o.push_back({"shared_vcpu_request", "1", "what one shared vCPU asks of the shared pool (CPU quantity)", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(Quantity q, Quantity::parse(v));
@@ -266,8 +305,8 @@ std::vector<ConfigOption> buildOptions() {
                },
                [](const DaemonConfig& c) { return Quantity::fromMilli(c.sharedVcpuMilli).toString(); }});
   // The service.
-  o.push_back(stringOption("socket", "/run/vri/vri.sock", "the read-only socket (mode 0666)", &DaemonConfig::socket,
-                           true));
+  o.push_back(
+      stringOption("socket", "/run/vri/vri.sock", "the read-only socket (mode 0666)", &DaemonConfig::socket, true));
   o.push_back(stringOption("admin_socket", "/run/vri/admin.sock",
                            "the admin socket (mode 0660), the only one that accepts changes",
                            &DaemonConfig::adminSocket, true));
@@ -282,14 +321,13 @@ std::vector<ConfigOption> buildOptions() {
                [](const DaemonConfig& c) { return std::to_string(c.maxRequestBytes); }});
   o.push_back(stringOption("state_dir", "/var/lib/vri", "where the ledger (ledger.sqlite) lives",
                            &DaemonConfig::stateDir, true));
-  o.push_back({"durability", "normal", "normal: commits survive vrid crashing; full: also power loss", false,
-               [](DaemonConfig& c, const std::string& v) -> Result<void> {
-                 VRI_ASSIGN_OR_RETURN(c.durability, parseDurability(v));
-                 return {};
-               },
-               [](const DaemonConfig& c) {
-                 return std::string(c.durability == Durability::kFull ? "full" : "normal");
-               }});
+  o.push_back(
+      {"durability", "normal", "normal: commits survive vrid crashing; full: also power loss", false,
+       [](DaemonConfig& c, const std::string& v) -> Result<void> {
+         VRI_ASSIGN_OR_RETURN(c.durability, parseDurability(v));
+         return {};
+       },
+       [](const DaemonConfig& c) { return std::string(c.durability == Durability::kFull ? "full" : "normal"); }});
   o.push_back(stringOption("libvirt_uri", "qemu:///system", "the libvirt connection for the VM side",
                            &DaemonConfig::libvirtUri, false));
   o.push_back({"log_level", "info", "error, warning, info or debug", true,
@@ -354,10 +392,12 @@ Result<void> applyConfigText(DaemonConfig& config, std::string_view text, const 
     if (line.empty() || line.starts_with("#")) continue;
     const std::string where = origin + ":" + std::to_string(number);
     const auto equals = line.find('=');
-    if (equals == std::string::npos) return Error::invalidArgument(where + ": want `name = value`, got " + quoteForMessage(line));
+    if (equals == std::string::npos)
+      return Error::invalidArgument(where + ": want `name = value`, got " + quoteForMessage(line));
     const std::string name = trim(std::string_view(line).substr(0, equals));
     const std::string value = trim(std::string_view(line).substr(equals + 1));
-    if (!seen.insert(name).second) return Error::invalidArgument(where + ": " + quoteForMessage(name) + " is set twice");
+    if (!seen.insert(name).second)
+      return Error::invalidArgument(where + ": " + quoteForMessage(name) + " is set twice");
     VRI_TRY(setOption(next, name, value).context(where));
   }
   config = std::move(next);
@@ -366,7 +406,10 @@ Result<void> applyConfigText(DaemonConfig& config, std::string_view text, const 
 
 std::string formatConfig(const DaemonConfig& config) {
   std::string out;
-  for (const ConfigOption& option : configOptions()) out += std::string(option.name) + " = " + option.get(config) + "\n";
+  for (const ConfigOption& option : configOptions()) {
+    const std::string value = option.get(config);
+    out += std::string(option.name) + " =" + (value.empty() ? "" : " " + value) + "\n";
+  }
   return out;
 }
 

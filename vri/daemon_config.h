@@ -28,6 +28,7 @@ struct DaemonConfig {
   // The cgroup tree.
   std::string cgroupRoot;
   std::optional<CgroupVersion> cgroupVersion;  // nullopt: detect
+  std::vector<std::string> v1Controllers;      // the v1 controllers vrid creates cgroups in
   TreeLayout layout;
   // Topology and reservations.
   std::string topology;  // live | xml:PATH | synthetic:DESCRIPTION

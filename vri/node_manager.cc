@@ -69,7 +69,8 @@ Result<T> NodeManager::run(const std::string& action, const std::string& tenant,
       undo();
       auto restored = writeCgroups();
       Error error = Error::internal("writing the cgroups failed, nothing was changed: " + written.error().message());
-      if (!restored.ok()) log_.error("restoring the cgroups after a failed " + action + ": " + restored.error().message());
+      if (!restored.ok())
+        log_.error("restoring the cgroups after a failed " + action + ": " + restored.error().message());
       log_.error(action + " " + tenant + ": undone: " + error.message() + " (" + millisSince(start) + ")");
       events_.publish(v1::Event::REFUSED, tenant, action + ": " + error.message());
       return error;

@@ -8,8 +8,8 @@
 // inside libvirtd for the reply.
 #pragma once
 
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>

@@ -1,13 +1,13 @@
 #include "vri/unix_socket.h"
 
-#include <cerrno>
-#include <cstring>
-#include <filesystem>
 #include <grp.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <vector>
 
 #include "cgroup-model/quote.h"

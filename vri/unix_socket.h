@@ -2,8 +2,8 @@
 // the access mode and group after.
 #pragma once
 
-#include <string>
 #include <sys/types.h>
+#include <string>
 
 #include "cgroup-model/result.h"
 

@@ -90,8 +90,7 @@ grpc::Status VriService::AdmitContainer(Context*, const v1::AdmitContainerReques
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::ResizeContainer(Context*, const v1::AdmitContainerRequest* r,
-                                         v1::ContainerAllocation* reply) {
+grpc::Status VriService::ResizeContainer(Context*, const v1::AdmitContainerRequest* r, v1::ContainerAllocation* reply) {
   if (auto denied = denyOnReadOnly("ResizeContainer"); !denied.ok()) return denied;
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());

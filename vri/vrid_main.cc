@@ -1,9 +1,9 @@
 // vrid: the process. Signals are taken by one thread with sigwait, so no
 // handler runs inside gRPC's threads.
+#include <sys/stat.h>
 #include <csignal>
 #include <cstdio>
 #include <iostream>
-#include <sys/stat.h>
 
 #include "cgroup-model/kernel_cgroupfs.h"
 #include "vri/daemon.h"

@@ -173,12 +173,12 @@ TEST(DriftTest, ReportsHandWrittenValuesVanishedAndUnknownCgroups) {
   NodeResources node{cpus("0-1"), cpus("0"), 4000, 0};
   TreeLayout layout;
   layout.ownership = Ownership::kEverything;
-  const std::vector<PodCgroup> pods = {
-      {kUid,
-       QosClass::kBurstable,
-       {{"app", 500, 0, std::nullopt, std::nullopt, std::nullopt}, {"side", 0, 0, std::nullopt, std::nullopt, std::nullopt}},
-       0,
-       0}};
+  const std::vector<PodCgroup> pods = {{kUid,
+                                        QosClass::kBurstable,
+                                        {{"app", 500, 0, std::nullopt, std::nullopt, std::nullopt},
+                                         {"side", 0, 0, std::nullopt, std::nullopt, std::nullopt}},
+                                        0,
+                                        0}};
   makeTree(fs, {"cpuset", "cpu,cpuacct"}, path("machine"));
   auto tree = buildDesiredTree(layout, node, pods, {});
   ASSERT_TRUE(tree.ok());

@@ -30,14 +30,19 @@ NodeResources node() {
 }
 
 std::vector<PodCgroup> pods() {
-  PodCgroup guaranteed{
-      kGuaranteedUid, QosClass::kGuaranteed, {{"app", 2000, 2000, 1ULL << 30, cpus("4-5"), std::nullopt}}, 100, 64ULL << 20};
+  PodCgroup guaranteed{kGuaranteedUid,
+                       QosClass::kGuaranteed,
+                       {{"app", 2000, 2000, 1ULL << 30, cpus("4-5"), std::nullopt}},
+                       100,
+                       64ULL << 20};
   PodCgroup burstable{kBurstableUid,
                       QosClass::kBurstable,
-                      {{"web", 500, 1000, 512ULL << 20, std::nullopt, std::nullopt}, {"log", 250, 0, std::nullopt, std::nullopt, std::nullopt}},
+                      {{"web", 500, 1000, 512ULL << 20, std::nullopt, std::nullopt},
+                       {"log", 250, 0, std::nullopt, std::nullopt, std::nullopt}},
                       0,
                       0};
-  PodCgroup besteffort{kBestEffortUid, QosClass::kBestEffort, {{"batch", 0, 0, std::nullopt, std::nullopt, std::nullopt}}, 0, 0};
+  PodCgroup besteffort{
+      kBestEffortUid, QosClass::kBestEffort, {{"batch", 0, 0, std::nullopt, std::nullopt, std::nullopt}}, 0, 0};
   return {guaranteed, burstable, besteffort};
 }
 

@@ -1,11 +1,11 @@
 // Every RPC of a whole in-process vrid over real unix sockets: happy paths,
 // refusals with their codes and fields, the access rule, events, reconcile,
 // health, hostile bytes, and a restart with live tenants.
-#include <fstream>
 #include <gmock/gmock.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <fstream>
 
 #include "proto/grpc_health_v1.grpc.pb.h"
 #include "tests/vri/daemon_harness.h"
@@ -129,7 +129,8 @@ TEST_F(VridApiTest, ExclusiveAdmitShrinksTheSharedPoolInTheCgroupsAndIsIdempoten
 TEST_F(VridApiTest, ReadOnlySocketAnswersReadsAndRefusesEveryChange) {
   grpc::ClientContext c1, c2, c3, c4, c5;
   v1::ContainerAllocation allocation;
-  const grpc::Status admit = vrid_.readOnly->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 1000, 1000), &allocation);
+  const grpc::Status admit =
+      vrid_.readOnly->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 1000, 1000), &allocation);
   EXPECT_EQ(admit.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   EXPECT_THAT(admit.error_message(), HasSubstr("admin socket"));
   v1::Released released;

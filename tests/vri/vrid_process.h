@@ -1,0 +1,120 @@
+// Runs the real vrid binary as a child process for the tests that need a
+// process: signals, exit codes, socket files, other users.
+#pragma once
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <csignal>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/support/temp_dir.h"
+
+namespace vri::testing {
+
+inline std::string readFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs `argv` to completion with stdout and stderr captured; returns the exit code.
+inline int runCommand(const std::vector<std::string>& argv, std::string* output, const std::string& scratch) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(fd, 1);
+    ::dup2(fd, 2);
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (output) *output = readFile(scratch);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+class VridProcess {
+ public:
+  // Flags that keep vrid off every real cgroup: kubepods and the machine
+  // partition are looked for in a subtree that does not exist, so the
+  // (adopted) roots are missing and nothing is written.
+  explicit VridProcess(const TempDir& tmp, std::string name = "vrid", std::vector<std::string> extra = {})
+      : tmp_(tmp), name_(std::move(name)) {
+    args_ = {VRID_BINARY,
+             "--config=" + tmp.sub("vrid.conf"),
+             "--topology=synthetic:pack:1 numa:2(memory=8GiB) core:2 pu:2",
+             "--state-dir=" + tmp.sub("state"),
+             "--socket=" + tmp.sub("run/vri.sock"),
+             "--admin-socket=" + tmp.sub("run/admin.sock"),
+             "--kubelet-cgroup-root=/vri-absent-" + std::to_string(::getpid()),
+             "--machine-partition=vri-absent-" + std::to_string(::getpid()) + "/machine",
+             "--libvirt-layout=no-systemd",
+             "--vm-memory-overhead=0"};
+    for (std::string& e : extra) args_.push_back(std::move(e));
+    if (::access(tmp.sub("vrid.conf").c_str(), F_OK) != 0) std::ofstream(tmp.sub("vrid.conf")) << "# empty\n";
+  }
+  ~VridProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  std::string socket() const { return tmp_.sub("run/vri.sock"); }
+  std::string adminSocket() const { return tmp_.sub("run/admin.sock"); }
+  std::string log() const { return readFile(tmp_.sub(name_ + ".log")); }
+  pid_t pid() const { return pid_; }
+
+  // Starts vrid and waits until it says it is ready.
+  ::testing::AssertionResult start() {
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(tmp_.sub(name_ + ".log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+      ::dup2(fd, 2);
+      std::vector<char*> args;
+      for (const std::string& a : args_) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      ::execv(args[0], args.data());
+      ::_exit(127);
+    }
+    for (int i = 0; i < 200; ++i) {
+      if (log().find(" ready\n") != std::string::npos) return ::testing::AssertionSuccess();
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return ::testing::AssertionFailure() << "vrid exited at start-up: " << log();
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return ::testing::AssertionFailure() << "vrid not ready after 10 s: " << log();
+  }
+
+  // Sends `signal` and returns the exit code (or 128 + the signal).
+  int stop(int signal = SIGTERM) {
+    ::kill(pid_, signal);
+    int status = 0;
+    ::waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+ private:
+  const TempDir& tmp_;
+  std::string name_;
+  std::vector<std::string> args_;
+  pid_t pid_ = -1;
+};
+
+}  // namespace vri::testing

@@ -1,0 +1,199 @@
+// The vrid binary as a process: its configuration surface, reflection,
+// vrictl against it, SIGHUP, SIGTERM during a burst, stale sockets.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <atomic>
+#include <mutex>
+#include <set>
+
+#include "accounting/ledger_store.h"
+#include "proto/vri.grpc.pb.h"
+#include "tests/proto/reflection_client.grpc.pb.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::readFile;
+using testing::runCommand;
+using testing::VridProcess;
+
+std::unique_ptr<v1::Vri::Stub> stub(const std::string& socket) {
+  return v1::Vri::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
+}
+
+std::string podUid(int n) {
+  char uid[40];
+  std::snprintf(uid, sizeof uid, "5e000000-0000-4000-8000-%012d", n);
+  return uid;
+}
+
+v1::AdmitContainerRequest sharedContainer(int n) {
+  v1::AdmitContainerRequest r;
+  r.set_pod_uid(podUid(n));
+  r.set_qos(v1::BURSTABLE);
+  r.set_container_name("app");
+  r.set_cpu_request_milli(10);
+  return r;
+}
+
+TEST(VridProcessTest, DefaultConfigFileDocumentsEveryOptionWithItsDefault) {
+  testing::TempDir tmp;
+  std::ofstream(tmp.sub("empty.conf")) << "";
+  std::string defaults;
+  ASSERT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("empty.conf"), "--print-config"}, &defaults, tmp.sub("out")),
+            0)
+      << defaults;
+  const std::string documented = readFile(std::string(VRI_SOURCE_DIR) + "/deploy/vrid.conf");
+  int options = 0;
+  std::istringstream lines(defaults);
+  for (std::string line; std::getline(lines, line);) {
+    ++options;
+    EXPECT_THAT(documented, HasSubstr("\n# " + line + "\n")) << "deploy/vrid.conf does not document: " << line;
+  }
+  EXPECT_GT(options, 30);
+  // And the file as shipped is accepted.
+  std::string out;
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + std::string(VRI_SOURCE_DIR) + "/deploy/vrid.conf", "--print-config"},
+                       &out, tmp.sub("out")),
+            0)
+      << out;
+  EXPECT_EQ(out, defaults);
+}
+
+TEST(VridProcessTest, BadConfigurationIsRefusedWithFileAndLine) {
+  testing::TempDir tmp;
+  std::ofstream(tmp.sub("bad.conf")) << "# comment\nreserved_cpus = 3-1\n";
+  std::string out;
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("bad.conf"), "--print-config"}, &out, tmp.sub("out")), 1);
+  EXPECT_THAT(out, HasSubstr("bad.conf:2: reserved_cpus"));
+  EXPECT_THAT(out, HasSubstr("3-1"));
+  std::ofstream(tmp.sub("unknown.conf")) << "reserverd_cpus = 1\n";
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("unknown.conf")}, &out, tmp.sub("out")), 1);
+  EXPECT_THAT(out, HasSubstr("unknown option \"reserverd_cpus\""));
+  EXPECT_EQ(runCommand({VRID_BINARY, "--no-such-flag=1"}, &out, tmp.sub("out")), 1);
+  EXPECT_THAT(out, HasSubstr("unknown flag"));
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("absent.conf")}, &out, tmp.sub("out")), 1);
+}
+
+TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
+  testing::TempDir tmp;
+  VridProcess vrid(tmp);
+  ASSERT_TRUE(vrid.start());
+
+  auto reflection = grpc::reflection::v1alpha::ServerReflection::NewStub(
+      grpc::CreateChannel("unix:" + vrid.socket(), grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  auto stream = reflection->ServerReflectionInfo(&context);
+  grpc::reflection::v1alpha::ServerReflectionRequest request;
+  request.set_list_services("");
+  ASSERT_TRUE(stream->Write(request));
+  stream->WritesDone();
+  grpc::reflection::v1alpha::ServerReflectionResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  std::set<std::string> names;
+  for (const auto& service : response.list_services_response().service()) names.insert(service.name());
+  EXPECT_TRUE(names.count("vri.v1.Vri"));
+  EXPECT_TRUE(names.count("grpc.health.v1.Health"));
+  EXPECT_TRUE(stream->Finish().ok());
+
+  grpc::ClientContext admit_context;
+  v1::ContainerAllocation placed;
+  ASSERT_TRUE(stub(vrid.adminSocket())->AdmitContainer(&admit_context, sharedContainer(7), &placed).ok());
+
+  std::string out;
+  ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "nodeinfo"}, &out, tmp.sub("out")), 0) << out;
+  EXPECT_THAT(out, HasSubstr("CPUs online:"));
+  EXPECT_THAT(out, HasSubstr("8 (0-7)"));
+  ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "pool"}, &out, tmp.sub("out")), 0) << out;
+  EXPECT_THAT(out, HasSubstr("Shared:"));
+  ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "capacity"}, &out, tmp.sub("out")), 0) << out;
+  EXPECT_THAT(out, HasSubstr("CPU allocatable:       7"));
+  ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "list", "--pods", "--json"}, &out, tmp.sub("out")),
+            0);
+  EXPECT_THAT(out, HasSubstr("\"uid\": \"" + podUid(7) + "\""));
+  ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "podinfo", podUid(7)}, &out, tmp.sub("out")), 0);
+  EXPECT_THAT(out, HasSubstr("Container app"));
+  EXPECT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "dominfo", "nosuch"}, &out, tmp.sub("out")), 1);
+  EXPECT_THAT(out, HasSubstr("no VM with UUID or name nosuch"));
+  EXPECT_EQ(vrid.stop(), 0);
+  EXPECT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "nodeinfo"}, &out, tmp.sub("out")), 1);
+  EXPECT_THAT(out, ::testing::StartsWith("vrictl: cannot reach vrid at unix:" + vrid.socket()));
+  EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
+}
+
+TEST(VridProcessTest, SighupReloadsTheLogLevelAndNamesWhatNeedsARestart) {
+  testing::TempDir tmp;
+  std::ofstream(tmp.sub("vrid.conf")) << "log_level = info\n";
+  VridProcess vrid(tmp);
+  ASSERT_TRUE(vrid.start());
+  std::ofstream(tmp.sub("vrid.conf")) << "log_level = debug\nstrict_cpu_reservation = true\n";
+  ::kill(vrid.pid(), SIGHUP);
+  for (int i = 0; i < 100 && vrid.log().find("next start") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_THAT(vrid.log(), HasSubstr("reload: log_level = debug"));
+  EXPECT_THAT(vrid.log(),
+              HasSubstr("strict_cpu_reservation changed in the configuration; it takes effect at the next start"));
+  std::ofstream(tmp.sub("vrid.conf")) << "log_level = loud\n";
+  ::kill(vrid.pid(), SIGHUP);
+  for (int i = 0; i < 100 && vrid.log().find("reload refused") == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_THAT(vrid.log(), HasSubstr("reload refused, keeping the running configuration"));
+  EXPECT_EQ(vrid.stop(), 0);
+}
+
+TEST(VridProcessTest, SigtermDuringABurstLosesNoAcknowledgedDecision) {
+  testing::TempDir tmp;
+  VridProcess vrid(tmp);
+  ASSERT_TRUE(vrid.start());
+  std::mutex mutex;
+  std::set<std::string> acknowledged;
+  std::atomic<int> next{0};
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 8; ++t) {
+    clients.emplace_back([&] {
+      auto client = stub(vrid.adminSocket());
+      for (;;) {
+        const int n = next++;
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+        v1::ContainerAllocation placed;
+        if (!client->AdmitContainer(&context, sharedContainer(n), &placed).ok()) return;  // vrid is gone
+        std::lock_guard lock(mutex);
+        acknowledged.insert(podUid(n));
+      }
+    });
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  EXPECT_EQ(vrid.stop(SIGTERM), 0);
+  for (auto& client : clients) client.join();
+  EXPECT_GT(acknowledged.size(), 20u);
+  EXPECT_THAT(vrid.log(), HasSubstr("stopped"));
+
+  auto store = LedgerStore::open(tmp.sub("state/ledger.sqlite"), Durability::kNormal);
+  ASSERT_TRUE(store.ok()) << store.error().message();
+  auto stored = (*store)->load();
+  ASSERT_TRUE(stored.ok());
+  for (const std::string& uid : acknowledged) EXPECT_TRUE(stored->pods.count(uid)) << uid << " was acknowledged";
+}
+
+TEST(VridProcessTest, ReplacesAStaleSocketButNeitherALiveOneNorALockedLedger) {
+  testing::TempDir tmp;
+  VridProcess first(tmp);
+  ASSERT_TRUE(first.start());
+  VridProcess second(tmp, "second");
+  EXPECT_FALSE(second.start());
+  EXPECT_THAT(second.log(), HasSubstr("another vrid is running on the state directory"));
+  testing::TempDir other_state;
+  VridProcess third_party(tmp, "third-party", {"--state-dir=" + other_state.sub("state")});
+  EXPECT_FALSE(third_party.start());
+  EXPECT_THAT(third_party.log(), HasSubstr("another process is serving on " + first.socket()));
+  EXPECT_EQ(first.stop(SIGKILL), 128 + SIGKILL);  // leaves both socket files behind
+  VridProcess third(tmp, "third");
+  ASSERT_TRUE(third.start());
+  EXPECT_EQ(third.stop(), 0);
+}
+
+}  // namespace
+}  // namespace vri

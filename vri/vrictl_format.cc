@@ -1,0 +1,181 @@
+#include "vri/vrictl_format.h"
+
+#include <cstdio>
+#include <map>
+
+namespace vri {
+
+namespace {
+
+// "Label:          value\n", virsh-style.
+std::string row(const std::string& label, const std::string& value) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%-22s %s\n", (label + ":").c_str(), value.c_str());
+  return line;
+}
+
+std::string cpuAmount(int64_t milli) {
+  char text[32];
+  if (milli % 1000 == 0) {
+    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(milli / 1000));
+  } else {
+    std::snprintf(text, sizeof text, "%.3f", static_cast<double>(milli) / 1000.0);
+  }
+  return text;
+}
+
+std::string qosName(v1::Qos qos) {
+  switch (qos) {
+    case v1::GUARANTEED: return "Guaranteed";
+    case v1::BURSTABLE: return "Burstable";
+    case v1::BEST_EFFORT: return "BestEffort";
+    default: return "?";
+  }
+}
+
+std::string policyName(v1::VmCpuPolicy policy) {
+  switch (policy) {
+    case v1::DEDICATED: return "dedicated";
+    case v1::MIXED: return "mixed";
+    default: return "shared";
+  }
+}
+
+std::string orShared(const std::string& cpus) { return cpus.empty() ? "shared pool" : cpus; }
+
+std::string option(const v1::Node& node, const std::string& name) {
+  const auto it = node.options().find(name);
+  return it == node.options().end() ? "?" : it->second;
+}
+
+}  // namespace
+
+std::string formatBytes(uint64_t bytes) {
+  static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  double value = static_cast<double>(bytes);
+  int unit = 0;
+  while (value >= 1024.0 && unit < 4) {
+    value /= 1024.0;
+    ++unit;
+  }
+  char text[32];
+  if (value == static_cast<double>(static_cast<uint64_t>(value))) {
+    std::snprintf(text, sizeof text, "%llu %s", static_cast<unsigned long long>(value), kUnits[unit]);
+  } else {
+    std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+  }
+  return text;
+}
+
+std::string formatNodeInfo(const v1::Node& n) {
+  std::string out;
+  out += row("Topology", n.topology_source());
+  out += row("CPUs online", std::to_string(n.online_cpus()) + " (" + n.online_cpu_list() + ")");
+  out += row("Packages", std::to_string(n.packages()));
+  out += row("Cores", std::to_string(n.cores()));
+  out += row("NUMA nodes", std::to_string(n.numa_nodes()));
+  for (const v1::NumaNodeInfo& numa : n.numa()) {
+    std::string line = "CPUs " + (numa.cpus().empty() ? std::string("none") : numa.cpus()) + ", " +
+                       formatBytes(numa.memory_bytes()) + ", " + formatBytes(numa.free_memory_bytes()) + " free";
+    for (const auto& [size, pages] : numa.hugepages()) {
+      if (pages > 0) line += ", " + std::to_string(pages) + " x " + formatBytes(size) + " pages";
+    }
+    out += row("  node " + std::to_string(numa.id()), line);
+  }
+  out += row("Cgroup driver", option(n, "cgroup_driver") + " (ownership: " + option(n, "ownership") + ")");
+  out +=
+      row("Topology manager", option(n, "topology_manager_policy") + ", scope " + option(n, "topology_manager_scope"));
+  out += row("Allocator", std::string(option(n, "numa_fit") == "true" ? "VRI placement" : "kubelet packed") +
+                              (option(n, "full_pcpus_only") == "true" ? ", full-pcpus-only" : ""));
+  out += row("Tenants", std::to_string(n.pods()) + " pods, " + std::to_string(n.vms()) + " VMs");
+  return out;
+}
+
+std::string formatCapacity(const v1::Node& n) {
+  std::string out;
+  out += row("CPU capacity", cpuAmount(n.capacity_cpu_milli()));
+  out += row("CPU allocatable", cpuAmount(n.allocatable_cpu_milli()));
+  out += row("CPU shared demand",
+             cpuAmount(n.shared_demand_milli()) + " by " + std::to_string(n.shared_tenants()) + " shared tenants");
+  out += row("Memory capacity", formatBytes(n.capacity_memory_bytes()));
+  out += row("Memory allocatable", formatBytes(n.allocatable_memory_bytes()));
+  out += row("Memory admitted", formatBytes(n.admitted_memory_bytes()));
+  return out;
+}
+
+std::string formatPool(const v1::Node& n) {
+  std::string out;
+  out += row("Reserved", (n.reserved_cpus().empty() ? std::string("none") : n.reserved_cpus()) +
+                             (n.strict_cpu_reservation() ? " (strict)" : ""));
+  out += row("Shared", n.shared_cpus());
+  const std::map<std::string, std::string> owners(n.exclusive_cpus().begin(), n.exclusive_cpus().end());
+  if (owners.empty()) out += row("Exclusive", "none");
+  for (const auto& [owner, cpus] : owners) out += row("Exclusive", cpus + "  " + owner);
+  return out;
+}
+
+std::string formatTenantList(const v1::TenantList& list) {
+  char line[512];
+  std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "Kind", "Id", "Name", "Class", "CPUs");
+  std::string out = line;
+  out += std::string(100, '-') + "\n";
+  for (const v1::Tenant& t : list.tenants()) {
+    if (t.has_pod()) {
+      std::string cpus;
+      for (const v1::ContainerInfo& c : t.pod().containers()) {
+        cpus += (cpus.empty() ? "" : " ") + c.resources().name() + "=" +
+                (c.exclusive_cpus().empty() ? std::string("shared") : c.exclusive_cpus());
+      }
+      std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "pod", t.pod().uid().c_str(),
+                    t.pod().name().c_str(), qosName(t.pod().qos()).c_str(), cpus.c_str());
+    } else {
+      const v1::VmInfo& vm = t.vm();
+      std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "vm", vm.uuid().c_str(), vm.name().c_str(),
+                    (policyName(vm.spec().cpu_policy()) + (vm.reserved_only() ? "*" : "")).c_str(),
+                    orShared(vm.allocation().exclusive_cpus()).c_str());
+    }
+    out += line;
+  }
+  return out;
+}
+
+std::string formatVmInfo(const v1::VmInfo& vm) {
+  std::string out;
+  out += row("Name", vm.name());
+  out += row("UUID", vm.uuid());
+  out += row("State", vm.reserved_only() ? "reserved (defined, not running)" : "admitted");
+  out += row("CPU policy", policyName(vm.spec().cpu_policy()));
+  out += row("vCPUs", std::to_string(vm.spec().vcpus()));
+  for (int i = 0; i < vm.allocation().vcpu_cpus_size(); ++i) {
+    const int cpu = vm.allocation().vcpu_cpus(i);
+    out += row("  vcpu" + std::to_string(i),
+               cpu < 0 ? "shared pool " + vm.allocation().shared_cpus() : "CPU " + std::to_string(cpu));
+  }
+  out += row("Emulator", orShared(vm.allocation().emulator_cpus()));
+  if (!vm.allocation().held_back_cpus().empty()) out += row("Held back", vm.allocation().held_back_cpus());
+  out += row("Memory",
+             formatBytes(vm.memory_bytes()) +
+                 (vm.allocation().cpuset_mems().empty() ? "" : " on NUMA nodes " + vm.allocation().cpuset_mems()));
+  out += row("Cgroup", vm.scope().empty() ? "not known yet" : vm.scope());
+  return out;
+}
+
+std::string formatPodInfo(const v1::PodInfo& pod) {
+  std::string out;
+  out += row("Name", pod.name());
+  out += row("UID", pod.uid());
+  out += row("QoS", qosName(pod.qos()));
+  out += row("Memory", formatBytes(pod.memory_bytes()));
+  for (const v1::ContainerInfo& c : pod.containers()) {
+    const v1::ContainerResources& r = c.resources();
+    std::string line = "request " + cpuAmount(r.cpu_request_milli()) +
+                       (r.cpu_limit_milli() > 0 ? ", limit " + cpuAmount(r.cpu_limit_milli()) : "") + ", CPUs " +
+                       c.cpuset_cpus() + (c.exclusive_cpus().empty() ? " (shared)" : " (exclusive)");
+    if (!c.cpuset_mems().empty()) line += ", mems " + c.cpuset_mems();
+    if (r.init()) line += ", init";
+    out += row("Container " + r.name(), line);
+  }
+  return out;
+}
+
+}  // namespace vri

@@ -1,9 +1,36 @@
 #!/usr/bin/env bash
-# Installs what VRI needs, builds it, and runs its main job on this machine:
-# printing the discovered topology and the CPU pools VRI would manage.
-# Arguments go to vri-topology (try --help).
+# Installs what VRI needs, builds it, starts vrid on this machine (state and
+# sockets under the checkout's .vri/) and shows a first call through vrictl.
+# vrid keeps running; stop it with: kill "$(cat .vri/vrid.pid)"
+# Arguments go to vrid as flags (try --help), e.g. --reserved-cpus=0.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 "$repo/scripts/install-deps.sh" >&2
 "$repo/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
-exec "$repo/build/vri/vri-topology" "$@"
+
+state="$repo/.vri"
+mkdir -p "$state"
+if [[ -f "$state/vrid.pid" ]] && kill -0 "$(cat "$state/vrid.pid")" 2>/dev/null; then
+  echo "vrid is already running (pid $(cat "$state/vrid.pid")); stopping it first" >&2
+  kill "$(cat "$state/vrid.pid")"
+  while kill -0 "$(cat "$state/vrid.pid")" 2>/dev/null; do sleep 0.1; done
+fi
+# Without systemd (as on these machines) libvirt's VMs live under machine/.
+layout=(--libvirt-layout=systemd-libvirt-level --machine-partition=machine.slice)
+[[ -d /run/systemd/system ]] || layout=(--libvirt-layout=no-systemd --machine-partition=machine)
+
+"$repo/build/vri/vrid" --config="$repo/deploy/vrid.conf" --state-dir="$state/state" \
+  --socket="$state/run/vri.sock" --admin-socket="$state/run/admin.sock" "${layout[@]}" "$@" \
+  2>>"$state/vrid.log" &
+echo $! >"$state/vrid.pid"
+for _ in $(seq 100); do
+  grep -q " ready$" "$state/vrid.log" 2>/dev/null && break
+  kill -0 "$(cat "$state/vrid.pid")" 2>/dev/null || { tail -5 "$state/vrid.log" >&2; exit 1; }
+  sleep 0.1
+done
+echo "vrid is running (pid $(cat "$state/vrid.pid"), log $state/vrid.log)"
+echo "\$ vrictl --socket $state/run/vri.sock nodeinfo"
+"$repo/build/vri/vrictl" --socket "$state/run/vri.sock" nodeinfo
+echo "\$ vrictl --socket $state/run/vri.sock pool"
+"$repo/build/vri/vrictl" --socket "$state/run/vri.sock" pool
+echo "stop it with: kill \$(cat $state/vrid.pid)"

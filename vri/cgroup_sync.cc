@@ -1,5 +1,7 @@
 #include "vri/cgroup_sync.h"
 
+#include <algorithm>
+
 #include "cgroup-model/libvirt_namer.h"
 #include "vri/ledger_tree.h"
 
@@ -73,6 +75,16 @@ Result<SyncResult> CgroupSync::apply(const Ledger& ledger, bool withDrift, bool 
   }
   const LedgerTreeInputs inputs{ledger.topology(), layout_, allocatable_, sharedVcpuMilli_, scopes};
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(snapshot, inputs));
+  if (backend_->version() == CgroupVersion::kV1) {
+    const auto managed = [&](const char* controller) {
+      return std::find(controllers_.begin(), controllers_.end(), controller) != controllers_.end();
+    };
+    for (auto& [path, spec] : desired.cgroups) {
+      if (!managed("memory")) spec.settings.memoryMax.reset();
+      if (!managed("hugetlb")) spec.settings.hugetlbMax.clear();
+      if (!managed("pids")) spec.settings.pidsMax.reset();
+    }
+  }
   SyncResult result;
   result.shared = snapshot.shared;
   if (withDrift) {

@@ -34,13 +34,16 @@ struct SyncResult {
 
 class CgroupSync {
  public:
+  // `controllers`: v1, the controllers vrid manages; values of the others
+  // (a host that keeps vrid out of the memory hierarchy) are left alone.
   CgroupSync(CgroupFs& fs, std::unique_ptr<CgroupBackend> backend, TreeLayout layout, NodeAllocatable allocatable,
-             int64_t sharedVcpuMilli)
+             int64_t sharedVcpuMilli, std::vector<std::string> controllers)
       : fs_(fs),
         backend_(std::move(backend)),
         layout_(std::move(layout)),
         allocatable_(allocatable),
-        sharedVcpuMilli_(sharedVcpuMilli) {}
+        sharedVcpuMilli_(sharedVcpuMilli),
+        controllers_(std::move(controllers)) {}
 
   const CgroupBackend& backend() const { return *backend_; }
   const TreeLayout& layout() const { return layout_; }
@@ -62,6 +65,7 @@ class CgroupSync {
   TreeLayout layout_;
   NodeAllocatable allocatable_;
   int64_t sharedVcpuMilli_;
+  std::vector<std::string> controllers_;
   mutable std::mutex scopesMutex_;
   std::map<std::string, CgroupPath> vmScopes_;
   std::mutex applyMutex_;

@@ -66,8 +66,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_ASSIGN_OR_RETURN(auto backend,
                        backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion, config.v1Controllers));
   const CgroupVersion version = backend->version();
-  d->sync_ =
-      std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable, config.sharedVcpuMilli);
+  d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable,
+                                          config.sharedVcpuMilli, config.v1Controllers);
   NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything};
   d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts));
   log.info("topology: " + topology->source() + ", " + std::to_string(topology->onlineCpus().count()) +

@@ -42,7 +42,14 @@ bool NodeManager::sharedPoolMoved() const {
 }
 
 Result<int> NodeManager::writeCgroups() {
+  // Decisions that wait together share one apply: an apply whose snapshot was
+  // taken after this decision committed covers it.
+  const uint64_t mine = ++decisions_;
+  std::lock_guard write_lock(writeMutex_);
+  if (appliedThrough_ >= mine) return 0;
+  const uint64_t covering = decisions_.load();
   VRI_ASSIGN_OR_RETURN(SyncResult written, sync_.apply(ledger_));
+  appliedThrough_ = covering;
   std::lock_guard lock(appliedMutex_);
   if (written.shared != appliedShared_) {
     events_.publish(v1::Event::SHARED_POOL_CHANGED, "", appliedShared_.format() + " -> " + written.shared.format());

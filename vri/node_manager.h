@@ -8,6 +8,7 @@
 // inside libvirtd for the reply.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -83,6 +84,9 @@ class NodeManager {
   EventHub& events_;
   Logger& log_;
   NodeFacts facts_;
+  std::atomic<uint64_t> decisions_{0};  // decisions that asked for their cgroups to be written
+  std::mutex writeMutex_;
+  uint64_t appliedThrough_ = 0;  // every decision up to this one is on the cgroupfs
   mutable std::mutex appliedMutex_;
   CpuSet appliedShared_;  // the shared pool the cgroups were last written for
 };

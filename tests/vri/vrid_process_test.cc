@@ -97,6 +97,8 @@ TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   EXPECT_TRUE(names.count("vri.v1.Vri"));
   EXPECT_TRUE(names.count("grpc.health.v1.Health"));
   EXPECT_TRUE(stream->Finish().ok());
+  stream.reset();
+  reflection.reset();  // an open connection would hold vrid's shutdown for its grace period
 
   grpc::ClientContext admit_context;
   v1::ContainerAllocation placed;

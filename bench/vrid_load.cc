@@ -1,0 +1,233 @@
+// Load on a running vrid: N concurrent clients doing admit/release pairs of
+// shared containers for a fixed time, then the same with exclusive ones,
+// beside a baseline measured in the same run — per pair, two empty RPCs
+// (health checks) and two empty sqlite commits of the same durability —,
+// and vrid's resident memory with 1,000 live tenants.
+//
+//   vrid_load [--vrid PATH] [--clients 16] [--seconds 5] [--durability normal|full] [--tenants 1000]
+//
+// vrid runs as its own process on a synthetic 64-CPU machine, pointed at
+// cgroups that do not exist, so the figures are the decision path: RPC,
+// ledger, sqlite commit, and the cgroup plan.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "accounting/ledger_store.h"
+#include "proto/grpc_health_v1.grpc.pb.h"
+#include "proto/vri.grpc.pb.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+struct Options {
+  std::string vrid;
+  int clients = 16;
+  int seconds = 5;
+  std::string durability = "normal";
+  int tenants = 1000;
+};
+
+struct Result {
+  double pairsPerSecond = 0;
+  double p50Ms = 0, p99Ms = 0;  // per call
+  int failures = 0;
+};
+
+std::string podUid(int client, int n) {
+  char uid[40];
+  std::snprintf(uid, sizeof uid, "1a%06d-0000-4000-8000-%012d", client, n);
+  return uid;
+}
+
+// Runs `pair(client, n)` from every client until the time is up.
+template <typename Pair>
+Result drive(int clients, int seconds, Pair pair) {
+  std::vector<std::vector<double>> latencies(clients);
+  std::atomic<long> pairs{0};
+  std::atomic<int> failures{0};
+  const auto end = Clock::now() + std::chrono::seconds(seconds);
+  std::vector<std::thread> threads;
+  const auto start = Clock::now();
+  for (int c = 0; c < clients; ++c) {
+    threads.emplace_back([&, c] {
+      for (int n = 0; Clock::now() < end; ++n) {
+        if (!pair(c, n, latencies[c])) ++failures;
+        ++pairs;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+  std::vector<double> all;
+  for (const auto& l : latencies) all.insert(all.end(), l.begin(), l.end());
+  std::sort(all.begin(), all.end());
+  Result r;
+  r.pairsPerSecond = static_cast<double>(pairs.load()) / elapsed;
+  if (!all.empty()) {
+    r.p50Ms = all[all.size() / 2];
+    r.p99Ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
+  }
+  r.failures = failures.load();
+  return r;
+}
+
+template <typename Call>
+bool timed(std::vector<double>& latencies, Call call) {
+  const auto start = Clock::now();
+  const bool ok = call();
+  latencies.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  return ok;
+}
+
+long rssKiB(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmRSS:")) return std::stol(line.substr(6));
+  }
+  return -1;
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "vrid_load: %s\n", message.c_str());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  o.vrid = (std::filesystem::canonical("/proc/self/exe").parent_path().parent_path() / "vri/vrid").string();
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--vrid")
+      o.vrid = value;
+    else if (flag == "--clients")
+      o.clients = std::stoi(value);
+    else if (flag == "--seconds")
+      o.seconds = std::stoi(value);
+    else if (flag == "--durability")
+      o.durability = value;
+    else if (flag == "--tenants")
+      o.tenants = std::stoi(value);
+    else
+      return fail("unknown flag " + flag);
+  }
+  char pattern[] = "/var/tmp/vrid-load-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) return fail("mkdtemp failed");
+  const std::string dir = pattern;
+  const std::string socket = dir + "/admin.sock";
+  const pid_t vrid = ::fork();
+  if (vrid == 0) {
+    const std::vector<std::string> args = {o.vrid,
+                                           "--config=/dev/null",
+                                           "--topology=synthetic:pack:2 numa:2 core:8 pu:2",
+                                           "--state-dir=" + dir + "/state",
+                                           "--socket=" + dir + "/ro.sock",
+                                           "--admin-socket=" + socket,
+                                           "--kubelet-cgroup-root=/vrid-load-absent",
+                                           "--machine-partition=vrid-load-absent/machine",
+                                           "--libvirt-layout=no-systemd",
+                                           "--durability=" + o.durability,
+                                           "--log-level=warning",
+                                           "--reconcile-interval=0"};
+    std::vector<char*> argv_child;
+    for (const auto& a : args) argv_child.push_back(const_cast<char*>(a.c_str()));
+    argv_child.push_back(nullptr);
+    ::execv(argv_child[0], argv_child.data());
+    ::_exit(127);
+  }
+  auto channel = grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
+  if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10))) {
+    ::kill(vrid, SIGKILL);
+    return fail("vrid did not come up at " + socket);
+  }
+  auto health = grpc::health::v1::Health::NewStub(channel);
+  auto api = vri::v1::Vri::NewStub(channel);
+  auto durability = vri::parseDurability(o.durability);
+  auto store = vri::LedgerStore::open(dir + "/baseline.sqlite", *durability);
+  if (!store.ok()) return fail(store.error().message());
+  std::mutex store_mutex;  // one sqlite connection, as vrid has
+
+  const auto emptyRpcAndCommit = [&](std::vector<double>& lat) {
+    return timed(lat, [&] {
+      grpc::ClientContext context;
+      grpc::health::v1::HealthCheckResponse reply;
+      if (!health->Check(&context, {}, &reply).ok()) return false;
+      std::lock_guard lock(store_mutex);
+      return (*store)->emptyCommit().ok();
+    });
+  };
+  const Result baseline = drive(o.clients, o.seconds, [&](int, int, std::vector<double>& lat) {
+    return emptyRpcAndCommit(lat) && emptyRpcAndCommit(lat);
+  });
+
+  const auto pairOf = [&](bool exclusive) {
+    return [&, exclusive](int client, int n, std::vector<double>& lat) {
+      vri::v1::AdmitContainerRequest admit;
+      admit.set_pod_uid(podUid(client, n));
+      admit.set_qos(exclusive ? vri::v1::GUARANTEED : vri::v1::BURSTABLE);
+      admit.set_container_name("app");
+      admit.set_cpu_request_milli(exclusive ? 1000 : 100);
+      admit.set_cpu_limit_milli(exclusive ? 1000 : 0);
+      if (exclusive) admit.set_memory_limit_bytes(64 << 20);
+      const bool admitted = timed(lat, [&] {
+        grpc::ClientContext context;
+        vri::v1::ContainerAllocation placed;
+        return api->AdmitContainer(&context, admit, &placed).ok();
+      });
+      const bool released = timed(lat, [&] {
+        grpc::ClientContext context;
+        vri::v1::ReleasePodRequest release;
+        release.set_pod_uid(admit.pod_uid());
+        vri::v1::Released done;
+        return api->ReleasePod(&context, release, &done).ok();
+      });
+      return admitted && released;
+    };
+  };
+  const Result shared = drive(o.clients, o.seconds, pairOf(false));
+  const Result exclusive = drive(o.clients, o.seconds, pairOf(true));
+
+  const long idle_rss = rssKiB(vrid);
+  int live = 0;
+  for (int n = 0; n < o.tenants; ++n) {
+    grpc::ClientContext context;
+    vri::v1::AdmitContainerRequest admit;
+    admit.set_pod_uid(podUid(999, n));
+    admit.set_qos(vri::v1::BEST_EFFORT);
+    admit.set_container_name("app");
+    vri::v1::ContainerAllocation placed;
+    if (api->AdmitContainer(&context, admit, &placed).ok()) ++live;
+  }
+  const long loaded_rss = rssKiB(vrid);
+  ::kill(vrid, SIGTERM);
+  int status = 0;
+  ::waitpid(vrid, &status, 0);
+  std::filesystem::remove_all(dir);
+
+  std::printf("vrid_load: %d clients, %d s per phase, durability %s\n", o.clients, o.seconds, o.durability.c_str());
+  const auto row = [&](const char* name, const Result& r) {
+    std::printf("  %-34s %8.0f pairs/s  p50 %6.2f ms  p99 %6.2f ms  failures %d  (%.2fx baseline)\n", name,
+                r.pairsPerSecond, r.p50Ms, r.p99Ms, r.failures, r.pairsPerSecond / baseline.pairsPerSecond);
+  };
+  row("baseline (2x empty RPC + commit)", baseline);
+  row("shared admit/release", shared);
+  row("exclusive admit/release", exclusive);
+  std::printf("  vrid RSS: %.1f MB idle, %.1f MB with %d live tenants\n", idle_rss / 1024.0, loaded_rss / 1024.0, live);
+  std::printf("  exit status after SIGTERM: %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+  return 0;
+}

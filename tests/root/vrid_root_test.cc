@@ -1,0 +1,170 @@
+// vrid as root: the socket access rules checked from an unprivileged user,
+// and decisions written into a private subtree of the real v1 cgroupfs.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <filesystem>
+#include <functional>
+
+#include "cgroup-model/cpuset.h"
+#include "proto/vri.grpc.pb.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::readFile;
+using testing::runCommand;
+using testing::VridProcess;
+
+constexpr char kUid[] = "0e000000-0000-4000-8000-000000000001";
+constexpr char kContainerId[] = "c0ffee01";
+
+std::string self;  // this binary, re-run as the unprivileged client
+
+v1::AdmitContainerRequest guaranteed() {
+  v1::AdmitContainerRequest r;
+  r.set_pod_uid(kUid);
+  r.set_qos(v1::GUARANTEED);
+  r.set_container_name("app");
+  r.set_container_id(kContainerId);
+  r.set_cpu_request_milli(1000);
+  r.set_cpu_limit_milli(1000);
+  r.set_memory_limit_bytes(64ULL << 20);
+  return r;
+}
+
+// Client mode: one call on `socket`, prints the gRPC status code.
+int runClient(const std::string& socket, const std::string& call) {
+  auto stub = v1::Vri::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  grpc::Status status;
+  if (call == "get-node") {
+    v1::Node node;
+    status = stub->GetNode(&context, {}, &node);
+  } else {
+    v1::ContainerAllocation placed;
+    status = stub->AdmitContainer(&context, guaranteed(), &placed);
+  }
+  std::printf("code=%d uid=%d %s\n", static_cast<int>(status.error_code()), static_cast<int>(::getuid()),
+              status.error_message().c_str());
+  return 0;
+}
+
+std::string asNobody(const testing::TempDir& tmp, const std::string& socket, const std::string& call) {
+  std::string out;
+  runCommand(
+      {"/usr/bin/setpriv", "--reuid=nobody", "--regid=nogroup", "--clear-groups", self, "--vri-client", socket, call},
+      &out, tmp.sub("client.out"));
+  return out;
+}
+
+TEST(VridRootTest, AccessRulesHoldForAnUnprivilegedUser) {
+  ASSERT_EQ(::geteuid(), 0u) << "the root tests need root (run ctest as root; CI does)";
+  ASSERT_EQ(::access("/usr/bin/setpriv", X_OK), 0) << "needs setpriv (util-linux)";
+  testing::TempDir tmp;
+  ::chmod(tmp.path().c_str(), 0755);  // nobody must reach the sockets' directory
+  VridProcess vrid(tmp);
+  ASSERT_TRUE(vrid.start());
+  struct stat st {};
+  ASSERT_EQ(::stat(vrid.socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0666u);
+  ASSERT_EQ(::stat(vrid.adminSocket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+
+  EXPECT_THAT(asNobody(tmp, vrid.socket(), "get-node"), HasSubstr("code=0 uid=65534"));
+  // The read-only socket refuses a change in code, not by file permissions.
+  const std::string denied = asNobody(tmp, vrid.socket(), "admit");
+  EXPECT_THAT(denied, HasSubstr("code=7 uid=65534"));
+  EXPECT_THAT(denied, HasSubstr("use the admin socket"));
+  // The admin socket does not let nobody connect at all.
+  EXPECT_THAT(asNobody(tmp, vrid.adminSocket(), "get-node"), HasSubstr("code=14 uid=65534"));
+  EXPECT_EQ(vrid.stop(), 0);
+  // Nothing was admitted by anyone.
+  EXPECT_THAT(vrid.log(), ::testing::Not(HasSubstr("admit pod/")));
+}
+
+// Removes `dir` and the directories below it, deepest first (cgroups refuse rmdir with children).
+void removeCgroupTree(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_directory()) removeCgroupTree(entry.path());
+  }
+  ::rmdir(dir.c_str());
+}
+
+TEST(VridRootTest, DecisionsReachTheRealCgroupfs) {
+  ASSERT_EQ(::geteuid(), 0u) << "the root tests need root (run ctest as root; CI does)";
+  const std::string online = readFile("/sys/fs/cgroup/cpuset/cpuset.effective_cpus");
+  ASSERT_FALSE(online.empty()) << "needs the v1 cpuset hierarchy at /sys/fs/cgroup/cpuset";
+  const CpuSet cpus = *CpuSet::parse(online.substr(0, online.find('\n')));
+  ASSERT_GE(cpus.count(), 2) << "needs 2 CPUs";
+  const std::string mems = readFile("/sys/fs/cgroup/cpuset/cpuset.effective_mems");
+  const std::string root = "vri-test-" + std::to_string(::getpid()) + "-vrid";
+  // The hierarchy directories (a co-mounted "cpu" is a link to "cpu,cpuacct").
+  std::vector<std::string> hierarchies;
+  for (const char* controller : {"cpuset", "cpu", "cpuacct", "pids"}) {
+    std::error_code ec;
+    const auto dir = std::filesystem::canonical(std::string("/sys/fs/cgroup/") + controller, ec);
+    ASSERT_FALSE(ec) << "needs the v1 " << controller << " hierarchy at /sys/fs/cgroup/" << controller;
+    const std::string name = dir.filename();
+    if (std::find(hierarchies.begin(), hierarchies.end(), name) == hierarchies.end()) hierarchies.push_back(name);
+  }
+  // Removes the subtree however the test ends.
+  const std::unique_ptr<const std::string, std::function<void(const std::string*)>> cleanup(
+      &root, [&](const std::string*) {
+        for (const std::string& h : hierarchies) removeCgroupTree("/sys/fs/cgroup/" + h + "/" + root);
+      });
+  for (const std::string& h : hierarchies) ASSERT_EQ(::mkdir(("/sys/fs/cgroup/" + h + "/" + root).c_str(), 0755), 0);
+  std::ofstream("/sys/fs/cgroup/cpuset/" + root + "/cpuset.cpus") << cpus.format();
+  std::ofstream("/sys/fs/cgroup/cpuset/" + root + "/cpuset.mems") << mems.substr(0, mems.find('\n'));
+
+  testing::TempDir tmp;
+  {
+    VridProcess vrid(tmp, "vrid",
+                     {"--topology=live", "--ownership=everything", "--kubelet-cgroup-root=/" + root,
+                      "--machine-partition=" + root + "/machine", "--cgroup-v1-controllers=cpuset,cpu,cpuacct,pids",
+                      "--system-reserved-cpu=1"});
+    ASSERT_TRUE(vrid.start());
+    const std::string kubepods = "/sys/fs/cgroup/cpuset/" + root + "/kubepods";
+    EXPECT_EQ(readFile(kubepods + "/burstable/cpuset.cpus"), cpus.format() + "\n");  // created by vrid
+
+    auto stub = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid.adminSocket(), grpc::InsecureChannelCredentials()));
+    grpc::ClientContext c1;
+    v1::ContainerAllocation placed;
+    ASSERT_TRUE(stub->AdmitContainer(&c1, guaranteed(), &placed).ok());
+    const CpuSet exclusive = *CpuSet::parse(placed.cpuset_cpus());
+    ASSERT_EQ(exclusive.count(), 1);
+    const std::string container = kubepods + "/pod" + kUid + "/" + kContainerId;
+    EXPECT_EQ(readFile(container + "/cpuset.cpus"), exclusive.format() + "\n");
+    EXPECT_EQ(readFile(kubepods + "/burstable/cpuset.cpus"), (cpus - exclusive).format() + "\n");
+    EXPECT_EQ(
+        readFile("/sys/fs/cgroup/cpu/" + root + "/kubepods/pod" + kUid + "/" + kContainerId + "/cpu.cfs_quota_us"),
+        "100000\n");
+    EXPECT_TRUE(std::filesystem::is_directory("/sys/fs/cgroup/pids/" + root + "/kubepods/pod" + kUid));
+
+    grpc::ClientContext c2;
+    v1::ReleasePodRequest release;
+    release.set_pod_uid(kUid);
+    v1::Released released;
+    ASSERT_TRUE(stub->ReleasePod(&c2, release, &released).ok());
+    stub.reset();  // an open connection would hold the shutdown for its grace period
+    EXPECT_FALSE(std::filesystem::exists(kubepods + "/pod" + kUid));
+    EXPECT_EQ(readFile(kubepods + "/burstable/cpuset.cpus"), cpus.format() + "\n");
+    EXPECT_EQ(vrid.stop(), 0);
+  }
+  for (const std::string& h : hierarchies) removeCgroupTree("/sys/fs/cgroup/" + h + "/" + root);
+  for (const std::string& h : hierarchies) EXPECT_FALSE(std::filesystem::exists("/sys/fs/cgroup/" + h + "/" + root));
+}
+
+}  // namespace
+}  // namespace vri
+
+int main(int argc, char** argv) {
+  vri::self = std::filesystem::canonical("/proc/self/exe");
+  if (argc == 4 && std::string(argv[1]) == "--vri-client") return vri::runClient(argv[2], argv[3]);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

@@ -26,12 +26,12 @@ inline std::string readFile(const std::string& path) {
   return text.str();
 }
 
-// Runs `argv` to completion with stdout and stderr captured; returns the exit code.
-inline int runCommand(const std::vector<std::string>& argv, std::string* output, const std::string& scratch) {
+// Starts `argv` with stderr (and stdout too, when `bothStreams`) going to `logPath`.
+inline pid_t spawn(const std::vector<std::string>& argv, const std::string& logPath, int openFlags, bool bothStreams) {
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const int fd = ::open(scratch.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    ::dup2(fd, 1);
+    const int fd = ::open(logPath.c_str(), O_WRONLY | O_CREAT | openFlags, 0644);
+    if (bothStreams) ::dup2(fd, 1);
     ::dup2(fd, 2);
     std::vector<char*> args;
     for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -39,6 +39,12 @@ inline int runCommand(const std::vector<std::string>& argv, std::string* output,
     ::execv(args[0], args.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+// Runs `argv` to completion with stdout and stderr captured; returns the exit code.
+inline int runCommand(const std::vector<std::string>& argv, std::string* output, const std::string& scratch) {
+  const pid_t pid = spawn(argv, scratch, O_TRUNC, true);
   int status = 0;
   ::waitpid(pid, &status, 0);
   if (output) *output = readFile(scratch);
@@ -79,16 +85,7 @@ class VridProcess {
 
   // Starts vrid and waits until it says it is ready.
   ::testing::AssertionResult start() {
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(tmp_.sub(name_ + ".log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-      ::dup2(fd, 2);
-      std::vector<char*> args;
-      for (const std::string& a : args_) args.push_back(const_cast<char*>(a.c_str()));
-      args.push_back(nullptr);
-      ::execv(args[0], args.data());
-      ::_exit(127);
-    }
+    pid_ = spawn(args_, tmp_.sub(name_ + ".log"), O_APPEND, false);
     for (int i = 0; i < 200; ++i) {
       if (log().find(" ready\n") != std::string::npos) return ::testing::AssertionSuccess();
       int status = 0;

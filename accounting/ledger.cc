@@ -50,7 +50,8 @@ bool sameVm(const VmSpec& a, const VmSpec& b) {
   return a.memoryBytes == b.memoryBytes && x.vcpus == y.vcpus && x.cpuPolicy == y.cpuPolicy &&
          x.mixedDedicatedVcpus == y.mixedDedicatedVcpus && x.guestThreadsPerCore == y.guestThreadsPerCore &&
          x.threadPolicy == y.threadPolicy && x.emulatorPolicy == y.emulatorPolicy && x.iothreads == y.iothreads &&
-         x.iothreadPolicy == y.iothreadPolicy && x.preferredNumaNodes == y.preferredNumaNodes;
+         x.iothreadPolicy == y.iothreadPolicy && x.preferredNumaNodes == y.preferredNumaNodes &&
+         x.pinnedVcpuCpus == y.pinnedVcpuCpus;
 }
 
 Result<void> validateVmUuid(const std::string& uuid) {
@@ -530,7 +531,17 @@ Result<VmCpuPlacement> Ledger::admitOrReserveVm(const VmSpec& vm, bool defined) 
   const MemoryRequest memory_request = {{vm.hugepageSize, vm.memoryBytes}};
   VmCpuRequest cpu_request = vm.cpu;
   std::vector<int> nodes;
-  if (numa_bound) {
+  if (numa_bound && !vm.cpu.pinnedVcpuCpus.empty()) {
+    // The user chose the CPUs; memory follows them to their NUMA nodes.
+    for (int cpu : vm.cpu.pinnedVcpuCpus) {
+      const auto* info = cpu == VmCpuPlacement::kShared ? nullptr : topology_->cpu(cpu);
+      if (info != nullptr && std::find(nodes.begin(), nodes.end(), info->numaNode) == nodes.end()) {
+        nodes.push_back(info->numaNode);
+      }
+    }
+    std::sort(nodes.begin(), nodes.end());
+    if (!vm.strictNumaNodes.empty()) nodes = vm.strictNumaNodes;
+  } else if (numa_bound) {
     int exclusive_cpus = 0;
     if (auto dry = planVmCpus(*topology_, pool_.freeForExclusive(), vm.cpu, config_.pool.take); dry.ok()) {
       exclusive_cpus = (dry->exclusive | dry->heldBack).count();

@@ -177,11 +177,12 @@ std::string encodeVm(const VmRecord& vm) {
       << "\nguest_threads=" << cpu.guestThreadsPerCore << "\nthread_policy=" << static_cast<int>(cpu.threadPolicy)
       << "\nemulator_policy=" << static_cast<int>(cpu.emulatorPolicy) << "\niothreads=" << cpu.iothreads
       << "\niothread_policy=" << static_cast<int>(cpu.iothreadPolicy) << "\nnuma=" << intList(cpu.preferredNumaNodes)
-      << "\nmemory=" << vm.spec.memoryBytes << "\nvcpu_cpus=" << intList(p.vcpuCpus)
-      << "\nemulator_cpus=" << p.emulatorCpus.format() << "\niothread_cpus=" << intList(p.iothreadCpus)
-      << "\nexclusive=" << p.exclusive.format() << "\nheld_back=" << p.heldBack.format()
-      << "\nhugepage_size=" << vm.spec.hugepageSize << "\nstrict_numa=" << intList(vm.spec.strictNumaNodes)
-      << "\nmemory_blocks=" << encodeMemoryBlocks(vm.memory) << "\ndefined=" << (vm.defined ? 1 : 0) << "\n";
+      << "\npins=" << intList(cpu.pinnedVcpuCpus) << "\nmemory=" << vm.spec.memoryBytes
+      << "\nvcpu_cpus=" << intList(p.vcpuCpus) << "\nemulator_cpus=" << p.emulatorCpus.format()
+      << "\niothread_cpus=" << intList(p.iothreadCpus) << "\nexclusive=" << p.exclusive.format()
+      << "\nheld_back=" << p.heldBack.format() << "\nhugepage_size=" << vm.spec.hugepageSize
+      << "\nstrict_numa=" << intList(vm.spec.strictNumaNodes) << "\nmemory_blocks=" << encodeMemoryBlocks(vm.memory)
+      << "\ndefined=" << (vm.defined ? 1 : 0) << "\n";
   return out.str();
 }
 
@@ -222,6 +223,8 @@ Result<VmRecord> decodeVm(std::string_view text) {
       cpu.iothreadPolicy = static_cast<HelperThreadPolicy>(v);
     } else if (key == "numa") {
       VRI_ASSIGN_OR_RETURN(cpu.preferredNumaNodes, parseIntList(value, "NUMA node"));
+    } else if (key == "pins") {
+      VRI_ASSIGN_OR_RETURN(cpu.pinnedVcpuCpus, parseIntList(value, "vCPU pin"));
     } else if (key == "memory") {
       VRI_ASSIGN_OR_RETURN(vm.spec.memoryBytes, number<uint64_t>(value, "memory"));
     } else if (key == "vcpu_cpus") {

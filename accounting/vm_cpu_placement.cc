@@ -56,6 +56,54 @@ std::vector<int> mapVcpus(const std::vector<int>& vcpus, int guestThreads, std::
   return left;
 }
 
+void collectExclusive(VmCpuPlacement& placement) {
+  for (int cpu : placement.vcpuCpus) {
+    if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
+  }
+  placement.exclusive |= placement.emulatorCpus;
+  for (int cpu : placement.iothreadCpus) {
+    if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
+  }
+}
+
+// The user's pins: exactly the CPUs named, each free for exclusive use; isolated
+// helper threads still get CPUs VRI chooses, beside them.
+Result<VmCpuPlacement> placePinnedVcpus(const Topology& topology, const CpuSet& free, const VmCpuRequest& request,
+                                        int helpers, const CpuTakeOptions& options) {
+  VmCpuPlacement placement;
+  placement.vcpuCpus = request.pinnedVcpuCpus;
+  placement.iothreadCpus.assign(static_cast<size_t>(request.iothreads), VmCpuPlacement::kShared);
+  CpuSet pinned;
+  for (int cpu : request.pinnedVcpuCpus) {
+    if (cpu != VmCpuPlacement::kShared) pinned.add(cpu);
+  }
+  if (!pinned.isSubsetOf(topology.onlineCpus())) {
+    return Error::invalidArgument("VM " + request.name + ": <vcpupin> names CPUs " +
+                                  (pinned - topology.onlineCpus()).format() + ", which are not online");
+  }
+  if (!pinned.isSubsetOf(free)) {
+    return Error::resourceExhausted("VM " + request.name + ": <vcpupin> names CPUs " + (pinned - free).format() +
+                                    ", which are reserved or held by another tenant (free for exclusive use: " +
+                                    (free.empty() ? std::string("none") : free.format()) + ")");
+  }
+  if (helpers > 0) {
+    std::vector<int> nodes;
+    for (int cpu : pinned) {
+      const int node = topology.cpu(cpu)->numaNode;
+      if (std::find(nodes.begin(), nodes.end(), node) == nodes.end()) nodes.push_back(node);
+    }
+    auto chosen = takeCpus(topology, free - pinned, CpuTakeRequest{helpers, nodes}, options);
+    if (!chosen.ok()) return std::move(chosen).context(describeRequest(request, 0, helpers)).error();
+    auto next = chosen->begin();
+    if (request.emulatorPolicy == HelperThreadPolicy::kIsolate) placement.emulatorCpus.add(*next++);
+    if (request.iothreadPolicy == HelperThreadPolicy::kIsolate) {
+      for (int& cpu : placement.iothreadCpus) cpu = *next++;
+    }
+  }
+  collectExclusive(placement);
+  return placement;
+}
+
 }  // namespace
 
 Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request) {
@@ -64,6 +112,22 @@ Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request) {
                                   " is out of range");
   }
   std::vector<int> ids;
+  if (!request.pinnedVcpuCpus.empty()) {
+    if (request.pinnedVcpuCpus.size() != static_cast<size_t>(request.vcpus)) {
+      return Error::invalidArgument("VM " + request.name + ": " + std::to_string(request.pinnedVcpuCpus.size()) +
+                                    " vCPU pins for " + std::to_string(request.vcpus) + " vCPUs");
+    }
+    for (int vcpu = 0; vcpu < request.vcpus; ++vcpu) {
+      const int cpu = request.pinnedVcpuCpus[static_cast<size_t>(vcpu)];
+      if (cpu < VmCpuPlacement::kShared || cpu >= CpuSet::kMaxCpus) {
+        return Error::invalidArgument("VM " + request.name + ": vCPU " + std::to_string(vcpu) + " is pinned to CPU " +
+                                      std::to_string(cpu) + ", which cannot exist");
+      }
+      if (cpu != VmCpuPlacement::kShared) ids.push_back(vcpu);
+    }
+    if (ids.empty()) return Error::invalidArgument("VM " + request.name + ": vCPU pins name no CPU");
+    return ids;
+  }
   switch (request.cpuPolicy) {
     case VmCpuPolicy::kShared: return ids;
     case VmCpuPolicy::kDedicated:
@@ -104,8 +168,9 @@ Result<VmCpuPlacement> planVmCpus(const Topology& topology, const CpuSet& availa
   const int needed = dedicated + helpers;
   if (needed == 0) return placement;
 
-  const int threads = topology.maxThreadsPerCore();
   const CpuSet free = available & topology.onlineCpus();
+  if (!request.pinnedVcpuCpus.empty()) return placePinnedVcpus(topology, free, request, helpers, options);
+  const int threads = topology.maxThreadsPerCore();
   CpuTakeOptions take_options = options;
   take_options.fullPcpusOnly = false;  // whole cores are asked for explicitly below
   CpuTakeRequest take{needed, request.preferredNumaNodes};
@@ -143,13 +208,7 @@ Result<VmCpuPlacement> planVmCpus(const Topology& topology, const CpuSet& availa
     for (int& cpu : placement.iothreadCpus) cpu = left[next++];
   }
   for (; next < left.size(); ++next) placement.heldBack.add(left[next]);  // require: spare threads of its cores
-  for (int cpu : placement.vcpuCpus) {
-    if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
-  }
-  placement.exclusive |= placement.emulatorCpus;
-  for (int cpu : placement.iothreadCpus) {
-    if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
-  }
+  collectExclusive(placement);
   return placement;
 }
 

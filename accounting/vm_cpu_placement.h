@@ -32,6 +32,9 @@ struct VmCpuRequest {
   int iothreads = 0;
   HelperThreadPolicy iothreadPolicy = HelperThreadPolicy::kShared;  // isolate: one extra CPU per iothread
   std::vector<int> preferredNumaNodes;                              // e.g. from <numatune>; empty: VRI chooses
+  // Pins the user wrote (<vcpupin>): per vCPU id its host CPU, or kShared for
+  // an unpinned vCPU. Non-empty: exactly these CPUs, exclusively, or a refusal.
+  std::vector<int> pinnedVcpuCpus;
 };
 
 struct VmCpuPlacement {
@@ -44,8 +47,8 @@ struct VmCpuPlacement {
   CpuSet mems;                    // cpuset.mems for a NUMA-bound VM (set by the ledger); empty: all nodes
 };
 
-// The vCPU ids that get exclusive CPUs under the request's policy, ascending;
-// refuses ids out of range or repeated.
+// The vCPU ids that get exclusive CPUs under the request's policy (or the
+// user's pins), ascending; refuses ids out of range or repeated.
 Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request);
 
 // Plans a placement from `available` (the CPUs free for exclusive use). When

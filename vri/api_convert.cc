@@ -145,6 +145,17 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
     if (node < 0) return Error::invalidArgument("strict_numa_nodes: negative node " + std::to_string(node));
     vm.strictNumaNodes.push_back(node);
   }
+  if (!r.pinned_vcpu_cpus().empty()) {
+    if (r.pinned_vcpu_cpus_size() != r.vcpus()) {
+      return Error::invalidArgument("pinned_vcpu_cpus: " + std::to_string(r.pinned_vcpu_cpus_size()) + " pins for " +
+                                    std::to_string(r.vcpus()) + " vCPUs");
+    }
+    for (int cpu : r.pinned_vcpu_cpus()) {
+      if (cpu < -1 || cpu >= CpuSet::kMaxCpus)
+        return Error::invalidArgument("pinned_vcpu_cpus: no CPU " + std::to_string(cpu));
+      vm.cpu.pinnedVcpuCpus.push_back(cpu);
+    }
+  }
   return vm;
 }
 
@@ -167,6 +178,7 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm) {
   r.set_memory_bytes(vm.memoryBytes);
   r.set_hugepage_size(vm.hugepageSize);
   for (int node : vm.strictNumaNodes) r.add_strict_numa_nodes(node);
+  for (int cpu : vm.cpu.pinnedVcpuCpus) r.add_pinned_vcpu_cpus(cpu);
   return r;
 }
 

@@ -323,5 +323,36 @@ TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
   EXPECT_TRUE(ledger->snapshot().grants.empty());
 }
 
+TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
+  testing::TempDir tmp;
+  const auto topo = synthetic("pack:2 numa:2(memory=16GiB) core:4 pu:2");
+  const LedgerConfig c = config();
+  VmSpec pinned = dedicatedVm("8f0c1a52-0000-4000-8000-00000000000a", 2);
+  pinned.cpu.cpuPolicy = VmCpuPolicy::kShared;
+  pinned.cpu.pinnedVcpuCpus = {12, 13};
+  {
+    auto ledger = openLedger(tmp.sub("ledger.db"), topo, c);
+    auto placement = ledger->admitVm(pinned);
+    ASSERT_TRUE(placement.ok()) << placement.error().message();
+    EXPECT_EQ(placement->exclusive.format(), "12-13");
+    EXPECT_EQ(placement->mems.format(), "1");  // memory follows the pinned CPUs' node
+    // A second VM asking for one of them is refused, and nothing changes.
+    const auto before = ledger->snapshot();
+    VmSpec other = dedicatedVm("8f0c1a52-0000-4000-8000-00000000000b", 1);
+    other.cpu.pinnedVcpuCpus = {13};
+    auto refused = ledger->admitVm(other);
+    ASSERT_FALSE(refused.ok());
+    EXPECT_THAT(refused.error().message(), HasSubstr("names CPUs 13"));
+    EXPECT_EQ(ledger->snapshot().shared, before.shared);
+    EXPECT_EQ(ledger->snapshot().vms.size(), 1u);
+    expectInvariants(*ledger, c);
+  }
+  auto reopened = openLedger(tmp.sub("ledger.db"), topo, c);
+  ASSERT_TRUE(reopened->findVm(pinned.uuid).has_value());
+  EXPECT_EQ(reopened->findVm(pinned.uuid)->spec.cpu.pinnedVcpuCpus, pinned.cpu.pinnedVcpuCpus);
+  EXPECT_EQ(reopened->admitVm(pinned)->exclusive.format(), "12-13");  // idempotent
+  expectInvariants(*reopened, c);
+}
+
 }  // namespace
 }  // namespace vri

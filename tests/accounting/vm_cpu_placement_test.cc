@@ -134,5 +134,36 @@ TEST(VmCpuPlacementTest, PoolRecordsHeldBackSiblingsAndRefusesAtomically) {
   EXPECT_EQ(pool.shared().format(), "4-15");
 }
 
+TEST(VmCpuPlacementTest, UserPinsAreTakenExactlyOrRefused) {
+  const auto topo = eightCores();
+  VmCpuRequest vm = dedicatedVm(3);
+  vm.cpuPolicy = VmCpuPolicy::kShared;  // pins override the policy
+  vm.pinnedVcpuCpus = {5, VmCpuPlacement::kShared, 9};
+  auto placement = planVmCpus(*topo, topo->onlineCpus(), vm, CpuTakeOptions{});
+  ASSERT_TRUE(placement.ok()) << placement.error().message();
+  EXPECT_THAT(placement->vcpuCpus, ElementsAre(5, VmCpuPlacement::kShared, 9));
+  EXPECT_EQ(placement->exclusive.format(), "5,9");
+  EXPECT_THAT(*dedicatedVcpus(vm), ElementsAre(0, 2));
+
+  vm.emulatorPolicy = HelperThreadPolicy::kIsolate;
+  placement = planVmCpus(*topo, topo->onlineCpus(), vm, CpuTakeOptions{});
+  ASSERT_TRUE(placement.ok()) << placement.error().message();
+  EXPECT_EQ(placement->emulatorCpus.count(), 1);
+  EXPECT_FALSE(placement->emulatorCpus.intersects(CpuSet{5, 9}));
+
+  auto refused = planVmCpus(*topo, topo->onlineCpus() - CpuSet{9}, vm, CpuTakeOptions{});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_THAT(refused.error().message(), HasSubstr("<vcpupin> names CPUs 9, which are reserved or held by another"));
+
+  vm.pinnedVcpuCpus = {5, 40, 9};
+  EXPECT_THAT(planVmCpus(*topo, topo->onlineCpus(), vm, CpuTakeOptions{}).error().message(),
+              HasSubstr("CPUs 40, which are not online"));
+  vm.pinnedVcpuCpus = {5, 9};
+  EXPECT_THAT(dedicatedVcpus(vm).error().message(), HasSubstr("2 vCPU pins for 3 vCPUs"));
+  vm.pinnedVcpuCpus = {-1, -1, -1};
+  EXPECT_THAT(dedicatedVcpus(vm).error().message(), HasSubstr("name no CPU"));
+}
+
 }  // namespace
 }  // namespace vri

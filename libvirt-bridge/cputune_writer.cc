@@ -1,0 +1,93 @@
+#include "libvirt-bridge/cputune_writer.h"
+
+#include "libvirt-bridge/domain_xml.h"
+#include "libvirt-bridge/xml_document.h"
+
+namespace vri {
+
+namespace {
+
+const xmlChar* text(std::string_view s) { return reinterpret_cast<const xmlChar*>(s.data()); }
+
+xmlNodePtr ensureChild(xmlNodePtr parent, const char* name) {
+  if (xmlNodePtr existing = childElement(parent, name)) return existing;
+  return xmlNewChild(parent, nullptr, text(name), nullptr);
+}
+
+void removeChildren(xmlNodePtr parent, std::initializer_list<std::string_view> names) {
+  xmlNodePtr n = parent->children;
+  while (n != nullptr) {
+    xmlNodePtr next = n->next;
+    for (auto name : names) {
+      if (isElement(n, name)) {
+        xmlUnlinkNode(n);
+        xmlFreeNode(n);
+        break;
+      }
+    }
+    n = next;
+  }
+}
+
+void setAttribute(xmlNodePtr node, const char* name, const std::string& value) {
+  xmlSetProp(node, text(name), text(value.c_str()));
+}
+
+// vcpupin/emulatorpin/iothreadpin children of `parent`, in namespace `ns` (null: none).
+void addPins(xmlNodePtr parent, xmlNsPtr ns, const VmPins& pins) {
+  for (size_t vcpu = 0; vcpu < pins.vcpus.size(); ++vcpu) {
+    xmlNodePtr pin = xmlNewChild(parent, ns, text("vcpupin"), nullptr);
+    setAttribute(pin, "vcpu", std::to_string(vcpu));
+    setAttribute(pin, "cpuset", pins.vcpus[vcpu].format());
+  }
+  xmlNodePtr emulator = xmlNewChild(parent, ns, text("emulatorpin"), nullptr);
+  setAttribute(emulator, "cpuset", pins.emulator.format());
+  for (size_t i = 0; i < pins.iothreads.size(); ++i) {
+    xmlNodePtr pin = xmlNewChild(parent, ns, text("iothreadpin"), nullptr);
+    setAttribute(pin, "iothread", std::to_string(i + 1));
+    setAttribute(pin, "cpuset", pins.iothreads[i].format());
+  }
+}
+
+xmlNodePtr vriElement(xmlNodePtr metadata) {
+  for (xmlNodePtr n = metadata->children; n != nullptr; n = n->next) {
+    if (isElement(n, "domain") && n->ns != nullptr && n->ns->href != nullptr &&
+        reinterpret_cast<const char*>(n->ns->href) == kVriXmlNamespace) {
+      return n;
+    }
+  }
+  xmlNodePtr vri = xmlNewChild(metadata, nullptr, text("domain"), nullptr);
+  xmlNsPtr ns = xmlNewNs(vri, text(std::string(kVriXmlNamespace).c_str()), text(std::string(kVriXmlPrefix).c_str()));
+  xmlSetNs(vri, ns);
+  return vri;
+}
+
+}  // namespace
+
+Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins) {
+  VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
+  xmlNodePtr domain = doc.root();
+  if (!isElement(domain, "domain")) return Error::invalidArgument("domain XML: the root element is not <domain>");
+  for (const CpuSet& set : pins.vcpus) {
+    if (set.empty()) return Error::invalidArgument("domain XML: a vCPU pin without CPUs");
+  }
+
+  xmlNodePtr cputune = ensureChild(domain, "cputune");
+  removeChildren(cputune, {"vcpupin", "emulatorpin", "iothreadpin"});
+  addPins(cputune, nullptr, pins);
+
+  if (!pins.mems.empty()) {
+    xmlNodePtr memory = ensureChild(ensureChild(domain, "numatune"), "memory");
+    setAttribute(memory, "mode", "strict");
+    setAttribute(memory, "nodeset", pins.mems.format());
+    xmlUnsetProp(memory, text("placement"));
+  }
+
+  xmlNodePtr vri = vriElement(ensureChild(domain, "metadata"));
+  removeChildren(vri, {"placement"});
+  xmlNodePtr placement = xmlNewChild(vri, vri->ns, text("placement"), nullptr);
+  addPins(placement, vri->ns, pins);
+  return doc.serialize();
+}
+
+}  // namespace vri

@@ -1,0 +1,18 @@
+// Writes VRI's placement into a domain definition: <cputune>'s vcpupin,
+// emulatorpin and iothreadpin replaced, <numatune> set when the memory is
+// NUMA-bound, and the same pins recorded under <metadata><vri:domain>
+// <vri:placement> so that they are read back as VRI's, not the user's.
+// Everything else in the document (shares, quota, devices) is kept.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "cgroup-model/result.h"
+#include "libvirt-bridge/vm_pins.h"
+
+namespace vri {
+
+Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins);
+
+}  // namespace vri

@@ -1,0 +1,291 @@
+#include "libvirt-bridge/domain_xml.h"
+
+#include <cctype>
+#include <charconv>
+
+#include "cgroup-model/quote.h"
+#include "libvirt-bridge/xml_document.h"
+
+namespace vri {
+
+namespace {
+
+template <typename T>
+Result<T> integer(std::string_view text, std::string_view what) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
+    return Error::invalidArgument(std::string(what) + ": not a number: " + quoteForMessage(text));
+  }
+  return value;
+}
+
+Result<uint64_t> scaleUnit(uint64_t value, std::string unit, std::string_view what) {
+  for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::pair<std::string_view, uint64_t> kUnits[] = {
+      {"b", 1},           {"bytes", 1},       {"kb", 1000},          {"k", 1024},           {"kib", 1024},
+      {"mb", 1000000},    {"m", 1ULL << 20},  {"mib", 1ULL << 20},   {"gb", 1000000000ULL}, {"g", 1ULL << 30},
+      {"gib", 1ULL << 30}, {"tb", 1000000000000ULL}, {"t", 1ULL << 40}, {"tib", 1ULL << 40}};
+  for (const auto& [name, factor] : kUnits) {
+    if (unit == name) {
+      if (value > UINT64_MAX / factor) return Error::invalidArgument(std::string(what) + ": too large");
+      return value * factor;
+    }
+  }
+  return Error::invalidArgument(std::string(what) + ": unknown unit " + quoteForMessage(unit));
+}
+
+// <memory unit='KiB'>1048576</memory> and the like; KiB by default.
+Result<uint64_t> sizeOf(xmlNodePtr node, std::string_view what, std::string_view text) {
+  VRI_ASSIGN_OR_RETURN(uint64_t value, integer<uint64_t>(text, what));
+  return scaleUnit(value, attribute(node, "unit").value_or("KiB"), what);
+}
+
+Result<CpuSet> cpusetAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
+  const auto text = attribute(node, name);
+  if (!text) return Error::invalidArgument(std::string(what) + ": no " + std::string(name) + " attribute");
+  // libvirt also accepts "^N" exclusions; VRI does not write them and refuses them rather than misread them.
+  auto parsed = CpuSet::parse(*text);
+  if (!parsed.ok()) return std::move(parsed).context(std::string(what)).error();
+  return parsed;
+}
+
+Result<int> intAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
+  const auto text = attribute(node, name);
+  if (!text) return Error::invalidArgument(std::string(what) + ": no " + std::string(name) + " attribute");
+  VRI_ASSIGN_OR_RETURN(int value, integer<int>(*text, what));
+  if (value < 0) return Error::invalidArgument(std::string(what) + ": negative " + std::string(name));
+  return value;
+}
+
+// The pins under <cputune> or VRI's <placement> (same element names).
+Result<void> readPins(xmlNodePtr parent, std::map<int, CpuSet>& vcpus, std::optional<CpuSet>& emulator,
+                      std::map<int, CpuSet>& iothreads) {
+  for (xmlNodePtr n = parent->children; n != nullptr; n = n->next) {
+    if (isElement(n, "vcpupin")) {
+      VRI_ASSIGN_OR_RETURN(int vcpu, intAttribute(n, "vcpu", "<vcpupin>"));
+      VRI_ASSIGN_OR_RETURN(CpuSet cpus, cpusetAttribute(n, "cpuset", "<vcpupin vcpu='" + std::to_string(vcpu) + "'>"));
+      if (!vcpus.emplace(vcpu, cpus).second) {
+        return Error::invalidArgument("<vcpupin>: vCPU " + std::to_string(vcpu) + " is pinned twice");
+      }
+    } else if (isElement(n, "emulatorpin")) {
+      VRI_ASSIGN_OR_RETURN(emulator, cpusetAttribute(n, "cpuset", "<emulatorpin>"));
+    } else if (isElement(n, "iothreadpin")) {
+      VRI_ASSIGN_OR_RETURN(int id, intAttribute(n, "iothread", "<iothreadpin>"));
+      VRI_ASSIGN_OR_RETURN(CpuSet cpus, cpusetAttribute(n, "cpuset", "<iothreadpin>"));
+      iothreads[id] = cpus;
+    }
+  }
+  return {};
+}
+
+Result<void> readCputune(xmlNodePtr cputune, DomainCputune& out) {
+  VRI_TRY(readPins(cputune, out.vcpupins, out.emulatorpin, out.iothreadpins));
+  if (xmlNodePtr n = childElement(cputune, "shares")) {
+    VRI_ASSIGN_OR_RETURN(out.shares, integer<uint64_t>(textOf(n), "<cputune><shares>"));
+  }
+  if (xmlNodePtr n = childElement(cputune, "period")) {
+    VRI_ASSIGN_OR_RETURN(out.period, integer<uint64_t>(textOf(n), "<cputune><period>"));
+  }
+  if (xmlNodePtr n = childElement(cputune, "quota")) {
+    VRI_ASSIGN_OR_RETURN(out.quota, integer<int64_t>(textOf(n), "<cputune><quota>"));
+  }
+  return {};
+}
+
+Result<void> readVcpus(xmlNodePtr domain, DomainXml& out) {
+  xmlNodePtr vcpu = childElement(domain, "vcpu");
+  if (vcpu == nullptr) {
+    out.maxVcpus = out.currentVcpus = 1;  // libvirt's default
+    return {};
+  }
+  VRI_ASSIGN_OR_RETURN(out.maxVcpus, integer<int>(textOf(vcpu), "<vcpu>"));
+  out.currentVcpus = out.maxVcpus;
+  if (auto current = attribute(vcpu, "current")) {
+    VRI_ASSIGN_OR_RETURN(out.currentVcpus, integer<int>(*current, "<vcpu current>"));
+  }
+  if (out.maxVcpus < 1 || out.maxVcpus > 4096 || out.currentVcpus < 1 || out.currentVcpus > out.maxVcpus) {
+    return Error::invalidArgument("<vcpu>: " + std::to_string(out.currentVcpus) + " of " +
+                                  std::to_string(out.maxVcpus) + " vCPUs is out of range");
+  }
+  return {};
+}
+
+Result<void> readCpuTopology(xmlNodePtr domain, GuestCpuTopology& out) {
+  xmlNodePtr topology = childElement(childElement(domain, "cpu"), "topology");
+  if (topology == nullptr) return {};
+  const auto field = [&](std::string_view name, int fallback) -> Result<int> {
+    const auto text = attribute(topology, name);
+    if (!text) return fallback;
+    VRI_ASSIGN_OR_RETURN(int value, integer<int>(*text, "<cpu><topology " + std::string(name) + ">"));
+    if (value < 1 || value > 4096) {
+      return Error::invalidArgument("<cpu><topology>: " + std::string(name) + " out of range");
+    }
+    return value;
+  };
+  VRI_ASSIGN_OR_RETURN(out.sockets, field("sockets", 1));
+  VRI_ASSIGN_OR_RETURN(out.dies, field("dies", 1));
+  VRI_ASSIGN_OR_RETURN(out.cores, field("cores", 1));
+  VRI_ASSIGN_OR_RETURN(out.threads, field("threads", 1));
+  return {};
+}
+
+Result<void> readMemory(xmlNodePtr domain, DomainXml& out) {
+  xmlNodePtr memory = childElement(domain, "memory");
+  if (memory == nullptr) return Error::invalidArgument("domain XML has no <memory>");
+  VRI_ASSIGN_OR_RETURN(out.memoryBytes, sizeOf(memory, "<memory>", textOf(memory)));
+  out.currentMemoryBytes = out.memoryBytes;
+  if (xmlNodePtr current = childElement(domain, "currentMemory")) {
+    VRI_ASSIGN_OR_RETURN(out.currentMemoryBytes, sizeOf(current, "<currentMemory>", textOf(current)));
+  }
+  if (out.memoryBytes == 0) return Error::invalidArgument("<memory>: a VM needs memory");
+  if (xmlNodePtr hugepages = childElement(childElement(domain, "memoryBacking"), "hugepages")) {
+    out.hugepages = true;
+    if (xmlNodePtr page = childElement(hugepages, "page")) {
+      const auto size = attribute(page, "size");
+      if (!size) return Error::invalidArgument("<hugepages><page>: no size attribute");
+      VRI_ASSIGN_OR_RETURN(uint64_t value, integer<uint64_t>(*size, "<hugepages><page size>"));
+      VRI_ASSIGN_OR_RETURN(out.hugepageSizeBytes,
+                           scaleUnit(value, attribute(page, "unit").value_or("KiB"), "<hugepages><page>"));
+      if (out.hugepageSizeBytes == 0 || (out.hugepageSizeBytes & (out.hugepageSizeBytes - 1)) != 0) {
+        return Error::invalidArgument("<hugepages><page>: not a page size: " + std::to_string(out.hugepageSizeBytes));
+      }
+    }
+  }
+  if (xmlNodePtr numa_memory = childElement(childElement(domain, "numatune"), "memory")) {
+    DomainNumatune numatune;
+    numatune.mode = attribute(numa_memory, "mode").value_or("strict");
+    if (numatune.mode != "strict" && numatune.mode != "preferred" && numatune.mode != "interleave" &&
+        numatune.mode != "restrictive") {
+      return Error::invalidArgument("<numatune><memory>: unknown mode " + quoteForMessage(numatune.mode));
+    }
+    if (attribute(numa_memory, "nodeset")) {
+      VRI_ASSIGN_OR_RETURN(numatune.nodeset, cpusetAttribute(numa_memory, "nodeset", "<numatune><memory>"));
+    }
+    out.numatune = numatune;
+  }
+  return {};
+}
+
+Result<void> readVriMetadata(xmlNodePtr domain, VriDomainMetadata& out) {
+  xmlNodePtr vri = nullptr;
+  if (xmlNodePtr metadata = childElement(domain, "metadata")) {
+    for (xmlNodePtr n = metadata->children; n != nullptr; n = n->next) {
+      if (isElement(n, "domain") && n->ns != nullptr && n->ns->href != nullptr &&
+          reinterpret_cast<const char*>(n->ns->href) == kVriXmlNamespace) {
+        vri = n;
+        break;
+      }
+    }
+  }
+  if (vri == nullptr) return {};
+  const auto oneOf = [](xmlNodePtr node, std::string_view name,
+                        std::initializer_list<std::string_view> allowed) -> Result<std::string> {
+    const auto value = attribute(node, name);
+    if (!value) return std::string();
+    for (auto a : allowed) {
+      if (*value == a) return *value;
+    }
+    std::string list;
+    for (auto a : allowed) list += (list.empty() ? "" : "|") + std::string(a);
+    return Error::invalidArgument("<vri:cpu " + std::string(name) + "=" + quoteForMessage(*value) + ">: must be " +
+                                  list);
+  };
+  if (xmlNodePtr cpu = childElement(vri, "cpu")) {
+    VRI_ASSIGN_OR_RETURN(out.cpuPolicy, oneOf(cpu, "policy", {"shared", "dedicated", "mixed"}));
+    VRI_ASSIGN_OR_RETURN(out.threadPolicy, oneOf(cpu, "thread-policy", {"prefer", "isolate", "require"}));
+    VRI_ASSIGN_OR_RETURN(out.emulatorThreads, oneOf(cpu, "emulator-threads", {"shared", "isolate"}));
+    VRI_ASSIGN_OR_RETURN(out.iothreadPolicy, oneOf(cpu, "iothreads", {"shared", "isolate"}));
+    if (attribute(cpu, "dedicated-vcpus")) {
+      VRI_ASSIGN_OR_RETURN(out.dedicatedVcpus, cpusetAttribute(cpu, "dedicated-vcpus", "<vri:cpu>"));
+    }
+    if (out.cpuPolicy == "mixed" && out.dedicatedVcpus.empty()) {
+      return Error::invalidArgument("<vri:cpu policy='mixed'>: dedicated-vcpus lists no vCPU");
+    }
+  }
+  if (xmlNodePtr placement = childElement(vri, "placement")) {
+    VriPlacementMark mark;
+    VRI_TRY(readPins(placement, mark.vcpupins, mark.emulatorpin, mark.iothreadpins));
+    out.placement = std::move(mark);
+  }
+  return {};
+}
+
+Result<std::string> validUuid(std::string text) {
+  for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool ok = text.size() == 36;
+  for (size_t i = 0; ok && i < text.size(); ++i) {
+    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
+    ok = dash ? text[i] == '-' : std::isxdigit(static_cast<unsigned char>(text[i])) != 0;
+  }
+  if (!ok) return Error::invalidArgument("<uuid>: not a UUID: " + quoteForMessage(text));
+  return text;
+}
+
+}  // namespace
+
+Result<void> validateDomainName(std::string_view name) {
+  if (name.empty()) return Error::invalidArgument("domain XML has no <name>");
+  if (name.size() > 256) return Error::invalidArgument("<name>: longer than 256 bytes");
+  if (name == "." || name == ".." || name.find('/') != std::string_view::npos) {
+    return Error::invalidArgument("<name>: " + quoteForMessage(name) + " cannot be a domain name");
+  }
+  for (unsigned char c : name) {
+    if (c < 0x20 || c == 0x7f) return Error::invalidArgument("<name>: control character in " + quoteForMessage(name));
+  }
+  return {};
+}
+
+bool DomainXml::pinsAreVris() const {
+  if (!vri.placement) return false;
+  const VriPlacementMark& mark = *vri.placement;
+  return mark.vcpupins == cputune.vcpupins && mark.emulatorpin == cputune.emulatorpin &&
+         mark.iothreadpins == cputune.iothreadpins;
+}
+
+Result<DomainXml> parseDomainXml(std::string_view xml) {
+  VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(xml, "domain XML"));
+  xmlNodePtr domain = doc.root();
+  if (!isElement(domain, "domain")) {
+    return Error::invalidArgument("domain XML: the root element is <" + std::string(nodeName(domain)) +
+                                  ">, not <domain>");
+  }
+  DomainXml out;
+  out.name = textOf(childElement(domain, "name"));
+  VRI_TRY(validateDomainName(out.name));
+  const std::string context = "domain " + quoteForMessage(out.name);
+  const auto in = [&](Result<void> r) { return std::move(r).context(context); };
+  const auto fail = [&](Error e) { return Error(e.addContext(context)); };
+  if (xmlNodePtr uuid = childElement(domain, "uuid")) {
+    auto valid = validUuid(textOf(uuid));
+    if (!valid.ok()) return fail(valid.error());
+    out.uuid = *valid;
+  } else {
+    return fail(Error::invalidArgument("no <uuid>"));
+  }
+  if (auto id = attribute(domain, "id"); id && *id != "-1") {
+    auto parsed = integer<int>(*id, "<domain id>");
+    if (!parsed.ok()) return fail(parsed.error());
+    out.id = *parsed;
+  }
+  VRI_TRY(in(readVcpus(domain, out)));
+  VRI_TRY(in(readCpuTopology(domain, out.cpuTopology)));
+  if (xmlNodePtr cputune = childElement(domain, "cputune")) VRI_TRY(in(readCputune(cputune, out.cputune)));
+  VRI_TRY(in(readMemory(domain, out)));
+  if (xmlNodePtr iothreads = childElement(domain, "iothreads")) {
+    auto count = integer<int>(textOf(iothreads), "<iothreads>");
+    if (!count.ok()) return fail(count.error());
+    if (*count < 0 || *count > 1024) return fail(Error::invalidArgument("<iothreads>: out of range"));
+    out.iothreads = *count;
+  }
+  VRI_TRY(in(readVriMetadata(domain, out.vri)));
+  for (const auto& [vcpu, cpus] : out.cputune.vcpupins) {
+    if (vcpu >= out.maxVcpus) {
+      return fail(Error::invalidArgument("<vcpupin vcpu='" + std::to_string(vcpu) + "'>: the domain has " +
+                                       std::to_string(out.maxVcpus) + " vCPUs"));
+    }
+  }
+  return out;
+}
+
+}  // namespace vri

@@ -1,0 +1,89 @@
+// DomainXml: what VRI reads from a libvirt domain definition, and the strict
+// parser that reads it.
+//
+// Units follow libvirt (memory in KiB unless `unit` says otherwise; hugepage
+// sizes likewise). Names and UUIDs are validated here, so nothing downstream
+// sees a name with '/' or "..".
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cgroup-model/cpuset.h"
+#include "cgroup-model/result.h"
+
+namespace vri {
+
+// VRI's own element in <metadata>; see the README for its schema.
+inline constexpr std::string_view kVriXmlNamespace = "urn:vri:domain:1";
+inline constexpr std::string_view kVriXmlPrefix = "vri";
+
+struct GuestCpuTopology {
+  int sockets = 0;  // 0: the XML has no <cpu><topology>
+  int dies = 1;
+  int cores = 0;
+  int threads = 1;
+};
+
+struct DomainCputune {
+  std::map<int, CpuSet> vcpupins;  // vCPU id -> CPUs
+  std::optional<CpuSet> emulatorpin;
+  std::map<int, CpuSet> iothreadpins;  // iothread id -> CPUs
+  std::optional<uint64_t> shares;
+  std::optional<uint64_t> period;
+  std::optional<int64_t> quota;
+};
+
+struct DomainNumatune {
+  std::string mode = "strict";  // strict | preferred | interleave | restrictive
+  CpuSet nodeset;               // empty: libvirt/numad chooses (placement='auto')
+};
+
+// The placement VRI wrote into <cputune>, as recorded in its metadata: if the
+// pins still read exactly so, they are VRI's and not the user's.
+struct VriPlacementMark {
+  std::map<int, CpuSet> vcpupins;
+  std::optional<CpuSet> emulatorpin;
+  std::map<int, CpuSet> iothreadpins;
+};
+
+struct VriDomainMetadata {
+  std::string cpuPolicy;           // "", shared, dedicated, mixed
+  CpuSet dedicatedVcpus;           // with mixed: the dedicated vCPU ids
+  std::string threadPolicy;        // "", prefer, isolate, require
+  std::string emulatorThreads;     // "", shared, isolate
+  std::string iothreadPolicy;      // "", shared, isolate
+  std::optional<VriPlacementMark> placement;
+};
+
+struct DomainXml {
+  std::string name;
+  std::string uuid;  // lower case
+  std::optional<int> id;  // live XML of a running domain
+  int maxVcpus = 0;
+  int currentVcpus = 0;
+  GuestCpuTopology cpuTopology;
+  DomainCputune cputune;
+  uint64_t memoryBytes = 0;         // <memory>: the most the guest can have
+  uint64_t currentMemoryBytes = 0;  // <currentMemory>; = memoryBytes when absent
+  bool hugepages = false;
+  uint64_t hugepageSizeBytes = 0;  // 0 with hugepages: the host's default size
+  std::optional<DomainNumatune> numatune;
+  int iothreads = 0;
+  VriDomainMetadata vri;
+
+  // True when <cputune>'s pins are the ones VRI recorded writing.
+  bool pinsAreVris() const;
+  bool hasUserPins() const { return !cputune.vcpupins.empty() && !pinsAreVris(); }
+};
+
+Result<DomainXml> parseDomainXml(std::string_view xml);
+
+// libvirt's rule for names, plus what VRI needs for paths and messages.
+Result<void> validateDomainName(std::string_view name);
+
+}  // namespace vri

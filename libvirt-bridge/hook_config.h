@@ -1,0 +1,32 @@
+// vri-hook's configuration. libvirt runs the hook with an almost empty
+// environment (LC_ALL, PATH, HOME, PWD), so it comes from a file:
+// /etc/vri/hook.conf, `name = value` lines, `#` comments. A missing file
+// means the defaults; a bad one is refused with the file and line.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "cgroup-model/result.h"
+
+namespace vri {
+
+inline constexpr std::string_view kDefaultHookConfigPath = "/etc/vri/hook.conf";
+
+enum class WhenUnreachable {
+  kStartShared,  // a shared VM starts; vrid adopts it when it is back
+  kRefuse,       // every VM start fails while vrid cannot be reached
+};
+
+struct HookConfig {
+  std::string socket = "/run/vri/admin.sock";  // vrid's admin socket
+  int timeoutMs = 3000;                            // deadline of every call to vrid
+  WhenUnreachable whenUnreachable = WhenUnreachable::kStartShared;
+  std::string qemuPidDir = "/run/libvirt/qemu";  // where libvirt writes <name>.pid
+};
+
+Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file);
+// Reads `path`; a file that does not exist gives the defaults.
+Result<HookConfig> loadHookConfig(const std::string& path);
+
+}  // namespace vri

@@ -1,0 +1,24 @@
+// VmPins: a VM's placement as libvirt's pins (one CPU set per vCPU, for the
+// emulator and per iothread), with shared threads on the shared pool.
+#pragma once
+
+#include <vector>
+
+#include "cgroup-model/cpuset.h"
+#include "cgroup-model/result.h"
+#include "proto/vri.pb.h"
+
+namespace vri {
+
+struct VmPins {
+  std::vector<CpuSet> vcpus;      // index: vCPU id
+  CpuSet emulator;
+  std::vector<CpuSet> iothreads;  // index: iothread id - 1
+  CpuSet mems;                    // empty: no NUMA binding
+
+  bool operator==(const VmPins&) const = default;
+};
+
+Result<VmPins> vmPinsFrom(const v1::VmAllocation& allocation);
+
+}  // namespace vri

@@ -1,0 +1,58 @@
+// vri-hook: libvirt's qemu hook. Install as /etc/libvirt/hooks/qemu (or a file
+// under qemu.d/) before libvirtd starts. Configuration: /etc/vri/hook.conf,
+// or the file named by VRI_HOOK_CONFIG.
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "libvirt-bridge/hook.h"
+#include "libvirt-bridge/xml_document.h"
+
+namespace {
+
+// At most `limit` + 1 bytes, so that an oversized document is seen as such.
+std::string readStdin(size_t limit) {
+  std::string text;
+  char buffer[65536];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
+    if (n <= 0) break;
+    if (text.size() <= limit) text.append(buffer, static_cast<size_t>(n));
+  }
+  return text;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
+    std::cout << "usage: vri-hook DOMAIN OPERATION SUB-OPERATION EXTRA < domain.xml\n"
+                 "libvirt's qemu hook for VRI; configured by /etc/vri/hook.conf (or $VRI_HOOK_CONFIG)\n";
+    return 0;
+  }
+  // Always drain stdin: libvirt writes the whole document whatever the operation.
+  const std::string xml = readStdin(vri::kMaxXmlBytes);
+  if (!vri::hookReadsDomainXml(args)) return 0;
+
+  const char* config_path = std::getenv("VRI_HOOK_CONFIG");
+  auto config = vri::loadHookConfig(config_path != nullptr ? config_path : std::string(vri::kDefaultHookConfigPath));
+  if (!config.ok()) {
+    std::cerr << "vri: " << config.error().message() << "\n";
+    return 1;
+  }
+  grpc::ChannelArguments channel_args;
+  channel_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  auto channel =
+      grpc::CreateCustomChannel("unix:" + config->socket, grpc::InsecureChannelCredentials(), channel_args);
+  auto stub = vri::v1::Vri::NewStub(channel);
+  const vri::HookOutcome outcome = vri::runHook(*config, args, xml, *stub);
+  if (!outcome.out.empty()) std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);
+  if (!outcome.err.empty()) std::fwrite(outcome.err.data(), 1, outcome.err.size(), stderr);
+  return outcome.exitCode;
+}

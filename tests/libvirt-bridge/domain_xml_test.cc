@@ -1,0 +1,231 @@
+#include "libvirt-bridge/domain_xml.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "libvirt-bridge/cputune_writer.h"
+#include "libvirt-bridge/vm_request.h"
+
+namespace vri {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Real `virsh dumpxml` output from libvirt 9.0 (tests/data/domains).
+std::string fixture(const std::string& name) {
+  std::ifstream in(std::string(VRI_TEST_DATA_DIR) + "/domains/" + name);
+  std::ostringstream text;
+  text << in.rdbuf();
+  EXPECT_FALSE(text.str().empty()) << name;
+  return text.str();
+}
+
+std::string minimal(const std::string& inside, const std::string& name = "vm1") {
+  return "<domain type='qemu'><name>" + name +
+         "</name><uuid>4B0C1E2A-6F55-4F0E-9A7E-3C1D2E3F4A5D</uuid><memory unit='GiB'>1</memory>" + inside +
+         "</domain>";
+}
+
+TEST(DomainXmlTest, ReadsADefinedDomainAsVirshDumpsIt) {
+  auto domain = parseDomainXml(fixture("defined-dedicated.xml"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_EQ(domain->name, "vri-test-fixture");
+  EXPECT_EQ(domain->uuid, "4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5b");
+  EXPECT_FALSE(domain->id.has_value());
+  EXPECT_EQ(domain->maxVcpus, 4);
+  EXPECT_EQ(domain->currentVcpus, 2);
+  EXPECT_EQ(domain->cpuTopology.cores, 2);
+  EXPECT_EQ(domain->cpuTopology.threads, 2);
+  EXPECT_EQ(domain->memoryBytes, 128ULL << 20);
+  EXPECT_EQ(domain->currentMemoryBytes, 128ULL << 20);
+  EXPECT_EQ(domain->iothreads, 1);
+  EXPECT_EQ(domain->cputune.vcpupins.at(0).format(), "0");
+  EXPECT_EQ(domain->cputune.vcpupins.at(1).format(), "1");
+  EXPECT_EQ(domain->cputune.emulatorpin->format(), "0-1");
+  EXPECT_EQ(domain->cputune.iothreadpins.at(1).format(), "1");
+  EXPECT_EQ(domain->cputune.shares, 512u);
+  EXPECT_EQ(domain->cputune.period, 100000u);
+  EXPECT_EQ(domain->cputune.quota, 50000);
+  ASSERT_TRUE(domain->numatune.has_value());
+  EXPECT_EQ(domain->numatune->mode, "strict");
+  EXPECT_EQ(domain->numatune->nodeset.format(), "0");
+  EXPECT_EQ(domain->vri.cpuPolicy, "dedicated");
+  EXPECT_EQ(domain->vri.threadPolicy, "isolate");
+  EXPECT_EQ(domain->vri.emulatorThreads, "isolate");
+  EXPECT_TRUE(domain->hasUserPins());  // pins without VRI's mark are the user's
+}
+
+TEST(DomainXmlTest, ReadsARunningDomainsLiveXml) {
+  auto domain = parseDomainXml(fixture("running-shared.xml"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_EQ(domain->id, 1);
+  EXPECT_EQ(domain->currentVcpus, 1);
+  EXPECT_EQ(domain->memoryBytes, 96ULL << 20);
+  EXPECT_FALSE(domain->hasUserPins());
+  auto request = vmRequestFromDomain(*domain);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->cpu_policy(), v1::SHARED);
+  EXPECT_EQ(request->vcpus(), 1);
+  EXPECT_EQ(request->memory_bytes(), 96ULL << 20);
+  EXPECT_TRUE(request->pinned_vcpu_cpus().empty());
+}
+
+TEST(DomainXmlTest, UnitsHugepagesAndNumatune) {
+  auto domain = parseDomainXml(minimal(
+      "<currentMemory unit='MiB'>512</currentMemory><vcpu>2</vcpu>"
+      "<memoryBacking><hugepages><page size='1' unit='GiB'/></hugepages></memoryBacking>"
+      "<numatune><memory mode='strict' nodeset='1'/></numatune>"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_EQ(domain->uuid, "4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5d");  // lower case
+  EXPECT_EQ(domain->memoryBytes, 1ULL << 30);
+  EXPECT_EQ(domain->currentMemoryBytes, 512ULL << 20);
+  EXPECT_EQ(domain->hugepageSizeBytes, 1ULL << 30);
+  auto request = vmRequestFromDomain(*domain);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->memory_bytes(), 1ULL << 30);  // the hard request is <memory>
+  EXPECT_EQ(request->hugepage_size(), 1ULL << 30);
+  EXPECT_THAT(request->strict_numa_nodes(), ElementsAre(1));
+
+  domain = parseDomainXml(minimal("<memoryBacking><hugepages/></memoryBacking>"));
+  ASSERT_TRUE(domain.ok());
+  EXPECT_EQ(vmRequestFromDomain(*domain)->hugepage_size(), kDefaultHugepageBytes);
+}
+
+TEST(DomainXmlTest, PolicyComesFromVriMetadataAndNoTuningIsShared) {
+  const std::string metadata =
+      "<vcpu>4</vcpu><metadata><x:domain xmlns:x='urn:vri:domain:1'>"
+      "<x:cpu policy='mixed' dedicated-vcpus='1-2' thread-policy='require' emulator-threads='isolate' "
+      "iothreads='isolate'/></x:domain></metadata><iothreads>2</iothreads>";
+  auto domain = parseDomainXml(minimal(metadata));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  auto request = vmRequestFromDomain(*domain);
+  ASSERT_TRUE(request.ok()) << request.error().message();
+  EXPECT_EQ(request->cpu_policy(), v1::MIXED);
+  EXPECT_THAT(request->mixed_dedicated_vcpus(), ElementsAre(1, 2));
+  EXPECT_EQ(request->thread_policy(), v1::REQUIRE);
+  EXPECT_TRUE(request->isolate_emulator());
+  EXPECT_TRUE(request->isolate_iothreads());
+  EXPECT_EQ(request->iothreads(), 2);
+
+  // Another namespace's <domain> element is not VRI's.
+  auto other = parseDomainXml(
+      minimal("<metadata><x:domain xmlns:x='urn:someone:else'><x:cpu policy='dedicated'/></x:domain></metadata>"));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(vmRequestFromDomain(*other)->cpu_policy(), v1::SHARED);
+
+  EXPECT_THAT(parseDomainXml(minimal("<metadata><v:domain xmlns:v='urn:vri:domain:1'><v:cpu policy='fast'/>"
+                                     "</v:domain></metadata>"))
+                  .error()
+                  .message(),
+              HasSubstr("<vri:cpu policy=\"fast\">: must be shared|dedicated|mixed"));
+}
+
+TEST(DomainXmlTest, UserPinsAreExactAndMultiCpuPinsAreRefusedWithAWayOut) {
+  auto domain = parseDomainXml(minimal("<vcpu>3</vcpu><cputune><vcpupin vcpu='0' cpuset='4'/>"
+                                       "<vcpupin vcpu='2' cpuset='6'/></cputune>"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  auto request = vmRequestFromDomain(*domain);
+  ASSERT_TRUE(request.ok());
+  EXPECT_THAT(request->pinned_vcpu_cpus(), ElementsAre(4, -1, 6));
+
+  domain = parseDomainXml(minimal("<vcpu>1</vcpu><cputune><vcpupin vcpu='0' cpuset='2-3'/></cputune>"));
+  ASSERT_TRUE(domain.ok());
+  EXPECT_THAT(vmRequestFromDomain(*domain).error().message(), HasSubstr("pin each vCPU to one CPU"));
+}
+
+TEST(DomainXmlTest, PinsVriWroteAreReadAsVris) {
+  const std::string defined = fixture("defined-dedicated.xml");
+  VmPins pins{{CpuSet{1}, CpuSet{1}}, CpuSet{0}, {CpuSet{0}}, CpuSet{0}};
+  auto rewritten = writeVriPins(defined, pins);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
+  auto domain = parseDomainXml(*rewritten);
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_TRUE(domain->pinsAreVris());
+  EXPECT_FALSE(domain->hasUserPins());
+  EXPECT_EQ(domain->cputune.vcpupins.at(0).format(), "1");
+  EXPECT_EQ(domain->cputune.emulatorpin->format(), "0");
+  EXPECT_EQ(domain->cputune.shares, 512u);  // the rest of <cputune> is kept
+  EXPECT_EQ(domain->vri.cpuPolicy, "dedicated");
+  // The request is the policy's, as before the rewrite: the same VM asks the same thing.
+  auto request = vmRequestFromDomain(*domain);
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->cpu_policy(), v1::DEDICATED);
+  EXPECT_TRUE(request->pinned_vcpu_cpus().empty());
+  EXPECT_THAT(*rewritten, HasSubstr("<model fallback=\"forbid\">qemu64</model>"));  // untouched elsewhere
+
+  // Rewriting twice gives one placement element, not two.
+  auto twice = writeVriPins(*rewritten, pins);
+  ASSERT_TRUE(twice.ok());
+  EXPECT_EQ(*twice, *rewritten);
+
+  // A user who edits one of VRI's pins makes them all the user's.
+  std::string edited = *rewritten;
+  const std::string from = "<vcpupin vcpu=\"0\" cpuset=\"1\"/>";
+  ASSERT_NE(edited.find(from), std::string::npos) << edited;
+  edited.replace(edited.find(from), from.size(), "<vcpupin vcpu=\"0\" cpuset=\"0\"/>");
+  domain = parseDomainXml(edited);
+  ASSERT_TRUE(domain.ok());
+  EXPECT_TRUE(domain->hasUserPins());
+}
+
+TEST(DomainXmlTest, HostileAndBrokenXmlIsRefusedWithAReason) {
+  struct Case {
+    std::string xml;
+    std::string reason;
+  };
+  std::string deep = "<domain>";
+  for (int i = 0; i < 5000; ++i) deep += "<a>";
+  std::string huge = minimal("<description>" + std::string(2 << 20, 'x') + "</description>");
+  const std::vector<Case> cases = {
+      {"", "malformed XML"},
+      {minimal("").substr(0, 60), "malformed XML"},
+      {"<domain><name>a</name>", "malformed XML"},
+      {"<?xml version='1.0'?><!DOCTYPE lolz [<!ENTITY lol 'lol'><!ENTITY lol2 '&lol;&lol;&lol;'>]>"
+       "<domain><name>&lol2;</name></domain>",
+       "DOCTYPE or entity declaration"},
+      {"<!doctype domain SYSTEM 'file:///etc/passwd'><domain/>", "DOCTYPE"},
+      {deep, "malformed XML"},
+      {huge, "larger than the 1048576 bytes accepted"},
+      {std::string("<domain>\0</domain>", 18), "NUL byte"},
+      {"<network><name>x</name></network>", "not <domain>"},
+      {minimal("", "../../etc"), "cannot be a domain name"},
+      {minimal("", "a/b"), "cannot be a domain name"},
+      {minimal("", ".."), "cannot be a domain name"},
+      {"<domain><name>x</name><uuid>not-a-uuid</uuid><memory>1</memory></domain>", "not a UUID"},
+      {"<domain><name>x</name><memory>1</memory></domain>", "no <uuid>"},
+      {minimal("<vcpu>0</vcpu>"), "out of range"},
+      {minimal("<vcpu current='5'>4</vcpu>"), "out of range"},
+      {minimal("<vcpu>99999999999999999999</vcpu>"), "not a number"},
+      {minimal("<vcpu>2</vcpu><cputune><vcpupin vcpu='0' cpuset='3-1'/></cputune>"), "<vcpupin vcpu='0'>"},
+      {minimal("<vcpu>2</vcpu><cputune><vcpupin vcpu='7' cpuset='1'/></cputune>"), "the domain has 2 vCPUs"},
+      {minimal("<vcpu>2</vcpu><cputune><vcpupin vcpu='0' cpuset='1'/><vcpupin vcpu='0' cpuset='1'/></cputune>"),
+       "pinned twice"},
+      {minimal("<memoryBacking><hugepages><page size='3' unit='KiB'/></hugepages></memoryBacking>"),
+       "not a page size"},
+      {"<domain><name>x</name><uuid>4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5d</uuid><memory unit='parsec'>1</memory>"
+       "</domain>",
+       "unknown unit"},
+      {minimal("<numatune><memory mode='sometimes' nodeset='0'/></numatune>"), "unknown mode"},
+  };
+  for (const auto& c : cases) {
+    auto parsed = parseDomainXml(c.xml);
+    ASSERT_FALSE(parsed.ok()) << c.xml.substr(0, 200);
+    EXPECT_EQ(parsed.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(parsed.error().message(), HasSubstr(c.reason)) << c.xml.substr(0, 200);
+  }
+}
+
+TEST(DomainXmlTest, EntityReferencesAreNotExpanded) {
+  // Without a DOCTYPE only the five predefined entities exist; anything else is an error, not an expansion.
+  EXPECT_FALSE(parseDomainXml(minimal("<description>&xxe;</description>")).ok());
+  auto domain = parseDomainXml(minimal("", "a&amp;b"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_EQ(domain->name, "a&b");
+}
+
+}  // namespace
+}  // namespace vri

@@ -23,9 +23,11 @@ Result<T> integer(std::string_view text, std::string_view what) {
 Result<uint64_t> scaleUnit(uint64_t value, std::string unit, std::string_view what) {
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   static const std::pair<std::string_view, uint64_t> kUnits[] = {
-      {"b", 1},           {"bytes", 1},       {"kb", 1000},          {"k", 1024},           {"kib", 1024},
-      {"mb", 1000000},    {"m", 1ULL << 20},  {"mib", 1ULL << 20},   {"gb", 1000000000ULL}, {"g", 1ULL << 30},
-      {"gib", 1ULL << 30}, {"tb", 1000000000000ULL}, {"t", 1ULL << 40}, {"tib", 1ULL << 40}};
+      {"b", 1},          {"bytes", 1},        {"kb", 1000},
+      {"k", 1024},       {"kib", 1024},       {"mb", 1000000},
+      {"m", 1ULL << 20}, {"mib", 1ULL << 20}, {"gb", 1000000000ULL},
+      {"g", 1ULL << 30}, {"gib", 1ULL << 30}, {"tb", 1000000000000ULL},
+      {"t", 1ULL << 40}, {"tib", 1ULL << 40}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
       if (value > UINT64_MAX / factor) return Error::invalidArgument(std::string(what) + ": too large");
@@ -282,7 +284,7 @@ Result<DomainXml> parseDomainXml(std::string_view xml) {
   for (const auto& [vcpu, cpus] : out.cputune.vcpupins) {
     if (vcpu >= out.maxVcpus) {
       return fail(Error::invalidArgument("<vcpupin vcpu='" + std::to_string(vcpu) + "'>: the domain has " +
-                                       std::to_string(out.maxVcpus) + " vCPUs"));
+                                         std::to_string(out.maxVcpus) + " vCPUs"));
     }
   }
   return out;

@@ -52,17 +52,17 @@ struct VriPlacementMark {
 };
 
 struct VriDomainMetadata {
-  std::string cpuPolicy;           // "", shared, dedicated, mixed
-  CpuSet dedicatedVcpus;           // with mixed: the dedicated vCPU ids
-  std::string threadPolicy;        // "", prefer, isolate, require
-  std::string emulatorThreads;     // "", shared, isolate
-  std::string iothreadPolicy;      // "", shared, isolate
+  std::string cpuPolicy;        // "", shared, dedicated, mixed
+  CpuSet dedicatedVcpus;        // with mixed: the dedicated vCPU ids
+  std::string threadPolicy;     // "", prefer, isolate, require
+  std::string emulatorThreads;  // "", shared, isolate
+  std::string iothreadPolicy;   // "", shared, isolate
   std::optional<VriPlacementMark> placement;
 };
 
 struct DomainXml {
   std::string name;
-  std::string uuid;  // lower case
+  std::string uuid;       // lower case
   std::optional<int> id;  // live XML of a running domain
   int maxVcpus = 0;
   int currentVcpus = 0;

@@ -20,7 +20,7 @@ enum class WhenUnreachable {
 
 struct HookConfig {
   std::string socket = "/run/vri/admin.sock";  // vrid's admin socket
-  int timeoutMs = 3000;                            // deadline of every call to vrid
+  int timeoutMs = 3000;                        // deadline of every call to vrid
   WhenUnreachable whenUnreachable = WhenUnreachable::kStartShared;
   std::string qemuPidDir = "/run/libvirt/qemu";  // where libvirt writes <name>.pid
 };

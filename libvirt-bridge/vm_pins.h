@@ -11,7 +11,7 @@
 namespace vri {
 
 struct VmPins {
-  std::vector<CpuSet> vcpus;      // index: vCPU id
+  std::vector<CpuSet> vcpus;  // index: vCPU id
   CpuSet emulator;
   std::vector<CpuSet> iothreads;  // index: iothread id - 1
   CpuSet mems;                    // empty: no NUMA binding

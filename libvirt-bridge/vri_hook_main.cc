@@ -48,8 +48,7 @@ int main(int argc, char** argv) {
   }
   grpc::ChannelArguments channel_args;
   channel_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  auto channel =
-      grpc::CreateCustomChannel("unix:" + config->socket, grpc::InsecureChannelCredentials(), channel_args);
+  auto channel = grpc::CreateCustomChannel("unix:" + config->socket, grpc::InsecureChannelCredentials(), channel_args);
   auto stub = vri::v1::Vri::NewStub(channel);
   const vri::HookOutcome outcome = vri::runHook(*config, args, xml, *stub);
   if (!outcome.out.empty()) std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);

@@ -44,8 +44,8 @@ Result<XmlDocument> XmlDocument::parse(std::string_view text, std::string_view w
   std::unique_ptr<xmlParserCtxt, void (*)(xmlParserCtxtPtr)> ctxt(xmlNewParserCtxt(), xmlFreeParserCtxt);
   if (!ctxt) return Error::internal(prefix + "cannot allocate an XML parser");
   const int options = XML_PARSE_NONET | XML_PARSE_NOERROR | XML_PARSE_NOWARNING | XML_PARSE_NOCDATA;
-  xmlDocPtr doc = xmlCtxtReadMemory(ctxt.get(), text.data(), static_cast<int>(text.size()), "domain.xml", nullptr,
-                                    options);
+  xmlDocPtr doc =
+      xmlCtxtReadMemory(ctxt.get(), text.data(), static_cast<int>(text.size()), "domain.xml", nullptr, options);
   if (doc == nullptr || !ctxt->wellFormed) {
     if (doc != nullptr) xmlFreeDoc(doc);
     const xmlError* error = xmlCtxtGetLastError(ctxt.get());

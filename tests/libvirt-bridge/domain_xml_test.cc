@@ -26,8 +26,7 @@ std::string fixture(const std::string& name) {
 
 std::string minimal(const std::string& inside, const std::string& name = "vm1") {
   return "<domain type='qemu'><name>" + name +
-         "</name><uuid>4B0C1E2A-6F55-4F0E-9A7E-3C1D2E3F4A5D</uuid><memory unit='GiB'>1</memory>" + inside +
-         "</domain>";
+         "</name><uuid>4B0C1E2A-6F55-4F0E-9A7E-3C1D2E3F4A5D</uuid><memory unit='GiB'>1</memory>" + inside + "</domain>";
 }
 
 TEST(DomainXmlTest, ReadsADefinedDomainAsVirshDumpsIt) {
@@ -75,10 +74,10 @@ TEST(DomainXmlTest, ReadsARunningDomainsLiveXml) {
 }
 
 TEST(DomainXmlTest, UnitsHugepagesAndNumatune) {
-  auto domain = parseDomainXml(minimal(
-      "<currentMemory unit='MiB'>512</currentMemory><vcpu>2</vcpu>"
-      "<memoryBacking><hugepages><page size='1' unit='GiB'/></hugepages></memoryBacking>"
-      "<numatune><memory mode='strict' nodeset='1'/></numatune>"));
+  auto domain =
+      parseDomainXml(minimal("<currentMemory unit='MiB'>512</currentMemory><vcpu>2</vcpu>"
+                             "<memoryBacking><hugepages><page size='1' unit='GiB'/></hugepages></memoryBacking>"
+                             "<numatune><memory mode='strict' nodeset='1'/></numatune>"));
   ASSERT_TRUE(domain.ok()) << domain.error().message();
   EXPECT_EQ(domain->uuid, "4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5d");  // lower case
   EXPECT_EQ(domain->memoryBytes, 1ULL << 30);
@@ -125,8 +124,9 @@ TEST(DomainXmlTest, PolicyComesFromVriMetadataAndNoTuningIsShared) {
 }
 
 TEST(DomainXmlTest, UserPinsAreExactAndMultiCpuPinsAreRefusedWithAWayOut) {
-  auto domain = parseDomainXml(minimal("<vcpu>3</vcpu><cputune><vcpupin vcpu='0' cpuset='4'/>"
-                                       "<vcpupin vcpu='2' cpuset='6'/></cputune>"));
+  auto domain =
+      parseDomainXml(minimal("<vcpu>3</vcpu><cputune><vcpupin vcpu='0' cpuset='4'/>"
+                             "<vcpupin vcpu='2' cpuset='6'/></cputune>"));
   ASSERT_TRUE(domain.ok()) << domain.error().message();
   auto request = vmRequestFromDomain(*domain);
   ASSERT_TRUE(request.ok());
@@ -204,8 +204,7 @@ TEST(DomainXmlTest, HostileAndBrokenXmlIsRefusedWithAReason) {
       {minimal("<vcpu>2</vcpu><cputune><vcpupin vcpu='7' cpuset='1'/></cputune>"), "the domain has 2 vCPUs"},
       {minimal("<vcpu>2</vcpu><cputune><vcpupin vcpu='0' cpuset='1'/><vcpupin vcpu='0' cpuset='1'/></cputune>"),
        "pinned twice"},
-      {minimal("<memoryBacking><hugepages><page size='3' unit='KiB'/></hugepages></memoryBacking>"),
-       "not a page size"},
+      {minimal("<memoryBacking><hugepages><page size='3' unit='KiB'/></hugepages></memoryBacking>"), "not a page size"},
       {"<domain><name>x</name><uuid>4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5d</uuid><memory unit='parsec'>1</memory>"
        "</domain>",
        "unknown unit"},

@@ -60,29 +60,8 @@ class VridApiTest : public ::testing::Test {
     auto value = vrid_.fs().read(CgroupDir{hierarchy, *CgroupPath::parse(path)}, "cpuset.cpus");
     return value.ok() ? *value : "<" + value.error().message() + ">";
   }
-  // A QEMU process of `uuid` whose cgroups libvirt made (no systemd layout).
   void fakeQemu(const std::string& scope, int pid, const std::string& uuid, int vcpus) {
-    const CgroupPath base = *CgroupPath::parse(scope);
-    std::vector<CgroupPath> groups = {base.parent(), base, *base.child("emulator")};
-    for (int i = 0; i < vcpus; ++i) groups.push_back(*base.child("vcpu" + std::to_string(i)));
-    for (const CgroupPath& group : groups) {
-      for (const std::string h : {"cpuset", "cpu,cpuacct"}) {
-        if (!vrid_.fs().exists({h, group})) {
-          ASSERT_TRUE(vrid_.fs().mkdir({h, group}).ok()) << group.str();
-        }
-      }
-      ASSERT_TRUE(vrid_.fs().write({"cpuset", group}, "cpuset.mems", "0-1").ok());
-      ASSERT_TRUE(vrid_.fs().write({"cpuset", group}, "cpuset.cpus", "0-7").ok());
-    }
-    ASSERT_TRUE(vrid_.fs().write({"cpuset", *base.child("emulator")}, "tasks", std::to_string(pid)).ok());
-    ASSERT_TRUE(vrid_.fs()
-                    .setProcFile(std::to_string(pid) + "/cgroup",
-                                 "4:cpuset:/" + scope + "/emulator\n3:cpu,cpuacct:/" + scope + "/emulator\n")
-                    .ok());
-    std::string cmdline;
-    for (const std::string& a : {std::string("/usr/bin/qemu-system-x86_64"), std::string("-uuid"), uuid})
-      cmdline += a + '\0';
-    ASSERT_TRUE(vrid_.fs().setProcFile(std::to_string(pid) + "/cmdline", cmdline).ok());
+    vrid_.fakeQemu(scope, pid, uuid, vcpus);
   }
 
   testing::DaemonHarness vrid_;

@@ -1,0 +1,243 @@
+// vri-hook against a whole in-process vrid on real unix sockets: every hook
+// operation, refusals, and a vrid that is gone or hung. The last tests run the
+// vri-hook binary itself the way libvirt does (argv, stdin, exit code, stderr).
+#include "libvirt-bridge/hook.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <chrono>
+#include <fstream>
+
+#include "libvirt-bridge/domain_xml.h"
+#include "tests/support/child_process.h"
+#include "tests/vri/daemon_harness.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+constexpr char kUuid[] = "6d2b9f4e-1c3a-4e5b-8f70-0123456789ab";
+constexpr char kOtherUuid[] = "6d2b9f4e-1c3a-4e5b-8f70-0123456789ac";
+
+std::string domainXml(const std::string& name, const std::string& uuid, int vcpus, const std::string& policy,
+                      const std::string& cputune = "") {
+  std::string xml = "<domain type='qemu'><name>" + name + "</name><uuid>" + uuid +
+                    "</uuid><memory unit='MiB'>256</memory><vcpu placement='static'>" + std::to_string(vcpus) +
+                    "</vcpu>" + cputune;
+  if (!policy.empty()) {
+    xml +=
+        "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='" + policy + "'/></vri:domain></metadata>";
+  }
+  return xml + "<os><type arch='x86_64'>hvm</type></os></domain>";
+}
+
+class HookTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(vrid_.start());
+    config_.socket = vrid_.config.adminSocket;
+    config_.timeoutMs = 2000;
+    config_.qemuPidDir = vrid_.tmp().sub("qemu");
+    std::filesystem::create_directories(config_.qemuPidDir);
+  }
+
+  HookOutcome hook(const std::string& name, const std::string& op, const std::string& sub, const std::string& xml) {
+    auto stub = v1::Vri::NewStub(testing::DaemonHarness::channel(config_.socket));
+    return runHook(config_, {name, op, sub, "-"}, xml, *stub);
+  }
+  int vmCount() {
+    grpc::ClientContext context;
+    v1::ListTenantsRequest request;
+    request.set_kind(v1::ListTenantsRequest::VMS);
+    v1::TenantList list;
+    EXPECT_TRUE(vrid_.readOnly->ListTenants(&context, request, &list).ok());
+    return list.tenants_size();
+  }
+  v1::VmInfo vm(const std::string& uuid) {
+    grpc::ClientContext context;
+    v1::GetTenantRequest request;
+    request.set_vm(uuid);
+    v1::Tenant tenant;
+    EXPECT_TRUE(vrid_.readOnly->GetTenant(&context, request, &tenant).ok());
+    return tenant.vm();
+  }
+  void writePidFile(const std::string& name, int pid) {
+    std::ofstream(config_.qemuPidDir + "/" + name + ".pid") << pid;
+  }
+  std::string cpus(const std::string& path) {
+    auto value = vrid_.fs().read(CgroupDir{"cpuset", *CgroupPath::parse(path)}, "cpuset.cpus");
+    return value.ok() ? *value : "<" + value.error().message() + ">";
+  }
+
+  testing::DaemonHarness vrid_;
+  HookConfig config_;
+};
+
+TEST_F(HookTest, RestoreThenPrepareAdmitsOnceStartedPlacesStopReleases) {
+  const std::string xml = domainXml("web", kUuid, 2, "dedicated");
+  // restore begin: admitted, and the XML comes back with this host's pins, marked as VRI's.
+  HookOutcome restored = hook("web", "restore", "begin", xml);
+  ASSERT_EQ(restored.exitCode, 0) << restored.err;
+  auto rewritten = parseDomainXml(restored.out);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.error().message() << "\n" << restored.out;
+  EXPECT_TRUE(rewritten->pinsAreVris());
+  const v1::VmAllocation allocation = vm(kUuid).allocation();
+  ASSERT_EQ(allocation.vcpu_cpus_size(), 2);
+  EXPECT_EQ(rewritten->cputune.vcpupins.at(0).format(), std::to_string(allocation.vcpu_cpus(0)));
+  EXPECT_EQ(rewritten->cputune.vcpupins.at(1).format(), std::to_string(allocation.vcpu_cpus(1)));
+
+  // prepare begin with the rewritten XML (what libvirt does next): the same VM, admitted once.
+  HookOutcome prepared = hook("web", "prepare", "begin", restored.out);
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  EXPECT_TRUE(prepared.out.empty());
+  EXPECT_EQ(vmCount(), 1);
+  EXPECT_EQ(vm(kUuid).allocation().vcpu_cpus(0), allocation.vcpu_cpus(0));
+
+  // started begin: vrid finds the cgroups through QEMU's pid and writes the pins.
+  vrid_.fakeQemu("machine/qemu-7-web.libvirt-qemu", 5151, kUuid, 2);
+  writePidFile("web", 5151);
+  HookOutcome started = hook("web", "started", "begin", restored.out);
+  ASSERT_EQ(started.exitCode, 0) << started.err;
+  EXPECT_EQ(cpus("machine/qemu-7-web.libvirt-qemu/vcpu0"), std::to_string(allocation.vcpu_cpus(0)));
+  EXPECT_EQ(cpus("machine/qemu-7-web.libvirt-qemu/vcpu1"), std::to_string(allocation.vcpu_cpus(1)));
+  EXPECT_EQ(vm(kUuid).scope(), "machine/qemu-7-web.libvirt-qemu");
+
+  // stopped end releases; release end finds nothing left and is still fine.
+  EXPECT_EQ(hook("web", "stopped", "end", xml).exitCode, 0);
+  EXPECT_EQ(vmCount(), 0);
+  HookOutcome released = hook("web", "release", "end", xml);
+  EXPECT_EQ(released.exitCode, 0);
+  EXPECT_TRUE(released.err.empty()) << released.err;
+}
+
+TEST_F(HookTest, RefusalIsOneLineOnStderrAndChangesNothing) {
+  ASSERT_EQ(hook("big", "prepare", "begin", domainXml("big", kUuid, 7, "dedicated")).exitCode, 0);
+  const std::string shared_before = vm(kUuid).allocation().shared_cpus();
+  HookOutcome refused = hook("second", "prepare", "begin", domainXml("second", kOtherUuid, 2, "dedicated"));
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_THAT(refused.err, StartsWith("vri: "));
+  EXPECT_THAT(refused.err, HasSubstr("VM second"));
+  EXPECT_EQ(std::count(refused.err.begin(), refused.err.end(), '\n'), 1) << refused.err;
+  EXPECT_EQ(vmCount(), 1);
+
+  // A VM whose own <vcpupin> names a CPU another VM holds exclusively.
+  const int taken = vm(kUuid).allocation().vcpu_cpus(0);
+  const std::string pinned = domainXml("pinned", kOtherUuid, 1, "",
+                                       "<cputune><vcpupin vcpu='0' cpuset='" + std::to_string(taken) + "'/></cputune>");
+  refused = hook("pinned", "prepare", "begin", pinned);
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_THAT(refused.err, HasSubstr("<vcpupin> names CPUs " + std::to_string(taken)));
+  EXPECT_EQ(vmCount(), 1);
+  EXPECT_EQ(vm(kUuid).allocation().shared_cpus(), shared_before);
+}
+
+TEST_F(HookTest, UserPinsAreHonouredAndPrintedBackUnchanged) {
+  const std::string pinned = domainXml("pinned", kUuid, 2, "",
+                                       "<cputune><vcpupin vcpu='0' cpuset='5'/><vcpupin vcpu='1' cpuset='6'/>"
+                                       "</cputune>");
+  HookOutcome restored = hook("pinned", "restore", "begin", pinned);
+  ASSERT_EQ(restored.exitCode, 0) << restored.err;
+  EXPECT_TRUE(restored.out.empty());  // the user's pins stay the user's
+  EXPECT_EQ(vm(kUuid).allocation().exclusive_cpus(), "5-6");
+}
+
+TEST_F(HookTest, BadInputIsRefusedAndOtherOperationsPassAtOnce) {
+  HookOutcome bad = hook("x", "prepare", "begin", "<domain><name>x</name>");
+  EXPECT_EQ(bad.exitCode, 1);
+  EXPECT_THAT(bad.err, HasSubstr("malformed XML"));
+  bad = hook("..", "prepare", "begin", domainXml("../../etc", kUuid, 1, ""));
+  EXPECT_EQ(bad.exitCode, 1);
+  EXPECT_THAT(bad.err, HasSubstr("cannot be a domain name"));
+  EXPECT_EQ(vmCount(), 0);
+  for (const std::string op : {"start", "stopped", "release", "migrate", "restore"}) {
+    EXPECT_EQ(hook("x", op, "what", "garbage").exitCode, 0) << op;
+  }
+  EXPECT_EQ(runHook(config_, {}, "", *vrid_.admin).exitCode, 0);
+  // A stop of a VM whose XML cannot be read still goes on.
+  EXPECT_EQ(hook("x", "stopped", "end", "garbage").exitCode, 0);
+}
+
+TEST_F(HookTest, UnreachableVridFailsDedicatedVmsAndLetsSharedOnesStart) {
+  vrid_.stop();
+  config_.timeoutMs = 300;
+  HookOutcome dedicated = hook("db", "prepare", "begin", domainXml("db", kUuid, 1, "dedicated"));
+  EXPECT_EQ(dedicated.exitCode, 1);
+  EXPECT_THAT(dedicated.err, HasSubstr("asks for dedicated CPUs and vrid at unix:" + config_.socket));
+  HookOutcome shared = hook("web", "prepare", "begin", domainXml("web", kOtherUuid, 1, ""));
+  EXPECT_EQ(shared.exitCode, 0);
+  EXPECT_THAT(shared.err, HasSubstr("adopted when vrid is back"));
+  config_.whenUnreachable = WhenUnreachable::kRefuse;
+  shared = hook("web", "prepare", "begin", domainXml("web", kOtherUuid, 1, ""));
+  EXPECT_EQ(shared.exitCode, 1);
+  EXPECT_THAT(shared.err, HasSubstr("when_unreachable = refuse"));
+}
+
+TEST_F(HookTest, HungVridIsGivenUpOnAtTheDeadline) {
+  // A socket that accepts connections into its backlog and never answers.
+  const std::string path = vrid_.tmp().sub("hung.sock");
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  config_.socket = path;
+  config_.timeoutMs = 400;
+  const auto begin = std::chrono::steady_clock::now();
+  HookOutcome outcome = hook("db", "prepare", "begin", domainXml("db", kUuid, 1, "dedicated"));
+  const auto elapsed = std::chrono::steady_clock::now() - begin;
+  ::close(fd);
+  EXPECT_EQ(outcome.exitCode, 1);
+  EXPECT_THAT(outcome.err, HasSubstr("did not answer"));
+  EXPECT_GE(elapsed, std::chrono::milliseconds(350));
+  EXPECT_LT(elapsed, std::chrono::milliseconds(3000));
+}
+
+TEST(HookConfigTest, ParsesAndRefusesWithFileAndLine) {
+  auto config = parseHookConfig(
+      "# comment\nsocket = /run/x.sock\ntimeout_ms = 1500\nwhen_unreachable = refuse\nqemu_pid_dir = /p\n", "f");
+  ASSERT_TRUE(config.ok()) << config.error().message();
+  EXPECT_EQ(config->socket, "/run/x.sock");
+  EXPECT_EQ(config->timeoutMs, 1500);
+  EXPECT_EQ(config->whenUnreachable, WhenUnreachable::kRefuse);
+  EXPECT_EQ(config->qemuPidDir, "/p");
+  EXPECT_THAT(parseHookConfig("timeout_ms = 0\n", "f").error().message(), HasSubstr("f:1: timeout_ms"));
+  EXPECT_THAT(parseHookConfig("\nsocket = relative\n", "f").error().message(), HasSubstr("f:2: socket"));
+  EXPECT_THAT(parseHookConfig("colour = blue\n", "f").error().message(), HasSubstr("unknown option"));
+  EXPECT_THAT(parseHookConfig("when_unreachable = maybe\n", "f").error().message(), HasSubstr("start-shared or"));
+  EXPECT_TRUE(loadHookConfig("/nonexistent/hook.conf").ok());  // no file: the defaults
+}
+
+TEST_F(HookTest, TheBinaryTakesArgvAndStdinAsLibvirtPassesThem) {
+  const std::string conf = vrid_.tmp().sub("hook.conf");
+  std::ofstream(conf) << "socket = " << config_.socket << "\ntimeout_ms = 2000\n";
+  const std::vector<std::string> env = {"VRI_HOOK_CONFIG=" + conf};
+  const std::string scratch = vrid_.tmp().sub("");
+  auto ok = testing::runChild({VRI_HOOK_BINARY, "web", "prepare", "begin", "-"},
+                              domainXml("web", kUuid, 7, "dedicated"), scratch, env);
+  EXPECT_EQ(ok.exitCode, 0) << ok.err;
+  auto refused = testing::runChild({VRI_HOOK_BINARY, "db", "prepare", "begin", "-"},
+                                   domainXml("db", kOtherUuid, 2, "dedicated"), scratch, env);
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_THAT(refused.err, StartsWith("vri: "));
+  auto other =
+      testing::runChild({VRI_HOOK_BINARY, "db", "start", "begin", "-"}, std::string(3 << 20, 'x'), scratch, env);
+  EXPECT_EQ(other.exitCode, 0) << other.err;
+  auto huge =
+      testing::runChild({VRI_HOOK_BINARY, "db", "prepare", "begin", "-"}, std::string(3 << 20, 'x'), scratch, env);
+  EXPECT_EQ(huge.exitCode, 1);
+  EXPECT_THAT(huge.err, HasSubstr("larger than the 1048576 bytes accepted"));
+  std::ofstream(conf) << "socket = nowhere\n";
+  auto bad_config = testing::runChild({VRI_HOOK_BINARY, "db", "prepare", "begin", "-"}, "", scratch, env);
+  EXPECT_EQ(bad_config.exitCode, 1);
+  EXPECT_THAT(bad_config.err, HasSubstr(conf + ":1: socket"));
+  EXPECT_EQ(vmCount(), 1);
+}
+
+}  // namespace
+}  // namespace vri

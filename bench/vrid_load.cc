@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
                                            "--kubelet-cgroup-root=/vrid-load-absent",
                                            "--machine-partition=vrid-load-absent/machine",
                                            "--libvirt-layout=no-systemd",
+                                           "--libvirt-uri=",
                                            "--durability=" + o.durability,
                                            "--log-level=warning",
                                            "--reconcile-interval=0"};

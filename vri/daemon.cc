@@ -75,6 +75,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
            "; ledger " + config.ledgerPath());
   VRI_TRY(d->node_->startUp().context("start-up reconcile"));
   VRI_TRY(d->serve());
+  if (!config.libvirtUri.empty()) {
+    d->libvirt_ = std::make_unique<LibvirtSync>(
+        *d->node_, log, LibvirtSyncOptions{config.libvirtUri, config.libvirtPidDir, config.defineTimePlacement});
+  }
   d->reconcileIntervalSeconds_ = config.reconcileIntervalSeconds;
   d->reconcileThread_ = std::thread([daemon = d.get()] { daemon->reconcileLoop(); });
   return d;
@@ -153,7 +157,8 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   shutDown_ = true;
   if (!readOnlyServer_ && !adminServer_ && !reconcileThread_.joinable()) return;  // never started serving
   log_.info("shutting down: finishing calls in flight");
-  events_.close();  // watches end now instead of holding the shutdown
+  libvirt_.reset();  // no more libvirt events turn into decisions
+  events_.close();   // watches end now instead of holding the shutdown
   const auto deadline = std::chrono::system_clock::now() + grace;
   for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
     if (server) server->Shutdown(deadline);

@@ -12,6 +12,7 @@
 #include <grpcpp/server.h>
 
 #include "vri/daemon_config.h"
+#include "vri/libvirt_sync.h"
 #include "vri/node_manager.h"
 #include "vri/vri_service.h"
 
@@ -49,6 +50,7 @@ class Daemon {
   std::unique_ptr<NodeManager> node_;
   std::unique_ptr<VriService> readOnlyService_, adminService_;
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
+  std::unique_ptr<LibvirtSync> libvirt_;  // null without libvirt_uri
 
   std::mutex loopMutex_;
   std::condition_variable loopWake_;

@@ -328,8 +328,14 @@ std::vector<ConfigOption> buildOptions() {
          return {};
        },
        [](const DaemonConfig& c) { return std::string(c.durability == Durability::kFull ? "full" : "normal"); }});
-  o.push_back(stringOption("libvirt_uri", "qemu:///system", "the libvirt connection for the VM side",
+  o.push_back(stringOption("libvirt_uri", "qemu:///system",
+                           "the libvirt connection for the VM side; empty: vrid does not talk to libvirt",
                            &DaemonConfig::libvirtUri, false));
+  o.push_back(stringOption("libvirt_pid_dir", "/run/libvirt/qemu", "where libvirt writes each QEMU's <name>.pid",
+                           &DaemonConfig::libvirtPidDir, false));
+  o.push_back(boolOption("libvirt_define_time_placement", "true",
+                         "reserve CPUs for a VM when it is defined and write the pins into its definition",
+                         &DaemonConfig::defineTimePlacement));
   o.push_back({"log_level", "info", "error, warning, info or debug", true,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(c.logLevel, parseLogLevel(v));

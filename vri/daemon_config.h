@@ -48,7 +48,9 @@ struct DaemonConfig {
   int maxRequestBytes = 0;
   std::string stateDir;
   Durability durability = Durability::kNormal;
-  std::string libvirtUri;
+  std::string libvirtUri;  // empty: no libvirt connection
+  std::string libvirtPidDir;
+  bool defineTimePlacement = true;
   // May change at run time (SIGHUP).
   LogLevel logLevel = LogLevel::kInfo;
   int reconcileIntervalSeconds = 0;  // 0: only at start-up and on request

@@ -126,7 +126,7 @@ TEST(VridRootTest, DecisionsReachTheRealCgroupfs) {
     VridProcess vrid(tmp, "vrid",
                      {"--topology=live", "--ownership=everything", "--kubelet-cgroup-root=/" + root,
                       "--machine-partition=" + root + "/machine", "--cgroup-v1-controllers=cpuset,cpu,cpuacct,pids",
-                      "--system-reserved-cpu=1"});
+                      "--system-reserved-cpu=1", "--libvirt-uri="});
     ASSERT_TRUE(vrid.start());
     const std::string kubepods = "/sys/fs/cgroup/cpuset/" + root + "/kubepods";
     EXPECT_EQ(readFile(kubepods + "/burstable/cpuset.cpus"), cpus.format() + "\n");  // created by vrid

@@ -67,6 +67,7 @@ class VridProcess {
              "--kubelet-cgroup-root=/vri-absent-" + std::to_string(::getpid()),
              "--machine-partition=vri-absent-" + std::to_string(::getpid()) + "/machine",
              "--libvirt-layout=no-systemd",
+             "--libvirt-uri=",
              "--vm-memory-overhead=0"};
     for (std::string& e : extra) args_.push_back(std::move(e));
     if (::access(tmp.sub("vrid.conf").c_str(), F_OK) != 0) std::ofstream(tmp.sub("vrid.conf")) << "# empty\n";

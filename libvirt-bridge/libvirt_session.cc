@@ -1,0 +1,237 @@
+#include "libvirt-bridge/libvirt_session.h"
+
+#include <libvirt/virterror.h>
+
+#include <algorithm>
+
+namespace vri {
+
+namespace {
+
+// libvirt prints every error to stderr unless told otherwise; VRI reports them itself.
+void ignoreLibvirtError(void*, virErrorPtr) {}
+
+// The event loop implementation is process-wide in libvirt; registered once.
+void registerEventImplOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    virSetErrorFunc(nullptr, ignoreLibvirtError);
+    virEventRegisterDefaultImpl();
+  });
+}
+
+Error libvirtError(const std::string& what) {
+  const char* message = virGetLastErrorMessage();
+  return Error(ErrorCode::kUnavailable, what + ": " + (message != nullptr ? message : "unknown libvirt error"));
+}
+
+std::vector<unsigned char> cpumap(const CpuSet& cpus, int& length) {
+  const int max = cpus.empty() ? 0 : cpus.last();
+  length = max / 8 + 1;
+  std::vector<unsigned char> map(static_cast<size_t>(length), 0);
+  for (int cpu : cpus) map[static_cast<size_t>(cpu / 8)] |= static_cast<unsigned char>(1u << (cpu % 8));
+  return map;
+}
+
+}  // namespace
+
+std::unique_ptr<LibvirtSession> LibvirtSession::start(LibvirtSessionOptions options, LibvirtHandler& handler) {
+  registerEventImplOnce();
+  std::unique_ptr<LibvirtSession> session(new LibvirtSession(std::move(options), handler));
+  // A periodic timer keeps virEventRunDefaultImpl returning, so that the loop can see `stopping_`.
+  session->wakeTimer_ = virEventAddTimeout(
+      100, [](int, void*) {}, nullptr, nullptr);
+  session->eventThread_ = std::thread([s = session.get()] { s->eventLoop(); });
+  session->workerThread_ = std::thread([s = session.get()] { s->worker(); });
+  return session;
+}
+
+LibvirtSession::~LibvirtSession() {
+  stopping_ = true;
+  wake_.notify_all();
+  if (workerThread_.joinable()) workerThread_.join();  // disconnects
+  if (eventThread_.joinable()) eventThread_.join();
+  if (wakeTimer_ >= 0) virEventRemoveTimeout(wakeTimer_);
+}
+
+void LibvirtSession::post(std::function<void(LibvirtSession&)> task) {
+  {
+    std::lock_guard lock(mutex_);
+    tasks_.push_back(std::move(task));
+  }
+  wake_.notify_all();
+}
+
+void LibvirtSession::eventLoop() {
+  while (!stopping_) {
+    if (virEventRunDefaultImpl() < 0) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
+void LibvirtSession::worker() {
+  auto retry = options_.firstRetry;
+  auto next_attempt = std::chrono::steady_clock::now();
+  bool reported_down = false;
+  while (!stopping_) {
+    if (lost_.exchange(false) && conn_ != nullptr) {
+      say("libvirt: lost the connection to " + options_.uri + "; reconnecting");
+      disconnect();
+      next_attempt = std::chrono::steady_clock::now();
+    }
+    if (conn_ == nullptr && std::chrono::steady_clock::now() >= next_attempt) {
+      if (connect()) {
+        retry = options_.firstRetry;
+        reported_down = false;
+        say("libvirt: connected to " + options_.uri);
+        handler_.connected(*this);
+      } else {
+        if (!reported_down)
+          say("libvirt: cannot connect to " + options_.uri + " (" +
+              (virGetLastErrorMessage() != nullptr ? virGetLastErrorMessage() : "?") + "); retrying with back-off");
+        reported_down = true;
+        next_attempt = std::chrono::steady_clock::now() + retry;
+        retry = std::min(retry * 2, options_.maxRetry);
+      }
+    }
+    std::function<void(LibvirtSession&)> task;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_ || !tasks_.empty(); });
+      if (stopping_) break;
+      if (tasks_.empty()) continue;
+      task = std::move(tasks_.front());
+      tasks_.pop_front();
+    }
+    if (conn_ != nullptr) task(*this);  // without a connection, reconnecting adopts everything anyway
+  }
+  disconnect();
+}
+
+bool LibvirtSession::connect() {
+  conn_ = virConnectOpen(options_.uri.c_str());
+  if (conn_ == nullptr) return false;
+  // Keepalive notices a libvirtd that died without closing the socket.
+  (void)virConnectSetKeepAlive(conn_, 5, 3);
+  if (virConnectRegisterCloseCallback(conn_, onClose, this, nullptr) < 0 ||
+      (lifecycleCallback_ = virConnectDomainEventRegisterAny(
+           conn_, nullptr, VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(onLifecycle), this, nullptr)) < 0) {
+    disconnect();
+    return false;
+  }
+  connected_ = true;
+  ++connections_;
+  return true;
+}
+
+void LibvirtSession::disconnect() {
+  if (conn_ == nullptr) return;
+  if (lifecycleCallback_ >= 0) (void)virConnectDomainEventDeregisterAny(conn_, lifecycleCallback_);
+  lifecycleCallback_ = -1;
+  (void)virConnectUnregisterCloseCallback(conn_, onClose);
+  virConnectClose(conn_);
+  conn_ = nullptr;
+  connected_ = false;
+}
+
+void LibvirtSession::onClose(virConnectPtr, int, void* opaque) {
+  auto* self = static_cast<LibvirtSession*>(opaque);
+  self->lost_ = true;
+  self->wake_.notify_all();
+}
+
+void LibvirtSession::onLifecycle(virConnectPtr, virDomainPtr domain, int event, int, void* opaque) {
+  auto* self = static_cast<LibvirtSession*>(opaque);
+  DomainEvent e{};
+  switch (event) {
+    case VIR_DOMAIN_EVENT_DEFINED: e.kind = DomainEventKind::kDefined; break;
+    case VIR_DOMAIN_EVENT_UNDEFINED: e.kind = DomainEventKind::kUndefined; break;
+    case VIR_DOMAIN_EVENT_STARTED: e.kind = DomainEventKind::kStarted; break;
+    case VIR_DOMAIN_EVENT_STOPPED: e.kind = DomainEventKind::kStopped; break;
+    default: return;
+  }
+  char uuid[VIR_UUID_STRING_BUFLEN] = {};
+  if (virDomainGetUUIDString(domain, uuid) < 0) return;
+  e.uuid = uuid;
+  const char* name = virDomainGetName(domain);
+  e.name = name != nullptr ? name : "";
+  self->post([e](LibvirtSession& session) { session.handler_.domainEvent(session, e); });
+}
+
+Result<std::unique_ptr<virDomain, int (*)(virDomainPtr)>> LibvirtSession::lookup(const std::string& uuid) {
+  if (conn_ == nullptr) return Error(ErrorCode::kUnavailable, "not connected to " + options_.uri);
+  virDomainPtr domain = virDomainLookupByUUIDString(conn_, uuid.c_str());
+  if (domain == nullptr) return libvirtError("look up domain " + uuid);
+  return std::unique_ptr<virDomain, int (*)(virDomainPtr)>(domain, virDomainFree);
+}
+
+Result<std::vector<std::string>> LibvirtSession::activeDomainXmls() {
+  if (conn_ == nullptr) return Error(ErrorCode::kUnavailable, "not connected to " + options_.uri);
+  virDomainPtr* domains = nullptr;
+  const int count = virConnectListAllDomains(conn_, &domains, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
+  if (count < 0) return libvirtError("list the running domains");
+  std::vector<std::string> xmls;
+  for (int i = 0; i < count; ++i) {
+    if (char* xml = virDomainGetXMLDesc(domains[i], 0)) {
+      xmls.emplace_back(xml);
+      free(xml);
+    }
+    virDomainFree(domains[i]);
+  }
+  free(domains);
+  return xmls;
+}
+
+Result<std::string> LibvirtSession::domainXml(const std::string& uuid, bool inactive) {
+  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
+  char* xml = virDomainGetXMLDesc(domain.get(), inactive ? VIR_DOMAIN_XML_INACTIVE : 0);
+  if (xml == nullptr) return libvirtError("read the XML of domain " + uuid);
+  std::string out(xml);
+  free(xml);
+  return out;
+}
+
+Result<bool> LibvirtSession::isActive(const std::string& uuid) {
+  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
+  const int active = virDomainIsActive(domain.get());
+  if (active < 0) return libvirtError("state of domain " + uuid);
+  return active == 1;
+}
+
+Result<void> LibvirtSession::pinLive(const std::string& uuid, const VmPins& pins) {
+  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
+  // VIR_DOMAIN_AFFECT_CURRENT on a running domain is the live state.
+  for (size_t vcpu = 0; vcpu < pins.vcpus.size(); ++vcpu) {
+    int length = 0;
+    auto map = cpumap(pins.vcpus[vcpu], length);
+    if (virDomainPinVcpuFlags(domain.get(), static_cast<unsigned>(vcpu), map.data(), length,
+                              VIR_DOMAIN_AFFECT_CURRENT) < 0) {
+      return libvirtError("pin vCPU " + std::to_string(vcpu) + " of " + uuid);
+    }
+  }
+  if (!pins.emulator.empty()) {
+    int length = 0;
+    auto map = cpumap(pins.emulator, length);
+    if (virDomainPinEmulator(domain.get(), map.data(), length, VIR_DOMAIN_AFFECT_CURRENT) < 0) {
+      return libvirtError("pin the emulator of " + uuid);
+    }
+  }
+  for (size_t i = 0; i < pins.iothreads.size(); ++i) {
+    int length = 0;
+    auto map = cpumap(pins.iothreads[i], length);
+    if (virDomainPinIOThread(domain.get(), static_cast<unsigned>(i + 1), map.data(), length,
+                             VIR_DOMAIN_AFFECT_CURRENT) < 0) {
+      return libvirtError("pin iothread " + std::to_string(i + 1) + " of " + uuid);
+    }
+  }
+  return {};
+}
+
+Result<void> LibvirtSession::define(const std::string& xml) {
+  if (conn_ == nullptr) return Error(ErrorCode::kUnavailable, "not connected to " + options_.uri);
+  virDomainPtr domain = virDomainDefineXML(conn_, xml.c_str());
+  if (domain == nullptr) return libvirtError("define domain");
+  virDomainFree(domain);
+  return {};
+}
+
+}  // namespace vri

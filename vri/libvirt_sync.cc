@@ -1,0 +1,182 @@
+#include "vri/libvirt_sync.h"
+
+#include <fstream>
+
+#include "libvirt-bridge/cputune_writer.h"
+#include "libvirt-bridge/domain_xml.h"
+#include "libvirt-bridge/vm_request.h"
+#include "vri/api_convert.h"
+
+namespace vri {
+
+namespace {
+
+Result<VmPins> pinsOf(const VmRecord& vm, const CpuSet& shared) {
+  v1::VmAllocation allocation;
+  fillVmAllocation(vm.placement, shared, allocation);
+  return vmPinsFrom(allocation);
+}
+
+}  // namespace
+
+LibvirtSync::LibvirtSync(NodeManager& node, Logger& log, LibvirtSyncOptions options)
+    : node_(node), log_(log), options_(std::move(options)) {
+  events_ = node_.events().subscribe();
+  LibvirtSessionOptions session;
+  session.uri = options_.uri;
+  session.log = [this](const std::string& line) { log_.info(line); };
+  session_ = LibvirtSession::start(std::move(session), *this);
+  eventsThread_ = std::thread([this] { watchEvents(); });
+}
+
+LibvirtSync::~LibvirtSync() {
+  stopping_ = true;
+  if (eventsThread_.joinable()) eventsThread_.join();
+  session_.reset();
+}
+
+void LibvirtSync::watchEvents() {
+  v1::Event event;
+  while (!stopping_) {
+    const auto next = events_->next(std::chrono::milliseconds(200), event);
+    if (next == EventSubscription::Next::kClosed) return;
+    if (next == EventSubscription::Next::kEvent && event.kind() == v1::Event::SHARED_POOL_CHANGED) {
+      session_->post([this](LibvirtSession& session) { followSharedPool(session); });
+    }
+  }
+}
+
+void LibvirtSync::connected(LibvirtSession& session) {
+  pinned_.clear();  // libvirtd may have restarted: tell it everything again
+  auto xmls = session.activeDomainXmls();
+  if (!xmls.ok()) {
+    log_.warning("libvirt: " + xmls.error().message());
+    return;
+  }
+  for (const std::string& xml : *xmls) adopt(session, xml);
+  log_.info("libvirt: " + std::to_string(xmls->size()) + " running domains adopted");
+}
+
+void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
+  auto domain = parseDomainXml(liveXml);
+  if (!domain.ok()) {
+    log_.warning("libvirt: running domain not adopted: " + domain.error().message());
+    return;
+  }
+  const std::string who = "libvirt: domain " + domain->name;
+  auto request = vmRequestFromDomain(*domain);
+  if (!request.ok()) {
+    log_.warning(who + " not adopted: " + request.error().message());
+    return;
+  }
+  auto spec = vmFrom(*request);
+  if (!spec.ok()) {
+    log_.warning(who + " not adopted: " + spec.error().message());
+    return;
+  }
+  auto admitted = node_.admitVm(*spec);
+  if (!admitted.ok() && admitted.error().code() == ErrorCode::kFailedPrecondition) {
+    admitted = node_.resizeVm(*spec);  // found by the start-up scan with a guessed request: correct it
+  }
+  if (!admitted.ok()) {
+    log_.warning(who + " runs unplaced: " + admitted.error().message());
+    return;
+  }
+  std::ifstream pid_file(options_.qemuPidDir + "/" + domain->name + ".pid");
+  int pid = 0;
+  if (!(pid_file >> pid) || pid <= 1) {
+    log_.warning(who + ": no QEMU pid in " + options_.qemuPidDir + "; its cgroups are placed at the next reconcile");
+  } else if (auto started = node_.vmStarted(domain->uuid, pid); !started.ok()) {
+    log_.warning(who + ": " + started.error().message());
+    return;
+  }
+  pinFromLedger(session, domain->uuid, true);
+}
+
+void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid, bool force) {
+  const auto vm = node_.ledger().findVm(uuid);
+  if (!vm || vm->defined) return;
+  auto pins = pinsOf(*vm, node_.ledger().sharedCpus());
+  if (!pins.ok()) {
+    log_.warning("libvirt: VM " + uuid + ": " + pins.error().message());
+    return;
+  }
+  const auto known = pinned_.find(uuid);
+  if (!force && known != pinned_.end() && known->second == *pins) return;
+  if (auto done = session.pinLive(uuid, *pins); !done.ok()) {
+    log_.warning("libvirt: " + done.error().message());
+    return;
+  }
+  pinned_[uuid] = *pins;
+  log_.debug("libvirt: live pins of VM " + uuid + " set");
+}
+
+void LibvirtSync::followSharedPool(LibvirtSession& session) {
+  const LedgerSnapshot snapshot = node_.ledger().snapshot();
+  for (const auto& [uuid, vm] : snapshot.vms) {
+    if (!vm.defined && node_.sync().vmScope(uuid)) pinFromLedger(session, uuid, false);
+  }
+}
+
+void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uuid) {
+  auto active = session.isActive(uuid);
+  if (!active.ok() || *active) return;  // a running domain's definition waits for its next start
+  auto xml = session.domainXml(uuid, true);
+  if (!xml.ok()) return;
+  auto domain = parseDomainXml(*xml);
+  if (!domain.ok()) {
+    log_.warning("libvirt: definition not placed: " + domain.error().message());
+    return;
+  }
+  auto request = vmRequestFromDomain(*domain);
+  auto spec = request.ok() ? vmFrom(*request) : Result<VmSpec>(request.error());
+  if (!spec.ok()) {
+    log_.warning("libvirt: definition of " + domain->name + " not placed: " + spec.error().message());
+    return;
+  }
+  auto reserved = node_.reserveVm(*spec);
+  if (!reserved.ok()) {
+    log_.info("libvirt: no define-time placement for " + domain->name + ": " + reserved.error().message());
+    return;
+  }
+  if (domain->hasUserPins()) return;  // the user's own pins already say where it runs
+  const auto vm = node_.ledger().findVm(uuid);
+  if (!vm) return;
+  auto pins = pinsOf(*vm, node_.ledger().sharedCpus());
+  if (!pins.ok()) return;
+  VriPlacementMark wanted{{}, pins->emulator, {}};
+  for (size_t i = 0; i < pins->vcpus.size(); ++i) wanted.vcpupins[static_cast<int>(i)] = pins->vcpus[i];
+  for (size_t i = 0; i < pins->iothreads.size(); ++i) wanted.iothreadpins[static_cast<int>(i + 1)] = pins->iothreads[i];
+  if (domain->pinsAreVris() && domain->vri.placement->vcpupins == wanted.vcpupins &&
+      domain->vri.placement->emulatorpin == wanted.emulatorpin &&
+      domain->vri.placement->iothreadpins == wanted.iothreadpins) {
+    return;  // already written (this is the event of our own define)
+  }
+  auto rewritten = writeVriPins(*xml, *pins);
+  if (!rewritten.ok()) {
+    log_.warning("libvirt: " + rewritten.error().message());
+    return;
+  }
+  if (auto defined = session.define(*rewritten); !defined.ok()) {
+    log_.warning("libvirt: define-time placement of " + domain->name + ": " + defined.error().message());
+    return;
+  }
+  log_.info("libvirt: define-time placement written into " + domain->name);
+}
+
+void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event) {
+  switch (event.kind) {
+    case DomainEventKind::kStarted: pinFromLedger(session, event.uuid, true); break;
+    case DomainEventKind::kStopped: pinned_.erase(event.uuid); break;
+    case DomainEventKind::kDefined:
+      if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
+      break;
+    case DomainEventKind::kUndefined:
+      if (const auto vm = node_.ledger().findVm(event.uuid); vm && vm->defined) {
+        (void)node_.releaseVm(event.uuid);
+      }
+      break;
+  }
+}
+
+}  // namespace vri

@@ -81,7 +81,7 @@ Result<void> addKubeletSide(const TreeLayout& layout, const NodeResources& node,
   }
   const CgroupPath kubepods = namer->kubepods();
   (everything ? tree.managedRoots : tree.adoptedRoots).push_back(kubepods);
-  CgroupSpec& root = tree.cgroups[kubepods] = cpusetSpec(node.sharedCpus | all_exclusive, node);
+  CgroupSpec& root = tree.cgroups[kubepods] = cpusetSpec(node.sharedCpus | all_exclusive | node.startingVmCpus, node);
   if (everything) {
     root.settings.shares = milliCpuToShares(node.allocatableCpuMilli);
     if (node.allocatableMemoryBytes > 0) root.settings.memoryMax = Limit{node.allocatableMemoryBytes};
@@ -116,7 +116,8 @@ Result<void> addLibvirtSide(const TreeLayout& layout, const NodeResources& node,
   CpuSet all_exclusive;
   for (const VmCgroup& vm : vms) all_exclusive |= vmExclusive(vm);
   tree.adoptedRoots.push_back(layout.machinePartition);
-  CgroupSpec& partition = tree.cgroups[layout.machinePartition] = cpusetSpec(node.sharedCpus | all_exclusive, node);
+  CgroupSpec& partition = tree.cgroups[layout.machinePartition] =
+      cpusetSpec(node.sharedCpus | all_exclusive | node.startingVmCpus, node);
   partition.settings.shares = machinePartitionShares(node, pods, vms);
   for (const VmCgroup& vm : vms) {
     if (vm.scope.depth() != layout.machinePartition.depth() + 1 || !vm.scope.isWithin(layout.machinePartition)) {

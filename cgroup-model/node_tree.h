@@ -61,6 +61,9 @@ struct NodeResources {
   CpuSet memoryNodes;                   // cpuset.mems everywhere
   int64_t allocatableCpuMilli = 0;      // capacity - system-reserved - kube-reserved
   uint64_t allocatableMemoryBytes = 0;  // capacity - reserved - eviction-hard
+  // Exclusive CPUs of VMs that are admitted or reserved but have no cgroups yet: the
+  // machine partition holds them, so that libvirt can pin a starting VM's vCPUs there.
+  CpuSet startingVmCpus;
 };
 
 struct TreeLayout {

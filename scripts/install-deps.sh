@@ -7,7 +7,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   clang clang-format libclang-rt-14-dev          # the second compiler and its sanitizer runtimes
   libhwloc-dev hwloc                              # topology
-  libvirt-dev                                     # libvirt bridge
+  libvirt-dev libxml2-dev                         # libvirt bridge (libxml2: domain XML, as libvirt itself parses it)
+  libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86  # the libvirt tests' real libvirtd and QEMU
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev  # API
   libsqlite3-dev                                  # ledger
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what VRI needs, builds it, and runs every test:
-#   1. the whole suite built with g++ (every label),
+#   1. the whole suite built with g++ (every label; libvirtd is started for the `libvirt` tests
+#      and stopped afterwards),
 #   2. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
 #   3. a formatting check against .clang-format.
 # Prints how long each stage took.
@@ -31,7 +32,13 @@ check_format() {
 total_start=$(date +%s)
 stage "install dependencies" scripts/install-deps.sh
 stage "build (g++)" env CXX=g++ CC=gcc scripts/build.sh build
+# The `libvirt` tests need a real libvirtd with vri-hook installed before it starts.
+libvirt_fixture=tests/libvirt/libvirt-fixture.sh
+stage "start libvirtd (libvirt tests)" "$libvirt_fixture" up build/libvirt-bridge/vri-hook
+trap '"$libvirt_fixture" down' EXIT
 stage "test (g++, all labels)" ctest --test-dir build -j "$jobs" --output-on-failure
+stage "stop libvirtd" "$libvirt_fixture" down
+trap - EXIT
 stage "build (clang, ASan+UBSan)" env CXX=clang++ CC=clang scripts/build.sh build-asan \
   -DVRI_SANITIZE=address,undefined -DVRI_BUILD_BENCHMARKS=OFF
 stage "test (clang, ASan+UBSan, unit)" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

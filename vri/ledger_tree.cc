@@ -54,13 +54,17 @@ Result<DesiredTree> desiredTreeFromLedger(const LedgerSnapshot& snapshot, const 
   std::vector<PodCgroup> pods;
   for (const auto& [uid, pod] : snapshot.pods) pods.push_back(podCgroup(pod));
   std::vector<VmCgroup> vms;
+  CpuSet starting;
   for (const auto& [uuid, vm] : snapshot.vms) {
     const auto scope = in.vmScopes.find(uuid);
-    if (vm.defined || scope == in.vmScopes.end()) continue;
+    if (vm.defined || scope == in.vmScopes.end()) {
+      starting |= vm.placement.exclusive;
+      continue;
+    }
     vms.push_back(vmCgroup(vm, scope->second, in.sharedVcpuMilli));
   }
   const NodeResources node{snapshot.shared, nodeMemoryNodes(in.topology), in.allocatable.allocatableCpuMilli,
-                           in.allocatable.allocatableMemoryBytes};
+                           in.allocatable.allocatableMemoryBytes, starting};
   return buildDesiredTree(in.layout, node, pods, vms);
 }
 

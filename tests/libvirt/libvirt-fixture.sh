@@ -2,6 +2,7 @@
 # A real libvirtd with the QEMU driver (software emulation) for the `libvirt`
 # tests, as root, on a host without systemd.
 #   libvirt-fixture.sh up HOOK_BINARY   installs HOOK_BINARY as the qemu hook, starts libvirtd
+#   libvirt-fixture.sh restart          restarts libvirtd (running domains survive)
 #   libvirt-fixture.sh down             destroys the test domains, stops libvirtd, removes
 #                                       the machine/ cgroups libvirt created
 # libvirtd reads its hooks once at start, so the hook is installed first.
@@ -37,6 +38,11 @@ CONF
     echo "libvirt-fixture: restarting libvirtd so that it picks up the hook"
     stop_daemon
   fi
+  start_daemon
+}
+
+# libvirtd under a child subreaper, so that destroyed QEMUs are reaped at once.
+start_daemon() {
   LIBVIRT_LOG_OUTPUTS="3:file:$log" setsid /usr/bin/python3 "$here/reaper.py" /usr/sbin/libvirtd \
     </dev/null >>/var/log/libvirt/libvirtd.stdout 2>&1 &
   local tries=0
@@ -47,6 +53,7 @@ CONF
   done
   echo "libvirt-fixture: libvirtd up (pid $(cat $pidfile))"
 }
+
 
 stop_daemon() {
   local pid
@@ -74,8 +81,15 @@ down() {
   echo "libvirt-fixture: down"
 }
 
+restart() {
+  running || { echo "libvirt-fixture: libvirtd is not running" >&2; exit 1; }
+  stop_daemon
+  start_daemon
+}
+
 case ${1:-} in
   up) up "${2:?usage: libvirt-fixture.sh up HOOK_BINARY}" ;;
+  restart) restart ;;
   down) down ;;
-  *) echo "usage: libvirt-fixture.sh up HOOK_BINARY | down" >&2; exit 2 ;;
+  *) echo "usage: libvirt-fixture.sh up HOOK_BINARY | restart | down" >&2; exit 2 ;;
 esac

@@ -1,0 +1,325 @@
+// VRI with a real libvirtd and QEMU guests (software emulation), driven by
+// virsh: vri-hook installed as libvirt's qemu hook, vrid on the real cgroupfs
+// with its libvirt connection. Needs root, libvirtd started by
+// tests/libvirt/libvirt-fixture.sh (which installs the hook before libvirtd
+// starts), 2 CPUs: CPU 0 reserved (still shared), CPU 1 free for one
+// dedicated vCPU.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include "cgroup-model/cpuset.h"
+#include "proto/vri.grpc.pb.h"
+#include "tests/support/temp_dir.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::readFile;
+
+constexpr char kHookPath[] = "/etc/libvirt/hooks/qemu";
+constexpr char kHookConfig[] = "/etc/vri/hook.conf";
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+template <typename Predicate>
+bool eventually(Predicate done, std::chrono::milliseconds limit = std::chrono::seconds(15)) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+std::string domainXml(const std::string& name, int uuidTail, const std::string& policy,
+                      const std::string& cputune = "") {
+  char uuid[40];
+  std::snprintf(uuid, sizeof uuid, "5e1f0c2d-7a3b-4c5d-9e6f-%012d", uuidTail);
+  std::string xml = "<domain type='qemu'><name>" + name + "</name><uuid>" + uuid +
+                    "</uuid><memory unit='MiB'>96</memory><vcpu placement='static'>1</vcpu>" + cputune;
+  if (!policy.empty()) {
+    xml +=
+        "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='" + policy + "'/></vri:domain></metadata>";
+  }
+  return xml +
+         "<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>"
+         "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><serial type='pty'><target port='0'/></serial>"
+         "<memballoon model='none'/></devices></domain>";
+}
+
+class LibvirtEndToEndTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::geteuid(), 0u) << "needs root";
+    ASSERT_EQ(virsh({"version"}), 0) << "libvirtd is not running at qemu:///system: start it with "
+                                        "tests/libvirt/libvirt-fixture.sh up <build>/libvirt-bridge/vri-hook";
+    ASSERT_TRUE(std::filesystem::exists(kHookPath))
+        << kHookPath << " is missing; libvirtd only finds hooks that exist when it starts (libvirt-fixture.sh up)";
+    // Replacing an installed hook takes effect at once: this build's vri-hook, pointed at this test's vrid.
+    std::filesystem::copy_file(VRI_HOOK_BINARY, std::string(kHookPath) + ".new",
+                               std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::rename(std::string(kHookPath) + ".new", kHookPath);
+    std::filesystem::create_directories("/etc/vri");
+    if (std::filesystem::exists(kHookConfig)) {
+      savedHookConfig_ = readFile(kHookConfig);
+      hadHookConfig_ = true;
+    }
+    std::ofstream(kHookConfig) << "socket = " << tmp_.sub("run/admin.sock") << "\ntimeout_ms = 5000\n";
+    cleanDomains();
+    startVrid();
+  }
+
+  void TearDown() override {
+    cleanDomains();  // before vrid stops: the hook releases what ran
+    admin_.reset();
+    if (vrid_) {
+      EXPECT_EQ(vrid_->stop(), 0) << vrid_->log();
+    }
+    if (hadHookConfig_) {
+      std::ofstream(kHookConfig) << savedHookConfig_;
+    } else {
+      std::filesystem::remove(kHookConfig);
+    }
+  }
+
+  void startVrid(bool freshState = false) {
+    if (freshState) std::filesystem::remove_all(tmp_.sub("state"));
+    vrid_ = std::make_unique<testing::VridProcess>(
+        tmp_, "vrid",
+        std::vector<std::string>{"--topology=live", "--machine-partition=machine", "--reserved-cpus=0",
+                                 "--cgroup-v1-controllers=cpuset,cpu,cpuacct", "--libvirt-uri=qemu:///system",
+                                 "--log-level=debug"});
+    ASSERT_TRUE(vrid_->start());
+    admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
+  }
+  void stopVrid() {
+    admin_.reset();
+    EXPECT_EQ(vrid_->stop(), 0) << vrid_->log();
+    vrid_.reset();
+  }
+
+  int virsh(const std::vector<std::string>& args, std::string* output = nullptr) {
+    std::vector<std::string> argv = {"/usr/bin/virsh", "-c", "qemu:///system"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    std::string out;
+    const int rc = testing::runCommand(argv, &out, tmp_.sub("virsh.out"));
+    if (output) *output = out;
+    return rc;
+  }
+  void defineAndStart(const std::string& name, const std::string& xml) {
+    std::ofstream(tmp_.sub(name + ".xml")) << xml;
+    std::string out;
+    ASSERT_EQ(virsh({"define", tmp_.sub(name + ".xml")}, &out), 0) << out;
+    defined_.push_back(name);
+    ASSERT_EQ(virsh({"start", name}, &out), 0) << out << vrid_->log();
+  }
+  void cleanDomains() {
+    std::string names;
+    virsh({"list", "--all", "--name"}, &names);
+    std::istringstream in(names);
+    for (std::string name; std::getline(in, name);) {
+      if (name.rfind("vri-test-", 0) != 0) continue;
+      virsh({"destroy", name});
+      virsh({"undefine", name});
+    }
+  }
+
+  std::optional<v1::VmInfo> vm(const std::string& name) {
+    grpc::ClientContext context;
+    v1::GetTenantRequest request;
+    request.set_vm(name);
+    v1::Tenant tenant;
+    if (!admin_->GetTenant(&context, request, &tenant).ok()) return std::nullopt;
+    return tenant.vm();
+  }
+  int vmCount() {
+    grpc::ClientContext context;
+    v1::ListTenantsRequest request;
+    request.set_kind(v1::ListTenantsRequest::VMS);
+    v1::TenantList list;
+    EXPECT_TRUE(admin_->ListTenants(&context, request, &list).ok());
+    return list.tenants_size();
+  }
+  // The CPU the ledger gives the VM's vCPU 0, or "none".
+  std::string placedCpu(const std::string& name) {
+    const auto info = vm(name);
+    if (!info || info->allocation().vcpu_cpus_size() == 0) return "none";
+    return std::to_string(info->allocation().vcpu_cpus(0));
+  }
+  std::string sharedPool() {
+    grpc::ClientContext context;
+    v1::Node node;
+    EXPECT_TRUE(admin_->GetNode(&context, {}, &node).ok());
+    return node.shared_cpus();
+  }
+  // The VM's scope in the cpuset hierarchy, found through QEMU's pid as vrid does.
+  std::string scope(const std::string& name) {
+    const std::string pid = trimmed(readFile("/run/libvirt/qemu/" + name + ".pid"));
+    std::istringstream lines(readFile("/proc/" + pid + "/cgroup"));
+    for (std::string line; std::getline(lines, line);) {
+      const size_t at = line.find(":cpuset:");
+      if (at != std::string::npos) {
+        std::string path = line.substr(at + 8);
+        return "/sys/fs/cgroup/cpuset" + path.substr(0, path.rfind("/emulator"));
+      }
+    }
+    return "";
+  }
+  std::string cpus(const std::string& group) { return trimmed(readFile(group + "/cpuset.cpus")); }
+  std::string threadAffinity(const std::string& group) {
+    const std::string tid = trimmed(readFile(group + "/tasks"));
+    std::istringstream status(readFile("/proc/" + tid + "/status"));
+    for (std::string line; std::getline(status, line);) {
+      if (line.rfind("Cpus_allowed_list:", 0) == 0) return trimmed(line.substr(line.find_first_not_of(" \t", 18)));
+    }
+    return "";
+  }
+  std::string virshOut(const std::vector<std::string>& args) {
+    std::string out;
+    virsh(args, &out);
+    return out;
+  }
+
+  testing::TempDir tmp_;
+  std::unique_ptr<testing::VridProcess> vrid_;
+  std::unique_ptr<v1::Vri::Stub> admin_;
+  std::vector<std::string> defined_;
+  std::string savedHookConfig_;
+  bool hadHookConfig_ = false;
+};
+
+TEST_F(LibvirtEndToEndTest, DedicatedVmIsPlacedEverywhereASecondIsRefusedDestroyReleases) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 1, "dedicated")));
+  auto db = vm("vri-test-db");
+  ASSERT_TRUE(db.has_value());
+  ASSERT_EQ(db->allocation().vcpu_cpus_size(), 1);
+  const std::string cpu = std::to_string(db->allocation().vcpu_cpus(0));
+  EXPECT_EQ(cpu, "1");  // CPU 0 is reserved
+  const std::string group = scope("vri-test-db");
+  EXPECT_EQ(cpus(group + "/vcpu0"), cpu);
+  EXPECT_EQ(threadAffinity(group + "/vcpu0"), cpu);
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"vcpupin", "vri-test-db"}).find(" 0      " + cpu) != std::string::npos;
+  })) << virshOut({"vcpupin", "vri-test-db"});
+  EXPECT_EQ(sharedPool(), "0");
+
+  // No CPU left for a second dedicated VM: virsh start fails with VRI's reason.
+  std::ofstream(tmp_.sub("second.xml")) << domainXml("vri-test-second", 2, "dedicated");
+  ASSERT_EQ(virsh({"define", tmp_.sub("second.xml")}), 0);
+  std::string out;
+  EXPECT_NE(virsh({"start", "vri-test-second"}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("vri: "));
+  EXPECT_THAT(out, HasSubstr("vri-test-second"));
+  EXPECT_EQ(vmCount(), 1);
+
+  ASSERT_EQ(virsh({"destroy", "vri-test-db"}, &out), 0) << out;
+  EXPECT_FALSE(vm("vri-test-db").has_value());
+  EXPECT_EQ(sharedPool(), "0-1");
+}
+
+TEST_F(LibvirtEndToEndTest, SharedVmsEmulatorFollowsTheSharedPool) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-web", domainXml("vri-test-web", 3, "")));
+  const std::string web = scope("vri-test-web");
+  EXPECT_EQ(cpus(web + "/emulator"), "0-1");
+  EXPECT_EQ(cpus(web + "/vcpu0"), "0-1");
+
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 4, "dedicated")));
+  EXPECT_EQ(cpus(web + "/emulator"), "0");  // written before the dedicated VM's start went on
+  EXPECT_EQ(cpus(web + "/vcpu0"), "0");
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"emulatorpin", "vri-test-web"}).find("*: 0\n") != std::string::npos;
+  })) << virshOut({"emulatorpin", "vri-test-web"});
+
+  ASSERT_EQ(virsh({"destroy", "vri-test-db"}), 0);
+  EXPECT_EQ(cpus(web + "/emulator"), "0-1");
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"emulatorpin", "vri-test-web"}).find("*: 0-1") != std::string::npos;
+  })) << virshOut({"emulatorpin", "vri-test-web"});
+}
+
+TEST_F(LibvirtEndToEndTest, LibvirtdRestartReconnectsAndChangesNothing) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 5, "dedicated")));
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-web", domainXml("vri-test-web", 6, "")));
+  const std::string db = scope("vri-test-db"), web = scope("vri-test-web");
+  const std::string before = cpus(db + "/vcpu0") + "|" + cpus(db + "/emulator") + "|" + cpus(web + "/vcpu0");
+  const auto db_before = vm("vri-test-db");
+  ASSERT_TRUE(db_before.has_value());
+  std::string out;
+  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "restart"}, &out,
+                                tmp_.sub("restart.out")),
+            0)
+      << out;
+  EXPECT_TRUE(eventually([&] {
+    const std::string log = vrid_->log();
+    size_t count = 0;
+    for (size_t at = log.find("libvirt: connected"); at != std::string::npos;
+         at = log.find("libvirt: connected", at + 1))
+      ++count;
+    return count >= 2;
+  })) << vrid_->log();
+  EXPECT_EQ(cpus(db + "/vcpu0") + "|" + cpus(db + "/emulator") + "|" + cpus(web + "/vcpu0"), before);
+  EXPECT_EQ(vmCount(), 2);
+  EXPECT_EQ(vm("vri-test-db")->allocation().DebugString(), db_before->allocation().DebugString());
+}
+
+TEST_F(LibvirtEndToEndTest, RestartedVridAdoptsTheRunningVm) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 7, "dedicated")));
+  const std::string cpu = placedCpu("vri-test-db");
+  const std::string group = scope("vri-test-db");
+
+  stopVrid();
+  startVrid();  // same ledger
+  EXPECT_EQ(placedCpu("vri-test-db"), cpu) << vrid_->log();
+
+  stopVrid();
+  startVrid(true);  // ledger lost: the running domain is found and adopted with its own request
+  ASSERT_TRUE(eventually([&] {
+    auto adopted = vm("vri-test-db");
+    return adopted && adopted->spec().cpu_policy() == v1::DEDICATED && !adopted->scope().empty();
+  })) << vrid_->log();
+  EXPECT_EQ(placedCpu("vri-test-db"), cpu) << vrid_->log();
+  EXPECT_EQ(cpus(group + "/vcpu0"), cpu);
+  EXPECT_EQ(vmCount(), 1);
+}
+
+TEST_F(LibvirtEndToEndTest, SaveAndRestoreKeepTheVmPlacedAndAdmittedOnce) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 8, "dedicated")));
+  const std::string cpu = placedCpu("vri-test-db");
+  std::string out;
+  ASSERT_EQ(virsh({"save", "vri-test-db", tmp_.sub("db.save")}, &out), 0) << out;
+  EXPECT_FALSE(vm("vri-test-db").has_value());  // a saved VM holds nothing
+  ASSERT_EQ(virsh({"restore", tmp_.sub("db.save")}, &out), 0) << out << vrid_->log();
+  auto restored = vm("vri-test-db");
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(vmCount(), 1);
+  const std::string now = std::to_string(restored->allocation().vcpu_cpus(0));
+  EXPECT_EQ(cpus(scope("vri-test-db") + "/vcpu0"), now);
+  EXPECT_EQ(now, cpu);  // the only free CPU
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"vcpupin", "vri-test-db"}).find(" 0      " + now) != std::string::npos;
+  })) << virshOut({"vcpupin", "vri-test-db"});
+}
+
+TEST_F(LibvirtEndToEndTest, ExplicitVcpupinOnAnExclusiveCpuIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 9, "dedicated")));
+  std::ofstream(tmp_.sub("pinned.xml")) << domainXml("vri-test-pinned", 10, "",
+                                                     "<cputune><vcpupin vcpu='0' cpuset='1'/></cputune>");
+  ASSERT_EQ(virsh({"define", tmp_.sub("pinned.xml")}), 0);
+  std::string out;
+  EXPECT_NE(virsh({"start", "vri-test-pinned"}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("<vcpupin> names CPUs 1, which are reserved or held by another tenant"));
+  EXPECT_EQ(vmCount(), 1);
+}
+
+}  // namespace
+}  // namespace vri

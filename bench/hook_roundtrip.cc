@@ -65,6 +65,25 @@ std::string fourKilobyteDomain(const std::string& name) {
   return xml + "</description>\n</domain>\n";
 }
 
+// Starts vrid and waits for its admin socket; -1 when it does not come up.
+pid_t startVrid(const std::vector<std::string>& args, const std::string& adminSocket) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    std::vector<char*> argv;
+    for (const auto& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  for (int i = 0; i < 200 && !std::filesystem::exists(adminSocket); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  if (std::filesystem::exists(adminSocket)) return pid;
+  ::kill(pid, SIGKILL);
+  ::waitpid(pid, nullptr, 0);
+  return -1;
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "hook_roundtrip: %s\n", message.c_str());
   return 1;
@@ -114,17 +133,8 @@ int main(int argc, char** argv) {
                                               "--libvirt-uri=",
                                               "--log-level=warning",
                                               "--reconcile-interval=0"};
-  const pid_t vrid = ::fork();
-  if (vrid == 0) {
-    std::vector<char*> a;
-    for (const auto& s : vrid_args) a.push_back(const_cast<char*>(s.c_str()));
-    a.push_back(nullptr);
-    ::execv(a[0], a.data());
-    ::_exit(127);
-  }
-  for (int i = 0; i < 200 && !std::filesystem::exists(admin); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  if (!std::filesystem::exists(admin)) return fail("vrid did not come up");
+  const pid_t vrid = startVrid(vrid_args, admin);
+  if (vrid < 0) return fail("vrid did not come up");
 
   const std::string conf = dir + "/hook.conf";
   std::ofstream(conf) << "socket = " << admin << "\n";
@@ -170,16 +180,8 @@ int main(int argc, char** argv) {
     std::filesystem::create_directories("/etc/vri");
     const bool had_conf = std::filesystem::exists("/etc/vri/hook.conf");
     if (had_conf) std::filesystem::copy_file("/etc/vri/hook.conf", dir + "/saved-hook.conf");
-    const pid_t vrid2 = ::fork();
-    if (vrid2 == 0) {
-      std::vector<char*> a;
-      for (const auto& s : vrid_args) a.push_back(const_cast<char*>(s.c_str()));
-      a.push_back(nullptr);
-      ::execv(a[0], a.data());
-      ::_exit(127);
-    }
-    for (int i = 0; i < 200 && !std::filesystem::exists(admin); ++i)
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const pid_t vrid2 = startVrid(vrid_args, admin);
+    if (vrid2 < 0) return fail("vrid did not come up");
     std::ofstream("/etc/vri/hook.conf") << "socket = " << admin << "\n";
     const std::string domain_file = dir + "/domain.xml";
     std::ofstream(domain_file) << fourKilobyteDomain("vri-test-bench");

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "libvirt-bridge/domain_xml.h"
+#include "tests/support/eventually.h"
 #include "tests/vri/daemon_harness.h"
 
 namespace vri {
@@ -32,15 +33,7 @@ class RecordingHandler : public LibvirtHandler {
   std::vector<DomainEvent> events;
 };
 
-template <typename Predicate>
-bool eventually(Predicate done, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  return done();
-}
+using testing::eventually;
 
 // Runs `task` on the session's worker thread and waits for it.
 template <typename T>

@@ -14,6 +14,7 @@
 
 #include "cgroup-model/cpuset.h"
 #include "proto/vri.grpc.pb.h"
+#include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 #include "tests/vri/vrid_process.h"
 
@@ -31,15 +32,7 @@ std::string trimmed(std::string s) {
   return s;
 }
 
-template <typename Predicate>
-bool eventually(Predicate done, std::chrono::milliseconds limit = std::chrono::seconds(15)) {
-  const auto until = std::chrono::steady_clock::now() + limit;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
-  return done();
-}
+using testing::eventually;
 
 std::string domainXml(const std::string& name, int uuidTail, const std::string& policy,
                       const std::string& cputune = "") {

@@ -89,23 +89,24 @@ TEST(LedgerCrashTest, AcknowledgedDecisionsSurviveSigkill) {
     char uid[128];
     int lines = 0;
     std::string in_flight;  // a release announced but not acknowledged when the child died
-    // Kill at a random moment once the child works (it starts slowly under sanitizers).
-    bool started = std::fscanf(acks, " %c %127s", &kind, uid) == 2;
+    const auto take = [&] {
+      if (kind == '-') {
+        in_flight = uid;
+        return;
+      }
+      acknowledged[uid] = kind == 'A';
+      if (kind == 'R') in_flight.clear();
+      ++lines;
+    };
+    // Kill at a random moment once the child has acknowledged a decision (it starts
+    // slowly under sanitizers, and may first announce a release left from the last round).
+    while (lines == 0 && std::fscanf(acks, " %c %127s", &kind, uid) == 2) take();
     std::this_thread::sleep_for(std::chrono::milliseconds(5 + random() % 80));
     ::kill(child, SIGKILL);
     int status = 0;
     ::waitpid(child, &status, 0);
     ASSERT_TRUE(WIFSIGNALED(status)) << "the churning child exited on its own (status " << status << ")";
-    while (started || std::fscanf(acks, " %c %127s", &kind, uid) == 2) {
-      started = false;
-      if (kind == '-') {
-        in_flight = uid;
-        continue;
-      }
-      acknowledged[uid] = kind == 'A';
-      if (kind == 'R') in_flight.clear();
-      ++lines;
-    }
+    while (std::fscanf(acks, " %c %127s", &kind, uid) == 2) take();
     std::fclose(acks);
 
     auto ledger = openLedger(file);

@@ -135,6 +135,12 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
     return;
   }
   auto reserved = node_.reserveVm(*spec);
+  if (!reserved.ok() && reserved.error().code() == ErrorCode::kFailedPrecondition) {
+    // The definition was edited while only reserved: place it anew.
+    if (const auto vm = node_.ledger().findVm(uuid); vm && vm->defined && node_.releaseVm(uuid).ok()) {
+      reserved = node_.reserveVm(*spec);
+    }
+  }
   if (!reserved.ok()) {
     log_.info("libvirt: no define-time placement for " + domain->name + ": " + reserved.error().message());
     return;

@@ -314,5 +314,31 @@ TEST_F(LibvirtEndToEndTest, ExplicitVcpupinOnAnExclusiveCpuIsRefused) {
   EXPECT_EQ(vmCount(), 1);
 }
 
+TEST_F(LibvirtEndToEndTest, DefiningReservesAndWritesVrisPinsRedefiningPlacesAnew) {
+  std::ofstream(tmp_.sub("db.xml")) << domainXml("vri-test-db", 11, "dedicated");
+  ASSERT_EQ(virsh({"define", tmp_.sub("db.xml")}), 0);
+  ASSERT_TRUE(eventually([&] {
+    auto reserved = vm("vri-test-db");
+    return reserved && reserved->reserved_only() &&
+           virshOut({"dumpxml", "--inactive", "vri-test-db"}).find("<vri:placement>") != std::string::npos;
+  })) << vrid_->log();
+  EXPECT_EQ(sharedPool(), "0");  // CPU 1 is held for it before it runs
+  const std::string definition = virshOut({"dumpxml", "--inactive", "vri-test-db"});
+  EXPECT_THAT(definition, HasSubstr("<vcpupin vcpu='0' cpuset='1'/>"));
+
+  // The user changes it into a shared VM: the reservation follows.
+  std::ofstream(tmp_.sub("db.xml")) << domainXml("vri-test-db", 11, "shared");
+  ASSERT_EQ(virsh({"define", tmp_.sub("db.xml")}), 0);
+  ASSERT_TRUE(eventually([&] {
+    auto reserved = vm("vri-test-db");
+    return reserved && reserved->spec().cpu_policy() == v1::SHARED;
+  })) << vrid_->log();
+  EXPECT_EQ(sharedPool(), "0-1");
+
+  // Undefining a VM that never ran drops its reservation.
+  ASSERT_EQ(virsh({"undefine", "vri-test-db"}), 0);
+  EXPECT_TRUE(eventually([&] { return !vm("vri-test-db").has_value(); })) << vrid_->log();
+}
+
 }  // namespace
 }  // namespace vri

@@ -64,6 +64,13 @@ xmlNodePtr vriElement(xmlNodePtr metadata) {
 
 }  // namespace
 
+VriPlacementMark placementMark(const VmPins& pins) {
+  VriPlacementMark mark{{}, pins.emulator, {}};
+  for (size_t i = 0; i < pins.vcpus.size(); ++i) mark.vcpupins[static_cast<int>(i)] = pins.vcpus[i];
+  for (size_t i = 0; i < pins.iothreads.size(); ++i) mark.iothreadpins[static_cast<int>(i + 1)] = pins.iothreads[i];
+  return mark;
+}
+
 Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins) {
   VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
   xmlNodePtr domain = doc.root();

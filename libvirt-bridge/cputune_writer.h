@@ -9,10 +9,14 @@
 #include <string_view>
 
 #include "cgroup-model/result.h"
+#include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/vm_pins.h"
 
 namespace vri {
 
 Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins);
+
+// The <vri:placement> record writeVriPins leaves for `pins`.
+VriPlacementMark placementMark(const VmPins& pins);
 
 }  // namespace vri

@@ -49,6 +49,8 @@ struct VriPlacementMark {
   std::map<int, CpuSet> vcpupins;
   std::optional<CpuSet> emulatorpin;
   std::map<int, CpuSet> iothreadpins;
+
+  bool operator==(const VriPlacementMark&) const = default;
 };
 
 struct VriDomainMetadata {

@@ -3,10 +3,10 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <fstream>
 
 #include "libvirt-bridge/cputune_writer.h"
 #include "libvirt-bridge/domain_xml.h"
+#include "libvirt-bridge/qemu_pid.h"
 #include "libvirt-bridge/vm_request.h"
 
 namespace vri {
@@ -75,16 +75,14 @@ grpc::Status Hook::admit(const v1::AdmitVmRequest& request, v1::VmAllocation& al
 }
 
 grpc::Status Hook::started(const DomainXml& domain, const v1::AdmitVmRequest& request, std::string& why) {
-  const std::string pid_file = config_.qemuPidDir + "/" + domain.name + ".pid";
-  std::ifstream in(pid_file);
-  int pid = 0;
-  if (!(in >> pid) || pid <= 1) {
-    why = "cannot read QEMU's pid from " + pid_file;
+  const auto pid = readQemuPid(config_.qemuPidDir, domain.name);
+  if (!pid.ok()) {
+    why = pid.error().message();
     return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
   }
   v1::VmStartedRequest started;
   started.set_uuid(domain.uuid);
-  started.set_qemu_pid(pid);
+  started.set_qemu_pid(*pid);
   v1::VmStartedReply reply;
   grpc::ClientContext context;
   deadline(context);

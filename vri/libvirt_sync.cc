@@ -1,9 +1,8 @@
 #include "vri/libvirt_sync.h"
 
-#include <fstream>
-
 #include "libvirt-bridge/cputune_writer.h"
 #include "libvirt-bridge/domain_xml.h"
+#include "libvirt-bridge/qemu_pid.h"
 #include "libvirt-bridge/vm_request.h"
 #include "vri/api_convert.h"
 
@@ -82,11 +81,10 @@ void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
     log_.warning(who + " runs unplaced: " + admitted.error().message());
     return;
   }
-  std::ifstream pid_file(options_.qemuPidDir + "/" + domain->name + ".pid");
-  int pid = 0;
-  if (!(pid_file >> pid) || pid <= 1) {
-    log_.warning(who + ": no QEMU pid in " + options_.qemuPidDir + "; its cgroups are placed at the next reconcile");
-  } else if (auto started = node_.vmStarted(domain->uuid, pid); !started.ok()) {
+  const auto pid = readQemuPid(options_.qemuPidDir, domain->name);
+  if (!pid.ok()) {
+    log_.warning(who + ": " + pid.error().message() + "; its cgroups are placed at the next reconcile");
+  } else if (auto started = node_.vmStarted(domain->uuid, *pid); !started.ok()) {
     log_.warning(who + ": " + started.error().message());
     return;
   }
@@ -150,12 +148,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   if (!vm) return;
   auto pins = pinsOf(*vm, node_.ledger().sharedCpus());
   if (!pins.ok()) return;
-  VriPlacementMark wanted{{}, pins->emulator, {}};
-  for (size_t i = 0; i < pins->vcpus.size(); ++i) wanted.vcpupins[static_cast<int>(i)] = pins->vcpus[i];
-  for (size_t i = 0; i < pins->iothreads.size(); ++i) wanted.iothreadpins[static_cast<int>(i + 1)] = pins->iothreads[i];
-  if (domain->pinsAreVris() && domain->vri.placement->vcpupins == wanted.vcpupins &&
-      domain->vri.placement->emulatorpin == wanted.emulatorpin &&
-      domain->vri.placement->iothreadpins == wanted.iothreadpins) {
+  if (domain->pinsAreVris() && *domain->vri.placement == placementMark(*pins)) {
     return;  // already written (this is the event of our own define)
   }
   auto rewritten = writeVriPins(*xml, *pins);

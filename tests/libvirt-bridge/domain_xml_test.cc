@@ -146,6 +146,7 @@ TEST(DomainXmlTest, PinsVriWroteAreReadAsVris) {
   ASSERT_TRUE(domain.ok()) << domain.error().message();
   EXPECT_TRUE(domain->pinsAreVris());
   EXPECT_FALSE(domain->hasUserPins());
+  EXPECT_EQ(*domain->vri.placement, placementMark(pins));
   EXPECT_EQ(domain->cputune.vcpupins.at(0).format(), "1");
   EXPECT_EQ(domain->cputune.emulatorpin->format(), "0");
   EXPECT_EQ(domain->cputune.shares, 512u);  // the rest of <cputune> is kept

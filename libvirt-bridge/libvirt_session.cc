@@ -85,9 +85,11 @@ void LibvirtSession::worker() {
         say("libvirt: connected to " + options_.uri);
         handler_.connected(*this);
       } else {
-        if (!reported_down)
-          say("libvirt: cannot connect to " + options_.uri + " (" +
-              (virGetLastErrorMessage() != nullptr ? virGetLastErrorMessage() : "?") + "); retrying with back-off");
+        // virGetLastErrorMessage() says "no error" rather than returning null.
+        if (!reported_down) {
+          say("libvirt: cannot connect to " + options_.uri + " (" + virGetLastErrorMessage() +
+              "); retrying with back-off");
+        }
         reported_down = true;
         next_attempt = std::chrono::steady_clock::now() + retry;
         retry = std::min(retry * 2, options_.maxRetry);

@@ -16,6 +16,20 @@ Result<VmPins> pinsOf(const VmRecord& vm, const CpuSet& shared) {
   return vmPinsFrom(allocation);
 }
 
+struct DomainSpec {
+  DomainXml domain;
+  VmSpec spec;
+};
+
+// A domain's definition read as the VM spec the ledger takes.
+Result<DomainSpec> domainSpec(const std::string& xml) {
+  VRI_ASSIGN_OR_RETURN(DomainXml domain, parseDomainXml(xml));
+  auto request = vmRequestFromDomain(domain);
+  auto spec = request.ok() ? vmFrom(*request) : Result<VmSpec>(request.error());
+  if (!spec.ok()) return std::move(spec).context("domain " + domain.name).error();
+  return DomainSpec{std::move(domain), std::move(*spec)};
+}
+
 }  // namespace
 
 LibvirtSync::LibvirtSync(NodeManager& node, Logger& log, LibvirtSyncOptions options)
@@ -39,7 +53,9 @@ void LibvirtSync::watchEvents() {
   while (!stopping_) {
     const auto next = events_->next(std::chrono::milliseconds(200), event);
     if (next == EventSubscription::Next::kClosed) return;
-    if (next == EventSubscription::Next::kEvent && event.kind() == v1::Event::SHARED_POOL_CHANGED) {
+    // One follow-up queued at a time: a burst of pool changes needs one pass over the VMs.
+    if (next == EventSubscription::Next::kEvent && event.kind() == v1::Event::SHARED_POOL_CHANGED &&
+        !followQueued_.exchange(true)) {
       session_->post([this](LibvirtSession& session) { followSharedPool(session); });
     }
   }
@@ -57,44 +73,39 @@ void LibvirtSync::connected(LibvirtSession& session) {
 }
 
 void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
-  auto domain = parseDomainXml(liveXml);
-  if (!domain.ok()) {
-    log_.warning("libvirt: running domain not adopted: " + domain.error().message());
+  auto read = domainSpec(liveXml);
+  if (!read.ok()) {
+    log_.warning("libvirt: running domain not adopted: " + read.error().message());
     return;
   }
-  const std::string who = "libvirt: domain " + domain->name;
-  auto request = vmRequestFromDomain(*domain);
-  if (!request.ok()) {
-    log_.warning(who + " not adopted: " + request.error().message());
-    return;
-  }
-  auto spec = vmFrom(*request);
-  if (!spec.ok()) {
-    log_.warning(who + " not adopted: " + spec.error().message());
-    return;
-  }
-  auto admitted = node_.admitVm(*spec);
+  const DomainXml& domain = read->domain;
+  const std::string who = "libvirt: domain " + domain.name;
+  auto admitted = node_.admitVm(read->spec);
   if (!admitted.ok() && admitted.error().code() == ErrorCode::kFailedPrecondition) {
-    admitted = node_.resizeVm(*spec);  // found by the start-up scan with a guessed request: correct it
+    admitted = node_.resizeVm(read->spec);  // found by the start-up scan with a guessed request: correct it
   }
   if (!admitted.ok()) {
     log_.warning(who + " runs unplaced: " + admitted.error().message());
     return;
   }
-  const auto pid = readQemuPid(options_.qemuPidDir, domain->name);
+  const auto pid = readQemuPid(options_.qemuPidDir, domain.name);
   if (!pid.ok()) {
     log_.warning(who + ": " + pid.error().message() + "; its cgroups are placed at the next reconcile");
-  } else if (auto started = node_.vmStarted(domain->uuid, *pid); !started.ok()) {
+  } else if (auto started = node_.vmStarted(domain.uuid, *pid); !started.ok()) {
     log_.warning(who + ": " + started.error().message());
     return;
   }
-  pinFromLedger(session, domain->uuid, true);
+  pinFromLedger(session, domain.uuid);
 }
 
-void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid, bool force) {
-  const auto vm = node_.ledger().findVm(uuid);
-  if (!vm || vm->defined) return;
-  auto pins = pinsOf(*vm, node_.ledger().sharedCpus());
+void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid) {
+  if (const auto vm = node_.ledger().findVm(uuid)) pin(session, *vm, node_.ledger().sharedCpus(), true);
+}
+
+void LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
+  if (vm.defined) return;
+  const std::string& uuid = vm.spec.uuid;
+  auto pins = pinsOf(vm, shared);
   if (!pins.ok()) {
     log_.warning("libvirt: VM " + uuid + ": " + pins.error().message());
     return;
@@ -110,9 +121,10 @@ void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid
 }
 
 void LibvirtSync::followSharedPool(LibvirtSession& session) {
+  followQueued_ = false;  // a change from now on queues another pass
   const LedgerSnapshot snapshot = node_.ledger().snapshot();
   for (const auto& [uuid, vm] : snapshot.vms) {
-    if (!vm.defined && node_.sync().vmScope(uuid)) pinFromLedger(session, uuid, false);
+    if (node_.sync().vmScope(uuid)) pin(session, vm, snapshot.shared, false);
   }
 }
 
@@ -121,34 +133,30 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   if (!active.ok() || *active) return;  // a running domain's definition waits for its next start
   auto xml = session.domainXml(uuid, true);
   if (!xml.ok()) return;
-  auto domain = parseDomainXml(*xml);
-  if (!domain.ok()) {
-    log_.warning("libvirt: definition not placed: " + domain.error().message());
+  auto read = domainSpec(*xml);
+  if (!read.ok()) {
+    log_.warning("libvirt: definition not placed: " + read.error().message());
     return;
   }
-  auto request = vmRequestFromDomain(*domain);
-  auto spec = request.ok() ? vmFrom(*request) : Result<VmSpec>(request.error());
-  if (!spec.ok()) {
-    log_.warning("libvirt: definition of " + domain->name + " not placed: " + spec.error().message());
-    return;
-  }
-  auto reserved = node_.reserveVm(*spec);
+  const DomainXml& domain = read->domain;
+  const VmSpec& spec = read->spec;
+  auto reserved = node_.reserveVm(spec);
   if (!reserved.ok() && reserved.error().code() == ErrorCode::kFailedPrecondition) {
     // The definition was edited while only reserved: place it anew.
     if (const auto vm = node_.ledger().findVm(uuid); vm && vm->defined && node_.releaseVm(uuid).ok()) {
-      reserved = node_.reserveVm(*spec);
+      reserved = node_.reserveVm(spec);
     }
   }
   if (!reserved.ok()) {
-    log_.info("libvirt: no define-time placement for " + domain->name + ": " + reserved.error().message());
+    log_.info("libvirt: no define-time placement for " + domain.name + ": " + reserved.error().message());
     return;
   }
-  if (domain->hasUserPins()) return;  // the user's own pins already say where it runs
+  if (domain.hasUserPins()) return;  // the user's own pins already say where it runs
   const auto vm = node_.ledger().findVm(uuid);
   if (!vm) return;
   auto pins = pinsOf(*vm, node_.ledger().sharedCpus());
   if (!pins.ok()) return;
-  if (domain->pinsAreVris() && *domain->vri.placement == placementMark(*pins)) {
+  if (domain.pinsAreVris() && *domain.vri.placement == placementMark(*pins)) {
     return;  // already written (this is the event of our own define)
   }
   auto rewritten = writeVriPins(*xml, *pins);
@@ -157,15 +165,15 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
     return;
   }
   if (auto defined = session.define(*rewritten); !defined.ok()) {
-    log_.warning("libvirt: define-time placement of " + domain->name + ": " + defined.error().message());
+    log_.warning("libvirt: define-time placement of " + domain.name + ": " + defined.error().message());
     return;
   }
-  log_.info("libvirt: define-time placement written into " + domain->name);
+  log_.info("libvirt: define-time placement written into " + domain.name);
 }
 
 void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event) {
   switch (event.kind) {
-    case DomainEventKind::kStarted: pinFromLedger(session, event.uuid, true); break;
+    case DomainEventKind::kStarted: pinFromLedger(session, event.uuid); break;
     case DomainEventKind::kStopped: pinned_.erase(event.uuid); break;
     case DomainEventKind::kDefined:
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);

@@ -39,7 +39,10 @@ class LibvirtSync : public LibvirtHandler {
 
  private:
   void adopt(LibvirtSession& session, const std::string& liveXml);
-  void pinFromLedger(LibvirtSession& session, const std::string& uuid, bool force);
+  // Sets the VM's live pins from the ledger, always.
+  void pinFromLedger(LibvirtSession& session, const std::string& uuid);
+  // Sets them when they differ from what libvirt was last told (or always, with `force`).
+  void pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
   void followSharedPool(LibvirtSession& session);
   void placeDefinition(LibvirtSession& session, const std::string& uuid);
   void watchEvents();
@@ -50,6 +53,7 @@ class LibvirtSync : public LibvirtHandler {
   std::map<std::string, VmPins> pinned_;  // worker thread only: what libvirt was last told
   std::shared_ptr<EventSubscription> events_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> followQueued_{false};  // a shared-pool follow-up waits on the worker
   std::unique_ptr<LibvirtSession> session_;
   std::thread eventsThread_;  // posts to session_: stopped before it
 };

@@ -113,7 +113,6 @@ class LibvirtEndToEndTest : public ::testing::Test {
     std::ofstream(tmp_.sub(name + ".xml")) << xml;
     std::string out;
     ASSERT_EQ(virsh({"define", tmp_.sub(name + ".xml")}, &out), 0) << out;
-    defined_.push_back(name);
     ASSERT_EQ(virsh({"start", name}, &out), 0) << out << vrid_->log();
   }
   void cleanDomains() {
@@ -186,7 +185,6 @@ class LibvirtEndToEndTest : public ::testing::Test {
   testing::TempDir tmp_;
   std::unique_ptr<testing::VridProcess> vrid_;
   std::unique_ptr<v1::Vri::Stub> admin_;
-  std::vector<std::string> defined_;
   std::string savedHookConfig_;
   bool hadHookConfig_ = false;
 };

@@ -1,5 +1,7 @@
 #include "accounting/cpu_pool.h"
 
+#include <algorithm>
+
 #include "accounting/cpu_take.h"
 #include "cgroup-model/quote.h"
 
@@ -129,6 +131,22 @@ Result<void> CpuPool::setMinSharedCpus(int cpus) {
   }
   config_.minSharedCpus = cpus;
   return {};
+}
+
+void CpuPool::followSharedDemand(int cpus) { config_.minSharedCpus = std::clamp(cpus, 0, shared().count()); }
+
+void CpuPool::releaseOwner(const std::string& owner) {
+  const auto it = grants_.find(owner);
+  if (it == grants_.end()) return;
+  owned_ -= it->second.all();
+  grants_.erase(it);
+}
+
+void CpuPool::holdBack(const std::string& owner, const CpuSet& cpus) {
+  releaseOwner(owner);
+  const CpuSet taken = cpus & shared();
+  grants_[owner] = ExclusiveGrant{{}, taken};
+  owned_ |= taken;
 }
 
 }  // namespace vri

@@ -67,6 +67,14 @@ class CpuPool {
 
   // Refuses a minimum the shared pool does not hold right now.
   Result<void> setMinSharedCpus(int cpus);
+  // Sets the minimum to what the shared tenants need, clamped to what the
+  // shared pool holds now, so it cannot fail.
+  void followSharedDemand(int cpus);
+  // Drops `owner`'s grant, if it has one.
+  void releaseOwner(const std::string& owner);
+  // Takes shared CPUs out of every pool under `owner` whatever the minimum:
+  // CPUs whose last holder's cgroups may still use them.
+  void holdBack(const std::string& owner, const CpuSet& cpus);
 
  private:
   CpuPool(std::shared_ptr<const Topology> topology, CpuPoolConfig config, CpuPools pools)

@@ -1,13 +1,17 @@
 // Ledger: the single source of truth for the node's tenants and their CPUs
 // and memory, for pods and VMs alike.
 //
-// Every decision is checked against one pool, committed to the store, and only
-// then acknowledged; a decision that cannot be committed is undone. Admits are
-// idempotent: the same request for the same identity returns the same
-// placement (a pod by UID, a container by pod UID and name, a VM by UUID).
-// Safe to call from many threads.
+// The state is an immutable value (LedgerState) published through a
+// shared_ptr: readers take it in O(1) and never wait on a decision. A decision
+// is a pure function of the current state: it returns the next state and the
+// delta between them, or a refusal that changed nothing. The caller holding
+// the Writer commits the delta to the store, does whatever else the decision
+// needs (vrid writes the cgroups), and publishes. Admits are idempotent: the
+// same request for the same identity returns the same placement (a pod by
+// UID, a container by pod UID and name, a VM by UUID).
 #pragma once
 
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -16,6 +20,7 @@
 
 #include "accounting/cpu_pool.h"
 #include "accounting/ledger_records.h"
+#include "accounting/ledger_state.h"
 #include "accounting/ledger_store.h"
 #include "accounting/topology_manager.h"
 
@@ -43,17 +48,7 @@ struct ContainerPlacement {
   CpuSet mems;       // cpuset.mems of a NUMA-pinned container; empty: all nodes
 };
 
-struct LedgerSnapshot {
-  CpuSet reserved;
-  CpuSet shared;
-  std::map<std::string, ExclusiveGrant> grants;
-  std::map<std::string, PodRecord> pods;
-  std::map<std::string, VmRecord> vms;
-  int64_t sharedDemandMilli = 0;
-  int sharedTenants = 0;
-  uint64_t admittedMemoryBytes = 0;
-  NumaMemory numa;
-};
+using StatePtr = std::shared_ptr<const LedgerState>;
 
 class Ledger {
  public:
@@ -63,90 +58,130 @@ class Ledger {
   static Result<std::unique_ptr<Ledger>> open(std::shared_ptr<const Topology> topology, LedgerConfig config,
                                               std::unique_ptr<LedgerStore> store);
 
-  Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container);
-  // The topology manager's scope pod: admits a pod's containers together,
-  // their exclusive CPUs and pinned memory aligned on the same NUMA nodes; all
-  // or nothing.
-  Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);
-  // Changes a container's resources in place when the pool allows it.
-  Result<ContainerPlacement> resizeContainer(const std::string& podUid, const ContainerSpec& container);
-  Result<void> releaseContainer(const std::string& podUid, const std::string& name);
-  Result<void> releasePod(const std::string& podUid);
+  // The state as last published: O(1), never waits on a decision.
+  StatePtr state() const;
 
-  Result<VmCpuPlacement> admitVm(const VmSpec& vm);
+  // The right to decide: one decision at a time, from the current state to the next.
+  class Writer {
+   public:
+    const StatePtr& current() const { return ledger_->current_; }
+    // Writes the records `delta` touched as they are in `to`: the decision's
+    // state, or its `before` state to undo it. One transaction.
+    Result<void> commit(const LedgerDelta& delta, const LedgerState& to);
+    void publish(StatePtr next);
+    // Reads the store again and publishes what it holds (after an undo failed to commit).
+    Result<void> reload();
+
+   private:
+    friend class Ledger;
+    explicit Writer(Ledger& ledger) : ledger_(&ledger), lock_(ledger.writerMutex_) {}
+    Ledger* ledger_;
+    std::unique_lock<std::mutex> lock_;
+  };
+  Writer writer() { return Writer(*this); }
+
+  // Decisions: the next state and the delta from `from`, or a refusal.
+  Result<Decision<ContainerPlacement>> decideAdmitContainer(const StatePtr& from, const PodSpec& pod,
+                                                            const ContainerSpec& container) const;
+  // The topology manager's scope pod: a pod's containers together, their
+  // exclusive CPUs and pinned memory aligned on the same NUMA nodes; all or nothing.
+  Result<Decision<std::vector<ContainerPlacement>>> decideAdmitPod(const StatePtr& from, const PodSpec& pod,
+                                                                   const std::vector<ContainerSpec>& containers) const;
+  // Changes a container's resources in place when the pool allows it.
+  Result<Decision<ContainerPlacement>> decideResizeContainer(const StatePtr& from, const std::string& podUid,
+                                                             const ContainerSpec& container) const;
+  Result<Decision<bool>> decideReleaseContainer(const StatePtr& from, const std::string& podUid,
+                                                const std::string& name) const;
+  Result<Decision<bool>> decideReleasePod(const StatePtr& from, const std::string& podUid) const;
+
+  Result<Decision<VmCpuPlacement>> decideAdmitVm(const StatePtr& from, const VmSpec& vm) const;
   // Define-time placement: reserves CPUs and NUMA memory for a VM that is
-  // defined but not running; admitVm with the same spec later starts it on
+  // defined but not running; admitting the same spec later starts it on
   // exactly that placement. A reservation survives restarts and the start-up check.
-  Result<VmCpuPlacement> reserveVm(const VmSpec& vm);
+  Result<Decision<VmCpuPlacement>> decideReserveVm(const StatePtr& from, const VmSpec& vm) const;
   // Changes a VM's CPU and memory request. A VM that fits in the CPUs it holds
   // keeps them; one that grows may have its vCPUs placed anew, on the NUMA
   // nodes it already uses where possible.
-  Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
-  Result<void> releaseVm(const std::string& uuid);
+  Result<Decision<VmCpuPlacement>> decideResizeVm(const StatePtr& from, const VmSpec& vm) const;
+  Result<Decision<bool>> decideReleaseVm(const StatePtr& from, const std::string& uuid) const;
+  // Where VMs' cgroups are (nullopt: gone). Unknown UUIDs are ignored.
+  Decision<bool> decideVmScopes(const StatePtr& from,
+                                const std::map<std::string, std::optional<CgroupPath>>& scopes) const;
 
   // Takes over a tenant found running, with the CPUs it holds now (refused
   // when they are reserved, offline or another tenant's).
+  Result<Decision<bool>> decideAdoptContainer(const StatePtr& from, const PodSpec& pod, const ContainerSpec& container,
+                                              const CpuSet& exclusive) const;
+  Result<Decision<bool>> decideAdoptVm(const StatePtr& from, const VmSpec& vm, const VmCpuPlacement& placement) const;
+
+  // CPUs a decision freed whose cgroup writes have not landed: held out of
+  // every pool under `tenant`'s draining owner, and handed back once they land.
+  Decision<bool> decideHoldDraining(const StatePtr& from, const std::string& tenant, const CpuSet& cpus) const;
+  Decision<bool> decideReleaseDraining(const StatePtr& from) const;
+
+  // Decide, commit and publish in one step, writing no cgroups: the start-up
+  // check, tests and tools. vrid's decisions go through its own pipeline.
+  Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container);
+  Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);
+  Result<ContainerPlacement> resizeContainer(const std::string& podUid, const ContainerSpec& container);
+  Result<void> releaseContainer(const std::string& podUid, const std::string& name);
+  Result<void> releasePod(const std::string& podUid);
+  Result<VmCpuPlacement> admitVm(const VmSpec& vm);
+  Result<VmCpuPlacement> reserveVm(const VmSpec& vm);
+  Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
+  Result<void> releaseVm(const std::string& uuid);
   Result<void> adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive);
   Result<void> adoptVm(const VmSpec& vm, const VmCpuPlacement& placement);
 
-  // Everything at once (reports, the cgroup tree); the narrow readers below are cheaper.
-  LedgerSnapshot snapshot() const;
-  CpuSet sharedCpus() const;
+  // One record, copied out of the current state (tests and tools).
   std::optional<PodRecord> findPod(const std::string& uid) const;
   std::optional<VmRecord> findVm(const std::string& uuid) const;
   const LedgerConfig& config() const { return config_; }
   const std::vector<std::string>& loadProblems() const { return loadProblems_; }
   const Topology& topology() const { return *topology_; }
+  // The store's records for `delta`'s tenants as they are in `to`.
+  static LedgerChange changeFor(const LedgerDelta& delta, const LedgerState& to);
 
  private:
-  Ledger(std::shared_ptr<const Topology> topology, LedgerConfig config, CpuPool pool, NumaMemory numa,
-         std::unique_ptr<LedgerStore> store)
-      : topology_(std::move(topology)),
-        config_(std::move(config)),
-        pool_(std::move(pool)),
-        numa_(std::move(numa)),
-        store_(std::move(store)) {}
+  Ledger(std::shared_ptr<const Topology> topology, LedgerConfig config, std::unique_ptr<LedgerStore> store)
+      : topology_(std::move(topology)), config_(std::move(config)), store_(std::move(store)) {}
 
-  Result<void> load();
-  int64_t vmSharedDemand(const VmRecord& vm) const;
+  // The state the store holds, with what no longer fits kept out (and said in `problems`).
+  Result<StatePtr> loadState(std::vector<std::string>& problems) const;
+  NextState next(const StatePtr& from) const {
+    return NextState(from, config_.sharedVcpuMilli, config_.vmMemoryOverheadBytes);
+  }
   uint64_t vmMemory(const VmSpec& vm) const { return vm.memoryBytes + config_.vmMemoryOverheadBytes; }
-  Result<void> checkMemory(uint64_t more, const std::string& who) const;
-  Result<void> checkSharedDemand(int64_t more, const std::string& who) const;
-  void syncSharedMinimum();
-  Result<VmCpuPlacement> admitOrReserveVm(const VmSpec& vm, bool defined);
+  Result<void> checkMemory(const LedgerState& state, uint64_t more, const std::string& who) const;
+  Result<void> checkSharedDemand(const LedgerState& state, int64_t more, const std::string& who) const;
+  Result<Decision<VmCpuPlacement>> decideVm(const StatePtr& from, const VmSpec& vm, bool defined) const;
   // `podNodes`: the NUMA nodes the whole pod was aligned on (scope pod); null: align the container alone.
-  Result<ContainerPlacement> placeContainer(PodRecord& pod, const ContainerSpec& container, const std::string& who,
-                                            const std::vector<int>* podNodes = nullptr);
-  Result<ContainerPlacement> admitContainerLocked(const PodSpec& pod, const ContainerSpec& container,
-                                                  const std::vector<int>* podNodes);
-  Result<void> releaseContainerLocked(const std::string& podUid, const std::string& name);
+  Result<ContainerPlacement> placeContainer(NextState& next, PodRecord& pod, const ContainerSpec& container,
+                                            const std::string& who, const std::vector<int>* podNodes) const;
+  Result<ContainerPlacement> admitInto(NextState& next, const PodSpec& pod, const ContainerSpec& container,
+                                       const std::vector<int>* podNodes) const;
   // The NUMA nodes a NUMA-bound tenant's CPUs and memory come from.
-  Result<std::vector<int>> alignNodes(const AlignmentRequest& request, const std::vector<int>& strictNodes) const;
+  Result<std::vector<int>> alignNodes(const LedgerState& state, const AlignmentRequest& request,
+                                      const std::vector<int>& strictNodes) const;
+  // Commits and publishes a decision taken under `writer`.
+  template <typename T>
+  Result<T> settle(Writer& writer, Result<Decision<T>> decision);
 
-  mutable std::mutex mutex_;
   std::shared_ptr<const Topology> topology_;
   LedgerConfig config_;
-  CpuPool pool_;
-  NumaMemory numa_;
-  std::unique_ptr<LedgerStore> store_;
-  std::map<std::string, PodRecord> pods_;
-  std::map<std::string, VmRecord> vms_;
-  int64_t sharedDemandMilli_ = 0;
-  int sharedTenants_ = 0;
-  uint64_t admittedMemory_ = 0;
+  std::unique_ptr<LedgerStore> store_;  // used under the writer lock only
   std::vector<std::string> loadProblems_;
+  std::mutex writerMutex_;         // one decision at a time
+  mutable std::mutex stateMutex_;  // guards the pointer `current_` alone, for a pointer copy
+  StatePtr current_;               // written under both locks; read under either
 };
-
-// Owner names in the CPU pool.
-std::string containerOwner(const std::string& podUid, const std::string& name);
-std::string vmOwner(const std::string& uuid);
 
 // The ledger's invariants, checked by tests after every step: no CPU in two
 // exclusive sets, no reserved CPU exclusive, shared = online - exclusive - held
 // back, the shared pool non-empty and large enough for the shared tenants,
-// memory within allocatable, no NUMA node over-committed in any resource, and
-// every tenant's memory blocks matching its cpuset.mems.
-Result<void> checkLedgerInvariants(const LedgerSnapshot& snapshot, const Topology& topology,
-                                   const LedgerConfig& config);
+// memory within allocatable, no NUMA node over-committed in any resource,
+// every tenant's memory blocks matching its cpuset.mems, and the totals equal
+// to a recount.
+Result<void> checkLedgerInvariants(const LedgerState& state, const Topology& topology, const LedgerConfig& config);
 
 }  // namespace vri

@@ -1,26 +1,18 @@
-// LedgerStore: the ledger's records in a sqlite3 file (WAL mode).
+// LedgerStore: where the ledger's records survive the process.
 //
-// Every put or delete is one transaction, committed before it returns, so a
-// decision the ledger acknowledges survives a crash of the process
-// (synchronous=NORMAL) or, with Durability::kFull, a power loss too.
+// One interface, three stores: sqlite (vrid), in memory (tests and tools that
+// need no file), and a failing one that tests put in front of either. A change
+// is applied in one transaction: all of it or none of it.
 #pragma once
 
 #include <map>
-#include <memory>
 #include <string>
 #include <vector>
 
 #include "accounting/ledger_records.h"
 #include "cgroup-model/result.h"
 
-struct sqlite3;
-struct sqlite3_stmt;
-
 namespace vri {
-
-// NORMAL: a commit survives the process crashing; FULL: also the machine losing power.
-enum class Durability { kNormal, kFull };
-Result<Durability> parseDurability(std::string_view text);  // "normal" | "full"
 
 struct StoredLedger {
   std::map<std::string, PodRecord> pods;  // by UID
@@ -28,34 +20,34 @@ struct StoredLedger {
   std::map<std::string, std::string> meta;
 };
 
+// The records one decision writes: puts and deletes, by identity.
+struct LedgerChange {
+  std::vector<PodRecord> putPods;
+  std::vector<std::string> deletePods;
+  std::vector<VmRecord> putVms;
+  std::vector<std::string> deleteVms;
+  bool empty() const { return putPods.empty() && deletePods.empty() && putVms.empty() && deleteVms.empty(); }
+};
+
 class LedgerStore {
  public:
-  static constexpr int kSchemaVersion = 1;
+  virtual ~LedgerStore() = default;
+  virtual Result<StoredLedger> load() = 0;
+  // All of `change` is durable when this returns ok; none of it otherwise.
+  virtual Result<void> apply(const LedgerChange& change) = 0;
+  virtual Result<void> setMeta(const std::string& key, const std::string& value) = 0;
+};
 
-  static Result<std::unique_ptr<LedgerStore>> open(const std::string& path, Durability durability);
-  ~LedgerStore();
-  LedgerStore(const LedgerStore&) = delete;
-  LedgerStore& operator=(const LedgerStore&) = delete;
-
-  Result<StoredLedger> load();
-  Result<void> putPod(const PodRecord& pod);
-  Result<void> deletePod(const std::string& uid);
-  Result<void> putVm(const VmRecord& vm);
-  Result<void> deleteVm(const std::string& uuid);
-  Result<void> setMeta(const std::string& key, const std::string& value);
-  // The smallest transaction that reaches the disk: the benchmark's measure of it.
-  Result<void> emptyCommit();
+// Keeps the records in memory, as the sqlite store would keep them on disk.
+class MemoryLedgerStore : public LedgerStore {
+ public:
+  Result<StoredLedger> load() override { return stored_; }
+  Result<void> apply(const LedgerChange& change) override;
+  Result<void> setMeta(const std::string& key, const std::string& value) override;
+  const StoredLedger& stored() const { return stored_; }
 
  private:
-  explicit LedgerStore(sqlite3* db) : db_(db) {}
-  Result<void> prepare();
-  Result<void> put(const char* kind, const std::string& id, const std::string& body);
-  Result<void> erase(const char* kind, const std::string& id);
-
-  sqlite3* db_;
-  sqlite3_stmt* put_ = nullptr;
-  sqlite3_stmt* delete_ = nullptr;
-  sqlite3_stmt* meta_ = nullptr;
+  StoredLedger stored_;
 };
 
 }  // namespace vri

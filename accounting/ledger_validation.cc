@@ -28,13 +28,13 @@ ContainerSpec specFromCgroup(const ScannedContainer& container) {
 }
 
 void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
-  const LedgerSnapshot snapshot = ledger.snapshot();
+  const StatePtr snapshot = ledger.state();
   std::map<std::string, std::set<std::string>> running;  // pod UID -> container ids
   for (const ScannedPod& pod : scan.pods) {
     auto& ids = running[pod.uid];
     for (const ScannedContainer& c : pod.containers) ids.insert(c.id);
   }
-  for (const auto& [uid, pod] : snapshot.pods) {
+  for (const auto& [uid, pod] : snapshot->pods) {
     const auto found = running.find(uid);
     if (found == running.end()) {
       if (ledger.releasePod(uid).ok())
@@ -50,7 +50,7 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
   }
   std::set<std::string> running_vms;
   for (const ScannedVm& vm : scan.vms) running_vms.insert(vm.uuid);
-  for (const auto& [uuid, vm] : snapshot.vms) {
+  for (const auto& [uuid, vm] : snapshot->vms) {
     if (running_vms.count(uuid) || vm.defined) continue;  // a reservation waits for its VM to start
     if (ledger.releaseVm(uuid).ok()) report.repaired.push_back("VM " + vm.spec.cpu.name + ": not running; released");
   }
@@ -83,17 +83,16 @@ CpuSet observedSharedPool(const NodeScan& scan, const CpuSet& fallback) {
 }
 
 void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, ValidationReport& report) {
-  const LedgerSnapshot snapshot = ledger.snapshot();
+  const StatePtr snapshot = ledger.state();
   for (const ScannedPod& pod : scan.pods) {
-    const auto known = snapshot.pods.find(pod.uid);
+    const auto known = snapshot->pods.find(pod.uid);
     for (const ScannedContainer& container : pod.containers) {
-      if (known != snapshot.pods.end()) {
-        const bool seen = std::any_of(known->second.containers.begin(), known->second.containers.end(),
+      if (known != nullptr) {
+        const bool seen = std::any_of(known->containers.begin(), known->containers.end(),
                                       [&](const auto& entry) { return entry.second.spec.id == container.id; });
         if (seen) continue;
       }
-      const PodSpec spec{pod.uid, known != snapshot.pods.end() ? known->second.spec.name : "adopted/" + pod.uid,
-                         pod.qos, 0, 0};
+      const PodSpec spec{pod.uid, known != nullptr ? known->spec.name : "adopted/" + pod.uid, pod.qos, 0, 0};
       const CpuSet exclusive = exclusiveOf(container.cgroup, shared);
       auto adopted = ledger.adoptContainer(spec, specFromCgroup(container), exclusive);
       const std::string what = "container " + container.id + " of pod " + pod.uid;
@@ -108,14 +107,14 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valid
 }
 
 void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, ValidationReport& report) {
-  const LedgerSnapshot snapshot = ledger.snapshot();
+  const StatePtr snapshot = ledger.state();
   for (const ScannedVm& vm : scan.vms) {
     const std::string scope = vm.scope.path.str();
     if (vm.uuid.empty()) {
       report.unresolved.push_back("VM scope " + scope + ": no UUID found; not adopted");
       continue;
     }
-    if (snapshot.vms.count(vm.uuid)) continue;
+    if (snapshot->vms.count(vm.uuid)) continue;
     VmSpec spec;
     spec.uuid = vm.uuid;
     spec.cpu.name = vm.scope.path.leaf();
@@ -164,7 +163,7 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valida
 ValidationReport validateLedger(Ledger& ledger, const NodeScan& scan) {
   ValidationReport report;
   releaseVanished(ledger, scan, report);
-  const CpuSet shared = observedSharedPool(scan, ledger.snapshot().shared);
+  const CpuSet shared = observedSharedPool(scan, ledger.state()->shared());
   adoptPods(ledger, scan, shared, report);
   adoptVms(ledger, scan, shared, report);
   for (const std::string& note : scan.notes) report.unresolved.push_back(note);

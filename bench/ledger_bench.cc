@@ -17,6 +17,7 @@
 
 #include "accounting/hwloc_topology.h"
 #include "accounting/ledger.h"
+#include "accounting/sqlite_ledger_store.h"
 
 namespace {
 
@@ -38,7 +39,7 @@ std::unique_ptr<vri::Ledger> open(const std::string& file, vri::Durability durab
   std::filesystem::remove(file + "-shm");
   vri::LedgerConfig config;
   config.pool.reserved.count = 2;
-  auto store = vri::LedgerStore::open(file, durability);
+  auto store = vri::SqliteLedgerStore::open(file, durability);
   if (!store.ok()) {
     std::fprintf(stderr, "%s\n", store.error().message().c_str());
     std::exit(1);
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   double raw = 0;
   {
     std::filesystem::remove(file);
-    auto store = vri::LedgerStore::open(file, durability);
+    auto store = vri::SqliteLedgerStore::open(file, durability);
     const auto start = Clock::now();
     for (int i = 0; i < decisions; ++i) (void)(*store)->emptyCommit();
     raw = decisions / seconds(start);
@@ -125,7 +126,7 @@ int main(int argc, char** argv) {
       vri::ContainerSpec c{"c", "c1", false, exclusive ? 1000 : 10, exclusive ? 1000 : 0, std::nullopt, std::nullopt};
       (void)ledger->admitContainer(pod, c);
     }
-    std::printf("{\"tenants\":%zu,\"ledger_rss_kib\":%ld}\n", ledger->snapshot().pods.size(), residentKiB() - before);
+    std::printf("{\"tenants\":%zu,\"ledger_rss_kib\":%ld}\n", ledger->state()->pods.size(), residentKiB() - before);
   }
   std::filesystem::remove(file);
   std::filesystem::remove(file + "-wal");

@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
 
   vri::CgroupApplier applier(fs, *backend);
   const auto treeFor = [&](const CpuSet& shared) {
-    vri::NodeResources node{shared, CpuSet{0}, 64000, 0, {}};
+    vri::NodeResources node{shared, CpuSet{0}, 64000, 0, {}, {}, {}};
     return vri::buildDesiredTree(layout, node, pods, vms);
   };
   auto wide = treeFor(all);

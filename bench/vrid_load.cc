@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "accounting/ledger_store.h"
+#include "accounting/sqlite_ledger_store.h"
 #include "proto/grpc_health_v1.grpc.pb.h"
 #include "proto/vri.grpc.pb.h"
 
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   auto health = grpc::health::v1::Health::NewStub(channel);
   auto api = vri::v1::Vri::NewStub(channel);
   auto durability = vri::parseDurability(o.durability);
-  auto store = vri::LedgerStore::open(dir + "/baseline.sqlite", *durability);
+  auto store = vri::SqliteLedgerStore::open(dir + "/baseline.sqlite", *durability);
   if (!store.ok()) return fail(store.error().message());
   std::mutex store_mutex;  // one sqlite connection, as vrid has
 

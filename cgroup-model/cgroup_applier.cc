@@ -85,6 +85,8 @@ class Planner {
       if (it->first.isRoot() || !desired_.cgroups.count(parent)) continue;
       controllers_[parent].insert(controllers_[it->first].begin(), controllers_[it->first].end());
     }
+    // Every hierarchy, even with nothing desired: a managed root with no cgroups left is removed everywhere.
+    for (const std::string& hierarchy : backend_.hierarchies()) allHierarchies_.insert(hierarchy);
     for (const auto& [path, needs] : hierarchies_) allHierarchies_.insert(needs.begin(), needs.end());
     // Cpuset files are checked against the parent's desired value up front.
     for (const auto& [path, files] : files_) {

@@ -15,25 +15,6 @@ CgroupSpec cpusetSpec(const CpuSet& cpus, const NodeResources& node) {
   return spec;
 }
 
-CpuSet podExclusive(const PodCgroup& pod) {
-  CpuSet cpus;
-  for (const ContainerCgroup& c : pod.containers) {
-    if (c.exclusiveCpus) cpus |= *c.exclusiveCpus;
-  }
-  return cpus;
-}
-
-CpuSet vmExclusive(const VmCgroup& vm) {
-  CpuSet cpus = vm.emulatorCpus;
-  for (const auto& cpu : vm.vcpuCpus) {
-    if (cpu) cpus.add(*cpu);
-  }
-  for (const auto& [id, cpu] : vm.iothreadCpus) {
-    if (cpu) cpus.add(*cpu);
-  }
-  return cpus;
-}
-
 // kubelet's pod-level values: shares from the requests, a quota and a memory
 // limit only when every container declares one.
 void addPodValues(const PodCgroup& pod, CgroupSettings& settings) {
@@ -64,10 +45,11 @@ void addContainerValues(const ContainerCgroup& container, CgroupSettings& settin
   if (container.memoryLimitBytes) settings.memoryMax = Limit{*container.memoryLimitBytes};
 }
 
-Result<void> addKubeletSide(const TreeLayout& layout, const NodeResources& node, const std::vector<PodCgroup>& pods,
-                            DesiredTree& tree) {
-  const bool everything = layout.ownership == Ownership::kEverything;
-  const auto namer = makeKubeletNamer(layout.driver, layout.kubeletParent);
+// The CPUs every parent holds besides the shared pool: CPUs not yet back in it.
+CpuSet parentExtra(const NodeResources& node) { return node.startingVmCpus | node.drainingCpus; }
+
+Result<void> checkNoOverlap(const NodeResources& node, const std::vector<PodCgroup>& pods,
+                            const std::vector<VmCgroup>& vms) {
   CpuSet all_exclusive;
   for (const PodCgroup& pod : pods) {
     for (const ContainerCgroup& c : pod.containers) {
@@ -79,81 +61,131 @@ Result<void> addKubeletSide(const TreeLayout& layout, const NodeResources& node,
       all_exclusive |= *c.exclusiveCpus;
     }
   }
-  const CgroupPath kubepods = namer->kubepods();
-  (everything ? tree.managedRoots : tree.adoptedRoots).push_back(kubepods);
-  CgroupSpec& root = tree.cgroups[kubepods] = cpusetSpec(node.sharedCpus | all_exclusive | node.startingVmCpus, node);
-  if (everything) {
-    root.settings.shares = milliCpuToShares(node.allocatableCpuMilli);
-    if (node.allocatableMemoryBytes > 0) root.settings.memoryMax = Limit{node.allocatableMemoryBytes};
-  }
-  for (QosClass qos : {QosClass::kBurstable, QosClass::kBestEffort}) {
-    CpuSet cpus = node.sharedCpus;
-    for (const PodCgroup& pod : pods) {
-      if (pod.qos == qos) cpus |= podExclusive(pod);
-    }
-    CgroupSpec& spec = tree.cgroups[namer->qos(qos)] = cpusetSpec(cpus, node);
-    if (everything) spec.settings.shares = qos == QosClass::kBurstable ? burstableQosShares(pods) : CpuShares{2};
-  }
-  for (const PodCgroup& pod : pods) {
-    VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, namer->pod(pod.qos, pod.uid));
-    if (tree.cgroups.count(pod_path))
-      return Error::invalidArgument("pod " + quoteForMessage(pod.uid) + " is listed twice");
-    CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(node.sharedCpus | podExclusive(pod), node);
-    if (everything) addPodValues(pod, pod_spec.settings);
-    for (const ContainerCgroup& container : pod.containers) {
-      VRI_ASSIGN_OR_RETURN(CgroupPath path, namer->container(pod.qos, pod.uid, container.id));
-      CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(container.exclusiveCpus.value_or(node.sharedCpus), node);
-      if (container.mems) spec.settings.mems = *container.mems;
-      if (everything) addContainerValues(container, spec.settings);
-    }
-  }
-  return {};
-}
-
-Result<void> addLibvirtSide(const TreeLayout& layout, const NodeResources& node, const std::vector<PodCgroup>& pods,
-                            const std::vector<VmCgroup>& vms, DesiredTree& tree) {
-  const LibvirtNamer namer(layout.libvirt, layout.machinePartition);
-  CpuSet all_exclusive;
-  for (const VmCgroup& vm : vms) all_exclusive |= vmExclusive(vm);
-  tree.adoptedRoots.push_back(layout.machinePartition);
-  CgroupSpec& partition = tree.cgroups[layout.machinePartition] =
-      cpusetSpec(node.sharedCpus | all_exclusive | node.startingVmCpus, node);
-  partition.settings.shares = machinePartitionShares(node, pods, vms);
   for (const VmCgroup& vm : vms) {
-    if (vm.scope.depth() != layout.machinePartition.depth() + 1 || !vm.scope.isWithin(layout.machinePartition)) {
-      return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is not directly under " +
-                                    quoteForMessage(layout.machinePartition.str()));
-    }
-    if (tree.cgroups.count(vm.scope))
-      return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is listed twice");
-    const CpuSet exclusive = vmExclusive(vm);
+    const CpuSet exclusive = vmExclusiveCpus(vm);
     if (exclusive.intersects(node.sharedCpus)) {
       return Error::invalidArgument("exclusive CPUs " + exclusive.format() + " of VM scope " +
                                     quoteForMessage(vm.scope.str()) + " overlap the shared pool");
     }
-    CgroupSpec& scope = tree.cgroups[vm.scope] = cpusetSpec(node.sharedCpus | exclusive, node);
-    scope.settings.shares = vm.shares.value_or(milliCpuToShares(vm.cpuRequestMilli));
-    const CgroupPath threads = namer.threadParent(vm.scope);
-    if (threads != vm.scope) tree.cgroups[threads] = cpusetSpec(node.sharedCpus | exclusive, node);
-    const auto threadGroup = [&](const CgroupPath& path, const CpuSet& cpus) -> CgroupSpec& {
-      CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(cpus, node);
-      if (vm.mems) spec.settings.mems = *vm.mems;
-      spec.threaded = true;
-      return spec;
-    };
-    for (size_t i = 0; i < vm.vcpuCpus.size(); ++i) {
-      const auto& cpu = vm.vcpuCpus[i];
-      CgroupSpec& spec = threadGroup(namer.vcpu(vm.scope, static_cast<int>(i)), cpu ? CpuSet{*cpu} : node.sharedCpus);
-      if (vm.vcpuMax) spec.settings.cpuMax = vm.vcpuMax;
-    }
-    threadGroup(namer.emulator(vm.scope), vm.emulatorCpus.empty() ? node.sharedCpus : vm.emulatorCpus);
-    for (const auto& [id, cpu] : vm.iothreadCpus)
-      threadGroup(namer.iothread(vm.scope, id), cpu ? CpuSet{*cpu} : node.sharedCpus);
   }
   return {};
 }
 
 }  // namespace
+
+CpuSet podExclusiveCpus(const PodCgroup& pod) {
+  CpuSet cpus;
+  for (const ContainerCgroup& c : pod.containers) {
+    if (c.exclusiveCpus) cpus |= *c.exclusiveCpus;
+  }
+  return cpus;
+}
+
+CpuSet vmExclusiveCpus(const VmCgroup& vm) {
+  CpuSet cpus = vm.emulatorCpus;
+  for (const auto& cpu : vm.vcpuCpus) {
+    if (cpu) cpus.add(*cpu);
+  }
+  for (const auto& [id, cpu] : vm.iothreadCpus) {
+    if (cpu) cpus.add(*cpu);
+  }
+  return cpus;
+}
+
+TreeTotals treeTotals(const std::vector<PodCgroup>& pods, const std::vector<VmCgroup>& vms) {
+  TreeTotals totals;
+  for (const PodCgroup& pod : pods) {
+    const CpuSet exclusive = podExclusiveCpus(pod);
+    totals.podExclusive |= exclusive;
+    totals.qosExclusive[pod.qos] |= exclusive;
+    const int64_t requests = podCpuRequestMilli(pod);
+    totals.podRequestMilli += requests;
+    if (pod.qos == QosClass::kBurstable) totals.burstableRequestMilli += requests;
+  }
+  for (const VmCgroup& vm : vms) {
+    totals.vmExclusive |= vmExclusiveCpus(vm);
+    totals.vmRequestMilli += vm.cpuRequestMilli;
+  }
+  return totals;
+}
+
+void addNodeCgroups(const TreeLayout& layout, const NodeResources& node, DesiredTree& tree) {
+  const bool everything = layout.ownership == Ownership::kEverything;
+  const auto namer = makeKubeletNamer(layout.driver, layout.kubeletParent);
+  const TreeTotals& totals = node.totals;
+  const CgroupPath kubepods = namer->kubepods();
+  (everything ? tree.managedRoots : tree.adoptedRoots).push_back(kubepods);
+  CgroupSpec& root = tree.cgroups[kubepods] =
+      cpusetSpec(node.sharedCpus | totals.podExclusive | parentExtra(node), node);
+  if (everything) {
+    root.settings.shares = milliCpuToShares(node.allocatableCpuMilli);
+    if (node.allocatableMemoryBytes > 0) root.settings.memoryMax = Limit{node.allocatableMemoryBytes};
+  }
+  for (QosClass qos : {QosClass::kBurstable, QosClass::kBestEffort}) {
+    CpuSet cpus = node.sharedCpus | node.drainingCpus;
+    if (const auto exclusive = totals.qosExclusive.find(qos); exclusive != totals.qosExclusive.end()) {
+      cpus |= exclusive->second;
+    }
+    CgroupSpec& spec = tree.cgroups[namer->qos(qos)] = cpusetSpec(cpus, node);
+    if (everything) {
+      spec.settings.shares =
+          qos == QosClass::kBurstable ? milliCpuToShares(totals.burstableRequestMilli) : CpuShares{2};
+    }
+  }
+  tree.adoptedRoots.push_back(layout.machinePartition);
+  CgroupSpec& partition = tree.cgroups[layout.machinePartition] =
+      cpusetSpec(node.sharedCpus | totals.vmExclusive | parentExtra(node), node);
+  partition.settings.shares =
+      machinePartitionShares(node.allocatableCpuMilli, totals.podRequestMilli, totals.vmRequestMilli);
+}
+
+Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, const NodeResources& node,
+                           const PodCgroup& pod, DesiredTree& tree) {
+  const bool everything = layout.ownership == Ownership::kEverything;
+  VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, namer.pod(pod.qos, pod.uid));
+  if (tree.cgroups.count(pod_path))
+    return Error::invalidArgument("pod " + quoteForMessage(pod.uid) + " is listed twice");
+  CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(node.sharedCpus | podExclusiveCpus(pod), node);
+  if (everything) addPodValues(pod, pod_spec.settings);
+  for (const ContainerCgroup& container : pod.containers) {
+    if (container.id.empty()) continue;  // no cgroup until the runtime names it
+    VRI_ASSIGN_OR_RETURN(CgroupPath path, namer.container(pod.qos, pod.uid, container.id));
+    CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(container.exclusiveCpus.value_or(node.sharedCpus), node);
+    if (container.mems) spec.settings.mems = *container.mems;
+    if (everything) addContainerValues(container, spec.settings);
+  }
+  return {};
+}
+
+Result<void> addVmCgroups(const TreeLayout& layout, const LibvirtNamer& namer, const NodeResources& node,
+                          const VmCgroup& vm, DesiredTree& tree) {
+  if (vm.scope.depth() != layout.machinePartition.depth() + 1 || !vm.scope.isWithin(layout.machinePartition)) {
+    return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is not directly under " +
+                                  quoteForMessage(layout.machinePartition.str()));
+  }
+  if (tree.cgroups.count(vm.scope))
+    return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is listed twice");
+  const CpuSet exclusive = vmExclusiveCpus(vm);
+  CgroupSpec& scope = tree.cgroups[vm.scope] = cpusetSpec(node.sharedCpus | exclusive, node);
+  scope.settings.shares = vm.shares.value_or(milliCpuToShares(vm.cpuRequestMilli));
+  const CgroupPath threads = namer.threadParent(vm.scope);
+  if (threads != vm.scope) tree.cgroups[threads] = cpusetSpec(node.sharedCpus | exclusive, node);
+  const auto threadGroup = [&](const CgroupPath& path, const CpuSet& cpus) -> CgroupSpec& {
+    CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(cpus, node);
+    if (vm.mems) spec.settings.mems = *vm.mems;
+    spec.threaded = true;
+    return spec;
+  };
+  for (size_t i = 0; i < vm.vcpuCpus.size(); ++i) {
+    const auto& cpu = vm.vcpuCpus[i];
+    CgroupSpec& spec = threadGroup(namer.vcpu(vm.scope, static_cast<int>(i)), cpu ? CpuSet{*cpu} : node.sharedCpus);
+    if (vm.vcpuMax) spec.settings.cpuMax = vm.vcpuMax;
+  }
+  threadGroup(namer.emulator(vm.scope), vm.emulatorCpus.empty() ? node.sharedCpus : vm.emulatorCpus);
+  for (const auto& [id, cpu] : vm.iothreadCpus)
+    threadGroup(namer.iothread(vm.scope, id), cpu ? CpuSet{*cpu} : node.sharedCpus);
+  return {};
+}
 
 int64_t podCpuRequestMilli(const PodCgroup& pod) {
   int64_t total = pod.overheadCpuMilli;
@@ -169,25 +201,33 @@ CpuShares burstableQosShares(const std::vector<PodCgroup>& pods) {
   return milliCpuToShares(requests);
 }
 
+CpuShares machinePartitionShares(int64_t allocatableCpuMilli, int64_t podRequestMilli, int64_t vmRequestMilli) {
+  if (vmRequestMilli <= 0) return {CpuShares::kMin};
+  if (podRequestMilli <= 0) return milliCpuToShares(vmRequestMilli);
+  const double kubepods = static_cast<double>(milliCpuToShares(allocatableCpuMilli).value);
+  const auto shares =
+      static_cast<uint64_t>(kubepods * static_cast<double>(vmRequestMilli) / static_cast<double>(podRequestMilli));
+  return {std::clamp<uint64_t>(shares, CpuShares::kMin, CpuShares::kMax)};
+}
+
 CpuShares machinePartitionShares(const NodeResources& node, const std::vector<PodCgroup>& pods,
                                  const std::vector<VmCgroup>& vms) {
-  int64_t pod_requests = 0, vm_requests = 0;
-  for (const PodCgroup& pod : pods) pod_requests += podCpuRequestMilli(pod);
-  for (const VmCgroup& vm : vms) vm_requests += vm.cpuRequestMilli;
-  if (vm_requests <= 0) return {CpuShares::kMin};
-  if (pod_requests <= 0) return milliCpuToShares(vm_requests);
-  const double kubepods = static_cast<double>(milliCpuToShares(node.allocatableCpuMilli).value);
-  const auto shares =
-      static_cast<uint64_t>(kubepods * static_cast<double>(vm_requests) / static_cast<double>(pod_requests));
-  return {std::clamp<uint64_t>(shares, CpuShares::kMin, CpuShares::kMax)};
+  const TreeTotals totals = treeTotals(pods, vms);
+  return machinePartitionShares(node.allocatableCpuMilli, totals.podRequestMilli, totals.vmRequestMilli);
 }
 
 Result<DesiredTree> buildDesiredTree(const TreeLayout& layout, const NodeResources& node,
                                      const std::vector<PodCgroup>& pods, const std::vector<VmCgroup>& vms) {
   if (node.memoryNodes.empty()) return Error::invalidArgument("the node has no memory nodes for cpuset.mems");
+  VRI_TRY(checkNoOverlap(node, pods, vms));
+  NodeResources whole = node;
+  whole.totals = treeTotals(pods, vms);
   DesiredTree tree;
-  VRI_TRY(addKubeletSide(layout, node, pods, tree));
-  VRI_TRY(addLibvirtSide(layout, node, pods, vms, tree));
+  addNodeCgroups(layout, whole, tree);
+  const auto kubelet = makeKubeletNamer(layout.driver, layout.kubeletParent);
+  for (const PodCgroup& pod : pods) VRI_TRY(addPodCgroups(layout, *kubelet, whole, pod, tree));
+  const LibvirtNamer libvirt(layout.libvirt, layout.machinePartition);
+  for (const VmCgroup& vm : vms) VRI_TRY(addVmCgroups(layout, libvirt, whole, vm, tree));
   return tree;
 }
 

@@ -56,6 +56,16 @@ struct VmCgroup {
   std::optional<CpuSet> mems;                      // NUMA-bound memory; nullopt: every node
 };
 
+// Sums over every pod and VM that the node-level cgroups' values come from.
+struct TreeTotals {
+  CpuSet podExclusive;                      // every pod's exclusive CPUs (kubepods)
+  std::map<QosClass, CpuSet> qosExclusive;  // the same per QoS class (its QoS cgroup)
+  CpuSet vmExclusive;                       // started VMs' exclusive CPUs (the machine partition)
+  int64_t podRequestMilli = 0;              // every pod's requests and overhead
+  int64_t burstableRequestMilli = 0;        // Burstable pods' (their QoS cgroup's shares)
+  int64_t vmRequestMilli = 0;               // started VMs' (the machine partition's shares)
+};
+
 struct NodeResources {
   CpuSet sharedCpus;
   CpuSet memoryNodes;                   // cpuset.mems everywhere
@@ -64,6 +74,11 @@ struct NodeResources {
   // Exclusive CPUs of VMs that are admitted or reserved but have no cgroups yet: the
   // machine partition holds them, so that libvirt can pin a starting VM's vCPUs there.
   CpuSet startingVmCpus;
+  // CPUs freed by a decision whose writes have not landed: in every parent, in no tenant.
+  CpuSet drainingCpus;
+  // buildDesiredTree computes these from its pods and VMs; callers that build
+  // part of the tree fill them from their books.
+  TreeTotals totals;
 };
 
 struct TreeLayout {
@@ -80,6 +95,20 @@ int64_t podCpuRequestMilli(const PodCgroup& pod);  // containers plus overhead
 // The machine partition's shares: kubepods' shares scaled by VM requests over pod requests.
 CpuShares machinePartitionShares(const NodeResources& node, const std::vector<PodCgroup>& pods,
                                  const std::vector<VmCgroup>& vms);
+CpuShares machinePartitionShares(int64_t allocatableCpuMilli, int64_t podRequestMilli, int64_t vmRequestMilli);
+TreeTotals treeTotals(const std::vector<PodCgroup>& pods, const std::vector<VmCgroup>& vms);
+CpuSet podExclusiveCpus(const PodCgroup& pod);
+CpuSet vmExclusiveCpus(const VmCgroup& vm);
+
+// The parts of the tree, for callers that write only what a change touched.
+// Node level: kubepods, its QoS cgroups and the machine partition, from node.totals.
+void addNodeCgroups(const TreeLayout& layout, const NodeResources& node, DesiredTree& tree);
+// A pod and its containers that have a runtime id (the others have no cgroup yet).
+Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, const NodeResources& node,
+                           const PodCgroup& pod, DesiredTree& tree);
+// A VM's scope and thread groups.
+Result<void> addVmCgroups(const TreeLayout& layout, const LibvirtNamer& namer, const NodeResources& node,
+                          const VmCgroup& vm, DesiredTree& tree);
 
 // Refuses invalid identities (pod UIDs, container ids), VM scopes outside the
 // machine partition, and exclusive CPUs outside the node.

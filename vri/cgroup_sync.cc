@@ -31,62 +31,168 @@ Result<std::unique_ptr<CgroupBackend>> backendForHost(const CgroupFs& fs, const 
   return makeV1Backend(std::move(hierarchies));
 }
 
-Result<NodeScan> CgroupSync::scan() {
-  VRI_ASSIGN_OR_RETURN(NodeScan scan, scanNode(fs_, *backend_, layout_));
-  std::lock_guard lock(scopesMutex_);
-  for (const ScannedVm& vm : scan.vms) {
-    if (!vm.uuid.empty()) vmScopes_[vm.uuid] = vm.scope.path;
-  }
-  return scan;
+CgroupSync::CgroupSync(CgroupFs& fs, std::unique_ptr<CgroupBackend> backend, TreeLayout layout,
+                       NodeAllocatable allocatable, std::shared_ptr<const Topology> topology, int64_t sharedVcpuMilli,
+                       std::vector<std::string> controllers)
+    : fs_(fs),
+      backend_(std::move(backend)),
+      layout_(std::move(layout)),
+      allocatable_(allocatable),
+      topology_(std::move(topology)),
+      sharedVcpuMilli_(sharedVcpuMilli),
+      controllers_(std::move(controllers)),
+      kubeletNamer_(makeKubeletNamer(layout_.driver, layout_.kubeletParent)),
+      libvirtNamer_(layout_.libvirt, layout_.machinePartition),
+      cpusetWriter_(fs_, backend_->version()) {
+  CgroupSettings cpus_only;
+  cpus_only.cpus = CpuSet{0};
+  auto files = backend_->files(cpus_only);
+  cpusetHierarchy_ = files.ok() && !files->empty() ? files->front().hierarchy : backend_->primaryHierarchy();
 }
 
-Result<CgroupPath> CgroupSync::vmStarted(const std::string& uuid, int qemuPid) {
+Result<NodeScan> CgroupSync::scan() const { return scanNode(fs_, *backend_, layout_); }
+
+Result<CgroupPath> CgroupSync::findVmScope(int qemuPid) const {
   if (qemuPid <= 0) return Error::invalidArgument("qemu_pid: must be a process id, got " + std::to_string(qemuPid));
   VRI_ASSIGN_OR_RETURN(
       std::string cgroups,
       fs_.readProc(std::to_string(qemuPid) + "/cgroup").context("qemu_pid " + std::to_string(qemuPid)));
   const std::string controller = backend_->version() == CgroupVersion::kV1 ? "cpuset" : "";
-  VRI_ASSIGN_OR_RETURN(CgroupPath scope, vmScopeFromProcCgroup(cgroups, controller, layout_.machinePartition)
-                                             .context("qemu_pid " + std::to_string(qemuPid)));
-  std::lock_guard lock(scopesMutex_);
-  vmScopes_[uuid] = scope;
-  return scope;
+  return vmScopeFromProcCgroup(cgroups, controller, layout_.machinePartition)
+      .context("qemu_pid " + std::to_string(qemuPid));
 }
 
-void CgroupSync::forgetVm(const std::string& uuid) {
-  std::lock_guard lock(scopesMutex_);
-  vmScopes_.erase(uuid);
-}
-
-std::optional<CgroupPath> CgroupSync::vmScope(const std::string& uuid) const {
-  std::lock_guard lock(scopesMutex_);
-  const auto it = vmScopes_.find(uuid);
-  if (it == vmScopes_.end()) return std::nullopt;
-  return it->second;
-}
-
-Result<SyncResult> CgroupSync::apply(const Ledger& ledger, bool withDrift, bool dryRun) {
-  std::lock_guard apply_lock(applyMutex_);
-  const LedgerSnapshot snapshot = ledger.snapshot();
-  std::map<std::string, CgroupPath> scopes;
-  {
-    std::lock_guard lock(scopesMutex_);
-    scopes = vmScopes_;
+void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
+  if (backend_->version() != CgroupVersion::kV1) return;
+  const auto managed = [&](const char* controller) {
+    return std::find(controllers_.begin(), controllers_.end(), controller) != controllers_.end();
+  };
+  for (auto& [path, spec] : tree.cgroups) {
+    if (!managed("memory")) spec.settings.memoryMax.reset();
+    if (!managed("hugetlb")) spec.settings.hugetlbMax.clear();
+    if (!managed("pids")) spec.settings.pidsMax.reset();
   }
-  const LedgerTreeInputs inputs{ledger.topology(), layout_, allocatable_, sharedVcpuMilli_, scopes};
-  VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(snapshot, inputs));
-  if (backend_->version() == CgroupVersion::kV1) {
-    const auto managed = [&](const char* controller) {
-      return std::find(controllers_.begin(), controllers_.end(), controller) != controllers_.end();
-    };
-    for (auto& [path, spec] : desired.cgroups) {
-      if (!managed("memory")) spec.settings.memoryMax.reset();
-      if (!managed("hugetlb")) spec.settings.hugetlbMax.clear();
-      if (!managed("pids")) spec.settings.pidsMax.reset();
+}
+
+void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
+                                std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const {
+  const CgroupDir dir{cpusetHierarchy_, path};
+  const CgroupSettings none;
+  const CgroupSettings& was = before != nullptr ? before->settings : none;
+  if (after.settings.cpus) cpusets.push_back({dir, "cpuset.cpus", was.cpus.value_or(CpuSet()), *after.settings.cpus});
+  if (after.settings.mems) cpusets.push_back({dir, "cpuset.mems", was.mems.value_or(CpuSet()), *after.settings.mems});
+  CgroupSettings values_before = was, values_after = after.settings;
+  values_before.cpus.reset();
+  values_before.mems.reset();
+  values_after.cpus.reset();
+  values_after.mems.reset();
+  auto files_before = backend_->files(values_before);
+  auto files_after = backend_->files(values_after);
+  if (!files_after.ok()) return;
+  for (const ControlFile& file : *files_after) {
+    bool same = false;
+    if (files_before.ok()) {
+      for (const ControlFile& old : *files_before) {
+        if (old.hierarchy == file.hierarchy && old.file == file.file) same = old.value == file.value;
+      }
+    }
+    if (!same) plain.push_back({{file.hierarchy, path}, file.file, file.value});
+  }
+}
+
+void CgroupSync::planNodeAndFollowers(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta,
+                                      std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const {
+  DesiredTree node_before, node_after;
+  addNodeCgroups(layout_, nodeResources(before, inputs()), node_before);
+  addNodeCgroups(layout_, nodeResources(after, inputs()), node_after);
+  dropUnmanaged(node_before);
+  dropUnmanaged(node_after);
+  for (const auto& [path, spec] : node_after.cgroups) {  // by path: parents first
+    const auto old = node_before.cgroups.find(path);
+    addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, cpusets, plain);
+  }
+  const CpuSet shared_before = before.shared(), shared_after = after.shared();
+  if (shared_before == shared_after) return;
+  // Every tenant that runs in the shared pool follows it; the touched ones are written on their own.
+  const auto follow = [&](const CgroupPath& path, const CpuSet& own, bool leaf) {
+    cpusets.push_back({{cpusetHierarchy_, path}, "cpuset.cpus", shared_before | own, shared_after | own, leaf});
+  };
+  for (const auto& [uid, pod] : after.pods) {
+    if (delta.pods.count(uid)) continue;
+    auto pod_path = kubeletNamer_->pod(pod.spec.qos, uid);
+    if (!pod_path.ok()) continue;
+    CpuSet exclusive;
+    for (const auto& [name, c] : pod.containers) exclusive |= c.exclusive;
+    follow(*pod_path, exclusive, false);
+    for (const auto& [name, c] : pod.containers) {
+      if (c.spec.id.empty() || !c.exclusive.empty()) continue;
+      auto path = kubeletNamer_->container(pod.spec.qos, uid, c.spec.id);
+      if (path.ok()) follow(*path, {}, true);
     }
   }
+  for (const auto& [uuid, scope] : after.vmScopes) {
+    const VmRecord* vm = after.vm(uuid);
+    if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
+    const VmCpuPlacement& p = vm->placement;
+    follow(scope, p.exclusive, false);
+    const CgroupPath threads = libvirtNamer_.threadParent(scope);
+    if (threads != scope) follow(threads, p.exclusive, false);
+    for (size_t i = 0; i < p.vcpuCpus.size(); ++i) {
+      if (p.vcpuCpus[i] == VmCpuPlacement::kShared) follow(libvirtNamer_.vcpu(scope, static_cast<int>(i)), {}, true);
+    }
+    if (p.emulatorCpus.empty()) follow(libvirtNamer_.emulator(scope), {}, true);
+    for (size_t i = 0; i < p.iothreadCpus.size(); ++i) {
+      if (p.iothreadCpus[i] == VmCpuPlacement::kShared) {
+        follow(libvirtNamer_.iothread(scope, static_cast<int>(i) + 1), {}, true);
+      }
+    }
+  }
+}
+
+Result<int> CgroupSync::writeTenant(const std::string& what, DesiredTree tree) {
+  dropUnmanaged(tree);
+  CgroupApplier applier(fs_, *backend_);
+  VRI_ASSIGN_OR_RETURN(std::vector<CgroupOp> ops, applier.apply(tree).context(what));
+  return static_cast<int>(ops.size());
+}
+
+Result<int> CgroupSync::write(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta) {
+  std::vector<CpusetChange> cpusets;
+  std::vector<PlainWrite> plain;
+  planNodeAndFollowers(before, after, delta, cpusets, plain);
+  VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, cpusetWriter_.apply(cpusets, plain));
+  int writes = shared.writes;
+  // The touched tenants last: a new exclusive tenant's CPUs have left every shared cgroup by now.
+  const bool everything = layout_.ownership == Ownership::kEverything;
+  const NodeResources node = nodeResources(after, inputs());
+  for (const std::string& uid : delta.pods) {
+    const PodRecord* now = after.pod(uid);
+    const PodRecord* was = before.pod(uid);
+    if (now == nullptr && !everything) continue;  // kubelet removes what it made
+    VRI_ASSIGN_OR_RETURN(CgroupPath path, kubeletNamer_->pod((now != nullptr ? now : was)->spec.qos, uid));
+    DesiredTree tree;
+    (everything ? tree.managedRoots : tree.adoptedRoots).push_back(path);
+    if (now != nullptr) VRI_TRY(addPodCgroups(layout_, *kubeletNamer_, node, podCgroup(*now), tree));
+    VRI_ASSIGN_OR_RETURN(int n, writeTenant("pod " + uid, std::move(tree)));
+    writes += n;
+  }
+  for (const std::string& uuid : delta.vms) {
+    const VmRecord* vm = after.vm(uuid);
+    const CgroupPath* scope = after.vmScope(uuid);
+    if (vm == nullptr || vm->defined || scope == nullptr) continue;  // libvirt removes a stopped VM's cgroups
+    DesiredTree tree;
+    tree.adoptedRoots.push_back(*scope);
+    VRI_TRY(addVmCgroups(layout_, libvirtNamer_, node, vmCgroup(*vm, *scope, sharedVcpuMilli_), tree));
+    VRI_ASSIGN_OR_RETURN(int n, writeTenant("VM " + uuid, std::move(tree)));
+    writes += n;
+  }
+  return writes;
+}
+
+Result<SyncResult> CgroupSync::reconcile(const LedgerState& state, bool withDrift, bool dryRun) {
+  VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(state, inputs()));
+  dropUnmanaged(desired);
   SyncResult result;
-  result.shared = snapshot.shared;
   if (withDrift) {
     VRI_ASSIGN_OR_RETURN(result.drift, detectDrift(fs_, *backend_, desired));
   }

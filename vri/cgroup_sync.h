@@ -1,22 +1,26 @@
-// Keeps the cgroupfs in line with the ledger: finds each VM's cgroups
-// through its QEMU pid, builds the tree the ledger implies, and applies it.
-//
-// One apply at a time, each from a snapshot taken once the previous apply
-// finished, so a slow apply never writes an older pool over a newer one.
+// Keeps the cgroupfs in line with the ledger, two ways:
+//  - write(): after a decision, only the cgroups whose values it changed,
+//    from the two states and the delta, without reading the tree: the
+//    node-level cgroups (kubepods, QoS, the machine partition: cpusets and the
+//    pod/VM balance), the touched tenants' own cgroups, and — when the shared
+//    pool moved — the cpusets of every tenant that runs in it;
+//  - reconcile(): the whole tree read and compared (drift, start-up, retries).
+// The caller serialises both (the ledger's writer lock).
 #pragma once
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
 #include "cgroup-model/cgroup_applier.h"
 #include "cgroup-model/cgroup_backend.h"
+#include "cgroup-model/cpuset_delta.h"
 #include "cgroup-model/drift.h"
 #include "cgroup-model/node_scan.h"
 #include "cgroup-model/node_tree.h"
+#include "vri/ledger_tree.h"
 
 namespace vri {
 
@@ -29,7 +33,6 @@ Result<std::unique_ptr<CgroupBackend>> backendForHost(const CgroupFs& fs, const 
 struct SyncResult {
   std::vector<Drift> drift;  // what differed before (full reconciles only)
   std::vector<CgroupOp> operations;
-  CpuSet shared;  // the shared pool the writes were for
 };
 
 class CgroupSync {
@@ -37,38 +40,45 @@ class CgroupSync {
   // `controllers`: v1, the controllers vrid manages; values of the others
   // (a host that keeps vrid out of the memory hierarchy) are left alone.
   CgroupSync(CgroupFs& fs, std::unique_ptr<CgroupBackend> backend, TreeLayout layout, NodeAllocatable allocatable,
-             int64_t sharedVcpuMilli, std::vector<std::string> controllers)
-      : fs_(fs),
-        backend_(std::move(backend)),
-        layout_(std::move(layout)),
-        allocatable_(allocatable),
-        sharedVcpuMilli_(sharedVcpuMilli),
-        controllers_(std::move(controllers)) {}
+             std::shared_ptr<const Topology> topology, int64_t sharedVcpuMilli, std::vector<std::string> controllers);
 
   const CgroupBackend& backend() const { return *backend_; }
   const TreeLayout& layout() const { return layout_; }
 
-  // Reads the node's cgroups and remembers where each running VM's are.
-  Result<NodeScan> scan();
-  // Finds a started VM's scope from /proc/<pid>/cgroup and remembers it.
-  Result<CgroupPath> vmStarted(const std::string& uuid, int qemuPid);
-  void forgetVm(const std::string& uuid);
-  std::optional<CgroupPath> vmScope(const std::string& uuid) const;
+  // Reads the node's cgroups (pods, containers, VM scopes).
+  Result<NodeScan> scan() const;
+  // A started VM's scope, from /proc/<pid>/cgroup.
+  Result<CgroupPath> findVmScope(int qemuPid) const;
 
-  // Writes the ledger's current state. With `withDrift` the differences found
+  // The cgroups `delta` changed between `before` and `after`, in a safe order.
+  // Returns the number of writes (and directories made or removed).
+  Result<int> write(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta);
+  // The whole tree for `state`. With `withDrift` the differences found
   // before writing are reported too; `dryRun` only plans.
-  Result<SyncResult> apply(const Ledger& ledger, bool withDrift = false, bool dryRun = false);
+  Result<SyncResult> reconcile(const LedgerState& state, bool withDrift = false, bool dryRun = false);
 
  private:
+  LedgerTreeInputs inputs() const { return {*topology_, layout_, allocatable_, sharedVcpuMilli_}; }
+  void dropUnmanaged(DesiredTree& tree) const;
+  // Node-level cgroups and, when the shared pool moved, every untouched tenant in it.
+  void planNodeAndFollowers(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta,
+                            std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const;
+  void addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
+                      std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const;
+  // A touched tenant's own cgroups, made, written or removed as `after` says.
+  Result<int> writeTenant(const std::string& what, DesiredTree tree);
+
   CgroupFs& fs_;
   std::unique_ptr<CgroupBackend> backend_;
   TreeLayout layout_;
   NodeAllocatable allocatable_;
+  std::shared_ptr<const Topology> topology_;
   int64_t sharedVcpuMilli_;
   std::vector<std::string> controllers_;
-  mutable std::mutex scopesMutex_;
-  std::map<std::string, CgroupPath> vmScopes_;
-  std::mutex applyMutex_;
+  std::unique_ptr<KubeletNamer> kubeletNamer_;
+  LibvirtNamer libvirtNamer_;
+  std::string cpusetHierarchy_;  // where cpuset files live ("cpuset" on v1, "" on v2)
+  CpusetDeltaWriter cpusetWriter_;
 };
 
 }  // namespace vri

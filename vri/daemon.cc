@@ -11,6 +11,7 @@
 #include <filesystem>
 
 #include "accounting/hwloc_topology.h"
+#include "accounting/sqlite_ledger_store.h"
 #include "vri/unix_socket.h"
 
 namespace vri {
@@ -60,13 +61,13 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   if (::flock(d->lockFd_, LOCK_EX | LOCK_NB) != 0) {
     return Error::failedPrecondition("another vrid is running on the state directory " + config.stateDir);
   }
-  VRI_ASSIGN_OR_RETURN(auto store, LedgerStore::open(config.ledgerPath(), config.durability));
+  VRI_ASSIGN_OR_RETURN(auto store, SqliteLedgerStore::open(config.ledgerPath(), config.durability));
   VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfig(config, allocatable), std::move(store)));
 
   VRI_ASSIGN_OR_RETURN(auto backend,
                        backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion, config.v1Controllers));
   const CgroupVersion version = backend->version();
-  d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable,
+  d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable, topology,
                                           config.sharedVcpuMilli, config.v1Controllers);
   NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything};
   d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts));

@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "accounting/ledger.h"
-#include "accounting/ledger_store.h"
 #include "accounting/node_allocatable.h"
+#include "accounting/sqlite_ledger_store.h"
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/node_tree.h"
 #include "vri/logger.h"

@@ -10,12 +10,10 @@ CpuSet nodeMemoryNodes(const Topology& topology) {
   return nodes;
 }
 
-namespace {
-
 PodCgroup podCgroup(const PodRecord& pod) {
   PodCgroup out{pod.spec.uid, pod.spec.qos, {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes};
   for (const auto& [name, c] : pod.containers) {
-    if (c.spec.id.empty()) continue;
+    // Containers without a runtime id have no cgroup yet, but count towards the pod's values.
     ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {}};
     if (!c.exclusive.empty()) cgroup.exclusiveCpus = c.exclusive;
     const CpuSet mems = NumaMemory::mems(c.memory);
@@ -48,23 +46,51 @@ VmCgroup vmCgroup(const VmRecord& vm, const CgroupPath& scope, int64_t sharedVcp
   return out;
 }
 
-}  // namespace
-
-Result<DesiredTree> desiredTreeFromLedger(const LedgerSnapshot& snapshot, const LedgerTreeInputs& in) {
-  std::vector<PodCgroup> pods;
-  for (const auto& [uid, pod] : snapshot.pods) pods.push_back(podCgroup(pod));
-  std::vector<VmCgroup> vms;
-  CpuSet starting;
-  for (const auto& [uuid, vm] : snapshot.vms) {
-    const auto scope = in.vmScopes.find(uuid);
-    if (vm.defined || scope == in.vmScopes.end()) {
-      starting |= vm.placement.exclusive;
-      continue;
+NodeResources nodeResources(const LedgerState& state, const LedgerTreeInputs& in) {
+  NodeResources node{state.shared(),
+                     nodeMemoryNodes(in.topology),
+                     in.allocatable.allocatableCpuMilli,
+                     in.allocatable.allocatableMemoryBytes,
+                     {},
+                     {},
+                     {}};
+  TreeTotals& totals = node.totals;
+  // Grants are at most one per CPU: this costs the machine's size, not the node's tenants.
+  for (const auto& [owner, grant] : state.grants()) {
+    if (isDrainingOwner(owner)) {
+      node.drainingCpus |= grant.all();
+    } else if (owner.starts_with("vm/")) {
+      const std::string uuid = owner.substr(3);
+      const VmRecord* vm = state.vm(uuid);
+      if (vm == nullptr) continue;
+      if (vm->defined || !state.vmScope(uuid)) {
+        node.startingVmCpus |= vm->placement.exclusive;
+      } else {
+        totals.vmExclusive |= vm->placement.exclusive;
+      }
+    } else if (owner.starts_with("pod/")) {
+      const std::string uid = owner.substr(4, owner.find('/', 4) - 4);
+      const PodRecord* pod = state.pod(uid);
+      if (pod == nullptr) continue;
+      totals.podExclusive |= grant.cpus;
+      totals.qosExclusive[pod->spec.qos] |= grant.cpus;
     }
-    vms.push_back(vmCgroup(vm, scope->second, in.sharedVcpuMilli));
   }
-  const NodeResources node{snapshot.shared, nodeMemoryNodes(in.topology), in.allocatable.allocatableCpuMilli,
-                           in.allocatable.allocatableMemoryBytes, starting};
+  totals.podRequestMilli = state.totals.podRequestMilli;
+  totals.burstableRequestMilli = state.totals.burstableRequestMilli;
+  totals.vmRequestMilli = state.totals.startedVmRequestMilli;
+  return node;
+}
+
+Result<DesiredTree> desiredTreeFromLedger(const LedgerState& state, const LedgerTreeInputs& in) {
+  std::vector<PodCgroup> pods;
+  for (const auto& [uid, pod] : state.pods) pods.push_back(podCgroup(pod));
+  std::vector<VmCgroup> vms;
+  for (const auto& [uuid, scope] : state.vmScopes) {
+    const VmRecord* vm = state.vm(uuid);
+    if (vm != nullptr && !vm->defined) vms.push_back(vmCgroup(*vm, scope, in.sharedVcpuMilli));
+  }
+  NodeResources node = nodeResources(state, in);
   return buildDesiredTree(in.layout, node, pods, vms);
 }
 

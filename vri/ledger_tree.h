@@ -1,5 +1,5 @@
-// The cgroup tree the ledger implies: each tenant's cpuset (exclusive CPUs or
-// the shared pool), NUMA memory and kubelet's values, for the node tree builder.
+// The cgroups the ledger implies: each tenant's cpuset (exclusive CPUs or the
+// shared pool), NUMA memory and kubelet's values, for the node tree builder.
 #pragma once
 
 #include <map>
@@ -16,13 +16,19 @@ struct LedgerTreeInputs {
   const TreeLayout& layout;
   const NodeAllocatable& allocatable;
   int64_t sharedVcpuMilli = 1000;
-  // VM UUID -> its scope, found through its QEMU pid. VMs without one (not
-  // started yet, or only reserved) have no cgroups to write.
-  const std::map<std::string, CgroupPath>& vmScopes;
 };
 
-// Containers without a runtime id yet have no cgroup and are left out.
-Result<DesiredTree> desiredTreeFromLedger(const LedgerSnapshot& snapshot, const LedgerTreeInputs& inputs);
+// The node-level values of `state`: the shared pool, the CPUs parents hold
+// for starting VMs and pending writes, and the sums over every tenant (from
+// the pool's grants and the ledger's totals, not from a walk over the tenants).
+NodeResources nodeResources(const LedgerState& state, const LedgerTreeInputs& inputs);
+
+PodCgroup podCgroup(const PodRecord& pod);
+VmCgroup vmCgroup(const VmRecord& vm, const CgroupPath& scope, int64_t sharedVcpuMilli);
+
+// The whole tree, for reconcile. VMs without a scope (not started yet, or
+// only reserved) have no cgroups to write.
+Result<DesiredTree> desiredTreeFromLedger(const LedgerState& state, const LedgerTreeInputs& inputs);
 
 // cpuset.mems for the whole node: every NUMA node with memory.
 CpuSet nodeMemoryNodes(const Topology& topology);

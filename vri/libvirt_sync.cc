@@ -99,7 +99,8 @@ void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
 }
 
 void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid) {
-  if (const auto vm = node_.ledger().findVm(uuid)) pin(session, *vm, node_.ledger().sharedCpus(), true);
+  const StatePtr state = node_.ledger().state();
+  if (const VmRecord* vm = state->vm(uuid)) pin(session, *vm, state->shared(), true);
 }
 
 void LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
@@ -121,10 +122,11 @@ void LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet&
 }
 
 void LibvirtSync::followSharedPool(LibvirtSession& session) {
-  followQueued_ = false;  // a change from now on queues another pass
-  const LedgerSnapshot snapshot = node_.ledger().snapshot();
-  for (const auto& [uuid, vm] : snapshot.vms) {
-    if (node_.sync().vmScope(uuid)) pin(session, vm, snapshot.shared, false);
+  followQueued_ = false;                          // a change from now on queues another pass
+  const StatePtr state = node_.ledger().state();  // O(1): no copy of the ledger
+  const CpuSet shared = state->shared();
+  for (const auto& [uuid, scope] : state->vmScopes) {
+    if (const VmRecord* vm = state->vm(uuid)) pin(session, *vm, shared, false);
   }
 }
 
@@ -143,7 +145,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   auto reserved = node_.reserveVm(spec);
   if (!reserved.ok() && reserved.error().code() == ErrorCode::kFailedPrecondition) {
     // The definition was edited while only reserved: place it anew.
-    if (const auto vm = node_.ledger().findVm(uuid); vm && vm->defined && node_.releaseVm(uuid).ok()) {
+    if (const VmRecord* vm = node_.ledger().state()->vm(uuid); vm && vm->defined && node_.releaseVm(uuid).ok()) {
       reserved = node_.reserveVm(spec);
     }
   }
@@ -152,9 +154,10 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
     return;
   }
   if (domain.hasUserPins()) return;  // the user's own pins already say where it runs
-  const auto vm = node_.ledger().findVm(uuid);
+  const StatePtr state = node_.ledger().state();
+  const VmRecord* vm = state->vm(uuid);
   if (!vm) return;
-  auto pins = pinsOf(*vm, node_.ledger().sharedCpus());
+  auto pins = pinsOf(*vm, state->shared());
   if (!pins.ok()) return;
   if (domain.pinsAreVris() && *domain.vri.placement == placementMark(*pins)) {
     return;  // already written (this is the event of our own define)
@@ -179,7 +182,7 @@ void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event)
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
       break;
     case DomainEventKind::kUndefined:
-      if (const auto vm = node_.ledger().findVm(event.uuid); vm && vm->defined) {
+      if (const VmRecord* vm = node_.ledger().state()->vm(event.uuid); vm && vm->defined) {
         (void)node_.releaseVm(event.uuid);
       }
       break;

@@ -1,6 +1,5 @@
 #include "vri/node_manager.h"
 
-#include <chrono>
 #include <cstdio>
 
 #include "accounting/ledger_validation.h"
@@ -8,13 +7,15 @@
 namespace vri {
 
 std::string podTenant(const std::string& uid) { return "pod/" + uid; }
-std::string containerTenant(const std::string& uid, const std::string& name) { return "pod/" + uid + "/" + name; }
-std::string vmTenant(const std::string& uuid) { return "vm/" + uuid; }
+std::string containerTenant(const std::string& uid, const std::string& name) { return containerOwner(uid, name); }
+std::string vmTenant(const std::string& uuid) { return vmOwner(uuid); }
 
 namespace {
 
-std::string millisSince(std::chrono::steady_clock::time_point start) {
-  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+using Clock = std::chrono::steady_clock;
+
+std::string millisSince(Clock::time_point start) {
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   char text[32];
   std::snprintf(text, sizeof text, "%.2f ms", ms);
   return text;
@@ -34,178 +35,280 @@ std::string describeVm(const VmCpuPlacement& p) {
   return out;
 }
 
-}  // namespace
-
-bool NodeManager::sharedPoolMoved() const {
-  std::lock_guard lock(appliedMutex_);
-  return ledger_.sharedCpus() != appliedShared_;
+Result<void> asVoid(const Result<bool>& done) {
+  if (!done.ok()) return done.error();
+  return {};
 }
 
-Result<int> NodeManager::writeCgroups() {
-  // Decisions that wait together share one apply: an apply whose snapshot was
-  // taken after this decision committed covers it.
-  const uint64_t mine = ++decisions_;
-  std::lock_guard write_lock(writeMutex_);
-  if (appliedThrough_ >= mine) return 0;
-  const uint64_t covering = decisions_.load();
-  VRI_ASSIGN_OR_RETURN(SyncResult written, sync_.apply(ledger_));
-  appliedThrough_ = covering;
-  std::lock_guard lock(appliedMutex_);
-  if (written.shared != appliedShared_) {
-    events_.publish(v1::Event::SHARED_POOL_CHANGED, "", appliedShared_.format() + " -> " + written.shared.format());
-    appliedShared_ = written.shared;
+}  // namespace
+
+NodeManager::NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Logger& log, NodeFacts facts,
+                         std::chrono::milliseconds retryInterval)
+    : ledger_(ledger),
+      sync_(sync),
+      events_(events),
+      log_(log),
+      facts_(std::move(facts)),
+      retryInterval_(retryInterval) {
+  retryThread_ = std::thread([this] { retryLoop(); });
+}
+
+NodeManager::~NodeManager() {
+  {
+    std::lock_guard lock(retryMutex_);
+    stopping_ = true;
   }
-  return static_cast<int>(written.operations.size());
+  retryWake_.notify_all();
+  retryThread_.join();
+}
+
+Result<void> NodeManager::checkNotHalted() const {
+  if (!halted_) return {};
+  return Error(ErrorCode::kUnavailable,
+               "vrid takes no decisions: an undo could not be committed and the ledger could not be reloaded; "
+               "see vrid's log (a restart reloads it)");
+}
+
+bool NodeManager::writesPending() const {
+  std::lock_guard lock(retryMutex_);
+  return pending_;
+}
+
+void NodeManager::published(const LedgerState& before, const LedgerState& after) {
+  const CpuSet was = before.shared(), now = after.shared();
+  if (was != now) events_.publish(v1::Event::SHARED_POOL_CHANGED, "", was.format() + " -> " + now.format());
 }
 
 template <typename T>
-Result<T> NodeManager::run(const std::string& action, const std::string& tenant, v1::Event::Kind kind,
-                           const std::function<Result<T>()>& decide,
-                           const std::function<std::string(const T&)>& describe, const std::function<void()>& undo,
-                           bool always) {
-  const auto start = std::chrono::steady_clock::now();
-  Result<T> result = decide();
+Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
+                                   OnWriteFailure onFailure, int* writes) {
+  if (!decision.changes()) return {};
+  VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
+  auto written = sync_.write(*decision.before, *decision.after, decision.delta);
+  if (!written.ok() && onFailure == OnWriteFailure::kUndo) return undo(writer, decision, tenant, written.error());
+  StatePtr next = decision.after;
+  if (written.ok()) {
+    if (writes != nullptr) *writes = *written;
+  } else {
+    // The decision stands; the CPUs it freed wait out of every pool until its writes land.
+    const CpuSet freed = decision.after->shared() - decision.before->shared();
+    next = ledger_.decideHoldDraining(decision.after, tenant, freed).after;
+    const std::string detail = "writing the cgroups failed (" + written.error().message() + "); retrying" +
+                               (freed.empty() ? "" : ", CPUs " + freed.format() + " held until it lands");
+    log_.error(tenant + ": " + detail);
+    events_.publish(v1::Event::WRITE_PENDING, tenant, detail);
+    {
+      std::lock_guard lock(retryMutex_);
+      pending_ = true;
+    }
+    retryWake_.notify_all();
+  }
+  writer.publish(next);
+  published(*decision.before, *next);
+  return {};
+}
+
+template <typename T>
+Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
+                        const Error& cause) {
+  if (auto reverted = writer.commit(decision.delta, *decision.before); !reverted.ok()) {
+    // The store holds a decision nobody was told of: take no more until the ledger is read back and written out.
+    halted_ = true;
+    const std::string detail = "the undo of a failed cgroup write could not be committed (" +
+                               reverted.error().message() + "); reloading the ledger";
+    log_.error(tenant + ": " + detail);
+    events_.publish(v1::Event::HALTED, tenant, detail);
+    if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
+      halted_ = false;
+      log_.info("ledger reloaded from the store and reconciled; taking decisions again");
+    } else {
+      retryWake_.notify_all();
+    }
+    return Error(ErrorCode::kUnavailable,
+                 "writing the cgroups failed (" + cause.message() +
+                     ") and undoing the decision could not be committed: " + reverted.error().message());
+  }
+  if (auto restored = sync_.write(*decision.after, *decision.before, decision.delta); !restored.ok()) {
+    log_.error(tenant + ": restoring the cgroups after a failed write: " + restored.error().message() +
+               "; a reconcile follows");
+    std::lock_guard lock(retryMutex_);
+    pending_ = true;
+    retryWake_.notify_all();
+  }
+  return Error::internal("writing the cgroups failed, nothing was changed: " + cause.message());
+}
+
+template <typename T>
+Result<T> NodeManager::finish(const std::string& action, const std::string& tenant, v1::Event::Kind kind,
+                              Result<T> result, const std::string& detail, Clock::time_point start) {
   if (!result.ok()) {
     log_.info(action + " " + tenant + ": refused: " + result.error().message() + " (" + millisSince(start) + ")");
     events_.publish(v1::Event::REFUSED, tenant, action + ": " + result.error().message());
     return result;
   }
-  if (always || facts_.ownsEverything || sharedPoolMoved()) {
-    auto written = writeCgroups();
-    if (!written.ok() && undo) {
-      undo();
-      auto restored = writeCgroups();
-      Error error = Error::internal("writing the cgroups failed, nothing was changed: " + written.error().message());
-      if (!restored.ok())
-        log_.error("restoring the cgroups after a failed " + action + ": " + restored.error().message());
-      log_.error(action + " " + tenant + ": undone: " + error.message() + " (" + millisSince(start) + ")");
-      events_.publish(v1::Event::REFUSED, tenant, action + ": " + error.message());
-      return error;
-    }
-    if (!written.ok()) {
-      log_.error(action + " " + tenant + ": decided, but writing the cgroups failed (the next reconcile retries): " +
-                 written.error().message());
-      events_.publish(v1::Event::RECONCILE_FAILED, tenant, written.error().message());
-    }
-  }
-  const std::string detail = describe(*result);
   log_.info(action + " " + tenant + ": ok" + (detail.empty() ? "" : ", " + detail) + " (" + millisSince(start) + ")");
   events_.publish(kind, tenant, detail);
   return result;
 }
 
 Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container) {
-  const auto known = ledger_.findPod(pod.uid);
-  const bool existed = known && known->containers.count(container.name);
-  return run<ContainerPlacement>(
-      "admit", containerTenant(pod.uid, container.name), v1::Event::ADMITTED,
-      [&] { return ledger_.admitContainer(pod, container); }, describeContainer,
-      existed ? std::function<void()>() : [&] { (void)ledger_.releaseContainer(pod.uid, container.name); }, false);
+  const auto start = Clock::now();
+  const std::string tenant = containerTenant(pod.uid, container.name);
+  Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(writer.current(), pod, container));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    return decision.answer;
+  }();
+  const std::string detail = result.ok() ? describeContainer(*result) : "";
+  return finish("admit", tenant, v1::Event::ADMITTED, std::move(result), detail, start);
 }
 
 Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod,
                                                               const std::vector<ContainerSpec>& containers) {
-  const auto known = ledger_.findPod(pod.uid);
-  std::vector<std::string> fresh;
-  for (const ContainerSpec& c : containers) {
-    if (!known || !known->containers.count(c.name)) fresh.push_back(c.name);
+  const auto start = Clock::now();
+  const std::string tenant = podTenant(pod.uid);
+  Result<std::vector<ContainerPlacement>> result = [&]() -> Result<std::vector<ContainerPlacement>> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitPod(writer.current(), pod, containers));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    return decision.answer;
+  }();
+  std::string detail;
+  if (result.ok()) {
+    for (const auto& p : *result) detail += (detail.empty() ? "" : "; ") + describeContainer(p);
   }
-  return run<std::vector<ContainerPlacement>>(
-      "admit", podTenant(pod.uid), v1::Event::ADMITTED, [&] { return ledger_.admitPod(pod, containers); },
-      [](const std::vector<ContainerPlacement>& placed) {
-        std::string out;
-        for (const auto& p : placed) out += (out.empty() ? "" : "; ") + describeContainer(p);
-        return out;
-      },
-      [&] {
-        for (const std::string& name : fresh) (void)ledger_.releaseContainer(pod.uid, name);
-      },
-      false);
+  return finish("admit", tenant, v1::Event::ADMITTED, std::move(result), detail, start);
 }
 
 Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUid, const ContainerSpec& container) {
-  return run<ContainerPlacement>(
-      "resize", containerTenant(podUid, container.name), v1::Event::RESIZED,
-      [&] { return ledger_.resizeContainer(podUid, container); }, describeContainer, {}, false);
+  const auto start = Clock::now();
+  const std::string tenant = containerTenant(podUid, container.name);
+  Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeContainer(writer.current(), podUid, container));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    ContainerPlacement placed = decision.answer;
+    if (placed.exclusive.empty()) placed.cpus = writer.current()->shared();
+    return placed;
+  }();
+  const std::string detail = result.ok() ? describeContainer(*result) : "";
+  return finish("resize", tenant, v1::Event::RESIZED, std::move(result), detail, start);
 }
 
 Result<void> NodeManager::releaseContainer(const std::string& podUid, const std::string& name) {
-  auto done = run<bool>(
-      "release", containerTenant(podUid, name), v1::Event::RELEASED,
-      [&]() -> Result<bool> {
-        VRI_TRY(ledger_.releaseContainer(podUid, name));
-        return true;
-      },
-      [](const bool&) { return std::string(); }, {}, false);
-  if (!done.ok()) return done.error();
-  return {};
+  const auto start = Clock::now();
+  const std::string tenant = containerTenant(podUid, name);
+  Result<bool> result = [&]() -> Result<bool> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseContainer(writer.current(), podUid, name));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    return true;
+  }();
+  return asVoid(finish("release", tenant, v1::Event::RELEASED, std::move(result), "", start));
 }
 
 Result<void> NodeManager::releasePod(const std::string& podUid) {
-  auto done = run<bool>(
-      "release", podTenant(podUid), v1::Event::RELEASED,
-      [&]() -> Result<bool> {
-        VRI_TRY(ledger_.releasePod(podUid));
-        return true;
-      },
-      [](const bool&) { return std::string(); }, {}, false);
-  if (!done.ok()) return done.error();
-  return {};
+  const auto start = Clock::now();
+  const std::string tenant = podTenant(podUid);
+  Result<bool> result = [&]() -> Result<bool> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleasePod(writer.current(), podUid));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    return true;
+  }();
+  return asVoid(finish("release", tenant, v1::Event::RELEASED, std::move(result), "", start));
 }
 
 Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
-  const bool existed = ledger_.findVm(vm.uuid).has_value();
-  return run<VmCpuPlacement>(
-      "admit", vmTenant(vm.uuid), v1::Event::ADMITTED, [&] { return ledger_.admitVm(vm); }, describeVm,
-      existed ? std::function<void()>() : [&] { (void)ledger_.releaseVm(vm.uuid); }, false);
+  const auto start = Clock::now();
+  const std::string tenant = vmTenant(vm.uuid);
+  Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitVm(writer.current(), vm));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    return decision.answer;
+  }();
+  const std::string detail = result.ok() ? describeVm(*result) : "";
+  return finish("admit", tenant, v1::Event::ADMITTED, std::move(result), detail, start);
 }
 
 Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
-  const bool existed = ledger_.findVm(vm.uuid).has_value();
-  return run<VmCpuPlacement>(
-      "reserve", vmTenant(vm.uuid), v1::Event::RESERVED, [&] { return ledger_.reserveVm(vm); }, describeVm,
-      existed ? std::function<void()>() : [&] { (void)ledger_.releaseVm(vm.uuid); }, false);
+  const auto start = Clock::now();
+  const std::string tenant = vmTenant(vm.uuid);
+  Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReserveVm(writer.current(), vm));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    return decision.answer;
+  }();
+  const std::string detail = result.ok() ? describeVm(*result) : "";
+  return finish("reserve", tenant, v1::Event::RESERVED, std::move(result), detail, start);
 }
 
 Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
-  return run<VmCpuPlacement>(
-      "resize", vmTenant(vm.uuid), v1::Event::RESIZED, [&] { return ledger_.resizeVm(vm); }, describeVm, {},
-      sync_.vmScope(vm.uuid).has_value());
+  const auto start = Clock::now();
+  const std::string tenant = vmTenant(vm.uuid);
+  Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeVm(writer.current(), vm));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    return decision.answer;
+  }();
+  const std::string detail = result.ok() ? describeVm(*result) : "";
+  return finish("resize", tenant, v1::Event::RESIZED, std::move(result), detail, start);
 }
 
 Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uuid, int qemuPid) {
-  const auto start = std::chrono::steady_clock::now();
-  const auto vm = ledger_.findVm(uuid);
+  const auto start = Clock::now();
+  const std::string tenant = vmTenant(uuid);
   Result<std::pair<CgroupPath, int>> result = [&]() -> Result<std::pair<CgroupPath, int>> {
-    if (!vm) return Error::notFound("uuid: no VM " + uuid + " was admitted");
+    VRI_TRY(checkNotHalted());
+    VRI_ASSIGN_OR_RETURN(CgroupPath scope, sync_.findVmScope(qemuPid));
+    Ledger::Writer writer = ledger_.writer();
+    const VmRecord* vm = writer.current()->vm(uuid);
+    if (vm == nullptr) return Error::notFound("uuid: no VM " + uuid + " was admitted");
     if (vm->defined) return Error::failedPrecondition("VM " + uuid + " is only reserved; admit it before it starts");
-    VRI_ASSIGN_OR_RETURN(CgroupPath scope, sync_.vmStarted(uuid, qemuPid));
-    VRI_ASSIGN_OR_RETURN(int writes, writeCgroups());
+    const Decision<bool> decision = ledger_.decideVmScopes(writer.current(), {{uuid, scope}});
+    int writes = 0;
+    if (decision.changes()) {
+      VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, &writes));
+    } else {
+      // Known already (a reconcile found it first): its own cgroups are written again all the same.
+      LedgerDelta own;
+      own.vms.insert(uuid);
+      VRI_ASSIGN_OR_RETURN(writes, sync_.write(*writer.current(), *writer.current(), own));
+    }
     return std::pair{scope, writes};
   }();
-  const std::string tenant = vmTenant(uuid);
   if (!result.ok()) {
     log_.warning("started " + tenant + ": " + result.error().message() + " (" + millisSince(start) + ")");
     events_.publish(v1::Event::REFUSED, tenant, "started: " + result.error().message());
     return result;
   }
   const std::string detail = "scope " + result->first.str() + ", " + std::to_string(result->second) + " cgroup writes";
-  log_.info("started " + tenant + ": ok, " + detail + " (" + millisSince(start) + ")");
-  events_.publish(v1::Event::STARTED, tenant, detail);
-  return result;
+  return finish("started", tenant, v1::Event::STARTED, std::move(result), detail, start);
 }
 
 Result<void> NodeManager::releaseVm(const std::string& uuid) {
-  auto done = run<bool>(
-      "release", vmTenant(uuid), v1::Event::RELEASED,
-      [&]() -> Result<bool> {
-        VRI_TRY(ledger_.releaseVm(uuid));
-        sync_.forgetVm(uuid);
-        return true;
-      },
-      [](const bool&) { return std::string(); }, {}, false);
-  if (!done.ok()) return done.error();
-  return {};
+  const auto start = Clock::now();
+  const std::string tenant = vmTenant(uuid);
+  Result<bool> result = [&]() -> Result<bool> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseVm(writer.current(), uuid));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    return true;
+  }();
+  return asVoid(finish("release", tenant, v1::Event::RELEASED, std::move(result), "", start));
 }
 
 Result<ReconcileReport> NodeManager::startUp() {
@@ -221,17 +324,40 @@ Result<ReconcileReport> NodeManager::startUp() {
 }
 
 Result<ReconcileReport> NodeManager::reconcile(bool dryRun) {
-  const auto start = std::chrono::steady_clock::now();
+  Ledger::Writer writer = ledger_.writer();
+  return reconcileLocked(writer, dryRun);
+}
+
+Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, bool dryRun) {
+  const auto start = Clock::now();
+  bool landed = false;
   auto attempt = [&]() -> Result<ReconcileReport> {
     VRI_ASSIGN_OR_RETURN(NodeScan scan, sync_.scan());
-    VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.apply(ledger_, true, dryRun));
+    // Running VMs' scopes are runtime knowledge: published, never stored.
+    std::map<std::string, std::optional<CgroupPath>> scopes;
+    for (const ScannedVm& vm : scan.vms) {
+      if (!vm.uuid.empty()) scopes[vm.uuid] = vm.scope.path;
+    }
+    if (!dryRun) {
+      const Decision<bool> found = ledger_.decideVmScopes(writer.current(), scopes);
+      if (found.changes()) writer.publish(found.after);
+    }
+    VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(*writer.current(), true, dryRun));
     ReconcileReport report;
     for (const Drift& d : synced.drift) report.drift.push_back(d.describe());
     for (const CgroupOp& op : synced.operations) report.operations.push_back(op.describe());
     report.notes = std::move(scan.notes);
-    if (!dryRun) {
-      std::lock_guard lock(appliedMutex_);
-      appliedShared_ = synced.shared;
+    if (!dryRun && writesPending()) {
+      // Everything is on the cgroupfs now: CPUs held for pending writes go back to the shared pool.
+      const Decision<bool> back = ledger_.decideReleaseDraining(writer.current());
+      if (back.changes()) {
+        VRI_TRY(sync_.write(*back.before, *back.after, back.delta));
+        writer.publish(back.after);
+        published(*back.before, *back.after);
+      }
+      std::lock_guard lock(retryMutex_);
+      pending_ = false;
+      landed = true;
     }
     return report;
   };
@@ -240,6 +366,10 @@ Result<ReconcileReport> NodeManager::reconcile(bool dryRun) {
     log_.error("reconcile: " + report.error().message());
     events_.publish(v1::Event::RECONCILE_FAILED, "", report.error().message());
     return report;
+  }
+  if (landed) {
+    log_.info("reconcile: pending cgroup writes landed");
+    events_.publish(v1::Event::WRITE_LANDED, "", "pending cgroup writes landed");
   }
   if (!dryRun && !report->operations.empty()) {
     std::string detail = std::to_string(report->operations.size()) + " cgroup operations for " +
@@ -251,6 +381,30 @@ Result<ReconcileReport> NodeManager::reconcile(bool dryRun) {
     log_.debug("reconcile: nothing to repair (" + millisSince(start) + ")");
   }
   return report;
+}
+
+void NodeManager::retryLoop() {
+  std::unique_lock lock(retryMutex_);
+  while (!stopping_) {
+    if (!pending_ && !halted_) {
+      retryWake_.wait(lock);
+      continue;
+    }
+    if (retryWake_.wait_for(lock, retryInterval_, [this] { return stopping_; })) break;
+    lock.unlock();
+    {
+      Ledger::Writer writer = ledger_.writer();
+      if (halted_) {
+        if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
+          halted_ = false;
+          log_.info("ledger reloaded from the store and reconciled; taking decisions again");
+        }
+      } else {
+        (void)reconcileLocked(writer, false);  // logs and publishes its own outcome
+      }
+    }
+    lock.lock();
+  }
 }
 
 }  // namespace vri

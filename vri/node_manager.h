@@ -1,19 +1,29 @@
-// The decision pipeline behind every mutating call: decide in the ledger
-// (committed before anything else happens), write the cgroups the decision
-// changes — the shared pool shrinks before a new exclusive tenant starts —,
-// publish an event and log one line with the tenant, the result and the time.
-//
-// An admit whose cgroup writes fail is undone (ledger and cgroups as before)
-// and refused. Nothing here calls back into a client: the libvirt hook waits
-// inside libvirtd for the reply.
+// The decision pipeline behind every mutating call, one decision at a time
+// under the ledger's writer lock, read top to bottom:
+//   decide  — the ledger computes the next state and the delta, or refuses;
+//   commit  — the delta's records go to the store in one transaction;
+//   write   — the cgroups whose values the delta changed (cgroupfs only);
+//   publish — readers see the new state; events and one log line follow;
+//   answer.
+// A failed write is handled by what the decision was:
+//   - one that gives a tenant CPUs (admit, reserve, start) is undone: the
+//     inverse delta is committed and written under the same lock, and the
+//     caller is refused. If that commit fails too, vrid stops taking decisions,
+//     reloads the ledger from the store and reconciles before taking more;
+//   - one that frees CPUs (release, resize) stands: the freed CPUs are held
+//     out of every pool, and the writes are retried (a full reconcile) until
+//     they land, announced by WRITE_PENDING and WRITE_LANDED events.
+// Nothing here calls libvirt: the hook waits inside libvirtd for the answer.
 #pragma once
 
 #include <atomic>
-#include <functional>
+#include <chrono>
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "accounting/ledger.h"
@@ -40,8 +50,10 @@ struct ReconcileReport {
 
 class NodeManager {
  public:
-  NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Logger& log, NodeFacts facts)
-      : ledger_(ledger), sync_(sync), events_(events), log_(log), facts_(std::move(facts)) {}
+  // `retryInterval`: how soon writes that failed are tried again.
+  NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Logger& log, NodeFacts facts,
+              std::chrono::milliseconds retryInterval = std::chrono::seconds(1));
+  ~NodeManager();
 
   const Ledger& ledger() const { return ledger_; }
   const CgroupSync& sync() const { return sync_; }
@@ -64,31 +76,45 @@ class NodeManager {
   // Start-up: the ledger against a scan (release what is gone, adopt what
   // runs), then a full reconcile.
   Result<ReconcileReport> startUp();
-  // Scan, report drift, write what differs.
+  // Scan, report drift, write what differs; also lands pending writes.
   Result<ReconcileReport> reconcile(bool dryRun);
 
+  // Whether writes that failed are still waiting to land.
+  bool writesPending() const;
+  // Whether decisions are refused (an undo could not be committed and the reload failed).
+  bool halted() const { return halted_.load(); }
+
  private:
-  // Runs `decide` and, when it succeeded, writes the cgroups if the shared
-  // pool moved or `always` asks for it; `undo` (if any) reverts the decision
-  // when the writes fail. Logs and publishes either way.
+  enum class OnWriteFailure { kUndo, kHoldFreedCpus };
+  // Commit, write and publish a decision taken under `writer`; the
+  // decision's own cgroup-write count goes to `writes`.
   template <typename T>
-  Result<T> run(const std::string& action, const std::string& tenant, v1::Event::Kind kind,
-                const std::function<Result<T>()>& decide, const std::function<std::string(const T&)>& describe,
-                const std::function<void()>& undo, bool always);
-  // Writes the ledger's state; returns how many cgroup operations it took.
-  Result<int> writeCgroups();
-  bool sharedPoolMoved() const;
+  Result<void> carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
+                        OnWriteFailure onFailure, int* writes = nullptr);
+  // Undo of a decision whose writes failed: the inverse delta, committed and written.
+  template <typename T>
+  Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause);
+  void published(const LedgerState& before, const LedgerState& after);
+  Result<void> checkNotHalted() const;
+  // The one log line and the event of a decision.
+  template <typename T>
+  Result<T> finish(const std::string& action, const std::string& tenant, v1::Event::Kind kind, Result<T> result,
+                   const std::string& detail, std::chrono::steady_clock::time_point start);
+  Result<ReconcileReport> reconcileLocked(Ledger::Writer& writer, bool dryRun);
+  void retryLoop();
 
   Ledger& ledger_;
   CgroupSync& sync_;
   EventHub& events_;
   Logger& log_;
   NodeFacts facts_;
-  std::atomic<uint64_t> decisions_{0};  // decisions that asked for their cgroups to be written
-  std::mutex writeMutex_;
-  uint64_t appliedThrough_ = 0;  // every decision up to this one is on the cgroupfs
-  mutable std::mutex appliedMutex_;
-  CpuSet appliedShared_;  // the shared pool the cgroups were last written for
+  std::chrono::milliseconds retryInterval_;
+  std::atomic<bool> halted_{false};
+  mutable std::mutex retryMutex_;  // guards the three below
+  std::condition_variable retryWake_;
+  bool pending_ = false;  // writes failed and not landed yet
+  bool stopping_ = false;
+  std::thread retryThread_;
 };
 
 std::string podTenant(const std::string& uid);

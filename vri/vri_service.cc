@@ -7,7 +7,7 @@ namespace vri {
 
 namespace {
 
-void fillNode(const LedgerSnapshot& s, const Topology& topology, const NodeFacts& facts, v1::Node& reply) {
+void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& facts, v1::Node& reply) {
   reply.set_online_cpus(topology.onlineCpus().count());
   reply.set_online_cpu_list(topology.onlineCpus().format());
   reply.set_numa_nodes(static_cast<int>(topology.numaNodes().size()));
@@ -22,12 +22,12 @@ void fillNode(const LedgerSnapshot& s, const Topology& topology, const NodeFacts
     for (const auto& [size, pages] : node.hugepages) (*info.mutable_hugepages())[size] = pages;
     info.set_free_memory_bytes(s.numa.freeOn({node.id}, kRegularMemory));
   }
-  reply.set_reserved_cpus(s.reserved.format());
-  reply.set_shared_cpus(s.shared.format());
-  for (const auto& [owner, grant] : s.grants) (*reply.mutable_exclusive_cpus())[owner] = grant.all().format();
-  reply.set_shared_demand_milli(s.sharedDemandMilli);
-  reply.set_shared_tenants(s.sharedTenants);
-  reply.set_admitted_memory_bytes(s.admittedMemoryBytes);
+  reply.set_reserved_cpus(s.reserved().format());
+  reply.set_shared_cpus(s.shared().format());
+  for (const auto& [owner, grant] : s.grants()) (*reply.mutable_exclusive_cpus())[owner] = grant.all().format();
+  reply.set_shared_demand_milli(s.totals.sharedDemandMilli);
+  reply.set_shared_tenants(s.totals.sharedTenants);
+  reply.set_admitted_memory_bytes(s.totals.admittedMemoryBytes);
   reply.set_pods(static_cast<int>(s.pods.size()));
   reply.set_vms(static_cast<int>(s.vms.size()));
   reply.set_capacity_cpu_milli(facts.allocatable.capacityCpuMilli);
@@ -43,6 +43,11 @@ uint64_t vmMemory(const VmRecord& vm, const NodeManager& node) {
   return vm.spec.memoryBytes + node.ledger().config().vmMemoryOverheadBytes;
 }
 
+std::optional<CgroupPath> scopeOf(const LedgerState& state, const std::string& uuid) {
+  const CgroupPath* scope = state.vmScope(uuid);
+  return scope != nullptr ? std::optional<CgroupPath>(*scope) : std::nullopt;
+}
+
 }  // namespace
 
 grpc::Status VriService::denyOnReadOnly(const char* method) const {
@@ -52,7 +57,7 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
 }
 
 grpc::Status VriService::GetNode(Context*, const v1::GetNodeRequest*, v1::Node* reply) {
-  fillNode(node_.ledger().snapshot(), node_.ledger().topology(), node_.facts(), *reply);
+  fillNode(*node_.ledger().state(), node_.ledger().topology(), node_.facts(), *reply);
   return grpc::Status::OK;
 }
 
@@ -94,7 +99,8 @@ grpc::Status VriService::ResizeContainer(Context*, const v1::AdmitContainerReque
   if (auto denied = denyOnReadOnly("ResizeContainer"); !denied.ok()) return denied;
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
-  const auto pod = node_.ledger().findPod(r->pod_uid());
+  const StatePtr state = node_.ledger().state();
+  const PodRecord* pod = state->pod(r->pod_uid());
   if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
   auto placed = node_.resizeContainer(r->pod_uid(), *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
@@ -121,7 +127,7 @@ grpc::Status VriService::vmDecision(const char* method, const v1::AdmitVmRequest
   if (!vm.ok()) return toGrpcStatus(vm.error());
   auto placed = (node_.*decide)(*vm);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillVmAllocation(*placed, node_.ledger().sharedCpus(), reply);
+  fillVmAllocation(*placed, node_.ledger().state()->shared(), reply);
   return grpc::Status::OK;
 }
 
@@ -153,39 +159,40 @@ grpc::Status VriService::ReleaseVm(Context*, const v1::ReleaseVmRequest* r, v1::
 }
 
 grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, v1::TenantList* reply) {
-  const LedgerSnapshot s = node_.ledger().snapshot();
+  const StatePtr s = node_.ledger().state();
+  const CpuSet shared = s->shared();
   if (r->kind() != v1::ListTenantsRequest::VMS) {
-    for (const auto& [uid, pod] : s.pods) fillPodInfo(pod, s.shared, *reply->add_tenants()->mutable_pod());
+    for (const auto& [uid, pod] : s->pods) fillPodInfo(pod, shared, *reply->add_tenants()->mutable_pod());
   }
   if (r->kind() != v1::ListTenantsRequest::PODS) {
-    for (const auto& [uuid, vm] : s.vms)
-      fillVmInfo(vm, s.shared, node_.sync().vmScope(uuid), vmMemory(vm, node_), *reply->add_tenants()->mutable_vm());
+    for (const auto& [uuid, vm] : s->vms)
+      fillVmInfo(vm, shared, scopeOf(*s, uuid), vmMemory(vm, node_), *reply->add_tenants()->mutable_vm());
   }
   return grpc::Status::OK;
 }
 
 grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::Tenant* reply) {
-  const CpuSet shared = node_.ledger().sharedCpus();
+  const StatePtr s = node_.ledger().state();
+  const CpuSet shared = s->shared();
   switch (r->key_case()) {
     case v1::GetTenantRequest::kPodUid: {
-      const auto pod = node_.ledger().findPod(r->pod_uid());
+      const PodRecord* pod = s->pod(r->pod_uid());
       if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " is admitted");
       fillPodInfo(*pod, shared, *reply->mutable_pod());
       return grpc::Status::OK;
     }
     case v1::GetTenantRequest::kVm: {
-      auto vm = node_.ledger().findVm(r->vm());
+      const VmRecord* vm = s->vm(r->vm());
       if (!vm) {
         // By name: names are unique among defined domains, but look them all up to be sure.
-        const LedgerSnapshot s = node_.ledger().snapshot();
-        for (const auto& [uuid, record] : s.vms) {
+        for (const auto& [uuid, record] : s->vms) {
           if (record.spec.cpu.name != r->vm()) continue;
           if (vm) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "vm: two VMs are named " + r->vm());
-          vm = record;
+          vm = &record;
         }
       }
       if (!vm) return grpc::Status(grpc::StatusCode::NOT_FOUND, "vm: no VM with UUID or name " + r->vm());
-      fillVmInfo(*vm, shared, node_.sync().vmScope(vm->spec.uuid), vmMemory(*vm, node_), *reply->mutable_vm());
+      fillVmInfo(*vm, shared, scopeOf(*s, vm->spec.uuid), vmMemory(*vm, node_), *reply->mutable_vm());
       return grpc::Status::OK;
     }
     default: return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "key: give pod_uid or vm");

@@ -17,6 +17,7 @@
 
 #include "accounting/hwloc_topology.h"
 #include "accounting/ledger.h"
+#include "accounting/sqlite_ledger_store.h"
 #include "tests/support/temp_dir.h"
 
 namespace vri {
@@ -33,7 +34,7 @@ LedgerConfig crashConfig() {
 
 std::unique_ptr<Ledger> openLedger(const std::string& file) {
   auto topo = std::make_shared<const Topology>(std::move(loadSyntheticTopology(kTopology)).value());
-  auto store = LedgerStore::open(file, Durability::kNormal);
+  auto store = SqliteLedgerStore::open(file, Durability::kNormal);
   if (!store.ok()) return nullptr;
   auto ledger = Ledger::open(topo, crashConfig(), std::move(store).value());
   return ledger.ok() ? std::move(ledger).value() : nullptr;
@@ -46,13 +47,13 @@ int churn(const std::string& file, const std::string& prefix, unsigned seed) {
   if (!ledger) return 3;
   std::mt19937 random(seed);
   for (int i = 0;; ++i) {
-    const auto pods = ledger->snapshot().pods;
+    const auto pods = ledger->state()->pods;
     if (!pods.empty() && random() % 3 == 0) {
       auto victim = pods.begin();
       std::advance(victim, static_cast<long>(random() % pods.size()));
-      std::printf("- %s\n", victim->first.c_str());
+      std::printf("- %s\n", (*victim).first.c_str());
       std::fflush(stdout);
-      if (ledger->releasePod(victim->first).ok()) std::printf("R %s\n", victim->first.c_str());
+      if (ledger->releasePod((*victim).first).ok()) std::printf("R %s\n", (*victim).first.c_str());
     } else {
       const std::string uid = prefix + "-" + std::to_string(i);
       const bool exclusive = random() % 2;
@@ -112,11 +113,11 @@ TEST(LedgerCrashTest, AcknowledgedDecisionsSurviveSigkill) {
     auto ledger = openLedger(file);
     ASSERT_NE(ledger, nullptr) << "round " << round << ": the ledger does not reopen";
     EXPECT_TRUE(ledger->loadProblems().empty()) << ledger->loadProblems().front();
-    const auto snapshot = ledger->snapshot();
-    auto checked = checkLedgerInvariants(snapshot, ledger->topology(), crashConfig());
+    const auto snapshot = ledger->state();
+    auto checked = checkLedgerInvariants(*snapshot, ledger->topology(), crashConfig());
     ASSERT_TRUE(checked.ok()) << "round " << round << ": " << checked.error().message();
     for (auto& [pod, admitted] : acknowledged) {
-      const bool present = snapshot.pods.count(pod) == 1;
+      const bool present = snapshot->pods.count(pod) == 1;
       if (pod == in_flight) {
         admitted = present;  // the kill came during its release: either outcome is correct
         continue;

@@ -7,6 +7,7 @@
 
 #include "accounting/ledger.h"
 #include "accounting/ledger_validation.h"
+#include "accounting/sqlite_ledger_store.h"
 #include "tests/support/temp_dir.h"
 
 namespace vri {
@@ -35,7 +36,7 @@ LedgerConfig numaConfig(TopologyPolicy policy = TopologyPolicy::kNone) {
 }
 
 std::unique_ptr<Ledger> openLedger(const std::string& file, const LedgerConfig& c) {
-  auto store = LedgerStore::open(file, Durability::kNormal);
+  auto store = SqliteLedgerStore::open(file, Durability::kNormal);
   EXPECT_TRUE(store.ok()) << store.error().message();
   auto ledger = Ledger::open(twoNodes(), c, std::move(store).value());
   EXPECT_TRUE(ledger.ok()) << ledger.error().message();
@@ -45,7 +46,7 @@ std::unique_ptr<Ledger> openLedger(const std::string& file, const LedgerConfig& 
 // The start-up check against an empty node releases everything but reservations.
 bool validateLedgerVmsKept(Ledger& ledger) {
   const ValidationReport report = validateLedger(ledger, NodeScan{});
-  return report.repaired.empty() && ledger.snapshot().vms.size() == 1;
+  return report.repaired.empty() && ledger.state()->vms.size() == 1;
 }
 
 VmSpec hugepageVm(const std::string& uuid, int vcpus, uint64_t gib) {
@@ -69,21 +70,21 @@ TEST(LedgerNumaTest, HugepageVmTakesCpusAndPagesFromTheNodeThatHasThem) {
   ASSERT_TRUE(vm.ok()) << vm.error().message();
   EXPECT_EQ(vm->mems.format(), "1");
   EXPECT_TRUE(vm->exclusive.isSubsetOf(nodeCpus(1)));
-  const auto before = ledger->snapshot();
+  const auto before = ledger->state();
   auto refused = ledger->admitVm(hugepageVm("11111111-0000-4000-8000-000000000002", 1, 3));
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(),
               HasSubstr("needs 3072 MiB of hugepages-1Gi on NUMA node(s) 0,1; 2048 MiB are free there"));
-  EXPECT_EQ(ledger->snapshot().grants.size(), before.grants.size());
-  EXPECT_EQ(ledger->snapshot().numa.cell(1, kGiB).free(), 2 * kGiB);
+  EXPECT_EQ(ledger->state()->grants().size(), before->grants().size());
+  EXPECT_EQ(ledger->state()->numa.cell(1, kGiB).free(), 2 * kGiB);
   // numatune strict on node 0, which has no 1 GiB pages at all.
   VmSpec strict = hugepageVm("11111111-0000-4000-8000-000000000003", 1, 1);
   strict.strictNumaNodes = {0};
   EXPECT_THAT(ledger->admitVm(strict).error().message(),
               HasSubstr("its numatune nodes 0 cannot provide 1024 MiB of hugepages-1Gi; 0 MiB are free there"));
-  ASSERT_TRUE(checkLedgerInvariants(ledger->snapshot(), ledger->topology(), c).ok());
+  ASSERT_TRUE(checkLedgerInvariants(*ledger->state(), ledger->topology(), c).ok());
   ASSERT_TRUE(ledger->releaseVm("11111111-0000-4000-8000-000000000001").ok());
-  EXPECT_EQ(ledger->snapshot().numa.cell(1, kGiB).free(), 4 * kGiB);
+  EXPECT_EQ(ledger->state()->numa.cell(1, kGiB).free(), 4 * kGiB);
 }
 
 TEST(LedgerNumaTest, PinnedContainersKeepCpusAndMemoryTogetherAcrossRestarts) {
@@ -105,10 +106,10 @@ TEST(LedgerNumaTest, PinnedContainersKeepCpusAndMemoryTogetherAcrossRestarts) {
     EXPECT_THAT(wide.error().message(), HasSubstr("needs 10 CPUs and 1 GiB on one NUMA node"));
   }
   auto reopened = openLedger(tmp.sub("l.db"), c);
-  const auto s = reopened->snapshot();
-  EXPECT_EQ(NumaMemory::mems(s.pods.at("p1").containers.at("app").memory), mems);
-  EXPECT_EQ(s.numa.cell(1, kRegularMemory).assigned, 20 * kGiB);
-  ASSERT_TRUE(checkLedgerInvariants(s, reopened->topology(), c).ok());
+  const auto s = reopened->state();
+  EXPECT_EQ(NumaMemory::mems(s->pods.at("p1").containers.at("app").memory), mems);
+  EXPECT_EQ(s->numa.cell(1, kRegularMemory).assigned, 20 * kGiB);
+  ASSERT_TRUE(checkLedgerInvariants(*s, reopened->topology(), c).ok());
 }
 
 TEST(LedgerNumaTest, PodScopeAlignsTheWholePodAllOrNothing) {
@@ -131,8 +132,8 @@ TEST(LedgerNumaTest, PodScopeAlignsTheWholePodAllOrNothing) {
   auto refused = ledger->admitPod(big, two_fives);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(), HasSubstr("pod ns/p2 needs 10 CPUs on one NUMA node"));
-  EXPECT_FALSE(ledger->snapshot().pods.count("p2"));
-  ASSERT_TRUE(checkLedgerInvariants(ledger->snapshot(), ledger->topology(), c).ok());
+  EXPECT_FALSE(ledger->state()->pods.count("p2"));
+  ASSERT_TRUE(checkLedgerInvariants(*ledger->state(), ledger->topology(), c).ok());
 }
 
 TEST(LedgerNumaTest, DefineTimeReservationIsKeptUntilTheVmStarts) {
@@ -143,19 +144,19 @@ TEST(LedgerNumaTest, DefineTimeReservationIsKeptUntilTheVmStarts) {
   auto reserved = ledger->reserveVm(vm);
   ASSERT_TRUE(reserved.ok()) << reserved.error().message();
   EXPECT_EQ(reserved->mems.format(), "1");
-  EXPECT_TRUE(ledger->snapshot().vms.at(vm.uuid).defined);
+  EXPECT_TRUE(ledger->state()->vms.at(vm.uuid).defined);
   // Not running yet: the start-up check keeps it, across a restart too.
   EXPECT_TRUE(validateLedgerVmsKept(*ledger));
   ledger.reset();
   ledger = openLedger(tmp.sub("l.db"), c);
-  EXPECT_TRUE(ledger->snapshot().vms.at(vm.uuid).defined);
+  EXPECT_TRUE(ledger->state()->vms.at(vm.uuid).defined);
   // It starts on exactly the reserved placement.
   auto started = ledger->admitVm(vm);
   ASSERT_TRUE(started.ok());
   EXPECT_EQ(started->exclusive, reserved->exclusive);
   EXPECT_EQ(started->mems, reserved->mems);
-  EXPECT_FALSE(ledger->snapshot().vms.at(vm.uuid).defined);
-  ASSERT_TRUE(checkLedgerInvariants(ledger->snapshot(), ledger->topology(), c).ok());
+  EXPECT_FALSE(ledger->state()->vms.at(vm.uuid).defined);
+  ASSERT_TRUE(checkLedgerInvariants(*ledger->state(), ledger->topology(), c).ok());
 }
 
 // Random pinned containers and NUMA-bound VMs: no node is over-committed in any resource.
@@ -197,7 +198,7 @@ TEST(LedgerNumaTest, NoNodeIsOvercommittedUnderRandomOperations) {
         ASSERT_TRUE(ledger->releaseVm(vms[victim]).ok());
         vms.erase(vms.begin() + static_cast<long>(victim));
       }
-      auto checked = checkLedgerInvariants(ledger->snapshot(), ledger->topology(), c);
+      auto checked = checkLedgerInvariants(*ledger->state(), ledger->topology(), c);
       ASSERT_TRUE(checked.ok()) << "op " << op << ": " << checked.error().message();
     }
     EXPECT_GT(placed, 500);

@@ -1,6 +1,7 @@
 // The ledger on a real sqlite file: admission, identity, persistence, and its
 // invariants under 100,000 random operations and 16 concurrent threads.
 #include "accounting/ledger.h"
+#include "accounting/sqlite_ledger_store.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -30,7 +31,7 @@ LedgerConfig config(int reserved = 2, uint64_t memory = 64ULL << 30) {
 }
 
 std::unique_ptr<Ledger> openLedger(const std::string& file, std::shared_ptr<const Topology> topo, LedgerConfig c) {
-  auto store = LedgerStore::open(file, Durability::kNormal);
+  auto store = SqliteLedgerStore::open(file, Durability::kNormal);
   EXPECT_TRUE(store.ok()) << store.error().message();
   auto ledger = Ledger::open(std::move(topo), std::move(c), std::move(store).value());
   EXPECT_TRUE(ledger.ok()) << ledger.error().message();
@@ -57,7 +58,7 @@ VmSpec dedicatedVm(const std::string& uuid, int vcpus) {
 }
 
 void expectInvariants(const Ledger& ledger, const LedgerConfig& c) {
-  auto checked = checkLedgerInvariants(ledger.snapshot(), ledger.topology(), c);
+  auto checked = checkLedgerInvariants(*ledger.state(), ledger.topology(), c);
   ASSERT_TRUE(checked.ok()) << checked.error().message();
 }
 
@@ -72,7 +73,7 @@ TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
   ContainerSpec restarted = cpus("app", 4);
   restarted.id = "app0002";
   EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), restarted)->exclusive, first->exclusive);
-  EXPECT_EQ(ledger->snapshot().pods.at("p1").containers.at("app").spec.id, "app0002");
+  EXPECT_EQ(ledger->state()->pods.at("p1").containers.at("app").spec.id, "app0002");
   // Other resources under the same identity are a resize, not an admit.
   EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), cpus("app", 2)).error().code(), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(ledger->admitContainer(burstable("p1"), shared("x", 100)).error().code(), ErrorCode::kFailedPrecondition);
@@ -80,7 +81,7 @@ TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
   auto web = ledger->admitContainer(burstable("p2"), shared("web", 500));
   ASSERT_TRUE(web.ok());
   EXPECT_TRUE(web->exclusive.empty());
-  EXPECT_EQ(web->cpus, ledger->snapshot().shared);
+  EXPECT_EQ(web->cpus, ledger->state()->shared());
   EXPECT_FALSE(web->cpus.intersects(first->exclusive));
   expectInvariants(*ledger, config());
 }
@@ -92,7 +93,7 @@ TEST(LedgerTest, RefusesWithReasonsAndChangesNothing) {
   for (int i = 0; i < 5; ++i) {
     ASSERT_TRUE(ledger->admitContainer(burstable("b" + std::to_string(i)), shared("c", 1000)).ok());
   }
-  const auto before = ledger->snapshot();
+  const auto before = ledger->state();
   // 16 CPUs, 5 CPUs' worth requested by shared tenants: at most 11 can go exclusive.
   auto vm = ledger->admitVm(dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 12));
   ASSERT_FALSE(vm.ok());
@@ -112,11 +113,11 @@ TEST(LedgerTest, RefusesWithReasonsAndChangesNothing) {
       ledger->admitContainer(PodSpec{"../../etc", "x", QosClass::kBurstable, 0, 0}, shared("c", 1)).error().code(),
       ErrorCode::kInvalidArgument);
   EXPECT_EQ(ledger->admitVm(dedicatedVm("not a uuid", 1)).error().code(), ErrorCode::kInvalidArgument);
-  const auto after = ledger->snapshot();
-  EXPECT_EQ(after.grants.size(), before.grants.size());
-  EXPECT_EQ(after.shared, before.shared);
-  EXPECT_EQ(after.sharedDemandMilli, before.sharedDemandMilli);
-  EXPECT_EQ(after.admittedMemoryBytes, before.admittedMemoryBytes);
+  const auto after = ledger->state();
+  EXPECT_EQ(after->grants().size(), before->grants().size());
+  EXPECT_EQ(after->shared(), before->shared());
+  EXPECT_EQ(after->totals.sharedDemandMilli, before->totals.sharedDemandMilli);
+  EXPECT_EQ(after->totals.admittedMemoryBytes, before->totals.admittedMemoryBytes);
   EXPECT_EQ(ledger->admitVm(dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 11))->exclusive.count(), 11);
   expectInvariants(*ledger, c);
 }
@@ -132,7 +133,7 @@ TEST(LedgerTest, AppContainersReuseTheirInitContainersCpus) {
   auto app = ledger->admitContainer(guaranteed("p"), cpus("app", 4));
   ASSERT_TRUE(app.ok()) << app.error().message();
   EXPECT_TRUE(setup->exclusive.isSubsetOf(app->exclusive));
-  EXPECT_TRUE(ledger->snapshot().pods.at("p").containers.at("setup").exclusive.empty());
+  EXPECT_TRUE(ledger->state()->pods.at("p").containers.at("setup").exclusive.empty());
   expectInvariants(*ledger, config());
 }
 
@@ -146,17 +147,17 @@ TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
   auto one = ledger->resizeContainer("p", cpus("app", 1));
   ASSERT_TRUE(one.ok());
   EXPECT_TRUE(one->exclusive.isSubsetOf(four->exclusive));
-  const auto before = ledger->snapshot();
+  const auto before = ledger->state();
   EXPECT_FALSE(ledger->resizeContainer("p", cpus("app", 15)).ok());
-  EXPECT_EQ(ledger->snapshot().grants.at(containerOwner("p", "app")).cpus, one->exclusive);
-  EXPECT_EQ(ledger->snapshot().shared, before.shared);
+  EXPECT_EQ(ledger->state()->grants().at(containerOwner("p", "app")).cpus, one->exclusive);
+  EXPECT_EQ(ledger->state()->shared(), before->shared());
   // A fractional request runs in the shared pool, as with kubelet; and back to exclusive.
   auto to_shared = ledger->resizeContainer("p", shared("app", 500));
   ASSERT_TRUE(to_shared.ok());
   EXPECT_TRUE(to_shared->exclusive.empty());
-  EXPECT_EQ(ledger->snapshot().sharedDemandMilli, 500);
+  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 500);
   EXPECT_EQ(ledger->resizeContainer("p", cpus("app", 2))->exclusive.count(), 2);
-  EXPECT_EQ(ledger->snapshot().sharedDemandMilli, 0);
+  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 0);
   expectInvariants(*ledger, config());
 }
 
@@ -173,25 +174,25 @@ TEST(LedgerTest, ResizesAVm) {
   auto six = ledger->resizeVm(vm);
   ASSERT_TRUE(six.ok()) << six.error().message();
   EXPECT_EQ(six->exclusive.count(), 6);
-  const auto before = ledger->snapshot();
+  const auto before = ledger->state();
   vm.cpu.vcpus = 40;  // more than the machine's 32 CPUs
   EXPECT_FALSE(ledger->resizeVm(vm).ok());
-  EXPECT_EQ(ledger->snapshot().grants.at(vmOwner(vm.uuid)).cpus, six->exclusive);
-  EXPECT_EQ(ledger->snapshot().shared, before.shared);
+  EXPECT_EQ(ledger->state()->grants().at(vmOwner(vm.uuid)).cpus, six->exclusive);
+  EXPECT_EQ(ledger->state()->shared(), before->shared());
   vm.cpu.vcpus = 4;
   vm.cpu.cpuPolicy = VmCpuPolicy::kShared;  // all vCPUs into the shared pool
   auto shared_vm = ledger->resizeVm(vm);
   ASSERT_TRUE(shared_vm.ok()) << shared_vm.error().message();
   EXPECT_TRUE(shared_vm->exclusive.empty());
-  EXPECT_EQ(ledger->snapshot().sharedDemandMilli, 4000);
-  EXPECT_TRUE(ledger->snapshot().grants.empty());
+  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 4000);
+  EXPECT_TRUE(ledger->state()->grants().empty());
   expectInvariants(*ledger, config());
 }
 
 TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
   testing::TempDir tmp;
   const auto topo = synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2");
-  LedgerSnapshot before;
+  StatePtr before;
   {
     auto ledger = openLedger(tmp.sub("ledger.db"), topo, config());
     ASSERT_TRUE(ledger->admitContainer(guaranteed("p"), cpus("app", 4)).ok());
@@ -199,13 +200,13 @@ TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
     VmSpec vm = dedicatedVm("8f0c1a52-0000-4000-8000-000000000002", 2);
     vm.cpu.threadPolicy = ThreadPolicy::kIsolate;
     ASSERT_TRUE(ledger->admitVm(vm).ok());
-    before = ledger->snapshot();
+    before = ledger->state();
   }
   auto again = openLedger(tmp.sub("ledger.db"), topo, config());
-  const auto after = again->snapshot();
-  EXPECT_EQ(after.grants.size(), before.grants.size());
-  for (const auto& [owner, grant] : before.grants) EXPECT_EQ(after.grants.at(owner).all(), grant.all()) << owner;
-  EXPECT_EQ(after.sharedDemandMilli, 700);
+  const auto after = again->state();
+  EXPECT_EQ(after->grants().size(), before->grants().size());
+  for (const auto& [owner, grant] : before->grants()) EXPECT_EQ(after->grants().at(owner).all(), grant.all()) << owner;
+  EXPECT_EQ(after->totals.sharedDemandMilli, 700);
   EXPECT_TRUE(again->loadProblems().empty());
   // Reserving more CPUs than before: what now collides is kept out and explained, not a crash loop.
   auto changed = config(8);
@@ -254,13 +255,13 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
         placed.ok() ? ++accepted : ++refused;
       } else if (action < 55 && !pods.empty()) {
         const std::string& uid = pods[random() % pods.size()];
-        const auto snapshot = ledger->snapshot();
-        if (snapshot.pods.at(uid).spec.qos == QosClass::kGuaranteed && !snapshot.pods.at(uid).containers.empty()) {
+        const auto snapshot = ledger->state();
+        if (snapshot->pods.at(uid).spec.qos == QosClass::kGuaranteed && !snapshot->pods.at(uid).containers.empty()) {
           (void)ledger->resizeContainer(uid, cpus("c", 1 + static_cast<int>(random() % 4)));
         }
       } else if (action < 60 && !vms.empty()) {
         const std::string& uuid = vms[random() % vms.size()];
-        VmSpec vm = ledger->snapshot().vms.at(uuid).spec;
+        VmSpec vm = ledger->state()->vms.at(uuid).spec;
         vm.cpu.vcpus = 1 + static_cast<int>(random() % 4);
         vm.cpu.cpuPolicy = static_cast<VmCpuPolicy>(random() % 2);
         (void)ledger->resizeVm(vm);
@@ -273,13 +274,13 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
         ASSERT_TRUE(ledger->releaseVm(vms[victim]).ok());
         vms.erase(vms.begin() + static_cast<long>(victim));
       } else if (action >= 99) {
-        const auto before = ledger->snapshot();
+        const auto before = ledger->state();
         ledger.reset();
         ledger = openLedger(tmp.sub("ledger.db"), topo, c);
         ASSERT_TRUE(ledger->loadProblems().empty()) << ledger->loadProblems().front();
-        ASSERT_EQ(ledger->snapshot().grants.size(), before.grants.size());
+        ASSERT_EQ(ledger->state()->grants().size(), before->grants().size());
       }
-      auto checked = checkLedgerInvariants(ledger->snapshot(), *topo, c);
+      auto checked = checkLedgerInvariants(*ledger->state(), *topo, c);
       ASSERT_TRUE(checked.ok()) << shape.topology << " op " << op << ": " << checked.error().message();
     }
     EXPECT_GT(accepted, 1000) << shape.topology;
@@ -320,7 +321,7 @@ TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
   EXPECT_FALSE(clash.load());
   EXPECT_GT(granted.load(), 1000);
   expectInvariants(*ledger, c);
-  EXPECT_TRUE(ledger->snapshot().grants.empty());
+  EXPECT_TRUE(ledger->state()->grants().empty());
 }
 
 TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
@@ -337,14 +338,14 @@ TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
     EXPECT_EQ(placement->exclusive.format(), "12-13");
     EXPECT_EQ(placement->mems.format(), "1");  // memory follows the pinned CPUs' node
     // A second VM asking for one of them is refused, and nothing changes.
-    const auto before = ledger->snapshot();
+    const auto before = ledger->state();
     VmSpec other = dedicatedVm("8f0c1a52-0000-4000-8000-00000000000b", 1);
     other.cpu.pinnedVcpuCpus = {13};
     auto refused = ledger->admitVm(other);
     ASSERT_FALSE(refused.ok());
     EXPECT_THAT(refused.error().message(), HasSubstr("names CPUs 13"));
-    EXPECT_EQ(ledger->snapshot().shared, before.shared);
-    EXPECT_EQ(ledger->snapshot().vms.size(), 1u);
+    EXPECT_EQ(ledger->state()->shared(), before->shared());
+    EXPECT_EQ(ledger->state()->vms.size(), 1u);
     expectInvariants(*ledger, c);
   }
   auto reopened = openLedger(tmp.sub("ledger.db"), topo, c);

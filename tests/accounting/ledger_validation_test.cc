@@ -6,6 +6,7 @@
 
 #include "accounting/hwloc_topology.h"
 #include "accounting/node_allocatable.h"
+#include "accounting/sqlite_ledger_store.h"
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "tests/support/temp_dir.h"
 
@@ -40,7 +41,8 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
   LedgerConfig config;
   config.allocatableMemoryBytes = 8ULL << 30;
   auto ledger =
-      std::move(Ledger::open(topo, config, std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+      std::move(
+          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
           .value();
   ASSERT_TRUE(ledger
                   ->admitContainer({"gone", "ns/gone", QosClass::kBurstable, 0, 0},
@@ -82,14 +84,14 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
   EXPECT_THAT(report.repaired, Contains("VM stopped: not running; released"));
   EXPECT_THAT(report.repaired, Contains("container ccc1 of pod stranger: adopted with CPUs " + stranger_cpus.format()));
   EXPECT_THAT(report.repaired, Contains("container ddd1 of pod be: adopted in the shared pool"));
-  const LedgerSnapshot s = ledger->snapshot();
-  EXPECT_FALSE(s.pods.count("gone"));
-  EXPECT_EQ(s.pods.at("alive").containers.at("app").exclusive, app);
-  EXPECT_EQ(s.pods.at("stranger").containers.at("ccc1").exclusive, stranger_cpus);
-  ASSERT_TRUE(s.vms.count(kVmUuid));
-  EXPECT_EQ(s.vms.at(kVmUuid).placement.vcpuCpus, (std::vector<int>{vcpu_cpu, VmCpuPlacement::kShared}));
-  EXPECT_EQ(s.vms.at(kVmUuid).spec.cpu.cpuPolicy, VmCpuPolicy::kMixed);
-  auto checked = checkLedgerInvariants(s, *topo, config);
+  const StatePtr s = ledger->state();
+  EXPECT_FALSE(s->pods.count("gone"));
+  EXPECT_EQ(s->pods.at("alive").containers.at("app").exclusive, app);
+  EXPECT_EQ(s->pods.at("stranger").containers.at("ccc1").exclusive, stranger_cpus);
+  ASSERT_TRUE(s->vms.count(kVmUuid));
+  EXPECT_EQ(s->vms.at(kVmUuid).placement.vcpuCpus, (std::vector<int>{vcpu_cpu, VmCpuPlacement::kShared}));
+  EXPECT_EQ(s->vms.at(kVmUuid).spec.cpu.cpuPolicy, VmCpuPolicy::kMixed);
+  auto checked = checkLedgerInvariants(*s, *topo, config);
   ASSERT_TRUE(checked.ok()) << checked.error().message();
 
   // A second check finds nothing to do; a restart keeps what was adopted.
@@ -97,9 +99,10 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
   EXPECT_TRUE(again.repaired.empty()) << again.repaired.front();
   ledger.reset();
   auto reopened =
-      std::move(Ledger::open(topo, config, std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+      std::move(
+          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
           .value();
-  EXPECT_EQ(reopened->snapshot().grants.size(), s.grants.size());
+  EXPECT_EQ(reopened->state()->grants().size(), s->grants().size());
 }
 
 TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
@@ -109,7 +112,8 @@ TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
   LedgerConfig config;
   config.pool.reserved.cpus = CpuSet{0};
   auto ledger =
-      std::move(Ledger::open(topo, config, std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+      std::move(
+          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
           .value();
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
   makeGroup(fs, path("kubepods/podx/eee1"), CpuSet{0});                     // pinned to a reserved CPU
@@ -132,9 +136,10 @@ TEST(LedgerValidationTest, ReadsTheSharedPoolOffTheNode) {
   testing::TempDir tmp;
   const auto topo =
       std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:4 pu:2")).value());
-  auto ledger = std::move(Ledger::open(topo, LedgerConfig{},
-                                       std::move(LedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
-                    .value();
+  auto ledger =
+      std::move(Ledger::open(topo, LedgerConfig{},
+                             std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
   const CpuSet shared = *CpuSet::parse("0-1,4-7");
   makeGroup(fs, path("kubepods/burstable/poda/c1"), shared);
@@ -144,11 +149,11 @@ TEST(LedgerValidationTest, ReadsTheSharedPoolOffTheNode) {
   ASSERT_TRUE(scan.ok());
   const ValidationReport report = validateLedger(*ledger, *scan);
   EXPECT_TRUE(report.unresolved.empty()) << report.unresolved.front();
-  const LedgerSnapshot s = ledger->snapshot();
-  EXPECT_TRUE(s.pods.at("a").containers.at("c1").exclusive.empty());
-  EXPECT_TRUE(s.pods.at("b").containers.at("c2").exclusive.empty());
-  EXPECT_EQ(s.pods.at("g").containers.at("c3").exclusive.format(), "2-3");
-  EXPECT_EQ(s.shared, shared);
+  const StatePtr s = ledger->state();
+  EXPECT_TRUE(s->pods.at("a").containers.at("c1").exclusive.empty());
+  EXPECT_TRUE(s->pods.at("b").containers.at("c2").exclusive.empty());
+  EXPECT_EQ(s->pods.at("g").containers.at("c3").exclusive.format(), "2-3");
+  EXPECT_EQ(s->shared(), shared);
 }
 
 TEST(NodeAllocatableTest, SubtractsReservationsAsKubeletDoes) {

@@ -170,7 +170,7 @@ TEST(DriftTest, ReportsHandWrittenValuesVanishedAndUnknownCgroups) {
   testing::TempDir tmp;
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), cpus("0-3"), cpus("0"))).value();
   const auto backend = makeV1Backend({{"cpuset", "cpuset"}, {"cpu", "cpu,cpuacct"}});
-  NodeResources node{cpus("0-1"), cpus("0"), 4000, 0, {}};
+  NodeResources node{cpus("0-1"), cpus("0"), 4000, 0, {}, {}, {}};
   TreeLayout layout;
   layout.ownership = Ownership::kEverything;
   const std::vector<PodCgroup> pods = {{kUid,

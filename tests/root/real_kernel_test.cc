@@ -157,7 +157,7 @@ class RealKernelTest : public ::testing::Test {
     vm.scope = scope();
     vm.cpuRequestMilli = 1000;
     vm.vcpuCpus = {vcpu0, std::nullopt};
-    NodeResources node{shared, mems_, 2000, 0, {}};
+    NodeResources node{shared, mems_, 2000, 0, {}, {}, {}};
     return buildDesiredTree(layout_, node, pods, {vm});
   }
 

@@ -6,7 +6,7 @@
 #include <mutex>
 #include <set>
 
-#include "accounting/ledger_store.h"
+#include "accounting/sqlite_ledger_store.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/proto/reflection_client.grpc.pb.h"
 #include "tests/vri/vrid_process.h"
@@ -173,7 +173,7 @@ TEST(VridProcessTest, SigtermDuringABurstLosesNoAcknowledgedDecision) {
   EXPECT_GT(acknowledged.size(), 20u);
   EXPECT_THAT(vrid.log(), HasSubstr("stopped"));
 
-  auto store = LedgerStore::open(tmp.sub("state/ledger.sqlite"), Durability::kNormal);
+  auto store = SqliteLedgerStore::open(tmp.sub("state/ledger.sqlite"), Durability::kNormal);
   ASSERT_TRUE(store.ok()) << store.error().message();
   auto stored = (*store)->load();
   ASSERT_TRUE(stored.ok());

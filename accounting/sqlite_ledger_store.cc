@@ -1,4 +1,4 @@
-#include "accounting/ledger_store.h"
+#include "accounting/sqlite_ledger_store.h"
 
 #include <sqlite3.h>
 
@@ -39,7 +39,7 @@ Result<Durability> parseDurability(std::string_view text) {
   return Error::invalidArgument("unknown durability " + quoteForMessage(text) + " (use normal or full)");
 }
 
-Result<std::unique_ptr<LedgerStore>> LedgerStore::open(const std::string& path, Durability durability) {
+Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::string& path, Durability durability) {
   sqlite3* db = nullptr;
   if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
       SQLITE_OK) {
@@ -47,7 +47,7 @@ Result<std::unique_ptr<LedgerStore>> LedgerStore::open(const std::string& path, 
     sqlite3_close(db);
     return error;
   }
-  std::unique_ptr<LedgerStore> store(new LedgerStore(db));
+  std::unique_ptr<SqliteLedgerStore> store(new SqliteLedgerStore(db));
   VRI_TRY(exec(db, "PRAGMA journal_mode=WAL"));
   VRI_TRY(exec(db, durability == Durability::kFull ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
   VRI_TRY(exec(db, "PRAGMA busy_timeout=5000"));
@@ -68,25 +68,31 @@ Result<std::unique_ptr<LedgerStore>> LedgerStore::open(const std::string& path, 
   return store;
 }
 
-LedgerStore::~LedgerStore() {
+SqliteLedgerStore::~SqliteLedgerStore() {
   sqlite3_finalize(put_);
   sqlite3_finalize(delete_);
   sqlite3_finalize(meta_);
+  sqlite3_finalize(begin_);
+  sqlite3_finalize(commit_);
+  sqlite3_finalize(rollback_);
   sqlite3_close(db_);
 }
 
-Result<void> LedgerStore::prepare() {
+Result<void> SqliteLedgerStore::prepare() {
   if (sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO tenants (kind, id, body) VALUES (?, ?, ?)", -1, &put_, nullptr) !=
           SQLITE_OK ||
       sqlite3_prepare_v2(db_, "DELETE FROM tenants WHERE kind = ? AND id = ?", -1, &delete_, nullptr) != SQLITE_OK ||
       sqlite3_prepare_v2(db_, "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", -1, &meta_, nullptr) !=
-          SQLITE_OK) {
+          SQLITE_OK ||
+      sqlite3_prepare_v2(db_, "BEGIN IMMEDIATE", -1, &begin_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db_, "COMMIT", -1, &commit_, nullptr) != SQLITE_OK ||
+      sqlite3_prepare_v2(db_, "ROLLBACK", -1, &rollback_, nullptr) != SQLITE_OK) {
     return sqliteError(db_, "prepare ledger statements");
   }
   return {};
 }
 
-Result<StoredLedger> LedgerStore::load() {
+Result<StoredLedger> SqliteLedgerStore::load() {
   StoredLedger stored;
   sqlite3_stmt* query = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT key, value FROM meta", -1, &query, nullptr) != SQLITE_OK) {
@@ -129,31 +135,50 @@ Result<StoredLedger> LedgerStore::load() {
   return stored;
 }
 
-Result<void> LedgerStore::put(const char* kind, const std::string& id, const std::string& body) {
+Result<void> SqliteLedgerStore::put(const char* kind, const std::string& id, const std::string& body) {
   sqlite3_bind_text(put_, 1, kind, -1, SQLITE_STATIC);
   sqlite3_bind_text(put_, 2, id.c_str(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
   sqlite3_bind_text(put_, 3, body.c_str(), static_cast<int>(body.size()), SQLITE_TRANSIENT);
   return step(db_, put_, std::string("store ") + kind + " " + id);
 }
 
-Result<void> LedgerStore::erase(const char* kind, const std::string& id) {
+Result<void> SqliteLedgerStore::erase(const char* kind, const std::string& id) {
   sqlite3_bind_text(delete_, 1, kind, -1, SQLITE_STATIC);
   sqlite3_bind_text(delete_, 2, id.c_str(), static_cast<int>(id.size()), SQLITE_TRANSIENT);
   return step(db_, delete_, std::string("delete ") + kind + " " + id);
 }
 
-Result<void> LedgerStore::putPod(const PodRecord& pod) { return put("pod", pod.spec.uid, encodePod(pod)); }
-Result<void> LedgerStore::deletePod(const std::string& uid) { return erase("pod", uid); }
-Result<void> LedgerStore::putVm(const VmRecord& vm) { return put("vm", vm.spec.uuid, encodeVm(vm)); }
-Result<void> LedgerStore::deleteVm(const std::string& uuid) { return erase("vm", uuid); }
+Result<void> SqliteLedgerStore::applyInTransaction(const LedgerChange& change) {
+  for (const PodRecord& pod : change.putPods) VRI_TRY(put("pod", pod.spec.uid, encodePod(pod)));
+  for (const std::string& uid : change.deletePods) VRI_TRY(erase("pod", uid));
+  for (const VmRecord& vm : change.putVms) VRI_TRY(put("vm", vm.spec.uuid, encodeVm(vm)));
+  for (const std::string& uuid : change.deleteVms) VRI_TRY(erase("vm", uuid));
+  return {};
+}
 
-Result<void> LedgerStore::setMeta(const std::string& key, const std::string& value) {
+Result<void> SqliteLedgerStore::apply(const LedgerChange& change) {
+  if (change.empty()) return {};
+  const size_t rows = change.putPods.size() + change.deletePods.size() + change.putVms.size() + change.deleteVms.size();
+  // One row commits on its own (autocommit); more go in one transaction.
+  if (rows == 1) return applyInTransaction(change);
+  VRI_TRY(step(db_, begin_, "begin ledger transaction"));
+  Result<void> done = applyInTransaction(change);
+  if (done.ok()) done = step(db_, commit_, "commit ledger transaction");
+  if (done.ok()) return {};
+  // A ROLLBACK that fails too leaves sqlite to roll the journal back at the next open.
+  if (auto rolled = step(db_, rollback_, "roll back ledger transaction"); !rolled.ok()) {
+    return std::move(done).context(rolled.error().message()).error();
+  }
+  return done;
+}
+
+Result<void> SqliteLedgerStore::setMeta(const std::string& key, const std::string& value) {
   sqlite3_bind_text(meta_, 1, key.c_str(), static_cast<int>(key.size()), SQLITE_TRANSIENT);
   sqlite3_bind_text(meta_, 2, value.c_str(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
   return step(db_, meta_, "store meta " + key);
 }
 
-Result<void> LedgerStore::emptyCommit() {
+Result<void> SqliteLedgerStore::emptyCommit() {
   // The smallest transaction that still reaches the disk: one tiny row
   // rewritten through a prepared statement, as the ledger's own writes are.
   sqlite3_bind_text(meta_, 1, "commit_probe", -1, SQLITE_STATIC);

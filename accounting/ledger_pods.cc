@@ -1,0 +1,252 @@
+// The ledger's decisions about pods and their containers.
+#include "accounting/ledger.h"
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+bool sameResources(const ContainerSpec& a, const ContainerSpec& b) {
+  return a.init == b.init && a.cpuRequestMilli == b.cpuRequestMilli && a.cpuLimitMilli == b.cpuLimitMilli &&
+         a.memoryLimitBytes == b.memoryLimitBytes && a.memoryRequestBytes == b.memoryRequestBytes;
+}
+
+std::string milli(int64_t value) { return std::to_string(value) + "m"; }
+
+// The same error with more said at its end.
+Error withSuffix(const Error& error, const std::string& suffix) {
+  return Error(error.code(), error.message() + suffix, error.sysErrno());
+}
+
+std::string sharedDemandNote(const LedgerState& state) {
+  return "; " + std::to_string(state.totals.sharedTenants) + " shared tenants request " +
+         milli(state.totals.sharedDemandMilli);
+}
+
+ContainerPlacement placementOf(const ContainerRecord& record, const CpuSet& shared) {
+  return ContainerPlacement{record.exclusive, record.exclusive.empty() ? shared : record.exclusive,
+                            NumaMemory::mems(record.memory)};
+}
+
+}  // namespace
+
+Result<ContainerPlacement> Ledger::placeContainer(NextState& next, PodRecord& pod, const ContainerSpec& container,
+                                                  const std::string& who, const std::vector<int>* podNodes) const {
+  const int cpus = exclusiveCpusFor(pod.spec, container);
+  ContainerRecord record{container, {}, {}};
+  if (cpus == 0) {
+    VRI_TRY(checkSharedDemand(next.now(), container.cpuRequestMilli, who));
+    pod.containers[container.name] = record;
+    return ContainerPlacement{{}, next.now().shared(), {}};
+  }
+  // As kubelet does, an app container first takes the CPUs its pod's init containers held.
+  CpuSet reusable;
+  if (!container.init) {
+    for (auto& [name, other] : pod.containers) {
+      if (!other.spec.init || other.exclusive.empty()) continue;
+      next.pool().releaseOwner(containerOwner(pod.spec.uid, name));
+      reusable |= other.exclusive;
+    }
+  }
+  const std::string owner = containerOwner(pod.spec.uid, container.name);
+  // A pinned container's CPUs and memory come from the same NUMA nodes.
+  const uint64_t pinned_memory = container.memoryLimitBytes.value_or(0);
+  const bool pinned = config_.pinGuaranteedMemory && pinned_memory > 0;
+  const MemoryRequest memory_request = {{kRegularMemory, pinned_memory}};
+  std::vector<int> nodes;
+  if (podNodes != nullptr) {
+    nodes = *podNodes;
+  } else if (pinned || config_.topologyManager.policy != TopologyPolicy::kNone) {
+    // The topology manager's policy applies to every container with exclusive CPUs, as in kubelet.
+    VRI_ASSIGN_OR_RETURN(nodes, alignNodes(next.now(), {who, cpus, pinned ? memory_request : MemoryRequest{}}, {}));
+  }
+  auto chosen = next.pool().allocate(owner, {cpus, nodes}, reusable);
+  if (!chosen.ok()) return withSuffix(chosen.error(), sharedDemandNote(next.now()));
+  if (pinned) {
+    auto blocks = next.numa().allocate(owner, nodes, memory_request);
+    if (!blocks.ok()) return std::move(blocks).context(who).error();
+    record.memory = *blocks;
+  }
+  for (auto& [name, other] : pod.containers) {
+    if (other.spec.init && !container.init) other.exclusive = CpuSet();  // handed on
+  }
+  record.exclusive = *chosen;
+  pod.containers[container.name] = record;
+  return ContainerPlacement{*chosen, *chosen, NumaMemory::mems(record.memory)};
+}
+
+Result<ContainerPlacement> Ledger::admitInto(NextState& next, const PodSpec& pod, const ContainerSpec& container,
+                                             const std::vector<int>* podNodes) const {
+  VRI_TRY(validatePodUid(pod.uid));
+  VRI_TRY(validateContainerId(container.name).context("container name"));
+  if (!container.id.empty()) VRI_TRY(validateContainerId(container.id));
+  if (container.cpuRequestMilli < 0 || container.cpuLimitMilli < 0)
+    return Error::invalidArgument("negative CPU amount");
+  const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
+  const PodRecord* existing = next.now().pod(pod.uid);
+  if (existing != nullptr && existing->spec.qos != pod.qos) {
+    return Error::failedPrecondition("pod " + quoteForMessage(pod.uid) + " was admitted as " +
+                                     std::string(qosClassName(existing->spec.qos)) + ", not " +
+                                     std::string(qosClassName(pod.qos)));
+  }
+  if (existing != nullptr) {
+    const auto known = existing->containers.find(container.name);
+    if (known != existing->containers.end()) {
+      if (!sameResources(known->second.spec, container)) {
+        return Error::failedPrecondition(who + " is admitted with other resources; resize it instead");
+      }
+      const ContainerPlacement placement = placementOf(known->second, next.now().shared());
+      // A retry, or kubelet recreating the container under a new id: same placement.
+      if (known->second.spec.id != container.id && !container.id.empty()) {
+        PodRecord updated = *existing;
+        updated.containers[container.name].spec.id = container.id;
+        next.putPod(std::move(updated));
+      }
+      return placement;
+    }
+  }
+  PodRecord updated = existing != nullptr ? *existing : PodRecord{pod, {}};
+  const uint64_t memory_before = existing != nullptr ? podMemoryBytes(*existing) : 0;
+  PodRecord trial = updated;
+  trial.containers[container.name] = ContainerRecord{container, {}, {}};
+  VRI_TRY(checkMemory(next.now(), podMemoryBytes(trial) - memory_before, who));
+  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, placeContainer(next, updated, container, who, podNodes));
+  next.putPod(std::move(updated));
+  return placement;
+}
+
+Result<Decision<ContainerPlacement>> Ledger::decideAdmitContainer(const StatePtr& from, const PodSpec& pod,
+                                                                  const ContainerSpec& container) const {
+  NextState n = next(from);
+  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, admitInto(n, pod, container, nullptr));
+  if (n.delta().empty()) return unchanged(from, std::move(placement));
+  Decision<ContainerPlacement> decision = n.finish(std::move(placement));
+  if (decision.answer.exclusive.empty()) decision.answer.cpus = decision.after->shared();
+  return decision;
+}
+
+Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
+    const StatePtr& from, const PodSpec& pod, const std::vector<ContainerSpec>& containers) const {
+  NextState n = next(from);
+  // The pod's exclusive CPUs and pinned memory, aligned at once.
+  int cpus = 0;
+  uint64_t memory = 0;
+  for (const ContainerSpec& c : containers) {
+    const int count = exclusiveCpusFor(pod, c);
+    if (count == 0 || c.init) continue;  // init containers hand their CPUs on; the app containers count
+    cpus += count;
+    if (config_.pinGuaranteedMemory) memory += c.memoryLimitBytes.value_or(0);
+  }
+  std::vector<int> nodes;
+  const bool align =
+      cpus > 0 && (config_.pinGuaranteedMemory || config_.topologyManager.policy != TopologyPolicy::kNone);
+  if (align) {
+    MemoryRequest request;
+    if (memory > 0) request[kRegularMemory] = memory;
+    VRI_ASSIGN_OR_RETURN(nodes,
+                         alignNodes(*from, {"pod " + (pod.name.empty() ? pod.uid : pod.name), cpus, request}, {}));
+  }
+  std::vector<ContainerPlacement> placements;
+  for (const ContainerSpec& c : containers) {
+    // All or nothing: a refusal drops the whole working copy.
+    VRI_ASSIGN_OR_RETURN(ContainerPlacement placed, admitInto(n, pod, c, align ? &nodes : nullptr));
+    placements.push_back(std::move(placed));
+  }
+  if (n.delta().empty()) return unchanged(from, std::move(placements));
+  Decision<std::vector<ContainerPlacement>> decision = n.finish(std::move(placements));
+  for (ContainerPlacement& p : decision.answer) {
+    if (p.exclusive.empty()) p.cpus = decision.after->shared();
+  }
+  return decision;
+}
+
+Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePtr& from, const std::string& podUid,
+                                                                   const ContainerSpec& container) const {
+  const PodRecord* pod = from->pod(podUid);
+  if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
+  const auto known = pod->containers.find(container.name);
+  if (known == pod->containers.end()) {
+    return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(container.name));
+  }
+  const std::string who = "container " + pod->spec.name + "/" + container.name;
+  const ContainerRecord& before = known->second;
+  if (!before.memory.empty()) {
+    return Error::failedPrecondition(who + " has NUMA-pinned memory; release it and admit it again to change its size");
+  }
+  PodRecord updated = *pod;
+  updated.containers.erase(container.name);
+  const uint64_t memory_before = podMemoryBytes(*pod);
+  PodRecord trial = updated;
+  trial.containers[container.name] = ContainerRecord{container, {}, {}};
+  const uint64_t memory_after = podMemoryBytes(trial);
+  if (memory_after > memory_before) VRI_TRY(checkMemory(*from, memory_after - memory_before, who));
+
+  // The old placement out of the books (keeping its CPUs where it can), placed anew.
+  NextState n = next(from);
+  const std::string owner = containerOwner(podUid, container.name);
+  n.pool().releaseOwner(owner);
+  n.putPod(updated);  // without the container: its shared demand is out of the totals
+  ContainerPlacement placed;
+  const int cpus = exclusiveCpusFor(updated.spec, container);
+  if (cpus == 0) {
+    VRI_ASSIGN_OR_RETURN(placed, placeContainer(n, updated, container, who, nullptr));
+  } else {
+    auto chosen = n.pool().allocate(owner, {cpus, {}}, before.exclusive);
+    if (!chosen.ok()) return std::move(chosen).context(who).error();
+    updated.containers[container.name] = ContainerRecord{container, *chosen, {}};
+    placed = ContainerPlacement{*chosen, *chosen, {}};
+  }
+  n.putPod(std::move(updated));
+  Decision<ContainerPlacement> decision = n.finish(std::move(placed));
+  if (decision.answer.exclusive.empty()) decision.answer.cpus = decision.after->shared();
+  return decision;
+}
+
+Result<Decision<bool>> Ledger::decideReleaseContainer(const StatePtr& from, const std::string& podUid,
+                                                      const std::string& name) const {
+  const PodRecord* pod = from->pod(podUid);
+  if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
+  const auto known = pod->containers.find(name);
+  if (known == pod->containers.end()) {
+    return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(name));
+  }
+  NextState n = next(from);
+  const std::string owner = containerOwner(podUid, name);
+  n.pool().releaseOwner(owner);
+  if (!known->second.memory.empty()) VRI_TRY(n.numa().release(owner));
+  PodRecord updated = *pod;
+  updated.containers.erase(name);
+  n.putPod(std::move(updated));
+  return n.finish(true);
+}
+
+Result<Decision<bool>> Ledger::decideReleasePod(const StatePtr& from, const std::string& podUid) const {
+  const PodRecord* pod = from->pod(podUid);
+  if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
+  NextState n = next(from);
+  for (const auto& [name, c] : pod->containers) {
+    const std::string owner = containerOwner(podUid, name);
+    n.pool().releaseOwner(owner);
+    if (!c.memory.empty()) VRI_TRY(n.numa().release(owner));
+  }
+  n.erasePod(podUid);
+  return n.finish(true);
+}
+
+Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const PodSpec& pod,
+                                                    const ContainerSpec& container, const CpuSet& exclusive) const {
+  VRI_TRY(validatePodUid(pod.uid));
+  VRI_TRY(validateContainerId(container.name).context("container name"));
+  const PodRecord* known = from->pod(pod.uid);
+  PodRecord updated = known != nullptr ? *known : PodRecord{pod, {}};
+  if (updated.containers.count(container.name)) {
+    return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");
+  }
+  NextState n = next(from);
+  if (!exclusive.empty()) VRI_TRY(n.pool().assign(containerOwner(pod.uid, container.name), {exclusive, {}}));
+  updated.containers[container.name] = ContainerRecord{container, exclusive, {}};
+  n.putPod(std::move(updated));
+  return n.finish(true);
+}
+
+}  // namespace vri

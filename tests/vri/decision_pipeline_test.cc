@@ -1,0 +1,370 @@
+// The decision pipeline (decide, commit, write, publish) with a real ledger,
+// the cgroupfs fixture (v1) and stores and cgroupfs that fail on demand: every
+// path that undoes or holds back a decision, and the delta writes checked
+// against a full read-and-diff after every step.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cerrno>
+#include <random>
+#include <thread>
+
+#include "accounting/hwloc_topology.h"
+#include "cgroup-model/fixture_cgroupfs.h"
+#include "tests/support/eventually.h"
+#include "tests/support/failing_ledger_store.h"
+#include "tests/support/temp_dir.h"
+#include "vri/node_manager.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A cgroupfs whose writes, mkdirs and rmdirs fail while `failing` is set.
+class SwitchableCgroupFs : public CgroupFs {
+ public:
+  explicit SwitchableCgroupFs(CgroupFs& inner) : inner_(inner) {}
+  Result<std::string> read(const CgroupDir& dir, std::string_view file) const override {
+    return inner_.read(dir, file);
+  }
+  Result<void> write(const CgroupDir& dir, std::string_view file, std::string_view value) override {
+    if (trip()) return Error::fromErrno(EIO, "write " + dir.describe() + "/" + std::string(file));
+    return inner_.write(dir, file, value);
+  }
+  Result<void> mkdir(const CgroupDir& dir) override {
+    if (trip()) return Error::fromErrno(EIO, "mkdir " + dir.describe());
+    return inner_.mkdir(dir);
+  }
+  Result<void> rmdir(const CgroupDir& dir) override {
+    if (trip()) return Error::fromErrno(EIO, "rmdir " + dir.describe());
+    return inner_.rmdir(dir);
+  }
+  bool exists(const CgroupDir& dir) const override { return inner_.exists(dir); }
+  Result<std::vector<std::string>> children(const CgroupDir& dir) const override { return inner_.children(dir); }
+  Result<std::string> readProc(std::string_view relative) const override { return inner_.readProc(relative); }
+
+  // The mutation `n` steps from now fails, once.
+  void failOnceAfter(int n) { failOnce_ = mutations_ + n; }
+  std::atomic<bool> failing{false};
+
+ private:
+  bool trip() {
+    const int index = mutations_++;
+    return failing || index == failOnce_;
+  }
+  CgroupFs& inner_;
+  std::atomic<int> mutations_{0};
+  std::atomic<int> failOnce_{-1};
+};
+
+constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  // CPUs 0-7
+
+class Pipeline {
+ public:
+  explicit Pipeline(Ownership ownership = Ownership::kEverything)
+      : fixture_(
+            std::move(FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))).value()),
+        fs(fixture_),
+        store(memory_),
+        log_(LogLevel::kError) {
+    topology_ = std::make_shared<const Topology>(std::move(loadSyntheticTopology(kTopology)).value());
+    LedgerConfig config;
+    config.pool.reserved.count = 1;
+    config.allocatableMemoryBytes = 16ULL << 30;
+    ledger = std::move(Ledger::open(topology_, config, std::make_unique<Forwarding>(store))).value();
+    layout.libvirt = LibvirtLayout::kNoSystemd;
+    layout.ownership = ownership;
+    for (const char* h : {"cpuset", "cpu,cpuacct"}) {
+      EXPECT_TRUE(fixture_.mkdir({h, *CgroupPath::parse("machine")}).ok());
+      if (ownership != Ownership::kEverything) {
+        for (const char* path : {"kubepods", "kubepods/burstable", "kubepods/besteffort"})
+          EXPECT_TRUE(fixture_.mkdir({h, *CgroupPath::parse(path)}).ok());
+      }
+    }
+    for (const char* path : {"machine", "kubepods", "kubepods/burstable", "kubepods/besteffort"}) {
+      if (!fixture_.exists({"cpuset", *CgroupPath::parse(path)})) continue;
+      EXPECT_TRUE(fixture_.write({"cpuset", *CgroupPath::parse(path)}, "cpuset.mems", "0-1").ok());
+      EXPECT_TRUE(fixture_.write({"cpuset", *CgroupPath::parse(path)}, "cpuset.cpus", "0-7").ok());
+    }
+    NodeAllocatable allocatable;
+    allocatable.allocatableCpuMilli = 7000;
+    sync = std::make_unique<CgroupSync>(
+        fs, makeV1Backend({{"cpuset", "cpuset"}, {"cpu", "cpu,cpuacct"}, {"cpuacct", "cpu,cpuacct"}}), layout,
+        allocatable, topology_, 1000, std::vector<std::string>{"cpuset", "cpu", "cpuacct"});
+    node = std::make_unique<NodeManager>(*ledger, *sync, events, log_, NodeFacts{}, std::chrono::milliseconds(20));
+    events_ = events.subscribe();
+    EXPECT_TRUE(node->startUp().ok());
+  }
+
+  // A QEMU process whose cgroups libvirt made (no systemd layout).
+  void fakeQemu(const std::string& scope, int pid, int vcpus) {
+    const CgroupPath base = *CgroupPath::parse(scope);
+    std::vector<CgroupPath> groups = {base, *base.child("emulator")};
+    for (int i = 0; i < vcpus; ++i) groups.push_back(*base.child("vcpu" + std::to_string(i)));
+    for (const CgroupPath& group : groups) {
+      for (const std::string h : {"cpuset", "cpu,cpuacct"}) ASSERT_TRUE(fixture_.mkdir({h, group}).ok());
+      ASSERT_TRUE(fixture_.write({"cpuset", group}, "cpuset.mems", "0-1").ok());
+      ASSERT_TRUE(fixture_.write({"cpuset", group}, "cpuset.cpus", ledger->state()->shared().format()).ok());
+    }
+    ASSERT_TRUE(fixture_
+                    .setProcFile(std::to_string(pid) + "/cgroup",
+                                 "4:cpuset:/" + scope + "/emulator\n3:cpu,cpuacct:/" + scope + "/emulator\n")
+                    .ok());
+  }
+
+  // What a full read-and-diff would still write.
+  std::vector<CgroupOp> pendingOps() {
+    auto plan = sync->reconcile(*ledger->state(), false, true);
+    EXPECT_TRUE(plan.ok()) << plan.error().message();
+    return plan.ok() ? plan->operations : std::vector<CgroupOp>{};
+  }
+
+  bool sawEvent(v1::Event::Kind kind) {
+    v1::Event event;
+    while (events_->next(std::chrono::milliseconds(0), event) == EventSubscription::Next::kEvent) {
+      if (event.kind() == kind) return true;
+    }
+    return false;
+  }
+
+  std::string read(const std::string& path, const char* file = "cpuset.cpus") {
+    return fixture_.read({file[0] == 'c' && file[3] == 's' ? "cpuset" : "cpu,cpuacct", *CgroupPath::parse(path)}, file)
+        .value();
+  }
+
+  FixtureCgroupFs& fixture() { return fixture_; }
+
+ private:
+  // The ledger owns its store; the test keeps the failing one.
+  class Forwarding : public LedgerStore {
+   public:
+    explicit Forwarding(LedgerStore& inner) : inner_(inner) {}
+    Result<StoredLedger> load() override { return inner_.load(); }
+    Result<void> apply(const LedgerChange& c) override { return inner_.apply(c); }
+    Result<void> setMeta(const std::string& k, const std::string& v) override { return inner_.setMeta(k, v); }
+
+   private:
+    LedgerStore& inner_;
+  };
+
+  testing::TempDir tmp_;
+  FixtureCgroupFs fixture_;
+
+ public:
+  SwitchableCgroupFs fs;
+  MemoryLedgerStore memory_;
+  testing::FailingLedgerStore store;
+
+ private:
+  Logger log_;
+  std::shared_ptr<const Topology> topology_;
+  std::shared_ptr<EventSubscription> events_;
+
+ public:
+  TreeLayout layout;
+  std::unique_ptr<Ledger> ledger;
+  std::unique_ptr<CgroupSync> sync;
+  EventHub events;
+  std::unique_ptr<NodeManager> node;
+};
+
+PodSpec pod(const std::string& uid, QosClass qos) { return {uid, "default/" + uid, qos, 0, 0}; }
+ContainerSpec exclusive(const std::string& id, int cpus) {
+  return {"app", id, false, cpus * 1000, cpus * 1000, 64ULL << 20, std::nullopt};
+}
+ContainerSpec shared(const std::string& id, int64_t milli) {
+  return {"app", id, false, milli, 0, std::nullopt, std::nullopt};
+}
+std::string uid(int n) {
+  char text[40];
+  std::snprintf(text, sizeof text, "1a%06d-0000-4000-8000-000000000000", n);
+  return text;
+}
+VmSpec vm(const std::string& uuid, int vcpus, VmCpuPolicy policy) {
+  VmSpec spec;
+  spec.uuid = uuid;
+  spec.cpu.name = "vm-" + uuid.substr(0, 4);
+  spec.cpu.vcpus = vcpus;
+  spec.cpu.cpuPolicy = policy;
+  spec.memoryBytes = 64ULL << 20;
+  return spec;
+}
+
+TEST(DecisionPipelineTest, DeltaWritesLeaveNothingForAFullReconcile) {
+  Pipeline p;
+  std::mt19937 random(7);
+  std::vector<std::string> pods, vms;
+  int pid = 5000;
+  for (int step = 0; step < 150; ++step) {
+    const int choice = static_cast<int>(random() % 6);
+    if (choice == 0) {
+      const std::string id = uid(step);
+      if (p.node->admitContainer(pod(id, QosClass::kGuaranteed), exclusive("c" + std::to_string(step), 1)).ok())
+        pods.push_back(id);
+    } else if (choice == 1) {
+      const std::string id = uid(step);
+      if (p.node->admitContainer(pod(id, QosClass::kBurstable), shared("c" + std::to_string(step), 100)).ok())
+        pods.push_back(id);
+    } else if (choice == 2 && !pods.empty()) {
+      const size_t victim = random() % pods.size();
+      EXPECT_TRUE(p.node->releasePod(pods[victim]).ok());
+      pods.erase(pods.begin() + static_cast<long>(victim));
+    } else if (choice == 3) {
+      char uuid[40];
+      std::snprintf(uuid, sizeof uuid, "8f0c%04d-0000-4000-8000-000000000001", step);
+      const bool dedicated = random() % 2 == 0;
+      if (!p.node->admitVm(vm(uuid, 1, dedicated ? VmCpuPolicy::kDedicated : VmCpuPolicy::kShared)).ok()) continue;
+      const std::string scope = "machine/qemu-" + std::to_string(step) + "-vm" + std::to_string(step) + ".libvirt-qemu";
+      p.fakeQemu(scope, ++pid, 1);
+      auto started = p.node->vmStarted(uuid, pid);
+      ASSERT_TRUE(started.ok()) << started.error().message();
+      vms.push_back(uuid);
+    } else if (choice == 4 && !vms.empty()) {
+      const size_t victim = random() % vms.size();
+      EXPECT_TRUE(p.node->releaseVm(vms[victim]).ok());
+      vms.erase(vms.begin() + static_cast<long>(victim));
+    } else if (choice == 5 && !pods.empty()) {
+      const std::string& id = pods[random() % pods.size()];
+      const PodRecord record = *p.ledger->findPod(id);
+      if (record.spec.qos == QosClass::kBurstable) {
+        (void)p.node->resizeContainer(id, shared(record.containers.at("app").spec.id, 100 + step));
+      }
+    }
+    const auto left = p.pendingOps();
+    ASSERT_TRUE(left.empty()) << "step " << step << ": the delta left " << left.size() << " operations, first "
+                              << left.front().describe();
+    ASSERT_TRUE(checkLedgerInvariants(*p.ledger->state(), p.ledger->topology(), p.ledger->config()).ok());
+  }
+}
+
+TEST(DecisionPipelineTest, ASharedAdmitMovesThePodVmBalanceAtOnce) {
+  Pipeline p(Ownership::kCpusetsAndMachine);
+  const std::string uuid = "8f0c0001-0000-4000-8000-000000000001";
+  ASSERT_TRUE(p.node->admitVm(vm(uuid, 2, VmCpuPolicy::kShared)).ok());
+  p.fakeQemu("machine/qemu-1-web.libvirt-qemu", 4242, 2);
+  ASSERT_TRUE(p.node->vmStarted(uuid, 4242).ok());
+  const std::string alone = p.read("machine", "cpu.shares");
+  // A Burstable pod's request moves the balance between kubepods and the machine partition.
+  for (const char* path : {"kubepods/burstable/pod"
+                           "1a000001-0000-4000-8000-000000000000"}) {
+    for (const char* h : {"cpuset", "cpu,cpuacct"}) ASSERT_TRUE(p.fixture().mkdir({h, *CgroupPath::parse(path)}).ok());
+  }
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kBurstable), shared("c1", 2000)).ok());
+  EXPECT_NE(p.read("machine", "cpu.shares"), alone);
+  EXPECT_TRUE(p.pendingOps().empty()) << p.pendingOps().front().describe();
+  ASSERT_TRUE(p.node->releasePod(uid(1)).ok());
+  EXPECT_EQ(p.read("machine", "cpu.shares"), alone);
+  EXPECT_TRUE(p.pendingOps().empty()) << p.pendingOps().front().describe();
+}
+
+TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
+  Pipeline p;
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2)).ok());
+  const StatePtr before = p.ledger->state();
+  const StoredLedger stored = p.memory_.stored();
+  const int writes = p.fixture().writes(), mkdirs = p.fixture().mkdirs(), rmdirs = p.fixture().rmdirs();
+  for (int kind = 0; kind < 3; ++kind) {
+    p.store.failApplies = 1;
+    Result<void> outcome;
+    if (kind == 0) outcome = p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 2)).error();
+    if (kind == 1) outcome = p.node->releasePod(uid(1));
+    if (kind == 2)
+      outcome = p.node->admitVm(vm("8f0c0001-0000-4000-8000-000000000001", 1, VmCpuPolicy::kDedicated)).error();
+    ASSERT_FALSE(outcome.ok());
+    EXPECT_THAT(outcome.error().message(), HasSubstr("disk I/O error (injected)"));
+    EXPECT_EQ(p.ledger->state(), before) << "kind " << kind;
+    EXPECT_EQ(p.memory_.stored().pods.size(), stored.pods.size());
+    EXPECT_EQ(p.memory_.stored().vms.size(), stored.vms.size());
+    EXPECT_EQ(p.fixture().writes(), writes);
+    EXPECT_EQ(p.fixture().mkdirs(), mkdirs);
+    EXPECT_EQ(p.fixture().rmdirs(), rmdirs);
+  }
+  // The ledger on its own (no cgroups) refuses the same way.
+  p.store.failApplies = 1;
+  EXPECT_FALSE(p.ledger->admitContainer(pod(uid(3), QosClass::kBurstable), shared("c3", 100)).ok());
+  EXPECT_EQ(p.ledger->state(), before);
+}
+
+TEST(DecisionPipelineTest, AFailedWriteUndoesTheAdmitInLedgerStoreAndCgroups) {
+  Pipeline p;
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kBurstable), shared("c1", 100)).ok());
+  const StatePtr before = p.ledger->state();
+  const std::string shared_cpus = p.read("kubepods/burstable/pod" + uid(1) + "/c1");
+  p.fs.failOnceAfter(3);  // part way through: some cgroups written, then a failure
+  auto refused = p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 2));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("nothing was changed"));
+  EXPECT_EQ(p.ledger->state(), before);
+  EXPECT_FALSE(p.memory_.stored().pods.count(uid(2)));
+  EXPECT_EQ(p.read("kubepods/burstable/pod" + uid(1) + "/c1"), shared_cpus);
+  EXPECT_TRUE(p.pendingOps().empty()) << p.pendingOps().front().describe();
+}
+
+TEST(DecisionPipelineTest, AnUndoThatCannotBeCommittedStopsDecisionsUntilTheLedgerIsReloaded) {
+  Pipeline p;
+  p.fs.failing = true;
+  p.store.skipBeforeFailing = 1;  // the decision commits; its undo does not
+  p.store.failApplies = 1;
+  auto admitted = p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2));
+  ASSERT_FALSE(admitted.ok());
+  EXPECT_EQ(admitted.error().code(), ErrorCode::kUnavailable);
+  EXPECT_TRUE(p.sawEvent(v1::Event::HALTED));
+  // The reload worked but the cgroups still fail: no decisions until they can be written out.
+  ASSERT_TRUE(p.node->halted());
+  EXPECT_THAT(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("c2", 100)).error().message(),
+              HasSubstr("takes no decisions"));
+  p.fs.failing = false;
+  ASSERT_TRUE(testing::eventually([&] { return !p.node->halted(); }));
+  // The store's word wins: the admitted container is in the ledger and on the cgroupfs.
+  EXPECT_TRUE(p.ledger->findPod(uid(1)).has_value());
+  EXPECT_TRUE(p.pendingOps().empty());
+  EXPECT_TRUE(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("c2", 100)).ok());
+}
+
+TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands) {
+  Pipeline p;
+  auto placed = p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 3));
+  ASSERT_TRUE(placed.ok());
+  const CpuSet freed = placed->exclusive;
+  p.fs.failing = true;
+  ASSERT_TRUE(p.node->releasePod(uid(1)).ok());  // the release stands
+  EXPECT_TRUE(p.sawEvent(v1::Event::WRITE_PENDING));
+  const StatePtr held = p.ledger->state();
+  EXPECT_EQ(held->draining(), freed);
+  EXPECT_FALSE(held->shared().intersects(freed));
+  EXPECT_FALSE(p.memory_.stored().pods.count(uid(1)));
+  ASSERT_TRUE(checkLedgerInvariants(*held, p.ledger->topology(), p.ledger->config()).ok());
+  // Nobody gets the freed CPUs while the write is pending.
+  auto other = p.ledger->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 3));
+  ASSERT_TRUE(other.ok()) << other.error().message();
+  EXPECT_FALSE(other->exclusive.intersects(freed));
+  p.fs.failing = false;
+  ASSERT_TRUE(testing::eventually([&] { return !p.node->writesPending(); }));
+  EXPECT_TRUE(p.ledger->state()->draining().empty());
+  EXPECT_TRUE(p.sawEvent(v1::Event::WRITE_LANDED));
+  EXPECT_TRUE(p.pendingOps().empty());
+}
+
+TEST(DecisionPipelineTest, TwoIdenticalAdmitsRacingWithAFailedWriteAgreeWithTheLedger) {
+  for (int round = 0; round < 10; ++round) {
+    Pipeline p;
+    p.fs.failOnceAfter(0);  // the first decision's first write fails
+    Result<ContainerPlacement> results[2] = {Error::internal("not run"), Error::internal("not run")};
+    std::thread a([&] { results[0] = p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2)); });
+    std::thread b([&] { results[1] = p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2)); });
+    a.join();
+    b.join();
+    ASSERT_NE(results[0].ok(), results[1].ok()) << "round " << round;
+    const ContainerPlacement& told = results[0].ok() ? *results[0] : *results[1];
+    const auto record = p.ledger->findPod(uid(1));
+    ASSERT_TRUE(record.has_value());
+    EXPECT_EQ(record->containers.at("app").exclusive, told.exclusive);
+    EXPECT_EQ(p.read("kubepods/pod" + uid(1) + "/c1"), told.exclusive.format());
+    ASSERT_TRUE(checkLedgerInvariants(*p.ledger->state(), p.ledger->topology(), p.ledger->config()).ok());
+  }
+}
+
+}  // namespace
+}  // namespace vri

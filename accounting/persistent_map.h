@@ -40,6 +40,8 @@ class PersistentMap {
     using reference = value_type;
     using pointer = void;
     std::pair<const K&, const V&> operator*() const { return {path_.back()->key, *path_.back()->value}; }
+    // The shared record itself: the same pointer in every map version that did not replace it.
+    const std::shared_ptr<const V>& shared() const { return path_.back()->value; }
     const_iterator& operator++() {
       const Node* node = path_.back();
       path_.pop_back();

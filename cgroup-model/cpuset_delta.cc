@@ -59,11 +59,12 @@ Result<DeltaWriteReport> CpusetDeltaWriter::apply(const std::vector<CpusetChange
                                                   const std::vector<PlainWrite>& plain) {
   DeltaWriteReport report;
   for (const CpusetChange& c : changes) {
-    if (c.before == c.after) continue;
+    const CpuSet &before = *c.before, &after = *c.after;
+    if (before == after) continue;
     if (c.leaf) {
-      VRI_TRY(write(c.dir, c.file, c.after, report));
-    } else if (!c.after.isSubsetOf(c.before)) {
-      VRI_TRY(write(c.dir, c.file, c.before | c.after, report));
+      VRI_TRY(write(*c.dir, c.file, after, report));
+    } else if (!after.isSubsetOf(before)) {
+      VRI_TRY(write(*c.dir, c.file, before | after, report));
     }
   }
   for (const PlainWrite& w : plain) {
@@ -78,9 +79,15 @@ Result<DeltaWriteReport> CpusetDeltaWriter::apply(const std::vector<CpusetChange
   }
   for (auto it = changes.rbegin(); it != changes.rend(); ++it) {
     const CpusetChange& c = *it;
-    if (c.leaf || c.before == c.after || c.before.isSubsetOf(c.after)) continue;
-    if (version_ == CgroupVersion::kV1) VRI_TRY(narrowUnknownChildren(c.dir, c.file, c.after, report));
-    VRI_TRY(write(c.dir, c.file, c.after, report));
+    const CpuSet &before = *c.before, &after = *c.after;
+    if (c.leaf || before == after || before.isSubsetOf(after)) continue;
+    auto narrowed = write(*c.dir, c.file, after, report);
+    if (!narrowed.ok() && narrowed.error().sysErrno() == EBUSY && version_ == CgroupVersion::kV1) {
+      // A child VRI does not know holds CPUs outside the new value: narrow it first, then the parent.
+      VRI_TRY(narrowUnknownChildren(*c.dir, c.file, after, report));
+      narrowed = write(*c.dir, c.file, after, report);
+    }
+    VRI_TRY(std::move(narrowed));
   }
   return report;
 }

@@ -5,9 +5,11 @@
 //   1. parent-first: leaves get their final value, parents that gain CPUs
 //      are widened to before|after;
 //   2. the caller's other values;
-//   3. child-first: parents are narrowed to their final value. On v1 a
-//      narrowed parent's children that the caller does not know (a pod's
-//      sandbox, a container not yet named) are narrowed first.
+//   3. child-first: parents are narrowed to their final value. On v1, when
+//      the kernel refuses (EBUSY: a child holds CPUs outside the new value),
+//      the children the caller does not know (a pod's sandbox, a container
+//      not yet named) are narrowed and the parent written again: no cost
+//      unless such a child exists.
 // v2 has no such rule (effective cpusets follow the parent), so the same
 // order is merely safe there. A cgroup that does not exist (ENOENT) is
 // skipped: adopted cgroups come and go with their owners; reconcile sees them.
@@ -22,10 +24,13 @@
 
 namespace vri {
 
+// Pointers to values the caller keeps alive through apply(): most cgroups
+// share a handful of values and paths that are cached from one decision to the next.
 struct CpusetChange {
-  CgroupDir dir;
+  const CgroupDir* dir = nullptr;
   const char* file = "cpuset.cpus";  // or "cpuset.mems"
-  CpuSet before, after;
+  const CpuSet* before = nullptr;
+  const CpuSet* after = nullptr;
   bool leaf = false;  // nothing that matters lives below (a container, a thread group)
 };
 

@@ -75,12 +75,18 @@ void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
 }
 
 void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
-                                std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const {
-  const CgroupDir dir{cpusetHierarchy_, path};
+                                Scratch& scratch, std::vector<CpusetChange>& cpusets,
+                                std::vector<PlainWrite>& plain) const {
+  const CgroupDir* dir = &scratch.dirs.emplace_back(CgroupDir{cpusetHierarchy_, path});
+  const auto keep = [&](const CpuSet& value) { return &scratch.values.emplace_back(value); };
   const CgroupSettings none;
   const CgroupSettings& was = before != nullptr ? before->settings : none;
-  if (after.settings.cpus) cpusets.push_back({dir, "cpuset.cpus", was.cpus.value_or(CpuSet()), *after.settings.cpus});
-  if (after.settings.mems) cpusets.push_back({dir, "cpuset.mems", was.mems.value_or(CpuSet()), *after.settings.mems});
+  if (after.settings.cpus) {
+    cpusets.push_back({dir, "cpuset.cpus", keep(was.cpus.value_or(CpuSet())), keep(*after.settings.cpus)});
+  }
+  if (after.settings.mems) {
+    cpusets.push_back({dir, "cpuset.mems", keep(was.mems.value_or(CpuSet())), keep(*after.settings.mems)});
+  }
   CgroupSettings values_before = was, values_after = after.settings;
   values_before.cpus.reset();
   values_before.mems.reset();
@@ -100,8 +106,48 @@ void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before
   }
 }
 
+CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const PodRecord& pod,
+                                                      const LedgerState& state) {
+  Followers& cached = podFollowers_[uid];
+  if (cached.record.get() == &pod) return cached;
+  cached = Followers{state.pods.findShared(uid), nullptr, {}, {}, {}, {}};
+  for (const auto& [name, c] : pod.containers) cached.own |= c.exclusive;
+  auto pod_path = kubeletNamer_->pod(pod.spec.qos, uid);
+  if (!pod_path.ok()) return cached;
+  cached.cgroups.push_back({{cpusetHierarchy_, *pod_path}, false, true});
+  for (const auto& [name, c] : pod.containers) {
+    if (c.spec.id.empty() || !c.exclusive.empty()) continue;
+    auto path = kubeletNamer_->container(pod.spec.qos, uid, c.spec.id);
+    if (path.ok()) cached.cgroups.push_back({{cpusetHierarchy_, *path}, true, false});
+  }
+  return cached;
+}
+
+CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const VmRecord& vm,
+                                                     const CgroupPath& scope, const LedgerState& state) {
+  Followers& cached = vmFollowers_[uuid];
+  if (cached.record.get() == &vm && cached.scope.get() == &scope) return cached;
+  cached = Followers{state.vms.findShared(uuid), state.vmScopes.findShared(uuid), vm.placement.exclusive, {}, {}, {}};
+  const VmCpuPlacement& p = vm.placement;
+  cached.cgroups.push_back({{cpusetHierarchy_, scope}, false, true});
+  const CgroupPath threads = libvirtNamer_.threadParent(scope);
+  if (threads != scope) cached.cgroups.push_back({{cpusetHierarchy_, threads}, false, true});
+  for (size_t i = 0; i < p.vcpuCpus.size(); ++i) {
+    if (p.vcpuCpus[i] != VmCpuPlacement::kShared) continue;
+    cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.vcpu(scope, static_cast<int>(i))}, true, false});
+  }
+  if (p.emulatorCpus.empty()) cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.emulator(scope)}, true, false});
+  for (size_t i = 0; i < p.iothreadCpus.size(); ++i) {
+    if (p.iothreadCpus[i] != VmCpuPlacement::kShared) continue;
+    cached.cgroups.push_back(
+        {{cpusetHierarchy_, libvirtNamer_.iothread(scope, static_cast<int>(i) + 1)}, true, false});
+  }
+  return cached;
+}
+
 void CgroupSync::planNodeAndFollowers(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta,
-                                      std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const {
+                                      Scratch& scratch, std::vector<CpusetChange>& cpusets,
+                                      std::vector<PlainWrite>& plain) {
   DesiredTree node_before, node_after;
   addNodeCgroups(layout_, nodeResources(before, inputs()), node_before);
   addNodeCgroups(layout_, nodeResources(after, inputs()), node_after);
@@ -109,43 +155,36 @@ void CgroupSync::planNodeAndFollowers(const LedgerState& before, const LedgerSta
   dropUnmanaged(node_after);
   for (const auto& [path, spec] : node_after.cgroups) {  // by path: parents first
     const auto old = node_before.cgroups.find(path);
-    addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, cpusets, plain);
+    addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets,
+                   plain);
   }
-  const CpuSet shared_before = before.shared(), shared_after = after.shared();
-  if (shared_before == shared_after) return;
+  for (const std::string& uid : delta.pods) podFollowers_.erase(uid);
+  for (const std::string& uuid : delta.vms) vmFollowers_.erase(uuid);
+  const CpuSet* shared_before = &scratch.values.emplace_back(before.shared());
+  const CpuSet* shared_after = &scratch.values.emplace_back(after.shared());
+  if (*shared_before == *shared_after) return;
+  cpusets.reserve(cpusets.size() + 3 * (after.pods.size() + after.vmScopes.size()));
   // Every tenant that runs in the shared pool follows it; the touched ones are written on their own.
-  const auto follow = [&](const CgroupPath& path, const CpuSet& own, bool leaf) {
-    cpusets.push_back({{cpusetHierarchy_, path}, "cpuset.cpus", shared_before | own, shared_after | own, leaf});
+  const auto follow = [&](Followers& tenant) {
+    const CpuSet *with_before = shared_before, *with_after = shared_after;
+    if (!tenant.own.empty()) {
+      tenant.withBefore = *shared_before | tenant.own;
+      tenant.withAfter = *shared_after | tenant.own;
+      with_before = &tenant.withBefore;
+      with_after = &tenant.withAfter;
+    }
+    for (const FollowerCgroup& c : tenant.cgroups) {
+      cpusets.push_back(c.withOwn ? CpusetChange{&c.dir, "cpuset.cpus", with_before, with_after, c.leaf}
+                                  : CpusetChange{&c.dir, "cpuset.cpus", shared_before, shared_after, c.leaf});
+    }
   };
   for (const auto& [uid, pod] : after.pods) {
-    if (delta.pods.count(uid)) continue;
-    auto pod_path = kubeletNamer_->pod(pod.spec.qos, uid);
-    if (!pod_path.ok()) continue;
-    CpuSet exclusive;
-    for (const auto& [name, c] : pod.containers) exclusive |= c.exclusive;
-    follow(*pod_path, exclusive, false);
-    for (const auto& [name, c] : pod.containers) {
-      if (c.spec.id.empty() || !c.exclusive.empty()) continue;
-      auto path = kubeletNamer_->container(pod.spec.qos, uid, c.spec.id);
-      if (path.ok()) follow(*path, {}, true);
-    }
+    if (!delta.pods.count(uid)) follow(podFollowers(uid, pod, after));
   }
   for (const auto& [uuid, scope] : after.vmScopes) {
     const VmRecord* vm = after.vm(uuid);
     if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
-    const VmCpuPlacement& p = vm->placement;
-    follow(scope, p.exclusive, false);
-    const CgroupPath threads = libvirtNamer_.threadParent(scope);
-    if (threads != scope) follow(threads, p.exclusive, false);
-    for (size_t i = 0; i < p.vcpuCpus.size(); ++i) {
-      if (p.vcpuCpus[i] == VmCpuPlacement::kShared) follow(libvirtNamer_.vcpu(scope, static_cast<int>(i)), {}, true);
-    }
-    if (p.emulatorCpus.empty()) follow(libvirtNamer_.emulator(scope), {}, true);
-    for (size_t i = 0; i < p.iothreadCpus.size(); ++i) {
-      if (p.iothreadCpus[i] == VmCpuPlacement::kShared) {
-        follow(libvirtNamer_.iothread(scope, static_cast<int>(i) + 1), {}, true);
-      }
-    }
+    follow(vmFollowers(uuid, *vm, scope, after));
   }
 }
 
@@ -157,9 +196,10 @@ Result<int> CgroupSync::writeTenant(const std::string& what, DesiredTree tree) {
 }
 
 Result<int> CgroupSync::write(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta) {
+  Scratch scratch;
   std::vector<CpusetChange> cpusets;
   std::vector<PlainWrite> plain;
-  planNodeAndFollowers(before, after, delta, cpusets, plain);
+  planNodeAndFollowers(before, after, delta, scratch, cpusets, plain);
   VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, cpusetWriter_.apply(cpusets, plain));
   int writes = shared.writes;
   // The touched tenants last: a new exclusive tenant's CPUs have left every shared cgroup by now.

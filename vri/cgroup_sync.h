@@ -8,7 +8,9 @@
 // The caller serialises both (the ledger's writer lock).
 #pragma once
 
+#include <deque>
 #include <map>
+#include <unordered_map>
 #include <memory>
 #include <string>
 
@@ -58,13 +60,34 @@ class CgroupSync {
   Result<SyncResult> reconcile(const LedgerState& state, bool withDrift = false, bool dryRun = false);
 
  private:
+  // Paths and values one write() points its changes at.
+  struct Scratch {
+    std::deque<CgroupDir> dirs;
+    std::deque<CpuSet> values;
+  };
   LedgerTreeInputs inputs() const { return {*topology_, layout_, allocatable_, sharedVcpuMilli_}; }
   void dropUnmanaged(DesiredTree& tree) const;
   // Node-level cgroups and, when the shared pool moved, every untouched tenant in it.
   void planNodeAndFollowers(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta,
-                            std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const;
-  void addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
+                            Scratch& scratch, std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain);
+  void addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after, Scratch& scratch,
                       std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const;
+  // A tenant's cgroups that follow the shared pool, kept while its record
+  // (and, for a VM, its scope) is the same object from one state to the next.
+  struct FollowerCgroup {
+    CgroupDir dir;
+    bool leaf = false;
+    bool withOwn = false;  // holds the tenant's exclusive CPUs besides the shared pool
+  };
+  struct Followers {
+    std::shared_ptr<const void> record, scope;
+    CpuSet own;
+    CpuSet withBefore, withAfter;  // own | the shared pool, before and after this write
+    std::vector<FollowerCgroup> cgroups;
+  };
+  Followers& podFollowers(const std::string& uid, const PodRecord& pod, const LedgerState& state);
+  Followers& vmFollowers(const std::string& uuid, const VmRecord& vm, const CgroupPath& scope,
+                               const LedgerState& state);
   // A touched tenant's own cgroups, made, written or removed as `after` says.
   Result<int> writeTenant(const std::string& what, DesiredTree tree);
 
@@ -79,6 +102,7 @@ class CgroupSync {
   LibvirtNamer libvirtNamer_;
   std::string cpusetHierarchy_;  // where cpuset files live ("cpuset" on v1, "" on v2)
   CpusetDeltaWriter cpusetWriter_;
+  std::unordered_map<std::string, Followers> podFollowers_, vmFollowers_;  // by UID, by UUID
 };
 
 }  // namespace vri

@@ -1,0 +1,340 @@
+// Decision cost against the number of live shared tenants: one client, serial
+// exclusive admit/release pairs, with 0, 100 and 1,000 shared tenants that
+// have real cgroups — BestEffort pods with one container each and shared VMs
+// started through VmStarted with a live process in their emulator group —, so
+// each move of the shared pool rewrites ~3 cgroups per tenant.
+//
+//   decision_scale [--tenants 0,100,1000] [--pairs N] [--cgroupfs fixture|kernel|both]
+//
+// Write time is the time spent inside CgroupFs calls (reads and writes) on the
+// decision path, measured by a timing decorator; overhead is decision time
+// minus write time. The kernel runs need root and the v1 cpuset and cpu
+// hierarchies; they use a private subtree of /sys/fs/cgroup and remove it.
+// Without root only the fixture runs, and the program says so. The last lines
+// are one JSON object per configuration.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cgroup-model/cgroup_mounts.h"
+#include "cgroup-model/fixture_cgroupfs.h"
+#include "cgroup-model/kernel_cgroupfs.h"
+#include "vri/daemon.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using vri::CgroupDir;
+using vri::CgroupPath;
+using vri::Result;
+
+// Times every call and counts the mutations.
+class TimingCgroupFs : public vri::CgroupFs {
+  template <typename F>
+  auto timed(F f) const -> decltype(f()) {
+    const auto start = Clock::now();
+    auto out = f();
+    nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    return out;
+  }
+
+ public:
+  explicit TimingCgroupFs(vri::CgroupFs& inner) : inner_(inner) {}
+  Result<std::string> read(const CgroupDir& d, std::string_view f) const override {
+    return timed([&] { return inner_.read(d, f); });
+  }
+  Result<void> write(const CgroupDir& d, std::string_view f, std::string_view v) override {
+    ++writes;
+    return timed([&] { return inner_.write(d, f, v); });
+  }
+  Result<void> mkdir(const CgroupDir& d) override {
+    ++writes;
+    return timed([&] { return inner_.mkdir(d); });
+  }
+  Result<void> rmdir(const CgroupDir& d) override {
+    ++writes;
+    return timed([&] { return inner_.rmdir(d); });
+  }
+  bool exists(const CgroupDir& d) const override {
+    return timed([&] { return inner_.exists(d); });
+  }
+  Result<std::vector<std::string>> children(const CgroupDir& d) const override {
+    return timed([&] { return inner_.children(d); });
+  }
+  Result<std::string> readProc(std::string_view r) const override {
+    return timed([&] { return inner_.readProc(r); });
+  }
+  void reset() {
+    nanos = 0;
+    writes = 0;
+  }
+  mutable int64_t nanos = 0;
+  int writes = 0;
+
+ private:
+  vri::CgroupFs& inner_;
+};
+
+struct Row {
+  std::string cgroupfs;
+  int tenants = 0;
+  double decisionP50 = 0, decisionP99 = 0, writeP50 = 0, overheadP50 = 0, ratio = 0, writes = 0, rssMb = 0;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+double rssMb() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmRSS:")) return std::stod(line.substr(6)) / 1024.0;
+  }
+  return -1;
+}
+
+std::string uid(int n) {
+  char text[64];
+  std::snprintf(text, sizeof text, "5c%06d-0000-4000-8000-000000000000", n);
+  return text;
+}
+
+std::string vmUuid(int n) {
+  char text[64];
+  std::snprintf(text, sizeof text, "7e%06d-0000-4000-8000-000000000001", n);
+  return text;
+}
+
+// Removes `dir` and everything below it, deepest first.
+void removeTree(vri::CgroupFs& fs, const CgroupDir& dir) {
+  if (!fs.exists(dir)) return;
+  if (auto names = fs.children(dir); names.ok()) {
+    for (const std::string& name : *names) removeTree(fs, {dir.hierarchy, *dir.path.child(name)});
+  }
+  if (auto removed = fs.rmdir(dir); !removed.ok())
+    std::fprintf(stderr, "cleanup: %s\n", removed.error().message().c_str());
+}
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "decision_scale: %s\n", message.c_str());
+  return 1;
+}
+
+// One configuration: a fresh vrid core over `fs`, `tenants` shared tenants, `pairs` exclusive pairs.
+Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const std::string& root,
+                const std::vector<std::string>& hierarchies, int tenants, int pairs, const std::string& stateDir) {
+  TimingCgroupFs fs(base);
+  const std::string top = "vri-bench-" + std::to_string(::getpid());
+  const CgroupPath top_path = *CgroupPath::parse(top);
+  const CgroupPath machine = *top_path.child("machine");
+  const std::string cpus = vri::CpuSet::parse("0-" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN) - 1))->format();
+  for (const std::string& h : hierarchies) {
+    for (const CgroupPath& path : {top_path, machine}) {
+      VRI_TRY(fs.mkdir({h, path}));
+      if (h == "cpuset") {
+        VRI_TRY(fs.write({h, path}, "cpuset.mems", "0"));
+        VRI_TRY(fs.write({h, path}, "cpuset.cpus", cpus));
+      }
+    }
+  }
+  vri::DaemonConfig config = vri::defaultConfig();
+  config.cgroupRoot = root;
+  config.v1Controllers = {"cpuset", "cpu", "cpuacct"};
+  config.topology = "live";
+  config.reservedCpus.count = 0;
+  config.layout.kubeletParent = top_path;
+  config.layout.machinePartition = machine;
+  config.layout.libvirt = vri::LibvirtLayout::kNoSystemd;
+  config.layout.ownership = vri::Ownership::kEverything;
+  config.sharedVcpuMilli = 1;
+  config.vmMemoryOverheadBytes = 0;
+  config.stateDir = stateDir;
+  config.socket = stateDir + "/ro.sock";
+  config.adminSocket = stateDir + "/admin.sock";
+  config.libvirtUri = "";
+  config.reconcileIntervalSeconds = 0;
+  config.logLevel = vri::LogLevel::kError;
+  vri::Logger log(vri::LogLevel::kError);
+  VRI_ASSIGN_OR_RETURN(auto daemon, vri::Daemon::start(config, fs, log));
+  vri::NodeManager& node = daemon->node();
+
+  std::vector<pid_t> children;
+  for (int n = 0; n < tenants; ++n) {
+    if (n % 2 == 0) {
+      const vri::PodSpec pod{uid(n), "bench/" + uid(n), vri::QosClass::kBestEffort, 0, 0};
+      VRI_TRY(node.admitContainer(pod, {"app", "c" + std::to_string(n), false, 0, 0, std::nullopt, std::nullopt}));
+      continue;
+    }
+    vri::VmSpec vm;
+    vm.uuid = vmUuid(n);
+    vm.cpu.name = "vm" + std::to_string(n);
+    vm.cpu.vcpus = 1;
+    vm.memoryBytes = 2 << 20;
+    VRI_TRY(node.admitVm(vm));
+    const CgroupPath scope = *machine.child("qemu-" + std::to_string(n) + "-vm" + std::to_string(n) + ".libvirt-qemu");
+    for (const std::string& h : hierarchies) {
+      for (const CgroupPath& path : {scope, *scope.child("emulator"), *scope.child("vcpu0")}) {
+        VRI_TRY(fs.mkdir({h, path}));
+        if (h == "cpuset") {
+          VRI_TRY(fs.write({h, path}, "cpuset.mems", "0"));
+          VRI_TRY(fs.write({h, path}, "cpuset.cpus", cpus));
+        }
+      }
+    }
+    pid_t pid = 100000 + n;
+    if (kernel) {
+      pid = ::fork();
+      if (pid == 0) {
+        ::pause();
+        ::_exit(0);
+      }
+      children.push_back(pid);
+      for (const std::string& h : hierarchies)
+        VRI_TRY(fs.write({h, *scope.child("emulator")}, "cgroup.procs", std::to_string(pid)));
+    } else {
+      auto* fixture = dynamic_cast<vri::FixtureCgroupFs*>(&base);
+      VRI_TRY(fixture->setProcFile(std::to_string(pid) + "/cgroup",
+                                   "3:cpuset:/" + scope.str() + "/emulator\n1:cpu:/" + scope.str() + "/emulator\n"));
+    }
+    VRI_TRY(node.vmStarted(vm.uuid, pid));
+  }
+
+  std::vector<double> decisions, writes_ms, overheads, write_counts;
+  double total = 0, written = 0;
+  for (int i = 0; i < pairs; ++i) {
+    const vri::PodSpec pod{uid(900000 + i), "bench/x", vri::QosClass::kGuaranteed, 0, 0};
+    for (int step = 0; step < 2; ++step) {
+      fs.reset();
+      const auto start = Clock::now();
+      Result<void> done;
+      if (step == 0) {
+        auto admitted =
+            node.admitContainer(pod, {"app", "x" + std::to_string(i), false, 1000, 1000, 64 << 20, std::nullopt});
+        if (!admitted.ok()) done = admitted.error();
+      } else {
+        done = node.releasePod(pod.uid);
+      }
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (!done.ok()) return done.error();
+      const double write_ms = static_cast<double>(fs.nanos) / 1e6;
+      decisions.push_back(ms);
+      writes_ms.push_back(write_ms);
+      overheads.push_back(ms - write_ms);
+      write_counts.push_back(fs.writes);
+      total += ms;
+      written += write_ms;
+    }
+  }
+  Row row{kind,
+          tenants,
+          percentile(decisions, 0.5),
+          percentile(decisions, 0.99),
+          percentile(writes_ms, 0.5),
+          percentile(overheads, 0.5),
+          written > 0 ? total / written : 0,
+          percentile(write_counts, 0.5),
+          rssMb()};
+
+  for (pid_t pid : children) ::kill(pid, SIGKILL);
+  for (pid_t pid : children) ::waitpid(pid, nullptr, 0);
+  daemon->shutdown(std::chrono::seconds(1));
+  daemon.reset();
+  for (const std::string& h : hierarchies) removeTree(base, {h, top_path});
+  return row;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<int> counts = {0, 100, 1000};
+  int pairs = 20;
+  std::string which = "both";
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string flag = argv[i], value = argv[i + 1];
+    if (flag == "--tenants") {
+      counts.clear();
+      std::stringstream in(value);
+      for (std::string n; std::getline(in, n, ',');) counts.push_back(std::stoi(n));
+    } else if (flag == "--pairs") {
+      pairs = std::stoi(value);
+    } else if (flag == "--cgroupfs") {
+      which = value;
+    } else {
+      return fail("unknown flag " + flag);
+    }
+  }
+  char pattern[] = "/var/tmp/decision-scale-XXXXXX";
+  if (::mkdtemp(pattern) == nullptr) return fail("mkdtemp failed");
+  const std::string dir = pattern;
+  std::vector<Row> rows;
+  const int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
+  if (which != "kernel") {
+    for (int tenants : counts) {
+      const std::string fx = dir + "/fx" + std::to_string(tenants);
+      auto fixture = vri::FixtureCgroupFs::createV1(fx, vri::CpuSet::range(0, online - 1), vri::CpuSet{0});
+      if (!fixture.ok()) return fail(fixture.error().message());
+      std::string mountinfo = "30 1 0:27 / " + fx + "/cgroup rw - tmpfs tmpfs rw\n";
+      int id = 40;
+      for (const char* h : {"cpuset", "cpu,cpuacct", "memory", "hugetlb", "pids"}) {
+        mountinfo += std::to_string(id) + " 30 0:" + std::to_string(id) + " / " + fx + "/cgroup/" + h +
+                     " rw - cgroup cgroup rw," + h + "\n";
+        ++id;
+      }
+      (void)fixture->setProcFile("self/mountinfo", mountinfo);
+      auto row = run("fixture", *fixture, false, fx + "/cgroup", {"cpuset", "cpu,cpuacct"}, tenants, pairs,
+                     dir + "/state-fx" + std::to_string(tenants));
+      if (!row.ok()) return fail("fixture, " + std::to_string(tenants) + " tenants: " + row.error().message());
+      rows.push_back(*row);
+    }
+  }
+  if (which != "fixture") {
+    if (::geteuid() != 0) {
+      std::printf("decision_scale: not root: the kernel runs are left out (the fixture ran)\n");
+    } else {
+      auto kernel = vri::KernelCgroupFs::create("/sys/fs/cgroup");
+      if (!kernel.ok()) return fail(kernel.error().message());
+      auto mounts = vri::readCgroupMounts(*kernel);
+      if (!mounts.ok()) return fail(mounts.error().message());
+      std::vector<std::string> hierarchies;
+      for (const char* controller : {"cpuset", "cpu", "cpuacct"}) {
+        auto h = vri::v1Hierarchy(*mounts, controller, "/sys/fs/cgroup");
+        if (!h.ok())
+          return fail("the kernel runs need the v1 " + std::string(controller) + " hierarchy: " + h.error().message());
+        if (std::find(hierarchies.begin(), hierarchies.end(), *h) == hierarchies.end()) hierarchies.push_back(*h);
+      }
+      for (int tenants : counts) {
+        auto row = run("kernel", *kernel, true, "/sys/fs/cgroup", hierarchies, tenants,
+                       tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-k" + std::to_string(tenants));
+        if (!row.ok()) return fail("kernel, " + std::to_string(tenants) + " tenants: " + row.error().message());
+        rows.push_back(*row);
+      }
+    }
+  }
+  std::string rm = "rm -rf " + dir;
+  if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "decision_scale: could not remove %s\n", dir.c_str());
+  std::printf("%-8s %8s %12s %12s %10s %12s %7s %8s %8s\n", "cgroupfs", "tenants", "decision p50", "decision p99",
+              "write p50", "overhead p50", "ratio", "writes", "RSS MB");
+  for (const Row& r : rows) {
+    std::printf("%-8s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f\n", r.cgroupfs.c_str(), r.tenants,
+                r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes, r.rssMb);
+  }
+  for (const Row& r : rows) {
+    std::printf(
+        "{\"cgroupfs\":\"%s\",\"tenants\":%d,\"decision_ms_p50\":%.3f,\"decision_ms_p99\":%.3f,\"write_ms_p50\":%.3f,"
+        "\"overhead_ms_p50\":%.3f,\"ratio\":%.3f,\"writes\":%.0f,\"rss_mb\":%.1f}\n",
+        r.cgroupfs.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes,
+        r.rssMb);
+  }
+  return 0;
+}

@@ -62,6 +62,16 @@ Result<CgroupPath> CgroupSync::findVmScope(int qemuPid) const {
       .context("qemu_pid " + std::to_string(qemuPid));
 }
 
+DesiredTree CgroupSync::nodeCgroups(const LedgerState& state) const {
+  // The previous write's `after` is usually this write's `before`: its node-level values are kept (with the
+  // state itself, so that its address cannot be reused while it is remembered).
+  if (lastNode_.first.get() == &state) return lastNode_.second;
+  DesiredTree tree;
+  addNodeCgroups(layout_, nodeResources(state, inputs()), tree);
+  dropUnmanaged(tree);
+  return tree;
+}
+
 void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
   if (backend_->version() != CgroupVersion::kV1) return;
   const auto managed = [&](const char* controller) {
@@ -107,7 +117,7 @@ void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before
 }
 
 CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const PodRecord& pod,
-                                                      const LedgerState& state) {
+                                                const LedgerState& state) {
   Followers& cached = podFollowers_[uid];
   if (cached.record.get() == &pod) return cached;
   cached = Followers{state.pods.findShared(uid), nullptr, {}, {}, {}, {}};
@@ -123,8 +133,8 @@ CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const Po
   return cached;
 }
 
-CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const VmRecord& vm,
-                                                     const CgroupPath& scope, const LedgerState& state) {
+CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const VmRecord& vm, const CgroupPath& scope,
+                                               const LedgerState& state) {
   Followers& cached = vmFollowers_[uuid];
   if (cached.record.get() == &vm && cached.scope.get() == &scope) return cached;
   cached = Followers{state.vms.findShared(uuid), state.vmScopes.findShared(uuid), vm.placement.exclusive, {}, {}, {}};
@@ -136,28 +146,26 @@ CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const Vm
     if (p.vcpuCpus[i] != VmCpuPlacement::kShared) continue;
     cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.vcpu(scope, static_cast<int>(i))}, true, false});
   }
-  if (p.emulatorCpus.empty()) cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.emulator(scope)}, true, false});
+  if (p.emulatorCpus.empty())
+    cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.emulator(scope)}, true, false});
   for (size_t i = 0; i < p.iothreadCpus.size(); ++i) {
     if (p.iothreadCpus[i] != VmCpuPlacement::kShared) continue;
-    cached.cgroups.push_back(
-        {{cpusetHierarchy_, libvirtNamer_.iothread(scope, static_cast<int>(i) + 1)}, true, false});
+    cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.iothread(scope, static_cast<int>(i) + 1)}, true, false});
   }
   return cached;
 }
 
-void CgroupSync::planNodeAndFollowers(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta,
+void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr& afterPtr, const LedgerDelta& delta,
                                       Scratch& scratch, std::vector<CpusetChange>& cpusets,
                                       std::vector<PlainWrite>& plain) {
-  DesiredTree node_before, node_after;
-  addNodeCgroups(layout_, nodeResources(before, inputs()), node_before);
-  addNodeCgroups(layout_, nodeResources(after, inputs()), node_after);
-  dropUnmanaged(node_before);
-  dropUnmanaged(node_after);
+  const LedgerState &before = *beforePtr, &after = *afterPtr;
+  const DesiredTree node_before = nodeCgroups(before);
+  DesiredTree node_after = nodeCgroups(after);
   for (const auto& [path, spec] : node_after.cgroups) {  // by path: parents first
     const auto old = node_before.cgroups.find(path);
-    addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets,
-                   plain);
+    addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets, plain);
   }
+  lastNode_ = {afterPtr, std::move(node_after)};
   for (const std::string& uid : delta.pods) podFollowers_.erase(uid);
   for (const std::string& uuid : delta.vms) vmFollowers_.erase(uuid);
   const CpuSet* shared_before = &scratch.values.emplace_back(before.shared());
@@ -189,17 +197,23 @@ void CgroupSync::planNodeAndFollowers(const LedgerState& before, const LedgerSta
 }
 
 Result<int> CgroupSync::writeTenant(const std::string& what, DesiredTree tree) {
+  // An adopted tenant whose owner has not made its cgroup yet has nothing to write (one stat, not one per file).
+  if (tree.managedRoots.empty() && !tree.adoptedRoots.empty() &&
+      !fs_.exists({backend_->primaryHierarchy(), tree.adoptedRoots.front()})) {
+    return 0;
+  }
   dropUnmanaged(tree);
   CgroupApplier applier(fs_, *backend_);
   VRI_ASSIGN_OR_RETURN(std::vector<CgroupOp> ops, applier.apply(tree).context(what));
   return static_cast<int>(ops.size());
 }
 
-Result<int> CgroupSync::write(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta) {
+Result<int> CgroupSync::write(const StatePtr& beforePtr, const StatePtr& afterPtr, const LedgerDelta& delta) {
+  const LedgerState &before = *beforePtr, &after = *afterPtr;
   Scratch scratch;
   std::vector<CpusetChange> cpusets;
   std::vector<PlainWrite> plain;
-  planNodeAndFollowers(before, after, delta, scratch, cpusets, plain);
+  planNodeAndFollowers(beforePtr, afterPtr, delta, scratch, cpusets, plain);
   VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, cpusetWriter_.apply(cpusets, plain));
   int writes = shared.writes;
   // The touched tenants last: a new exclusive tenant's CPUs have left every shared cgroup by now.

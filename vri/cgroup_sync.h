@@ -10,9 +10,9 @@
 
 #include <deque>
 #include <map>
-#include <unordered_map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
@@ -54,7 +54,7 @@ class CgroupSync {
 
   // The cgroups `delta` changed between `before` and `after`, in a safe order.
   // Returns the number of writes (and directories made or removed).
-  Result<int> write(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta);
+  Result<int> write(const StatePtr& before, const StatePtr& after, const LedgerDelta& delta);
   // The whole tree for `state`. With `withDrift` the differences found
   // before writing are reported too; `dryRun` only plans.
   Result<SyncResult> reconcile(const LedgerState& state, bool withDrift = false, bool dryRun = false);
@@ -67,9 +67,11 @@ class CgroupSync {
   };
   LedgerTreeInputs inputs() const { return {*topology_, layout_, allocatable_, sharedVcpuMilli_}; }
   void dropUnmanaged(DesiredTree& tree) const;
+  // The node-level cgroups' values for `state`.
+  DesiredTree nodeCgroups(const LedgerState& state) const;
   // Node-level cgroups and, when the shared pool moved, every untouched tenant in it.
-  void planNodeAndFollowers(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta,
-                            Scratch& scratch, std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain);
+  void planNodeAndFollowers(const StatePtr& before, const StatePtr& after, const LedgerDelta& delta, Scratch& scratch,
+                            std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain);
   void addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after, Scratch& scratch,
                       std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const;
   // A tenant's cgroups that follow the shared pool, kept while its record
@@ -87,7 +89,7 @@ class CgroupSync {
   };
   Followers& podFollowers(const std::string& uid, const PodRecord& pod, const LedgerState& state);
   Followers& vmFollowers(const std::string& uuid, const VmRecord& vm, const CgroupPath& scope,
-                               const LedgerState& state);
+                         const LedgerState& state);
   // A touched tenant's own cgroups, made, written or removed as `after` says.
   Result<int> writeTenant(const std::string& what, DesiredTree tree);
 
@@ -103,6 +105,7 @@ class CgroupSync {
   std::string cpusetHierarchy_;  // where cpuset files live ("cpuset" on v1, "" on v2)
   CpusetDeltaWriter cpusetWriter_;
   std::unordered_map<std::string, Followers> podFollowers_, vmFollowers_;  // by UID, by UUID
+  std::pair<StatePtr, DesiredTree> lastNode_;  // the node-level values of the last write's `after`
 };
 
 }  // namespace vri

@@ -84,7 +84,7 @@ Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& de
                                    OnWriteFailure onFailure, int* writes) {
   if (!decision.changes()) return {};
   VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
-  auto written = sync_.write(*decision.before, *decision.after, decision.delta);
+  auto written = sync_.write(decision.before, decision.after, decision.delta);
   if (!written.ok() && onFailure == OnWriteFailure::kUndo) return undo(writer, decision, tenant, written.error());
   StatePtr next = decision.after;
   if (written.ok()) {
@@ -128,7 +128,7 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
                  "writing the cgroups failed (" + cause.message() +
                      ") and undoing the decision could not be committed: " + reverted.error().message());
   }
-  if (auto restored = sync_.write(*decision.after, *decision.before, decision.delta); !restored.ok()) {
+  if (auto restored = sync_.write(decision.after, decision.before, decision.delta); !restored.ok()) {
     log_.error(tenant + ": restoring the cgroups after a failed write: " + restored.error().message() +
                "; a reconcile follows");
     std::lock_guard lock(retryMutex_);
@@ -285,7 +285,7 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
       // Known already (a reconcile found it first): its own cgroups are written again all the same.
       LedgerDelta own;
       own.vms.insert(uuid);
-      VRI_ASSIGN_OR_RETURN(writes, sync_.write(*writer.current(), *writer.current(), own));
+      VRI_ASSIGN_OR_RETURN(writes, sync_.write(writer.current(), writer.current(), own));
     }
     return std::pair{scope, writes};
   }();
@@ -351,7 +351,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
       // Everything is on the cgroupfs now: CPUs held for pending writes go back to the shared pool.
       const Decision<bool> back = ledger_.decideReleaseDraining(writer.current());
       if (back.changes()) {
-        VRI_TRY(sync_.write(*back.before, *back.after, back.delta));
+        VRI_TRY(sync_.write(back.before, back.after, back.delta));
         writer.publish(back.after);
         published(*back.before, *back.after);
       }

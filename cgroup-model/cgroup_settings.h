@@ -21,6 +21,8 @@ struct CgroupSettings {
   std::map<uint64_t, Limit> hugetlbMax;  // page size in bytes -> limit in bytes
   std::optional<Limit> pidsMax;
 
+  friend bool operator==(const CgroupSettings&, const CgroupSettings&) = default;
+
   bool empty() const {
     return !cpus && !mems && !shares && !cpuMax && !memoryMax && !memoryMin && !memoryLow && hugetlbMax.empty() &&
            !pidsMax;

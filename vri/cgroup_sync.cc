@@ -87,6 +87,7 @@ void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
 void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
                                 Scratch& scratch, std::vector<CpusetChange>& cpusets,
                                 std::vector<PlainWrite>& plain) const {
+  if (before != nullptr && before->settings == after.settings) return;  // nothing moved here
   const CgroupDir* dir = &scratch.dirs.emplace_back(CgroupDir{cpusetHierarchy_, path});
   const auto keep = [&](const CpuSet& value) { return &scratch.values.emplace_back(value); };
   const CgroupSettings none;
@@ -171,6 +172,9 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
   const CpuSet* shared_before = &scratch.values.emplace_back(before.shared());
   const CpuSet* shared_after = &scratch.values.emplace_back(after.shared());
   if (*shared_before == *shared_after) return;
+  // Nothing lives below a root that does not exist (a node without kubelet or libvirt yet): one stat each.
+  const bool pods_present = fs_.exists({cpusetHierarchy_, kubeletNamer_->kubepods()});
+  const bool vms_present = fs_.exists({cpusetHierarchy_, layout_.machinePartition});
   cpusets.reserve(cpusets.size() + 3 * (after.pods.size() + after.vmScopes.size()));
   // Every tenant that runs in the shared pool follows it; the touched ones are written on their own.
   const auto follow = [&](Followers& tenant) {
@@ -187,9 +191,11 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
     }
   };
   for (const auto& [uid, pod] : after.pods) {
+    if (!pods_present) break;
     if (!delta.pods.count(uid)) follow(podFollowers(uid, pod, after));
   }
   for (const auto& [uuid, scope] : after.vmScopes) {
+    if (!vms_present) break;
     const VmRecord* vm = after.vm(uuid);
     if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
     follow(vmFollowers(uuid, *vm, scope, after));

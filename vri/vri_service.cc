@@ -61,8 +61,73 @@ grpc::Status VriService::GetNode(Context*, const v1::GetNodeRequest*, v1::Node* 
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::AdmitPod(Context*, const v1::AdmitPodRequest* r, v1::PodAllocation* reply) {
-  if (auto denied = denyOnReadOnly("AdmitPod"); !denied.ok()) return denied;
+VriService::Reactor* VriService::decide(CallbackContext* context, const char* method,
+                                        std::function<grpc::Status()> call) {
+  Reactor* reactor = context->DefaultReactor();
+  if (auto denied = denyOnReadOnly(method); !denied.ok()) {
+    reactor->Finish(denied);
+    return reactor;
+  }
+  decisions_.post([reactor, call = std::move(call)] { reactor->Finish(call()); });
+  return reactor;
+}
+
+VriService::Reactor* VriService::AdmitPod(CallbackContext* c, const v1::AdmitPodRequest* r, v1::PodAllocation* reply) {
+  return decide(c, "AdmitPod", [this, r, reply] { return admitPod(*r, *reply); });
+}
+
+VriService::Reactor* VriService::AdmitContainer(CallbackContext* c, const v1::AdmitContainerRequest* r,
+                                                v1::ContainerAllocation* reply) {
+  return decide(c, "AdmitContainer", [this, r, reply] { return admitContainer(*r, *reply); });
+}
+
+VriService::Reactor* VriService::ResizeContainer(CallbackContext* c, const v1::AdmitContainerRequest* r,
+                                                 v1::ContainerAllocation* reply) {
+  return decide(c, "ResizeContainer", [this, r, reply] { return resizeContainer(*r, *reply); });
+}
+
+VriService::Reactor* VriService::ReleaseContainer(CallbackContext* c, const v1::ReleaseContainerRequest* r,
+                                                  v1::Released*) {
+  return decide(c, "ReleaseContainer", [this, r] {
+    auto released = node_.releaseContainer(r->pod_uid(), r->container_name());
+    return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
+  });
+}
+
+VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const v1::ReleasePodRequest* r, v1::Released*) {
+  return decide(c, "ReleasePod", [this, r] {
+    auto released = node_.releasePod(r->pod_uid());
+    return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
+  });
+}
+
+VriService::Reactor* VriService::AdmitVm(CallbackContext* c, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
+  return decide(c, "AdmitVm", [this, r, reply] { return vmDecision(*r, *reply, &NodeManager::admitVm); });
+}
+
+VriService::Reactor* VriService::ReserveVm(CallbackContext* c, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
+  return decide(c, "ReserveVm", [this, r, reply] { return vmDecision(*r, *reply, &NodeManager::reserveVm); });
+}
+
+VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
+  return decide(c, "ResizeVm", [this, r, reply] { return vmDecision(*r, *reply, &NodeManager::resizeVm); });
+}
+
+VriService::Reactor* VriService::VmStarted(CallbackContext* c, const v1::VmStartedRequest* r,
+                                           v1::VmStartedReply* reply) {
+  return decide(c, "VmStarted", [this, r, reply] { return vmStarted(*r, *reply); });
+}
+
+VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const v1::ReleaseVmRequest* r, v1::Released*) {
+  return decide(c, "ReleaseVm", [this, r] {
+    auto released = node_.releaseVm(r->uuid());
+    return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
+  });
+}
+
+grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply) {
+  const v1::AdmitPodRequest* r = &request;
+  v1::PodAllocation* reply_ptr = &reply;
   const TreeLayout& layout = node_.sync().layout();
   auto pod = podFrom(*r, layout);
   if (!pod.ok()) return toGrpcStatus(pod.error());
@@ -74,29 +139,29 @@ grpc::Status VriService::AdmitPod(Context*, const v1::AdmitPodRequest* r, v1::Po
   }
   auto path = makeKubeletNamer(layout.driver, layout.kubeletParent)->pod(pod->qos, pod->uid);
   if (!path.ok()) return toGrpcStatus(path.error());
-  reply->set_cgroup_path("/" + path->str());
+  reply_ptr->set_cgroup_path("/" + path->str());
   if (containers.empty()) return grpc::Status::OK;  // the pod is recorded with its first container
   auto placed = node_.admitPod(*pod, containers);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   for (size_t i = 0; i < containers.size(); ++i)
-    fillContainerAllocation(*pod, containers[i], (*placed)[i], layout, *reply->add_containers());
+    fillContainerAllocation(*pod, containers[i], (*placed)[i], layout, *reply_ptr->add_containers());
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::AdmitContainer(Context*, const v1::AdmitContainerRequest* r, v1::ContainerAllocation* reply) {
-  if (auto denied = denyOnReadOnly("AdmitContainer"); !denied.ok()) return denied;
+grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
+  const v1::AdmitContainerRequest* r = &request;
   auto pod = podFrom(*r);
   if (!pod.ok()) return toGrpcStatus(pod.error());
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
   auto placed = node_.admitContainer(*pod, *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillContainerAllocation(*pod, *container, *placed, node_.sync().layout(), *reply);
+  fillContainerAllocation(*pod, *container, *placed, node_.sync().layout(), reply);
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::ResizeContainer(Context*, const v1::AdmitContainerRequest* r, v1::ContainerAllocation* reply) {
-  if (auto denied = denyOnReadOnly("ResizeContainer"); !denied.ok()) return denied;
+grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
+  const v1::AdmitContainerRequest* r = &request;
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
   const StatePtr state = node_.ledger().state();
@@ -104,25 +169,12 @@ grpc::Status VriService::ResizeContainer(Context*, const v1::AdmitContainerReque
   if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
   auto placed = node_.resizeContainer(r->pod_uid(), *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillContainerAllocation(pod->spec, *container, *placed, node_.sync().layout(), *reply);
+  fillContainerAllocation(pod->spec, *container, *placed, node_.sync().layout(), reply);
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::ReleaseContainer(Context*, const v1::ReleaseContainerRequest* r, v1::Released*) {
-  if (auto denied = denyOnReadOnly("ReleaseContainer"); !denied.ok()) return denied;
-  auto released = node_.releaseContainer(r->pod_uid(), r->container_name());
-  return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
-}
-
-grpc::Status VriService::ReleasePod(Context*, const v1::ReleasePodRequest* r, v1::Released*) {
-  if (auto denied = denyOnReadOnly("ReleasePod"); !denied.ok()) return denied;
-  auto released = node_.releasePod(r->pod_uid());
-  return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
-}
-
-grpc::Status VriService::vmDecision(const char* method, const v1::AdmitVmRequest& r, v1::VmAllocation& reply,
+grpc::Status VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocation& reply,
                                     Result<VmCpuPlacement> (NodeManager::*decide)(const VmSpec&)) {
-  if (auto denied = denyOnReadOnly(method); !denied.ok()) return denied;
   auto vm = vmFrom(r);
   if (!vm.ok()) return toGrpcStatus(vm.error());
   auto placed = (node_.*decide)(*vm);
@@ -131,31 +183,13 @@ grpc::Status VriService::vmDecision(const char* method, const v1::AdmitVmRequest
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::AdmitVm(Context*, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
-  return vmDecision("AdmitVm", *r, *reply, &NodeManager::admitVm);
-}
-
-grpc::Status VriService::ReserveVm(Context*, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
-  return vmDecision("ReserveVm", *r, *reply, &NodeManager::reserveVm);
-}
-
-grpc::Status VriService::ResizeVm(Context*, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
-  return vmDecision("ResizeVm", *r, *reply, &NodeManager::resizeVm);
-}
-
-grpc::Status VriService::VmStarted(Context*, const v1::VmStartedRequest* r, v1::VmStartedReply* reply) {
-  if (auto denied = denyOnReadOnly("VmStarted"); !denied.ok()) return denied;
+grpc::Status VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply) {
+  const v1::VmStartedRequest* r = &request;
   auto started = node_.vmStarted(r->uuid(), r->qemu_pid());
   if (!started.ok()) return toGrpcStatus(started.error());
-  reply->set_scope(started->first.str());
-  reply->set_cgroup_writes(started->second);
+  reply.set_scope(started->first.str());
+  reply.set_cgroup_writes(started->second);
   return grpc::Status::OK;
-}
-
-grpc::Status VriService::ReleaseVm(Context*, const v1::ReleaseVmRequest* r, v1::Released*) {
-  if (auto denied = denyOnReadOnly("ReleaseVm"); !denied.ok()) return denied;
-  auto released = node_.releaseVm(r->uuid());
-  return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
 }
 
 grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, v1::TenantList* reply) {

@@ -109,11 +109,10 @@ TreeTotals treeTotals(const std::vector<PodCgroup>& pods, const std::vector<VmCg
   return totals;
 }
 
-void addNodeCgroups(const TreeLayout& layout, const NodeResources& node, DesiredTree& tree) {
+void addNodeCgroups(const TreeLayout& layout, const KubeletNamer& namer, const NodeResources& node, DesiredTree& tree) {
   const bool everything = layout.ownership == Ownership::kEverything;
-  const auto namer = makeKubeletNamer(layout.driver, layout.kubeletParent);
   const TreeTotals& totals = node.totals;
-  const CgroupPath kubepods = namer->kubepods();
+  const CgroupPath kubepods = namer.kubepods();
   (everything ? tree.managedRoots : tree.adoptedRoots).push_back(kubepods);
   CgroupSpec& root = tree.cgroups[kubepods] =
       cpusetSpec(node.sharedCpus | totals.podExclusive | parentExtra(node), node);
@@ -126,7 +125,7 @@ void addNodeCgroups(const TreeLayout& layout, const NodeResources& node, Desired
     if (const auto exclusive = totals.qosExclusive.find(qos); exclusive != totals.qosExclusive.end()) {
       cpus |= exclusive->second;
     }
-    CgroupSpec& spec = tree.cgroups[namer->qos(qos)] = cpusetSpec(cpus, node);
+    CgroupSpec& spec = tree.cgroups[namer.qos(qos)] = cpusetSpec(cpus, node);
     if (everything) {
       spec.settings.shares =
           qos == QosClass::kBurstable ? milliCpuToShares(totals.burstableRequestMilli) : CpuShares{2};
@@ -223,8 +222,8 @@ Result<DesiredTree> buildDesiredTree(const TreeLayout& layout, const NodeResourc
   NodeResources whole = node;
   whole.totals = treeTotals(pods, vms);
   DesiredTree tree;
-  addNodeCgroups(layout, whole, tree);
   const auto kubelet = makeKubeletNamer(layout.driver, layout.kubeletParent);
+  addNodeCgroups(layout, *kubelet, whole, tree);
   for (const PodCgroup& pod : pods) VRI_TRY(addPodCgroups(layout, *kubelet, whole, pod, tree));
   const LibvirtNamer libvirt(layout.libvirt, layout.machinePartition);
   for (const VmCgroup& vm : vms) VRI_TRY(addVmCgroups(layout, libvirt, whole, vm, tree));

@@ -102,7 +102,7 @@ CpuSet vmExclusiveCpus(const VmCgroup& vm);
 
 // The parts of the tree, for callers that write only what a change touched.
 // Node level: kubepods, its QoS cgroups and the machine partition, from node.totals.
-void addNodeCgroups(const TreeLayout& layout, const NodeResources& node, DesiredTree& tree);
+void addNodeCgroups(const TreeLayout& layout, const KubeletNamer& namer, const NodeResources& node, DesiredTree& tree);
 // A pod and its containers that have a runtime id (the others have no cgroup yet).
 Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, const NodeResources& node,
                            const PodCgroup& pod, DesiredTree& tree);

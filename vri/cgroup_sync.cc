@@ -67,7 +67,7 @@ DesiredTree CgroupSync::nodeCgroups(const LedgerState& state) const {
   // state itself, so that its address cannot be reused while it is remembered).
   if (lastNode_.first.get() == &state) return lastNode_.second;
   DesiredTree tree;
-  addNodeCgroups(layout_, nodeResources(state, inputs()), tree);
+  addNodeCgroups(layout_, *kubeletNamer_, nodeResources(state, inputs()), tree);
   dropUnmanaged(tree);
   return tree;
 }

@@ -141,12 +141,15 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
 template <typename T>
 Result<T> NodeManager::finish(const std::string& action, const std::string& tenant, v1::Event::Kind kind,
                               Result<T> result, const std::string& detail, Clock::time_point start) {
+  const bool logged = log_.enabled(LogLevel::kInfo);  // the line is built only when it is written
   if (!result.ok()) {
-    log_.info(action + " " + tenant + ": refused: " + result.error().message() + " (" + millisSince(start) + ")");
+    if (logged)
+      log_.info(action + " " + tenant + ": refused: " + result.error().message() + " (" + millisSince(start) + ")");
     events_.publish(v1::Event::REFUSED, tenant, action + ": " + result.error().message());
     return result;
   }
-  log_.info(action + " " + tenant + ": ok" + (detail.empty() ? "" : ", " + detail) + " (" + millisSince(start) + ")");
+  if (logged)
+    log_.info(action + " " + tenant + ": ok" + (detail.empty() ? "" : ", " + detail) + " (" + millisSince(start) + ")");
   events_.publish(kind, tenant, detail);
   return result;
 }

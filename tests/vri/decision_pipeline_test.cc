@@ -259,6 +259,41 @@ TEST(DecisionPipelineTest, ASharedAdmitMovesThePodVmBalanceAtOnce) {
   EXPECT_TRUE(p.pendingOps().empty()) << p.pendingOps().front().describe();
 }
 
+TEST(DecisionPipelineTest, NarrowingAnAdoptedPodNarrowsTheChildrenVriDoesNotKnow) {
+  Pipeline p(Ownership::kCpusetsAndMachine);
+  // kubelet made the pod, containerd its sandbox and the container; VRI knows the container only.
+  const std::string pod_path = "kubepods/burstable/pod" + uid(1);
+  for (const std::string& path : {pod_path, pod_path + "/sandbox0001", pod_path + "/c1"}) {
+    for (const char* h : {"cpuset", "cpu,cpuacct"}) ASSERT_TRUE(p.fixture().mkdir({h, *CgroupPath::parse(path)}).ok());
+    ASSERT_TRUE(p.fixture().write({"cpuset", *CgroupPath::parse(path)}, "cpuset.mems", "0-1").ok());
+    ASSERT_TRUE(p.fixture().write({"cpuset", *CgroupPath::parse(path)}, "cpuset.cpus", "0-7").ok());
+  }
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kBurstable), shared("c1", 100)).ok());
+  // An exclusive tenant takes CPUs: the sandbox must leave them too, or v1 refuses to narrow the pod.
+  auto placed = p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 2));
+  ASSERT_TRUE(placed.ok()) << placed.error().message();
+  const CpuSet shared_cpus = p.ledger->state()->shared();
+  EXPECT_EQ(p.read(pod_path), shared_cpus.format());
+  EXPECT_EQ(p.read(pod_path + "/c1"), shared_cpus.format());
+  EXPECT_FALSE(CpuSet::parse(p.read(pod_path + "/sandbox0001"))->intersects(placed->exclusive));
+}
+
+TEST(DecisionPipelineTest, AResizeWhoseWriteFailsHoldsTheCpusItGaveUp) {
+  Pipeline p;
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 3)).ok());
+  p.fs.failing = true;
+  auto resized = p.node->resizeContainer(uid(1), exclusive("c1", 1));
+  ASSERT_TRUE(resized.ok()) << resized.error().message();
+  EXPECT_TRUE(p.sawEvent(v1::Event::WRITE_PENDING));
+  EXPECT_EQ(p.ledger->state()->draining().count(), 2);
+  EXPECT_FALSE(p.ledger->state()->shared().intersects(p.ledger->state()->draining()));
+  p.fs.failing = false;
+  ASSERT_TRUE(testing::eventually([&] { return !p.node->writesPending(); }));
+  EXPECT_TRUE(p.ledger->state()->draining().empty());
+  EXPECT_EQ(p.read("kubepods/pod" + uid(1) + "/c1"), resized->exclusive.format());
+  EXPECT_TRUE(p.pendingOps().empty());
+}
+
 TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
   Pipeline p;
   ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2)).ok());

@@ -69,29 +69,13 @@ class PersistentMap {
   bool empty() const { return root_ == nullptr; }
 
   const V* find(const K& key) const {
-    for (const Node* node = root_.get(); node != nullptr;) {
-      if (key < node->key) {
-        node = node->left.get();
-      } else if (node->key < key) {
-        node = node->right.get();
-      } else {
-        return node->value.get();
-      }
-    }
-    return nullptr;
+    const Node* node = lookup(key);
+    return node != nullptr ? node->value.get() : nullptr;
   }
   // The shared record itself, for callers that keep it beyond the map.
   std::shared_ptr<const V> findShared(const K& key) const {
-    for (const Node* node = root_.get(); node != nullptr;) {
-      if (key < node->key) {
-        node = node->left.get();
-      } else if (node->key < key) {
-        node = node->right.get();
-      } else {
-        return node->value;
-      }
-    }
-    return nullptr;
+    const Node* node = lookup(key);
+    return node != nullptr ? node->value : nullptr;
   }
   size_t count(const K& key) const { return find(key) != nullptr ? 1 : 0; }
   const V& at(const K& key) const {
@@ -118,6 +102,14 @@ class PersistentMap {
 
  private:
   explicit PersistentMap(NodePtr root) : root_(std::move(root)) {}
+
+  const Node* lookup(const K& key) const {
+    const Node* node = root_.get();
+    while (node != nullptr && (key < node->key || node->key < key)) {
+      node = key < node->key ? node->left.get() : node->right.get();
+    }
+    return node;
+  }
 
   static size_t priorityOf(const K& key) { return std::hash<K>{}(key); }
   static size_t sizeOf(const NodePtr& node) { return node ? node->size : 0; }

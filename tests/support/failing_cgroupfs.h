@@ -1,7 +1,9 @@
-// Wraps a CgroupFs and makes its Nth mutation (mkdir, write or rmdir) fail
-// with EIO, as a kernel or a crash part way through an apply would.
+// Wraps a CgroupFs and makes mutations (mkdir, write or rmdir) fail with EIO,
+// as a kernel or a crash part way through an apply would: the Nth one, the
+// one n steps from now, or every one while `failing` is set.
 #pragma once
 
+#include <atomic>
 #include <cerrno>
 
 #include "cgroup-model/cgroupfs.h"
@@ -10,7 +12,7 @@ namespace vri::testing {
 
 class FailingCgroupFs : public CgroupFs {
  public:
-  FailingCgroupFs(CgroupFs& inner, int failAt) : inner_(inner), failAt_(failAt) {}
+  explicit FailingCgroupFs(CgroupFs& inner, int failAt = -1) : inner_(inner), failAt_(failAt) {}
 
   Result<std::string> read(const CgroupDir& dir, std::string_view file) const override {
     return inner_.read(dir, file);
@@ -32,14 +34,20 @@ class FailingCgroupFs : public CgroupFs {
   Result<std::vector<std::string>> children(const CgroupDir& dir) const override { return inner_.children(dir); }
   Result<std::string> readProc(std::string_view relative) const override { return inner_.readProc(relative); }
 
-  bool tripped() const { return mutations_ > failAt_; }
+  bool tripped() const { return failAt_ >= 0 && mutations_ > failAt_; }
+  // The mutation `n` steps from now fails, once.
+  void failOnceAfter(int n) { failAt_ = mutations_ + n; }
+  std::atomic<bool> failing{false};
 
  private:
-  bool trip() { return mutations_++ == failAt_; }
+  bool trip() {
+    const int index = mutations_++;
+    return failing || index == failAt_;
+  }
 
   CgroupFs& inner_;
-  int failAt_;
-  int mutations_ = 0;
+  std::atomic<int> failAt_;
+  std::atomic<int> mutations_{0};
 };
 
 }  // namespace vri::testing

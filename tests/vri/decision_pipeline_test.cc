@@ -13,6 +13,7 @@
 #include "accounting/hwloc_topology.h"
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "tests/support/eventually.h"
+#include "tests/support/failing_cgroupfs.h"
 #include "tests/support/failing_ledger_store.h"
 #include "tests/support/temp_dir.h"
 #include "vri/node_manager.h"
@@ -21,43 +22,6 @@ namespace vri {
 namespace {
 
 using ::testing::HasSubstr;
-
-// A cgroupfs whose writes, mkdirs and rmdirs fail while `failing` is set.
-class SwitchableCgroupFs : public CgroupFs {
- public:
-  explicit SwitchableCgroupFs(CgroupFs& inner) : inner_(inner) {}
-  Result<std::string> read(const CgroupDir& dir, std::string_view file) const override {
-    return inner_.read(dir, file);
-  }
-  Result<void> write(const CgroupDir& dir, std::string_view file, std::string_view value) override {
-    if (trip()) return Error::fromErrno(EIO, "write " + dir.describe() + "/" + std::string(file));
-    return inner_.write(dir, file, value);
-  }
-  Result<void> mkdir(const CgroupDir& dir) override {
-    if (trip()) return Error::fromErrno(EIO, "mkdir " + dir.describe());
-    return inner_.mkdir(dir);
-  }
-  Result<void> rmdir(const CgroupDir& dir) override {
-    if (trip()) return Error::fromErrno(EIO, "rmdir " + dir.describe());
-    return inner_.rmdir(dir);
-  }
-  bool exists(const CgroupDir& dir) const override { return inner_.exists(dir); }
-  Result<std::vector<std::string>> children(const CgroupDir& dir) const override { return inner_.children(dir); }
-  Result<std::string> readProc(std::string_view relative) const override { return inner_.readProc(relative); }
-
-  // The mutation `n` steps from now fails, once.
-  void failOnceAfter(int n) { failOnce_ = mutations_ + n; }
-  std::atomic<bool> failing{false};
-
- private:
-  bool trip() {
-    const int index = mutations_++;
-    return failing || index == failOnce_;
-  }
-  CgroupFs& inner_;
-  std::atomic<int> mutations_{0};
-  std::atomic<int> failOnce_{-1};
-};
 
 constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  // CPUs 0-7
 
@@ -153,7 +117,7 @@ class Pipeline {
   FixtureCgroupFs fixture_;
 
  public:
-  SwitchableCgroupFs fs;
+  testing::FailingCgroupFs fs;
   MemoryLedgerStore memory_;
   testing::FailingLedgerStore store;
 

@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -260,29 +261,44 @@ TEST(DecisionPipelineTest, AResizeWhoseWriteFailsHoldsTheCpusItGaveUp) {
 
 TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
   Pipeline p;
+  const std::string uuid = "8f0c0001-0000-4000-8000-000000000001";
   ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2)).ok());
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("c2", 100)).ok());
+  ASSERT_TRUE(p.node->admitVm(vm(uuid, 1, VmCpuPolicy::kDedicated)).ok());
   const StatePtr before = p.ledger->state();
   const StoredLedger stored = p.memory_.stored();
   const int writes = p.fixture().writes(), mkdirs = p.fixture().mkdirs(), rmdirs = p.fixture().rmdirs();
-  for (int kind = 0; kind < 3; ++kind) {
+  const std::vector<std::pair<std::string, std::function<Result<void>()>>> decisions = {
+      {"admit", [&] { return p.node->admitContainer(pod(uid(3), QosClass::kGuaranteed), exclusive("c3", 1)).error(); }},
+      {"admit pod", [&] { return p.node->admitPod(pod(uid(4), QosClass::kBurstable), {shared("c4", 100)}).error(); }},
+      {"resize", [&] { return p.node->resizeContainer(uid(2), shared("c2", 300)).error(); }},
+      {"release container", [&] { return p.node->releaseContainer(uid(2), "app"); }},
+      {"release pod", [&] { return p.node->releasePod(uid(1)); }},
+      {"admit VM",
+       [&] { return p.node->admitVm(vm("8f0c0002-0000-4000-8000-000000000001", 1, VmCpuPolicy::kShared)).error(); }},
+      {"reserve VM",
+       [&] {
+         return p.node->reserveVm(vm("8f0c0003-0000-4000-8000-000000000001", 1, VmCpuPolicy::kDedicated)).error();
+       }},
+      {"resize VM", [&] { return p.node->resizeVm(vm(uuid, 2, VmCpuPolicy::kDedicated)).error(); }},
+      {"release VM", [&] { return p.node->releaseVm(uuid); }},
+  };
+  for (const auto& [what, decide] : decisions) {
     p.store.failApplies = 1;
-    Result<void> outcome;
-    if (kind == 0) outcome = p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 2)).error();
-    if (kind == 1) outcome = p.node->releasePod(uid(1));
-    if (kind == 2)
-      outcome = p.node->admitVm(vm("8f0c0001-0000-4000-8000-000000000001", 1, VmCpuPolicy::kDedicated)).error();
-    ASSERT_FALSE(outcome.ok());
-    EXPECT_THAT(outcome.error().message(), HasSubstr("disk I/O error (injected)"));
-    EXPECT_EQ(p.ledger->state(), before) << "kind " << kind;
-    EXPECT_EQ(p.memory_.stored().pods.size(), stored.pods.size());
-    EXPECT_EQ(p.memory_.stored().vms.size(), stored.vms.size());
-    EXPECT_EQ(p.fixture().writes(), writes);
-    EXPECT_EQ(p.fixture().mkdirs(), mkdirs);
-    EXPECT_EQ(p.fixture().rmdirs(), rmdirs);
+    const Result<void> outcome = decide();
+    ASSERT_FALSE(outcome.ok()) << what;
+    EXPECT_THAT(outcome.error().message(), HasSubstr("disk I/O error (injected)")) << what;
+    EXPECT_EQ(p.ledger->state(), before) << what;
+    EXPECT_EQ(p.memory_.stored().pods.size(), stored.pods.size()) << what;
+    EXPECT_EQ(p.memory_.stored().vms.size(), stored.vms.size()) << what;
+    EXPECT_EQ(encodePod(p.memory_.stored().pods.at(uid(2))), encodePod(stored.pods.at(uid(2)))) << what;
+    EXPECT_EQ(p.fixture().writes(), writes) << what;
+    EXPECT_EQ(p.fixture().mkdirs(), mkdirs) << what;
+    EXPECT_EQ(p.fixture().rmdirs(), rmdirs) << what;
   }
   // The ledger on its own (no cgroups) refuses the same way.
   p.store.failApplies = 1;
-  EXPECT_FALSE(p.ledger->admitContainer(pod(uid(3), QosClass::kBurstable), shared("c3", 100)).ok());
+  EXPECT_FALSE(p.ledger->admitContainer(pod(uid(5), QosClass::kBurstable), shared("c5", 100)).ok());
   EXPECT_EQ(p.ledger->state(), before);
 }
 

@@ -28,9 +28,12 @@ constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  // CPUs 
 
 class Pipeline {
  public:
-  explicit Pipeline(Ownership ownership = Ownership::kEverything)
+  explicit Pipeline(Ownership ownership = Ownership::kEverything, CgroupVersion version = CgroupVersion::kV1)
       : fixture_(
-            std::move(FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))).value()),
+            std::move(version == CgroupVersion::kV1
+                          ? FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))
+                          : FixtureCgroupFs::createV2(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1")))
+                .value()),
         fs(fixture_),
         store(memory_),
         log_(LogLevel::kError) {
@@ -41,7 +44,9 @@ class Pipeline {
     ledger = std::move(Ledger::open(topology_, config, std::make_unique<Forwarding>(store))).value();
     layout.libvirt = LibvirtLayout::kNoSystemd;
     layout.ownership = ownership;
+    const bool v1 = version == CgroupVersion::kV1;
     for (const char* h : {"cpuset", "cpu,cpuacct"}) {
+      if (!v1) break;  // v2: kubepods is VRI's to make; no VMs
       EXPECT_TRUE(fixture_.mkdir({h, *CgroupPath::parse("machine")}).ok());
       if (ownership != Ownership::kEverything) {
         for (const char* path : {"kubepods", "kubepods/burstable", "kubepods/besteffort"})
@@ -49,15 +54,17 @@ class Pipeline {
       }
     }
     for (const char* path : {"machine", "kubepods", "kubepods/burstable", "kubepods/besteffort"}) {
-      if (!fixture_.exists({"cpuset", *CgroupPath::parse(path)})) continue;
+      if (!v1 || !fixture_.exists({"cpuset", *CgroupPath::parse(path)})) continue;
       EXPECT_TRUE(fixture_.write({"cpuset", *CgroupPath::parse(path)}, "cpuset.mems", "0-1").ok());
       EXPECT_TRUE(fixture_.write({"cpuset", *CgroupPath::parse(path)}, "cpuset.cpus", "0-7").ok());
     }
     NodeAllocatable allocatable;
     allocatable.allocatableCpuMilli = 7000;
     sync = std::make_unique<CgroupSync>(
-        fs, makeV1Backend({{"cpuset", "cpuset"}, {"cpu", "cpu,cpuacct"}, {"cpuacct", "cpu,cpuacct"}}), layout,
-        allocatable, topology_, 1000, std::vector<std::string>{"cpuset", "cpu", "cpuacct"});
+        fs,
+        v1 ? makeV1Backend({{"cpuset", "cpuset"}, {"cpu", "cpu,cpuacct"}, {"cpuacct", "cpu,cpuacct"}})
+           : makeV2Backend(),
+        layout, allocatable, topology_, 1000, std::vector<std::string>{"cpuset", "cpu", "cpuacct"});
     node = std::make_unique<NodeManager>(*ledger, *sync, events, log_, NodeFacts{}, std::chrono::milliseconds(20));
     events_ = events.subscribe();
     EXPECT_TRUE(node->startUp().ok());
@@ -201,6 +208,33 @@ TEST(DecisionPipelineTest, DeltaWritesLeaveNothingForAFullReconcile) {
     ASSERT_TRUE(left.empty()) << "step " << step << ": the delta left " << left.size() << " operations, first "
                               << left.front().describe();
     ASSERT_TRUE(checkLedgerInvariants(*p.ledger->state(), p.ledger->topology(), p.ledger->config()).ok());
+  }
+}
+
+TEST(DecisionPipelineTest, DeltaWritesOnCgroupV2LeaveNothingForAFullReconcile) {
+  Pipeline p(Ownership::kEverything, CgroupVersion::kV2);
+  std::mt19937 random(11);
+  std::vector<std::string> pods;
+  for (int step = 0; step < 80; ++step) {
+    const int choice = static_cast<int>(random() % 4);
+    const std::string id = uid(step);
+    if (choice == 0) {
+      if (p.node->admitContainer(pod(id, QosClass::kGuaranteed), exclusive("c" + std::to_string(step), 1)).ok())
+        pods.push_back(id);
+    } else if (choice == 1) {
+      if (p.node->admitContainer(pod(id, QosClass::kBestEffort), shared("c" + std::to_string(step), 0)).ok())
+        pods.push_back(id);
+    } else if (choice == 2 && !pods.empty()) {
+      const size_t victim = random() % pods.size();
+      ASSERT_TRUE(p.node->releasePod(pods[victim]).ok());
+      pods.erase(pods.begin() + static_cast<long>(victim));
+    } else {
+      if (p.node->admitContainer(pod(id, QosClass::kBurstable), shared("c" + std::to_string(step), 200)).ok())
+        pods.push_back(id);
+    }
+    const auto left = p.pendingOps();
+    ASSERT_TRUE(left.empty()) << "step " << step << ": the delta left " << left.size() << " operations, first "
+                              << left.front().describe();
   }
 }
 

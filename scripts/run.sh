@@ -19,12 +19,16 @@ fi
 layout=(--libvirt-layout=systemd-libvirt-level --machine-partition=machine.slice)
 [[ -d /run/systemd/system ]] || layout=(--libvirt-layout=no-systemd --machine-partition=machine)
 
+# The log is appended to across runs: only what this run writes counts. vrid's output goes there too, so it
+# does not hold on to this terminal (or to a pipe this script's output goes into).
+log="$state/vrid.log"
+logged_before=$(stat -c %s "$log" 2>/dev/null || echo 0)
 "$repo/build/vri/vrid" --config="$repo/deploy/vrid.conf" --state-dir="$state/state" \
   --socket="$state/run/vri.sock" --admin-socket="$state/run/admin.sock" "${layout[@]}" "$@" \
-  2>>"$state/vrid.log" &
+  </dev/null >>"$log" 2>&1 &
 echo $! >"$state/vrid.pid"
 for _ in $(seq 100); do
-  grep -q " ready$" "$state/vrid.log" 2>/dev/null && break
+  tail -c +"$((logged_before + 1))" "$log" 2>/dev/null | grep -q " ready$" && break
   kill -0 "$(cat "$state/vrid.pid")" 2>/dev/null || { tail -5 "$state/vrid.log" >&2; exit 1; }
   sleep 0.1
 done

@@ -89,8 +89,8 @@ Result<void> Daemon::serve() {
   // Both are gRPC's own process-wide switches, set before any server is built.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly);
-  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin);
+  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_);
+  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_);
   struct Endpoint {
     const std::string& path;
     VriService& service;
@@ -163,9 +163,11 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   log_.info("shutting down: finishing calls in flight");
   libvirt_.reset();  // no more libvirt events turn into decisions
   events_.close();   // watches end now instead of holding the shutdown
-  const auto deadline = std::chrono::system_clock::now() + grace;
+  // Deciding calls in flight get the grace; then nothing is left worth waiting for, idle connections included.
+  calls_.closeAndDrain(std::chrono::steady_clock::now() + grace);
+  const auto now = std::chrono::system_clock::now();
   for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
-    if (server) server->Shutdown(deadline);
+    if (server) server->Shutdown(now);
   }
   for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
     if (server) server->Wait();

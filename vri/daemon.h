@@ -30,8 +30,9 @@ class Daemon {
 
   // SIGHUP: applies what may change at run time and names what needs a restart.
   void reload(const DaemonConfig& config);
-  // SIGTERM: stops accepting calls, lets in-flight ones finish (up to `grace`),
-  // ends watches, and removes the sockets. Idempotent.
+  // SIGTERM: refuses new deciding calls, lets those in flight finish (up to
+  // `grace`), ends watches, closes the sockets without waiting for idle
+  // connections, and removes them. Idempotent.
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
 
   NodeManager& node() { return *node_; }
@@ -47,6 +48,7 @@ class Daemon {
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<CgroupSync> sync_;
   EventHub events_;
+  CallGate calls_;  // before the services, which count their calls in it
   std::unique_ptr<NodeManager> node_;
   std::unique_ptr<VriService> readOnlyService_, adminService_;
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;

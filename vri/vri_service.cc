@@ -68,7 +68,14 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
     reactor->Finish(denied);
     return reactor;
   }
-  decisions_.post([reactor, call = std::move(call)] { reactor->Finish(call()); });
+  if (!gate_.enter()) {
+    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down"));
+    return reactor;
+  }
+  decisions_.post([this, reactor, call = std::move(call)] {
+    reactor->Finish(call());
+    gate_.leave();
+  });
   return reactor;
 }
 
@@ -252,7 +259,9 @@ grpc::Status VriService::Reconcile(Context*, const v1::ReconcileRequest* r, v1::
   if (!r->dry_run()) {
     if (auto denied = denyOnReadOnly("Reconcile"); !denied.ok()) return denied;
   }
+  if (!gate_.enter()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down");
   auto report = node_.reconcile(r->dry_run());
+  gate_.leave();
   if (!report.ok()) return toGrpcStatus(report.error());
   for (const auto& line : report->drift) reply->add_drift(line);
   for (const auto& line : report->operations) reply->add_operations(line);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "proto/vri.grpc.pb.h"
+#include "vri/call_gate.h"
 #include "vri/node_manager.h"
 #include "vri/serial_executor.h"
 
@@ -25,7 +26,8 @@ using VriServiceBase = v1::Vri::WithCallbackMethod_AdmitPod<v1::Vri::WithCallbac
 
 class VriService final : public VriServiceBase {
  public:
-  VriService(NodeManager& node, SocketAccess access) : node_(node), access_(access) {}
+  // `gate` counts the deciding calls in flight for shutdown; it outlives the service.
+  VriService(NodeManager& node, SocketAccess access, CallGate& gate) : node_(node), access_(access), gate_(gate) {}
 
   using Context = grpc::ServerContext;
   using CallbackContext = grpc::CallbackServerContext;
@@ -61,6 +63,7 @@ class VriService final : public VriServiceBase {
 
   NodeManager& node_;
   SocketAccess access_;
+  CallGate& gate_;
   SerialExecutor decisions_;  // last: destroyed first, after running what is queued
 };
 

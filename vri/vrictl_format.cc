@@ -1,5 +1,7 @@
 #include "vri/vrictl_format.h"
 
+#include "cgroup-model/cpuset.h"
+
 #include <cstdio>
 #include <map>
 
@@ -41,7 +43,16 @@ std::string policyName(v1::VmCpuPolicy policy) {
   }
 }
 
-std::string orShared(const std::string& cpus) { return cpus.empty() ? "shared pool" : cpus; }
+// "0-3 (4 CPUs)", "0 (1 CPU)", "none": a lone "0" reads as "none" otherwise.
+std::string withCount(const std::string& cpus) {
+  if (cpus.empty()) return "none";
+  const auto set = CpuSet::parse(cpus);
+  if (!set.ok()) return cpus;
+  const int n = set->count();
+  return cpus + " (" + std::to_string(n) + (n == 1 ? " CPU)" : " CPUs)");
+}
+
+std::string orShared(const std::string& cpus) { return cpus.empty() ? "shared pool" : withCount(cpus); }
 
 std::string option(const v1::Node& node, const std::string& name) {
   const auto it = node.options().find(name);
@@ -75,8 +86,8 @@ std::string formatNodeInfo(const v1::Node& n) {
   out += row("Cores", std::to_string(n.cores()));
   out += row("NUMA nodes", std::to_string(n.numa_nodes()));
   for (const v1::NumaNodeInfo& numa : n.numa()) {
-    std::string line = "CPUs " + (numa.cpus().empty() ? std::string("none") : numa.cpus()) + ", " +
-                       formatBytes(numa.memory_bytes()) + ", " + formatBytes(numa.free_memory_bytes()) + " free";
+    std::string line = "CPUs " + withCount(numa.cpus()) + ", " + formatBytes(numa.memory_bytes()) + ", " +
+                       formatBytes(numa.free_memory_bytes()) + " free";
     for (const auto& [size, pages] : numa.hugepages()) {
       if (pages > 0) line += ", " + std::to_string(pages) + " x " + formatBytes(size) + " pages";
     }
@@ -105,12 +116,11 @@ std::string formatCapacity(const v1::Node& n) {
 
 std::string formatPool(const v1::Node& n) {
   std::string out;
-  out += row("Reserved", (n.reserved_cpus().empty() ? std::string("none") : n.reserved_cpus()) +
-                             (n.strict_cpu_reservation() ? " (strict)" : ""));
-  out += row("Shared", n.shared_cpus());
+  out += row("Reserved", withCount(n.reserved_cpus()) + (n.strict_cpu_reservation() ? " (strict)" : ""));
+  out += row("Shared", withCount(n.shared_cpus()));
   const std::map<std::string, std::string> owners(n.exclusive_cpus().begin(), n.exclusive_cpus().end());
   if (owners.empty()) out += row("Exclusive", "none");
-  for (const auto& [owner, cpus] : owners) out += row("Exclusive", cpus + "  " + owner);
+  for (const auto& [owner, cpus] : owners) out += row("Exclusive", withCount(cpus) + "  " + owner);
   return out;
 }
 
@@ -124,7 +134,7 @@ std::string formatTenantList(const v1::TenantList& list) {
       std::string cpus;
       for (const v1::ContainerInfo& c : t.pod().containers()) {
         cpus += (cpus.empty() ? "" : " ") + c.resources().name() + "=" +
-                (c.exclusive_cpus().empty() ? std::string("shared") : c.exclusive_cpus());
+                (c.exclusive_cpus().empty() ? std::string("shared") : withCount(c.exclusive_cpus()));
       }
       std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "pod", t.pod().uid().c_str(),
                     t.pod().name().c_str(), qosName(t.pod().qos()).c_str(), cpus.c_str());
@@ -149,10 +159,10 @@ std::string formatVmInfo(const v1::VmInfo& vm) {
   for (int i = 0; i < vm.allocation().vcpu_cpus_size(); ++i) {
     const int cpu = vm.allocation().vcpu_cpus(i);
     out += row("  vcpu" + std::to_string(i),
-               cpu < 0 ? "shared pool " + vm.allocation().shared_cpus() : "CPU " + std::to_string(cpu));
+               cpu < 0 ? "shared pool " + withCount(vm.allocation().shared_cpus()) : "CPU " + std::to_string(cpu));
   }
   out += row("Emulator", orShared(vm.allocation().emulator_cpus()));
-  if (!vm.allocation().held_back_cpus().empty()) out += row("Held back", vm.allocation().held_back_cpus());
+  if (!vm.allocation().held_back_cpus().empty()) out += row("Held back", withCount(vm.allocation().held_back_cpus()));
   out += row("Memory",
              formatBytes(vm.memory_bytes()) +
                  (vm.allocation().cpuset_mems().empty() ? "" : " on NUMA nodes " + vm.allocation().cpuset_mems()));
@@ -170,7 +180,7 @@ std::string formatPodInfo(const v1::PodInfo& pod) {
     const v1::ContainerResources& r = c.resources();
     std::string line = "request " + cpuAmount(r.cpu_request_milli()) +
                        (r.cpu_limit_milli() > 0 ? ", limit " + cpuAmount(r.cpu_limit_milli()) : "") + ", CPUs " +
-                       c.cpuset_cpus() + (c.exclusive_cpus().empty() ? " (shared)" : " (exclusive)");
+                       withCount(c.cpuset_cpus()) + (c.exclusive_cpus().empty() ? ", shared" : ", exclusive");
     if (!c.cpuset_mems().empty()) line += ", mems " + c.cpuset_mems();
     if (r.init()) line += ", init";
     out += row("Container " + r.name(), line);

@@ -9,6 +9,7 @@
 #include "accounting/sqlite_ledger_store.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/proto/reflection_client.grpc.pb.h"
+#include "tests/support/eventually.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {
@@ -110,6 +111,7 @@ TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   EXPECT_THAT(out, HasSubstr("8 (0-7)"));
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "pool"}, &out, tmp.sub("out")), 0) << out;
   EXPECT_THAT(out, HasSubstr("Shared:"));
+  EXPECT_THAT(out, HasSubstr("(8 CPUs)"));  // every cpuset with its count: "0" alone reads as "none"
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "capacity"}, &out, tmp.sub("out")), 0) << out;
   EXPECT_THAT(out, HasSubstr("CPU allocatable:       7"));
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "list", "--pods", "--json"}, &out, tmp.sub("out")),
@@ -167,7 +169,11 @@ TEST(VridProcessTest, SigtermDuringABurstLosesNoAcknowledgedDecision) {
       }
     });
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(400));
+  // SIGTERM in the middle of the burst, once some decisions were acknowledged.
+  ASSERT_TRUE(testing::eventually([&] {
+    std::lock_guard lock(mutex);
+    return acknowledged.size() > 20;
+  }));
   EXPECT_EQ(vrid.stop(SIGTERM), 0);
   for (auto& client : clients) client.join();
   EXPECT_GT(acknowledged.size(), 20u);
@@ -178,6 +184,35 @@ TEST(VridProcessTest, SigtermDuringABurstLosesNoAcknowledgedDecision) {
   auto stored = (*store)->load();
   ASSERT_TRUE(stored.ok());
   for (const std::string& uid : acknowledged) EXPECT_TRUE(stored->pods.count(uid)) << uid << " was acknowledged";
+}
+
+TEST(VridProcessTest, SigtermWithIdleConnectionsAndOpenWatchesExitsAtOnce) {
+  testing::TempDir tmp;
+  VridProcess vrid(tmp);
+  ASSERT_TRUE(vrid.start());
+  // An idle connection on each socket, and a Watch stream open on the read-only one.
+  auto idle = stub(vrid.adminSocket());
+  grpc::ClientContext node_context;
+  v1::Node node;
+  ASSERT_TRUE(idle->GetNode(&node_context, {}, &node).ok());
+  auto watcher = stub(vrid.socket());
+  grpc::ClientContext watch_context;
+  auto stream = watcher->Watch(&watch_context, {});
+  std::atomic<bool> ended{false};
+  std::thread reader([&] {
+    v1::Event event;
+    while (stream->Read(&event)) {
+    }
+    ended = true;
+  });
+  grpc::ClientContext ping_context;
+  ASSERT_TRUE(watcher->GetNode(&ping_context, {}, &node).ok());  // the Watch is being served by now
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(vrid.stop(SIGTERM), 0);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_LT(seconds, 2.5) << "no call was in flight; the 5 s grace is for calls that are\n" << vrid.log();
+  reader.join();
+  EXPECT_TRUE(ended);
 }
 
 TEST(VridProcessTest, ReplacesAStaleSocketButNeitherALiveOneNorALockedLedger) {

@@ -110,6 +110,7 @@ void LibvirtSession::worker() {
 }
 
 bool LibvirtSession::connect() {
+  ++attempts_;
   conn_ = virConnectOpen(options_.uri.c_str());
   if (conn_ == nullptr) return false;
   // Keepalive notices a libvirtd that died without closing the socket.

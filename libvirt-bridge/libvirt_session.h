@@ -61,6 +61,7 @@ class LibvirtSession {
   void post(std::function<void(LibvirtSession&)> task);
   bool isConnected() const { return connected_.load(); }
   int connections() const { return connections_.load(); }  // successful connects so far
+  int attempts() const { return attempts_.load(); }        // connects tried so far, failures included
 
   // For handlers and posted tasks (worker thread).
   Result<std::vector<std::string>> activeDomainXmls();
@@ -92,6 +93,7 @@ class LibvirtSession {
   int wakeTimer_ = -1;
   std::atomic<bool> connected_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int> attempts_{0};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> lost_{false};  // set by the close callback
 

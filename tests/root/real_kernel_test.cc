@@ -19,6 +19,7 @@
 #include "cgroup-model/kernel_cgroupfs.h"
 #include "cgroup-model/node_scan.h"
 #include "cgroup-model/node_tree.h"
+#include "tests/support/eventually.h"
 
 namespace vri {
 namespace {
@@ -113,7 +114,14 @@ class RealKernelTest : public ::testing::Test {
       ::_exit(127);
     }
     children_.push_back(pid);
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // let it exec
+    // The scanner recognises it by its command line: wait until the exec shows there.
+    EXPECT_TRUE(testing::eventually([&] {
+      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+      std::string argv0;
+      std::getline(cmdline, argv0, '\0');
+      return argv0 == "qemu-system-x86_64";
+    })) << "child "
+        << pid << " did not exec";
     return pid;
   }
 
@@ -192,8 +200,8 @@ TEST_F(RealKernelTest, TheKernelEnforcesWhatTheModelApplies) {
   EXPECT_EQ(read("cpu", web(), "cpu.shares"), "256");
   EXPECT_EQ(read("cpu", web(), "cpu.cfs_quota_us"), "50000");
   EXPECT_EQ(read("cpu", web(), "cpu.cfs_period_us"), "100000");
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_GT(std::stoull(read("cpuacct", web(), "cpuacct.usage")), 0u);  // the busy process is accounted here
+  // The busy process is accounted here.
+  EXPECT_TRUE(testing::eventually([&] { return std::stoull(read("cpuacct", web(), "cpuacct.usage")) > 0; }));
 
   // The exclusive CPU moves from the Guaranteed pod (now gone) to vCPU 0.
   auto second = tree(shared_, std::nullopt, exclusive_.first());

@@ -5,9 +5,14 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <algorithm>
 #include <fstream>
+#include <functional>
+#include <mutex>
+#include <thread>
 
 #include "proto/grpc_health_v1.grpc.pb.h"
+#include "tests/support/eventually.h"
 #include "tests/vri/daemon_harness.h"
 
 namespace vri {
@@ -275,23 +280,53 @@ TEST_F(VridApiTest, ReservedVmHoldsItsCpusUntilAdmitted) {
 
 TEST_F(VridApiTest, WatchStreamsDecisionsAndPoolChanges) {
   grpc::ClientContext watch_context;
+  watch_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));  // no read hangs forever
   auto stream = vrid_.readOnly->Watch(&watch_context, {});
-  // The subscription exists once the server runs the call; a GetNode after a short pause orders it.
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  std::mutex mutex;
+  std::vector<v1::Event> events;
+  std::thread reader([&] {
+    v1::Event event;
+    while (stream->Read(&event)) {
+      std::lock_guard lock(mutex);
+      events.push_back(event);
+    }
+  });
+  const auto seen = [&](const std::function<bool(const v1::Event&)>& match) {
+    std::lock_guard lock(mutex);
+    return std::any_of(events.begin(), events.end(), match);
+  };
+  // The subscription exists once the server runs the call: refused probes until the first one comes through.
+  const std::string probe = "pod/0e000000-0000-4000-8000-00000000beef";
+  ASSERT_TRUE(testing::eventually([&] {
+    grpc::ClientContext context;
+    v1::ReleasePodRequest release;
+    release.set_pod_uid(probe.substr(4));
+    v1::Released released;
+    (void)vrid_.admin->ReleasePod(&context, release, &released);
+    return seen([&](const v1::Event& e) { return e.tenant() == probe; });
+  }));
   grpc::ClientContext c1, c2;
   v1::ContainerAllocation placed;
   ASSERT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 1000, 1000), &placed).ok());
   ASSERT_FALSE(vrid_.admin->AdmitContainer(&c2, container(kUid2, v1::GUARANTEED, 9000, 9000), &placed).ok());
-  std::vector<v1::Event> events;
-  v1::Event event;
-  while (events.size() < 3 && stream->Read(&event)) events.push_back(event);
+  const auto ours = [&] {
+    std::lock_guard lock(mutex);
+    std::vector<v1::Event> out;
+    for (const v1::Event& e : events) {
+      if (e.tenant() != probe) out.push_back(e);
+    }
+    return out;
+  };
+  ASSERT_TRUE(testing::eventually([&] { return ours().size() >= 3; }));
   watch_context.TryCancel();
-  ASSERT_EQ(events.size(), 3u);
-  EXPECT_EQ(events[0].kind(), v1::Event::SHARED_POOL_CHANGED);
-  EXPECT_EQ(events[1].kind(), v1::Event::ADMITTED);
-  EXPECT_EQ(events[1].tenant(), std::string("pod/") + kUid + "/app");
-  EXPECT_EQ(events[2].kind(), v1::Event::REFUSED);
-  EXPECT_LT(events[0].sequence(), events[2].sequence());
+  reader.join();
+  const std::vector<v1::Event> got = ours();
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(got[0].kind(), v1::Event::SHARED_POOL_CHANGED);
+  EXPECT_EQ(got[1].kind(), v1::Event::ADMITTED);
+  EXPECT_EQ(got[1].tenant(), std::string("pod/") + kUid + "/app");
+  EXPECT_EQ(got[2].kind(), v1::Event::REFUSED);
+  EXPECT_LT(got[0].sequence(), got[2].sequence());
 }
 
 TEST_F(VridApiTest, ReconcileRepairsAHandWrittenCpusetAndSaysSo) {

@@ -3,6 +3,7 @@
 
 #include "accounting/ledger.h"
 #include "cgroup-model/quote.h"
+#include "cgroup-model/uuid.h"
 
 namespace vri {
 
@@ -19,9 +20,7 @@ bool sameVm(const VmSpec& a, const VmSpec& b) {
 }
 
 Result<void> validateVmUuid(const std::string& uuid) {
-  const bool ok =
-      !uuid.empty() && uuid.size() <= 64 && uuid.find_first_not_of("0123456789abcdefABCDEF-") == std::string::npos;
-  if (!ok) return Error::invalidArgument("invalid VM UUID " + quoteForMessage(uuid));
+  if (!isUuid(uuid)) return Error::invalidArgument("invalid VM UUID " + quoteForMessage(uuid));
   return {};
 }
 

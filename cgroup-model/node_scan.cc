@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cgroup-model/quote.h"
+#include "cgroup-model/uuid.h"
 
 namespace vri {
 
@@ -190,10 +191,7 @@ std::optional<std::string> qemuUuidFromCmdline(std::string_view cmdline) {
   }
   for (size_t i = 0; i + 1 < args.size(); ++i) {
     if (args[i] != "-uuid") continue;
-    const std::string_view uuid = args[i + 1];
-    const bool shaped = uuid.size() == 36 && uuid[8] == '-' && uuid[13] == '-' && uuid[18] == '-' && uuid[23] == '-' &&
-                        uuid.find_first_not_of("0123456789abcdefABCDEF-") == std::string_view::npos;
-    if (shaped) return std::string(uuid);
+    if (isUuid(args[i + 1])) return std::string(args[i + 1]);
   }
   return std::nullopt;
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 
 #include "cgroup-model/quote.h"
+#include "cgroup-model/uuid.h"
 #include "libvirt-bridge/xml_document.h"
 
 namespace vri {
@@ -214,13 +215,8 @@ Result<void> readVriMetadata(xmlNodePtr domain, VriDomainMetadata& out) {
 }
 
 Result<std::string> validUuid(std::string text) {
+  if (!isUuid(text)) return Error::invalidArgument("<uuid>: not a UUID: " + quoteForMessage(text));
   for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  bool ok = text.size() == 36;
-  for (size_t i = 0; ok && i < text.size(); ++i) {
-    const bool dash = i == 8 || i == 13 || i == 18 || i == 23;
-    ok = dash ? text[i] == '-' : std::isxdigit(static_cast<unsigned char>(text[i])) != 0;
-  }
-  if (!ok) return Error::invalidArgument("<uuid>: not a UUID: " + quoteForMessage(text));
   return text;
 }
 

@@ -2,6 +2,7 @@
 
 #include "cgroup-model/cgroup_values.h"
 #include "cgroup-model/quote.h"
+#include "cgroup-model/uuid.h"
 
 namespace vri {
 
@@ -105,8 +106,7 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
   VmSpec vm;
   vm.uuid = r.uuid();
   if (vm.uuid.empty()) return Error::invalidArgument("uuid: must not be empty");
-  if (vm.uuid.size() != 36 || vm.uuid.find_first_not_of("0123456789abcdefABCDEF-") != std::string::npos)
-    return Error::invalidArgument("uuid: not a UUID: " + quoteForMessage(vm.uuid));
+  if (!isUuid(vm.uuid)) return Error::invalidArgument("uuid: not a UUID: " + quoteForMessage(vm.uuid));
   if (r.name().size() > 256 || r.name().find_first_of("/\n") != std::string::npos || r.name() == ".." ||
       r.name() == ".")
     return Error::invalidArgument("name: invalid domain name " + quoteForMessage(r.name()));

@@ -38,13 +38,13 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
     const auto found = running.find(uid);
     if (found == running.end()) {
       if (ledger.releasePod(uid).ok())
-        report.repaired.push_back("pod " + pod.spec.name + ": its cgroups are gone; released");
+        report.released.push_back("pod " + pod.spec.name + ": its cgroups are gone; released");
       continue;
     }
     for (const auto& [name, c] : pod.containers) {
       if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;
       if (ledger.releaseContainer(uid, name).ok()) {
-        report.repaired.push_back("container " + pod.spec.name + "/" + name + ": its cgroup is gone; released");
+        report.released.push_back("container " + pod.spec.name + "/" + name + ": its cgroup is gone; released");
       }
     }
   }
@@ -52,7 +52,7 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
   for (const ScannedVm& vm : scan.vms) running_vms.insert(vm.uuid);
   for (const auto& [uuid, vm] : snapshot->vms) {
     if (running_vms.count(uuid) || vm.defined) continue;  // a reservation waits for its VM to start
-    if (ledger.releaseVm(uuid).ok()) report.repaired.push_back("VM " + vm.spec.cpu.name + ": not running; released");
+    if (ledger.releaseVm(uuid).ok()) report.released.push_back("VM " + vm.spec.cpu.name + ": not running; released");
   }
 }
 
@@ -97,8 +97,8 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valid
       auto adopted = ledger.adoptContainer(spec, specFromCgroup(container), exclusive);
       const std::string what = "container " + container.id + " of pod " + pod.uid;
       if (adopted.ok()) {
-        report.repaired.push_back(what + ": adopted" +
-                                  (exclusive.empty() ? " in the shared pool" : " with CPUs " + exclusive.format()));
+        report.adopted.push_back(what + ": adopted" +
+                                 (exclusive.empty() ? " in the shared pool" : " with CPUs " + exclusive.format()));
       } else {
         report.unresolved.push_back(what + ": not adopted: " + adopted.error().message());
       }
@@ -150,8 +150,8 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valida
     spec.cpu.iothreads = static_cast<int>(placement.iothreadCpus.size());
     auto adopted = ledger.adoptVm(spec, placement);
     if (adopted.ok()) {
-      report.repaired.push_back("VM " + vm.uuid + " (" + scope +
-                                "): adopted; its memory is unknown until libvirt reports it");
+      report.adopted.push_back("VM " + vm.uuid + " (" + scope +
+                               "): adopted; its memory is unknown until libvirt reports it");
     } else {
       report.unresolved.push_back("VM " + vm.uuid + " (" + scope + "): not adopted: " + adopted.error().message());
     }

@@ -10,7 +10,8 @@
 namespace vri {
 
 struct ValidationReport {
-  std::vector<std::string> repaired;    // tenants released or adopted
+  std::vector<std::string> released;    // tenants whose cgroups are gone, released
+  std::vector<std::string> adopted;     // tenants found running, adopted
   std::vector<std::string> unresolved;  // what needs a person, with the reason
 };
 

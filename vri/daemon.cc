@@ -69,7 +69,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   const CgroupVersion version = backend->version();
   d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable, topology,
                                           config.sharedVcpuMilli, config.v1Controllers);
-  NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything};
+  NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything,
+                  config.reservedCpus.strict};
   d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts));
   log.info("topology: " + topology->source() + ", " + std::to_string(topology->onlineCpus().count()) +
            " CPUs online; cgroup " + std::string(cgroupVersionName(version)) + " at " + config.cgroupRoot +

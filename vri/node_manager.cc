@@ -317,9 +317,13 @@ Result<void> NodeManager::releaseVm(const std::string& uuid) {
 Result<ReconcileReport> NodeManager::startUp() {
   VRI_ASSIGN_OR_RETURN(NodeScan scan, sync_.scan());
   const ValidationReport validation = validateLedger(ledger_, scan);
-  for (const std::string& line : validation.repaired) {
+  for (const std::string& line : validation.released) {
     log_.info("start-up: " + line);
-    events_.publish(line.find("adopted") != std::string::npos ? v1::Event::ADOPTED : v1::Event::RELEASED, "", line);
+    events_.publish(v1::Event::RELEASED, "", line);
+  }
+  for (const std::string& line : validation.adopted) {
+    log_.info("start-up: " + line);
+    events_.publish(v1::Event::ADOPTED, "", line);
   }
   for (const std::string& line : validation.unresolved) log_.warning("start-up: " + line);
   for (const std::string& line : ledger_.loadProblems()) log_.warning("ledger: " + line);

@@ -40,6 +40,7 @@ struct NodeFacts {
   CgroupVersion cgroupVersion = CgroupVersion::kV1;
   std::map<std::string, std::string> options;  // the effective configuration
   bool ownsEverything = false;                 // VRI creates and writes the kubelet side too
+  bool strictCpuReservation = false;           // reserved CPUs are kept out of the shared pool
 };
 
 struct ReconcileReport {

@@ -34,8 +34,7 @@ void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& f
   reply.set_allocatable_cpu_milli(facts.allocatable.allocatableCpuMilli);
   reply.set_capacity_memory_bytes(facts.allocatable.capacityMemoryBytes);
   reply.set_allocatable_memory_bytes(facts.allocatable.allocatableMemoryBytes);
-  const auto strict = facts.options.find("strict_cpu_reservation");
-  reply.set_strict_cpu_reservation(strict != facts.options.end() && strict->second == "true");
+  reply.set_strict_cpu_reservation(facts.strictCpuReservation);
   for (const auto& [name, value] : facts.options) (*reply.mutable_options())[name] = value;
 }
 

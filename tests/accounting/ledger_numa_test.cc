@@ -46,7 +46,7 @@ std::unique_ptr<Ledger> openLedger(const std::string& file, const LedgerConfig& 
 // The start-up check against an empty node releases everything but reservations.
 bool validateLedgerVmsKept(Ledger& ledger) {
   const ValidationReport report = validateLedger(ledger, NodeScan{});
-  return report.repaired.empty() && ledger.state()->vms.size() == 1;
+  return report.released.empty() && report.adopted.empty() && ledger.state()->vms.size() == 1;
 }
 
 VmSpec hugepageVm(const std::string& uuid, int vcpus, uint64_t gib) {

@@ -80,10 +80,10 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
 
   const ValidationReport report = validateLedger(*ledger, *scan);
   EXPECT_TRUE(report.unresolved.empty()) << report.unresolved.front();
-  EXPECT_THAT(report.repaired, Contains("pod ns/gone: its cgroups are gone; released"));
-  EXPECT_THAT(report.repaired, Contains("VM stopped: not running; released"));
-  EXPECT_THAT(report.repaired, Contains("container ccc1 of pod stranger: adopted with CPUs " + stranger_cpus.format()));
-  EXPECT_THAT(report.repaired, Contains("container ddd1 of pod be: adopted in the shared pool"));
+  EXPECT_THAT(report.released, Contains("pod ns/gone: its cgroups are gone; released"));
+  EXPECT_THAT(report.released, Contains("VM stopped: not running; released"));
+  EXPECT_THAT(report.adopted, Contains("container ccc1 of pod stranger: adopted with CPUs " + stranger_cpus.format()));
+  EXPECT_THAT(report.adopted, Contains("container ddd1 of pod be: adopted in the shared pool"));
   const StatePtr s = ledger->state();
   EXPECT_FALSE(s->pods.count("gone"));
   EXPECT_EQ(s->pods.at("alive").containers.at("app").exclusive, app);
@@ -96,7 +96,8 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
 
   // A second check finds nothing to do; a restart keeps what was adopted.
   const ValidationReport again = validateLedger(*ledger, *scan);
-  EXPECT_TRUE(again.repaired.empty()) << again.repaired.front();
+  EXPECT_TRUE(again.released.empty()) << again.released.front();
+  EXPECT_TRUE(again.adopted.empty()) << again.adopted.front();
   ledger.reset();
   auto reopened =
       std::move(

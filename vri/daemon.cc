@@ -71,7 +71,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
                                           config.sharedVcpuMilli, config.v1Controllers);
   NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything,
                   config.reservedCpus.strict};
-  d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts));
+  NodeManagerOptions options;
+  options.releaseGrace = std::chrono::seconds(config.releaseGraceSeconds);
+  d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts), options);
   log.info("topology: " + topology->source() + ", " + std::to_string(topology->onlineCpus().count()) +
            " CPUs online; cgroup " + std::string(cgroupVersionName(version)) + " at " + config.cgroupRoot +
            "; ledger " + config.ledgerPath());

@@ -342,6 +342,14 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return std::string(logLevelName(c.logLevel)); }});
+  o.push_back({"release_grace", "300",
+               "seconds a tenant's cgroups (a VM's QEMU process) must be gone before reconcile releases it", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 7 * 86400));
+                 c.releaseGraceSeconds = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.releaseGraceSeconds); }});
   o.push_back({"reconcile_interval", "30", "seconds between drift repairs; 0: only at start-up and on request", true,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 86400));

@@ -51,6 +51,7 @@ struct DaemonConfig {
   std::string libvirtUri;  // empty: no libvirt connection
   std::string libvirtPidDir;
   bool defineTimePlacement = true;
+  int releaseGraceSeconds = 300;  // how long a tenant must be gone before reconcile releases it
   // May change at run time (SIGHUP).
   LogLevel logLevel = LogLevel::kInfo;
   int reconcileIntervalSeconds = 0;  // 0: only at start-up and on request

@@ -43,13 +43,14 @@ Result<void> asVoid(const Result<bool>& done) {
 }  // namespace
 
 NodeManager::NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Logger& log, NodeFacts facts,
-                         std::chrono::milliseconds retryInterval)
+                         NodeManagerOptions options)
     : ledger_(ledger),
       sync_(sync),
       events_(events),
       log_(log),
       facts_(std::move(facts)),
-      retryInterval_(retryInterval) {
+      options_(std::move(options)),
+      vanished_(options_.releaseGrace) {
   retryThread_ = std::thread([this] { retryLoop(); });
 }
 
@@ -348,6 +349,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
     if (!dryRun) {
       const Decision<bool> found = ledger_.decideVmScopes(writer.current(), scopes);
       if (found.changes()) writer.publish(found.after);
+      VRI_TRY(releaseVanished(writer, vanished_.update(*writer.current(), scan, options_.now())));
     }
     VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(*writer.current(), true, dryRun));
     ReconcileReport report;
@@ -390,6 +392,28 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
   return report;
 }
 
+Result<void> NodeManager::releaseVanished(Ledger::Writer& writer, const VanishedTenants::Due& due) {
+  const std::string why =
+      "gone from the node for " + std::to_string(options_.releaseGrace.count()) + " s or more; released";
+  const auto released = [&](const std::string& tenant, const Result<Decision<bool>>& decision) -> Result<void> {
+    if (!decision.ok()) return {};  // gone from the ledger meanwhile
+    VRI_TRY(carryOut(writer, *decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    log_.info("reconcile: " + tenant + ": " + why);
+    events_.publish(v1::Event::RELEASED, tenant, why);
+    return {};
+  };
+  for (const std::string& uid : due.pods) {
+    VRI_TRY(released(podTenant(uid), ledger_.decideReleasePod(writer.current(), uid)));
+  }
+  for (const auto& [uid, name] : due.containers) {
+    VRI_TRY(released(containerTenant(uid, name), ledger_.decideReleaseContainer(writer.current(), uid, name)));
+  }
+  for (const std::string& uuid : due.vms) {
+    VRI_TRY(released(vmTenant(uuid), ledger_.decideReleaseVm(writer.current(), uuid)));
+  }
+  return {};
+}
+
 void NodeManager::retryLoop() {
   std::unique_lock lock(retryMutex_);
   while (!stopping_) {
@@ -397,7 +421,7 @@ void NodeManager::retryLoop() {
       retryWake_.wait(lock);
       continue;
     }
-    if (retryWake_.wait_for(lock, retryInterval_, [this] { return stopping_; })) break;
+    if (retryWake_.wait_for(lock, options_.retryInterval, [this] { return stopping_; })) break;
     lock.unlock();
     {
       Ledger::Writer writer = ledger_.writer();

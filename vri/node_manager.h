@@ -19,6 +19,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -31,6 +32,7 @@
 #include "vri/cgroup_sync.h"
 #include "vri/event_hub.h"
 #include "vri/logger.h"
+#include "vri/vanished_tenants.h"
 
 namespace vri {
 
@@ -49,11 +51,19 @@ struct ReconcileReport {
   std::vector<std::string> notes;
 };
 
+struct NodeManagerOptions {
+  // How soon writes that failed are tried again.
+  std::chrono::milliseconds retryInterval = std::chrono::seconds(1);
+  // How long a tenant's cgroups (a VM's QEMU process) must be gone before reconcile releases it.
+  std::chrono::seconds releaseGrace = std::chrono::minutes(5);
+  // The clock grace periods are measured with; tests bring their own.
+  std::function<std::chrono::steady_clock::time_point()> now = [] { return std::chrono::steady_clock::now(); };
+};
+
 class NodeManager {
  public:
-  // `retryInterval`: how soon writes that failed are tried again.
   NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Logger& log, NodeFacts facts,
-              std::chrono::milliseconds retryInterval = std::chrono::seconds(1));
+              NodeManagerOptions options = {});
   ~NodeManager();
 
   const Ledger& ledger() const { return ledger_; }
@@ -77,7 +87,8 @@ class NodeManager {
   // Start-up: the ledger against a scan (release what is gone, adopt what
   // runs), then a full reconcile.
   Result<ReconcileReport> startUp();
-  // Scan, report drift, write what differs; also lands pending writes.
+  // Scan, report drift, write what differs; also lands pending writes and
+  // releases tenants gone for longer than the release grace.
   Result<ReconcileReport> reconcile(bool dryRun);
 
   // Whether writes that failed are still waiting to land.
@@ -102,6 +113,8 @@ class NodeManager {
   Result<T> finish(const std::string& action, const std::string& tenant, v1::Event::Kind kind, Result<T> result,
                    const std::string& detail, std::chrono::steady_clock::time_point start);
   Result<ReconcileReport> reconcileLocked(Ledger::Writer& writer, bool dryRun);
+  // Releases what has been gone from the node for the grace period.
+  Result<void> releaseVanished(Ledger::Writer& writer, const VanishedTenants::Due& due);
   void retryLoop();
 
   Ledger& ledger_;
@@ -109,7 +122,8 @@ class NodeManager {
   EventHub& events_;
   Logger& log_;
   NodeFacts facts_;
-  std::chrono::milliseconds retryInterval_;
+  NodeManagerOptions options_;
+  VanishedTenants vanished_;  // used under the ledger's writer lock only
   std::atomic<bool> halted_{false};
   mutable std::mutex retryMutex_;  // guards the three below
   std::condition_variable retryWake_;

@@ -7,6 +7,8 @@
 
 #include <atomic>
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <random>
 #include <thread>
@@ -65,7 +67,11 @@ class Pipeline {
         v1 ? makeV1Backend({{"cpuset", "cpuset"}, {"cpu", "cpu,cpuacct"}, {"cpuacct", "cpu,cpuacct"}})
            : makeV2Backend(),
         layout, allocatable, topology_, 1000, std::vector<std::string>{"cpuset", "cpu", "cpuacct"});
-    node = std::make_unique<NodeManager>(*ledger, *sync, events, log_, NodeFacts{}, std::chrono::milliseconds(20));
+    NodeManagerOptions options;
+    options.retryInterval = std::chrono::milliseconds(20);
+    options.releaseGrace = std::chrono::seconds(60);
+    options.now = [this] { return now.load(); };
+    node = std::make_unique<NodeManager>(*ledger, *sync, events, log_, NodeFacts{}, options);
     events_ = events.subscribe();
     EXPECT_TRUE(node->startUp().ok());
   }
@@ -84,6 +90,24 @@ class Pipeline {
                     .setProcFile(std::to_string(pid) + "/cgroup",
                                  "4:cpuset:/" + scope + "/emulator\n3:cpu,cpuacct:/" + scope + "/emulator\n")
                     .ok());
+  }
+
+  // A QEMU process the scan recognises: in its emulator group, with -uuid on its command line.
+  void runQemu(const std::string& scope, int pid, const std::string& uuid) {
+    fakeQemu(scope, pid, 1);
+    ASSERT_TRUE(fixture_.write({"cpuset", *CgroupPath::parse(scope + "/emulator")}, "tasks", std::to_string(pid)).ok());
+    std::string cmdline;
+    for (const std::string& arg : {std::string("/usr/bin/qemu-system-x86_64"), std::string("-uuid"), uuid})
+      cmdline += arg + '\0';
+    ASSERT_TRUE(fixture_.setProcFile(std::to_string(pid) + "/cmdline", cmdline).ok());
+  }
+  // The process exits: the kernel takes it out of its cgroups and /proc.
+  void exitQemu(const std::string& scope, int pid) {
+    for (const char* file : {"tasks", "cgroup.procs"}) {
+      const std::string path = tmp_.sub("fx/cgroup/cpuset/" + scope + "/emulator/") + file;
+      if (std::filesystem::exists(path)) std::ofstream(path, std::ios::trunc);
+    }
+    std::filesystem::remove_all(tmp_.sub("fx/proc/" + std::to_string(pid)));
   }
 
   // What a full read-and-diff would still write.
@@ -136,6 +160,7 @@ class Pipeline {
 
  public:
   TreeLayout layout;
+  std::atomic<std::chrono::steady_clock::time_point> now{};  // the node manager's clock
   std::unique_ptr<Ledger> ledger;
   std::unique_ptr<CgroupSync> sync;
   EventHub events;
@@ -291,6 +316,59 @@ TEST(DecisionPipelineTest, AResizeWhoseWriteFailsHoldsTheCpusItGaveUp) {
   EXPECT_TRUE(p.ledger->state()->draining().empty());
   EXPECT_EQ(p.read("kubepods/pod" + uid(1) + "/c1"), resized->exclusive.format());
   EXPECT_TRUE(p.pendingOps().empty());
+}
+
+TEST(DecisionPipelineTest, ReconcileReleasesTenantsGoneLongerThanTheGrace) {
+  Pipeline p(Ownership::kCpusetsAndMachine);  // grace 60 s on the test's own clock
+  const auto make = [&](const std::string& path) {
+    for (const char* h : {"cpuset", "cpu,cpuacct"}) ASSERT_TRUE(p.fixture().mkdir({h, *CgroupPath::parse(path)}).ok());
+    ASSERT_TRUE(p.fixture().write({"cpuset", *CgroupPath::parse(path)}, "cpuset.mems", "0-1").ok());
+    ASSERT_TRUE(p.fixture().write({"cpuset", *CgroupPath::parse(path)}, "cpuset.cpus", "0-7").ok());
+  };
+  // Pod 1 runs a container; pod 2's container has no runtime id yet, its pod cgroup exists; pod 3 has no cgroup.
+  make("kubepods/burstable/pod" + uid(1));
+  make("kubepods/burstable/pod" + uid(1) + "/c1");
+  make("kubepods/burstable/pod" + uid(2));
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kBurstable), shared("c1", 100)).ok());
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("", 100)).ok());
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(3), QosClass::kBurstable), shared("", 100)).ok());
+  // A running VM and one that is only reserved (defined, not running).
+  const std::string running = "8f0c0001-0000-4000-8000-000000000001", reserved = "8f0c0002-0000-4000-8000-000000000001";
+  const std::string scope = "machine/qemu-1-web.libvirt-qemu";
+  ASSERT_TRUE(p.node->admitVm(vm(running, 1, VmCpuPolicy::kShared)).ok());
+  p.runQemu(scope, 4242, running);
+  ASSERT_TRUE(p.node->vmStarted(running, 4242).ok());
+  ASSERT_TRUE(p.node->reserveVm(vm(reserved, 1, VmCpuPolicy::kDedicated)).ok());
+
+  const auto t0 = std::chrono::steady_clock::now();
+  p.now = t0;
+  ASSERT_TRUE(p.node->reconcile(false).ok());  // pod 3 is missing from now on
+  // Pod 1's container and the VM's QEMU go away.
+  ASSERT_TRUE(p.fixture().rmdir({"cpuset", *CgroupPath::parse("kubepods/burstable/pod" + uid(1) + "/c1")}).ok());
+  ASSERT_TRUE(p.fixture().rmdir({"cpu,cpuacct", *CgroupPath::parse("kubepods/burstable/pod" + uid(1) + "/c1")}).ok());
+  p.exitQemu(scope, 4242);
+  // Reconciles more often than the grace: nothing goes before its time.
+  for (int seconds : {20, 40, 59}) {
+    p.now = t0 + std::chrono::seconds(seconds);
+    ASSERT_TRUE(p.node->reconcile(false).ok());
+  }
+  EXPECT_TRUE(p.ledger->findPod(uid(3)).has_value());
+  EXPECT_TRUE(p.ledger->findPod(uid(1))->containers.count("app"));
+  EXPECT_TRUE(p.ledger->findVm(running).has_value());
+  p.now = t0 + std::chrono::seconds(61);
+  ASSERT_TRUE(p.node->reconcile(false).ok());
+  EXPECT_FALSE(p.ledger->findPod(uid(3)).has_value());              // gone since t0
+  EXPECT_TRUE(p.ledger->findPod(uid(1))->containers.count("app"));  // gone since t0 + 20 s
+  p.now = t0 + std::chrono::seconds(81);
+  ASSERT_TRUE(p.node->reconcile(false).ok());
+  EXPECT_FALSE(p.ledger->findPod(uid(1))->containers.count("app"));
+  EXPECT_FALSE(p.ledger->findVm(running).has_value());
+  // Never released by reconcile: a reserved VM, and a container without a runtime id whose pod cgroup exists.
+  p.now = t0 + std::chrono::hours(24);
+  ASSERT_TRUE(p.node->reconcile(false).ok());
+  EXPECT_TRUE(p.ledger->findVm(reserved).has_value());
+  EXPECT_TRUE(p.ledger->findPod(uid(2))->containers.count("app"));
+  EXPECT_TRUE(p.sawEvent(v1::Event::RELEASED));
 }
 
 TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {

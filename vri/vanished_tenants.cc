@@ -1,0 +1,46 @@
+#include "vri/vanished_tenants.h"
+
+#include <set>
+
+namespace vri {
+
+bool VanishedTenants::missing(const std::string& tenant, Clock::time_point now,
+                              std::map<std::string, Clock::time_point>& seen) {
+  const auto known = missingSince_.find(tenant);
+  const Clock::time_point since = known == missingSince_.end() ? now : known->second;
+  seen[tenant] = since;
+  return now - since >= grace_;
+}
+
+VanishedTenants::Due VanishedTenants::update(const LedgerState& state, const NodeScan& scan, Clock::time_point now) {
+  std::map<std::string, std::set<std::string>> running;  // pod UID -> container ids with a cgroup
+  for (const ScannedPod& pod : scan.pods) {
+    auto& ids = running[pod.uid];
+    for (const ScannedContainer& c : pod.containers) ids.insert(c.id);
+  }
+  std::set<std::string> running_vms;
+  for (const ScannedVm& vm : scan.vms) {
+    if (!vm.uuid.empty()) running_vms.insert(vm.uuid);
+  }
+  Due due;
+  std::map<std::string, Clock::time_point> still_missing;  // what is missing now: the rest is forgotten
+  for (const auto& [uid, pod] : state.pods) {
+    const auto found = running.find(uid);
+    if (found == running.end()) {
+      if (missing("pod/" + uid, now, still_missing)) due.pods.push_back(uid);
+      continue;
+    }
+    for (const auto& [name, c] : pod.containers) {
+      if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;  // judged by the pod, or there
+      if (missing(containerOwner(uid, name), now, still_missing)) due.containers.emplace_back(uid, name);
+    }
+  }
+  for (const auto& [uuid, vm] : state.vms) {
+    if (vm.defined || running_vms.count(uuid)) continue;
+    if (missing(vmOwner(uuid), now, still_missing)) due.vms.push_back(uuid);
+  }
+  missingSince_ = std::move(still_missing);
+  return due;
+}
+
+}  // namespace vri

@@ -1,0 +1,42 @@
+// VanishedTenants: which tenants have been gone from the node — their cgroups,
+// or a VM's QEMU process — for longer than a grace period, so that reconcile
+// releases them. A tenant seen again is forgotten; a VM that is only reserved
+// (defined, not running) is never due; a container whose runtime id is not
+// known yet has no cgroup of its own and is judged by its pod's.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "accounting/ledger_state.h"
+#include "cgroup-model/node_scan.h"
+
+namespace vri {
+
+class VanishedTenants {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit VanishedTenants(Clock::duration grace) : grace_(grace) {}
+
+  struct Due {
+    std::vector<std::string> pods;                                // by UID
+    std::vector<std::pair<std::string, std::string>> containers;  // pod UID, container name
+    std::vector<std::string> vms;                                 // by UUID
+    bool empty() const { return pods.empty() && containers.empty() && vms.empty(); }
+  };
+  // Notes what `scan` lacks of `state` at `now`, and returns what has been missing for the grace period.
+  Due update(const LedgerState& state, const NodeScan& scan, Clock::time_point now);
+  Clock::duration grace() const { return grace_; }
+
+ private:
+  // True when `tenant`, missing now, has been missing for the grace period.
+  bool missing(const std::string& tenant, Clock::time_point now, std::map<std::string, Clock::time_point>& seen);
+
+  Clock::duration grace_;
+  std::map<std::string, Clock::time_point> missingSince_;  // by tenant name
+};
+
+}  // namespace vri

@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
@@ -33,11 +34,11 @@ Result<void> step(sqlite3* db, sqlite3_stmt* statement, const std::string& what)
 
 }  // namespace
 
-Result<Durability> parseDurability(std::string_view text) {
-  if (text == "normal") return Durability::kNormal;
-  if (text == "full") return Durability::kFull;
-  return Error::invalidArgument("unknown durability " + quoteForMessage(text) + " (use normal or full)");
-}
+constexpr EnumText<Durability, 2> kDurabilityText{"durability",
+                                                  {{{Durability::kNormal, "normal"}, {Durability::kFull, "full"}}}};
+
+Result<Durability> parseDurability(std::string_view text) { return kDurabilityText.parse(text); }
+std::string_view durabilityName(Durability durability) { return kDurabilityText.name(durability); }
 
 Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::string& path, Durability durability) {
   sqlite3* db = nullptr;

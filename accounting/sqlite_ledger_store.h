@@ -18,6 +18,7 @@ namespace vri {
 // NORMAL: a commit survives the process crashing; FULL: also the machine losing power.
 enum class Durability { kNormal, kFull };
 Result<Durability> parseDurability(std::string_view text);  // "normal" | "full"
+std::string_view durabilityName(Durability durability);
 
 class SqliteLedgerStore : public LedgerStore {
  public:

@@ -1,5 +1,7 @@
 #include "accounting/topology_manager.h"
 
+#include "cgroup-model/enum_text.h"
+
 #include <algorithm>
 #include <functional>
 
@@ -127,14 +129,14 @@ class Aligner {
 
 }  // namespace
 
-Result<TopologyPolicy> parseTopologyPolicy(std::string_view text) {
-  if (text == "none") return TopologyPolicy::kNone;
-  if (text == "best-effort") return TopologyPolicy::kBestEffort;
-  if (text == "restricted") return TopologyPolicy::kRestricted;
-  if (text == "single-numa-node") return TopologyPolicy::kSingleNumaNode;
-  return Error::invalidArgument("unknown topology-manager policy " + quoteForMessage(text) +
-                                " (use none, best-effort, restricted or single-numa-node)");
-}
+constexpr EnumText<TopologyPolicy, 4> kTopologyPolicyText{"topology-manager policy",
+                                                          {{{TopologyPolicy::kNone, "none"},
+                                                            {TopologyPolicy::kBestEffort, "best-effort"},
+                                                            {TopologyPolicy::kRestricted, "restricted"},
+                                                            {TopologyPolicy::kSingleNumaNode, "single-numa-node"}}}};
+
+Result<TopologyPolicy> parseTopologyPolicy(std::string_view text) { return kTopologyPolicyText.parse(text); }
+std::string_view topologyPolicyName(TopologyPolicy policy) { return kTopologyPolicyText.name(policy); }
 
 Result<NumaAffinity> alignOnNuma(const Topology& topology, const CpuSet& freeCpus, const NumaMemory& memory,
                                  const AlignmentRequest& request, const TopologyManagerOptions& options) {

@@ -19,6 +19,7 @@ namespace vri {
 
 enum class TopologyPolicy { kNone, kBestEffort, kRestricted, kSingleNumaNode };
 Result<TopologyPolicy> parseTopologyPolicy(std::string_view text);  // "none", "best-effort", ...
+std::string_view topologyPolicyName(TopologyPolicy policy);
 
 struct TopologyManagerOptions {
   TopologyPolicy policy = TopologyPolicy::kNone;

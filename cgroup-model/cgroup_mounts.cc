@@ -1,5 +1,7 @@
 #include "cgroup-model/cgroup_mounts.h"
 
+#include "cgroup-model/enum_text.h"
+
 #include <array>
 #include <sstream>
 
@@ -40,13 +42,11 @@ std::string unescapeOctal(std::string_view text) {
 
 }  // namespace
 
-std::string_view cgroupVersionName(CgroupVersion version) { return version == CgroupVersion::kV1 ? "v1" : "v2"; }
+constexpr EnumText<CgroupVersion, 2> kCgroupVersionText{"cgroup version",
+                                                        {{{CgroupVersion::kV1, "v1"}, {CgroupVersion::kV2, "v2"}}}};
 
-Result<CgroupVersion> parseCgroupVersion(std::string_view text) {
-  if (text == "v1") return CgroupVersion::kV1;
-  if (text == "v2") return CgroupVersion::kV2;
-  return Error::invalidArgument("unknown cgroup version " + quoteForMessage(text) + " (use v1 or v2)");
-}
+std::string_view cgroupVersionName(CgroupVersion version) { return kCgroupVersionText.name(version); }
+Result<CgroupVersion> parseCgroupVersion(std::string_view text) { return kCgroupVersionText.parse(text); }
 
 Result<CgroupMounts> parseMountInfo(std::string_view text) {
   CgroupMounts mounts;

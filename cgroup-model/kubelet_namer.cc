@@ -1,5 +1,7 @@
 #include "cgroup-model/kubelet_namer.h"
 
+#include "cgroup-model/enum_text.h"
+
 #include <algorithm>
 
 #include "cgroup-model/quote.h"
@@ -79,12 +81,11 @@ std::string_view qosClassName(QosClass qos) {
   return "unknown";
 }
 
-Result<KubeletDriver> parseKubeletDriver(std::string_view text) {
-  if (text == "cgroupfs") return KubeletDriver::kCgroupfs;
-  if (text == "systemd") return KubeletDriver::kSystemd;
-  return Error::invalidArgument("unknown kubelet cgroup driver " + quoteForMessage(text) +
-                                " (use cgroupfs or systemd)");
-}
+constexpr EnumText<KubeletDriver, 2> kKubeletDriverText{
+    "kubelet cgroup driver", {{{KubeletDriver::kCgroupfs, "cgroupfs"}, {KubeletDriver::kSystemd, "systemd"}}}};
+
+Result<KubeletDriver> parseKubeletDriver(std::string_view text) { return kKubeletDriverText.parse(text); }
+std::string_view kubeletDriverName(KubeletDriver driver) { return kKubeletDriverText.name(driver); }
 
 Result<void> validatePodUid(std::string_view uid) {
   const bool ok = !uid.empty() && uid.size() <= 128 &&

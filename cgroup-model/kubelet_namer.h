@@ -20,6 +20,7 @@ std::string_view qosClassName(QosClass qos);  // "guaranteed", "burstable", "bes
 
 enum class KubeletDriver { kCgroupfs, kSystemd };
 Result<KubeletDriver> parseKubeletDriver(std::string_view text);  // "cgroupfs" | "systemd"
+std::string_view kubeletDriverName(KubeletDriver driver);
 
 // A pod UID: 1-128 characters of [A-Za-z0-9_-] (UUIDs, static pods' hashes).
 Result<void> validatePodUid(std::string_view uid);

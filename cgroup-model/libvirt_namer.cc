@@ -1,11 +1,22 @@
 #include "cgroup-model/libvirt_namer.h"
 
+#include "cgroup-model/enum_text.h"
+
 #include <cstdio>
 #include <cstring>
 
 #include "cgroup-model/quote.h"
 
 namespace vri {
+
+constexpr EnumText<LibvirtLayout, 3> kLibvirtLayoutText{
+    "libvirt layout",
+    {{{LibvirtLayout::kSystemd, "systemd"},
+      {LibvirtLayout::kSystemdWithLibvirtLevel, "systemd-libvirt-level"},
+      {LibvirtLayout::kNoSystemd, "no-systemd"}}}};
+
+Result<LibvirtLayout> parseLibvirtLayout(std::string_view text) { return kLibvirtLayoutText.parse(text); }
+std::string_view libvirtLayoutName(LibvirtLayout layout) { return kLibvirtLayoutText.name(layout); }
 
 std::string libvirtMachineName(int id, std::string_view name) {
   constexpr size_t kMaxLength = 64;

@@ -23,6 +23,8 @@ enum class LibvirtLayout {
   kSystemdWithLibvirtLevel,  // threads under <scope>/libvirt (libvirt >= 7.1)
   kNoSystemd,                // the machine/ partition, threads under the .libvirt-qemu directory
 };
+Result<LibvirtLayout> parseLibvirtLayout(std::string_view text);  // "systemd" | "systemd-libvirt-level" | "no-systemd"
+std::string_view libvirtLayoutName(LibvirtLayout layout);
 
 // libvirt's machine name "qemu-<id>-<name>": only [A-Za-z0-9.-] of the name
 // are kept, runs of '.'/'-' collapse into their first, leading ones are

@@ -2,9 +2,16 @@
 
 #include <algorithm>
 
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
+
+constexpr EnumText<Ownership, 2> kOwnershipText{
+    "ownership", {{{Ownership::kCpusetsAndMachine, "cpusets"}, {Ownership::kEverything, "everything"}}}};
+
+Result<Ownership> parseOwnership(std::string_view text) { return kOwnershipText.parse(text); }
+std::string_view ownershipName(Ownership ownership) { return kOwnershipText.name(ownership); }
 
 namespace {
 

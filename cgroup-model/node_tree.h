@@ -27,6 +27,8 @@ namespace vri {
 // keep writing the kubelet side's cpu and memory values and VRI only its
 // cpusets; kEverything makes VRI write them too (hosts without kubelet, tests).
 enum class Ownership { kCpusetsAndMachine, kEverything };
+Result<Ownership> parseOwnership(std::string_view text);  // "cpusets" | "everything"
+std::string_view ownershipName(Ownership ownership);
 
 struct ContainerCgroup {
   std::string id;

@@ -1,5 +1,7 @@
 #include "vri/daemon_config.h"
 
+#include "cgroup-model/enum_text.h"
+
 #include <algorithm>
 #include <charconv>
 #include <set>
@@ -38,31 +40,8 @@ Result<std::string> parseAbsolutePath(const std::string& text) {
   return text;
 }
 
-Result<LibvirtLayout> parseLibvirtLayout(const std::string& text) {
-  if (text == "systemd") return LibvirtLayout::kSystemd;
-  if (text == "systemd-libvirt-level") return LibvirtLayout::kSystemdWithLibvirtLevel;
-  if (text == "no-systemd") return LibvirtLayout::kNoSystemd;
-  return Error::invalidArgument("want systemd, systemd-libvirt-level or no-systemd, got " + quoteForMessage(text));
-}
-
-std::string libvirtLayoutName(LibvirtLayout layout) {
-  switch (layout) {
-    case LibvirtLayout::kSystemd: return "systemd";
-    case LibvirtLayout::kSystemdWithLibvirtLevel: return "systemd-libvirt-level";
-    case LibvirtLayout::kNoSystemd: return "no-systemd";
-  }
-  return "?";
-}
-
-std::string topologyPolicyName(TopologyPolicy policy) {
-  switch (policy) {
-    case TopologyPolicy::kNone: return "none";
-    case TopologyPolicy::kBestEffort: return "best-effort";
-    case TopologyPolicy::kRestricted: return "restricted";
-    case TopologyPolicy::kSingleNumaNode: return "single-numa-node";
-  }
-  return "?";
-}
+constexpr EnumText<TopologyScope, 2> kTopologyScopeText{
+    "topology-manager scope", {{{TopologyScope::kContainer, "container"}, {TopologyScope::kPod, "pod"}}}};
 
 std::string boolName(bool value) { return value ? "true" : "false"; }
 
@@ -165,9 +144,7 @@ std::vector<ConfigOption> buildOptions() {
                  VRI_ASSIGN_OR_RETURN(c.layout.driver, parseKubeletDriver(v));
                  return {};
                },
-               [](const DaemonConfig& c) {
-                 return std::string(c.layout.driver == KubeletDriver::kSystemd ? "systemd" : "cgroupfs");
-               }});
+               [](const DaemonConfig& c) { return std::string(kubeletDriverName(c.layout.driver)); }});
   o.push_back({"kubelet_cgroup_root", "/", "kubelet's --cgroup-root: the cgroup kubepods sits in", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(std::string path, parseAbsolutePath(v));
@@ -181,7 +158,7 @@ std::vector<ConfigOption> buildOptions() {
                  VRI_ASSIGN_OR_RETURN(c.layout.libvirt, parseLibvirtLayout(v));
                  return {};
                },
-               [](const DaemonConfig& c) { return libvirtLayoutName(c.layout.libvirt); }});
+               [](const DaemonConfig& c) { return std::string(libvirtLayoutName(c.layout.libvirt)); }});
   o.push_back({"machine_partition", "machine.slice",
                "libvirt's partition, relative to the cgroup root (machine.slice, or machine without systemd)", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
@@ -196,18 +173,10 @@ std::vector<ConfigOption> buildOptions() {
                "(and creates) the whole kubelet side too",
                false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
-                 if (v == "cpusets") {
-                   c.layout.ownership = Ownership::kCpusetsAndMachine;
-                 } else if (v == "everything") {
-                   c.layout.ownership = Ownership::kEverything;
-                 } else {
-                   return Error::invalidArgument("want cpusets or everything, got " + quoteForMessage(v));
-                 }
+                 VRI_ASSIGN_OR_RETURN(c.layout.ownership, parseOwnership(v));
                  return {};
                },
-               [](const DaemonConfig& c) {
-                 return std::string(c.layout.ownership == Ownership::kEverything ? "everything" : "cpusets");
-               }});
+               [](const DaemonConfig& c) { return std::string(ownershipName(c.layout.ownership)); }});
   // Topology and reservations.
   o.push_back(stringOption("topology", "live", "live, xml:PATH (an lstopo export) or synthetic:DESCRIPTION",
                            &DaemonConfig::topology, false));
@@ -262,22 +231,14 @@ std::vector<ConfigOption> buildOptions() {
                  VRI_ASSIGN_OR_RETURN(c.topologyManager.policy, parseTopologyPolicy(v));
                  return {};
                },
-               [](const DaemonConfig& c) { return topologyPolicyName(c.topologyManager.policy); }});
+               [](const DaemonConfig& c) { return std::string(topologyPolicyName(c.topologyManager.policy)); }});
   o.push_back({"topology_manager_scope", "container",
                "container, or pod (the shim then admits a pod's containers together)", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
-                 if (v == "container") {
-                   c.topologyScope = TopologyScope::kContainer;
-                 } else if (v == "pod") {
-                   c.topologyScope = TopologyScope::kPod;
-                 } else {
-                   return Error::invalidArgument("want container or pod, got " + quoteForMessage(v));
-                 }
+                 VRI_ASSIGN_OR_RETURN(c.topologyScope, kTopologyScopeText.parse(v));
                  return {};
                },
-               [](const DaemonConfig& c) {
-                 return std::string(c.topologyScope == TopologyScope::kPod ? "pod" : "container");
-               }});
+               [](const DaemonConfig& c) { return std::string(kTopologyScopeText.name(c.topologyScope)); }});
   o.push_back({"prefer_closest_numa_nodes", "false", "the topology manager's prefer-closest-numa-nodes", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(c.topologyManager.preferClosestNumaNodes, parseBool(v));
@@ -321,13 +282,12 @@ std::vector<ConfigOption> buildOptions() {
                [](const DaemonConfig& c) { return std::to_string(c.maxRequestBytes); }});
   o.push_back(stringOption("state_dir", "/var/lib/vri", "where the ledger (ledger.sqlite) lives",
                            &DaemonConfig::stateDir, true));
-  o.push_back(
-      {"durability", "normal", "normal: commits survive vrid crashing; full: also power loss", false,
-       [](DaemonConfig& c, const std::string& v) -> Result<void> {
-         VRI_ASSIGN_OR_RETURN(c.durability, parseDurability(v));
-         return {};
-       },
-       [](const DaemonConfig& c) { return std::string(c.durability == Durability::kFull ? "full" : "normal"); }});
+  o.push_back({"durability", "normal", "normal: commits survive vrid crashing; full: also power loss", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.durability, parseDurability(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::string(durabilityName(c.durability)); }});
   o.push_back(stringOption("libvirt_uri", "qemu:///system",
                            "the libvirt connection for the VM side; empty: vrid does not talk to libvirt",
                            &DaemonConfig::libvirtUri, false));

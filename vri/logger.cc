@@ -1,5 +1,7 @@
 #include "vri/logger.h"
 
+#include "cgroup-model/enum_text.h"
+
 #include <chrono>
 #include <ctime>
 #include <string>
@@ -8,23 +10,14 @@
 
 namespace vri {
 
-Result<LogLevel> parseLogLevel(std::string_view text) {
-  if (text == "error") return LogLevel::kError;
-  if (text == "warning") return LogLevel::kWarning;
-  if (text == "info") return LogLevel::kInfo;
-  if (text == "debug") return LogLevel::kDebug;
-  return Error::invalidArgument("log level must be error, warning, info or debug, not " + quoteForMessage(text));
-}
+constexpr EnumText<LogLevel, 4> kLogLevelText{"log level",
+                                              {{{LogLevel::kError, "error"},
+                                                {LogLevel::kWarning, "warning"},
+                                                {LogLevel::kInfo, "info"},
+                                                {LogLevel::kDebug, "debug"}}}};
 
-std::string_view logLevelName(LogLevel level) {
-  switch (level) {
-    case LogLevel::kError: return "error";
-    case LogLevel::kWarning: return "warning";
-    case LogLevel::kInfo: return "info";
-    case LogLevel::kDebug: return "debug";
-  }
-  return "?";
-}
+Result<LogLevel> parseLogLevel(std::string_view text) { return kLogLevelText.parse(text); }
+std::string_view logLevelName(LogLevel level) { return kLogLevelText.name(level); }
 
 void Logger::log(LogLevel level, std::string_view message) {
   if (!enabled(level)) return;

@@ -61,7 +61,7 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
     for (auto it = pod.containers.begin(); it != pod.containers.end();) {
       const ContainerRecord& c = it->second;
       auto restored =
-          restoreOwner(state.pool, state.numa, containerOwner(uid, c.spec.name), {c.exclusive, {}}, c.memory);
+          restoreOwner(state.pool, state.numa, containerTenant(uid, c.spec.name), {c.exclusive, {}}, c.memory);
       if (!restored.ok()) {
         problems.push_back("container " + pod.spec.name + "/" + c.spec.name +
                            " kept out: " + restored.error().message());
@@ -75,7 +75,7 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
   }
   for (auto& [uuid, vm] : stored.vms) {
     const ExclusiveGrant grant{vm.placement.exclusive, vm.placement.heldBack};
-    auto restored = restoreOwner(state.pool, state.numa, vmOwner(uuid), grant, vm.memory);
+    auto restored = restoreOwner(state.pool, state.numa, vmTenant(uuid), grant, vm.memory);
     if (!restored.ok()) {
       problems.push_back("VM " + vm.spec.cpu.name + " kept out: " + restored.error().message());
       continue;
@@ -265,7 +265,7 @@ Result<std::vector<int>> Ledger::alignNodes(const LedgerState& state, const Alig
 
 Decision<bool> Ledger::decideHoldDraining(const StatePtr& from, const std::string& tenant, const CpuSet& cpus) const {
   NextState n = next(from);
-  const std::string owner = drainingOwner(tenant);
+  const std::string owner = drainingTenant(tenant);
   CpuSet held = cpus & from->shared();
   if (const ExclusiveGrant* already = from->pool.grant(owner)) held |= already->all();
   if (held.empty()) return unchanged(from, true);

@@ -37,7 +37,7 @@ Result<void> checkLedgerInvariants(const LedgerState& s, const Topology& topolog
     for (const auto& [name, c] : pod.containers) {
       if (c.exclusive.empty()) continue;
       ++records_with_cpus;
-      const auto grant = s.grants().find(containerOwner(uid, name));
+      const auto grant = s.grants().find(containerTenant(uid, name));
       if (grant == s.grants().end() || grant->second.cpus != c.exclusive) {
         return Error::internal("container " + name + " of pod " + uid + " disagrees with the pool");
       }
@@ -46,7 +46,7 @@ Result<void> checkLedgerInvariants(const LedgerState& s, const Topology& topolog
   for (const auto& [uuid, vm] : s.vms) {
     if (vm.placement.exclusive.empty() && vm.placement.heldBack.empty()) continue;
     ++records_with_cpus;
-    const auto grant = s.grants().find(vmOwner(uuid));
+    const auto grant = s.grants().find(vmTenant(uuid));
     if (grant == s.grants().end() || grant->second.cpus != vm.placement.exclusive ||
         grant->second.heldBack != vm.placement.heldBack) {
       return Error::internal("VM " + uuid + " disagrees with the pool");
@@ -60,12 +60,12 @@ Result<void> checkLedgerInvariants(const LedgerState& s, const Topology& topolog
   std::map<std::string, MemoryBlocks> recorded;
   for (const auto& [uid, pod] : s.pods) {
     for (const auto& [name, c] : pod.containers) {
-      if (!c.memory.empty()) recorded[containerOwner(uid, name)] = c.memory;
+      if (!c.memory.empty()) recorded[containerTenant(uid, name)] = c.memory;
     }
   }
   for (const auto& [uuid, vm] : s.vms) {
     if (vm.memory.empty()) continue;
-    recorded[vmOwner(uuid)] = vm.memory;
+    recorded[vmTenant(uuid)] = vm.memory;
     if (vm.placement.mems != NumaMemory::mems(vm.memory))
       return Error::internal("VM " + uuid + " mems disagree with its memory");
   }

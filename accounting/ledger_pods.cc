@@ -44,11 +44,11 @@ Result<ContainerPlacement> Ledger::placeContainer(NextState& next, PodRecord& po
   if (!container.init) {
     for (auto& [name, other] : pod.containers) {
       if (!other.spec.init || other.exclusive.empty()) continue;
-      next.pool().releaseOwner(containerOwner(pod.spec.uid, name));
+      next.pool().releaseOwner(containerTenant(pod.spec.uid, name));
       reusable |= other.exclusive;
     }
   }
-  const std::string owner = containerOwner(pod.spec.uid, container.name);
+  const std::string owner = containerTenant(pod.spec.uid, container.name);
   // A pinned container's CPUs and memory come from the same NUMA nodes.
   const uint64_t pinned_memory = container.memoryLimitBytes.value_or(0);
   const bool pinned = config_.pinGuaranteedMemory && pinned_memory > 0;
@@ -183,7 +183,7 @@ Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePt
 
   // The old placement out of the books (keeping its CPUs where it can), placed anew.
   NextState n = next(from);
-  const std::string owner = containerOwner(podUid, container.name);
+  const std::string owner = containerTenant(podUid, container.name);
   n.pool().releaseOwner(owner);
   n.putPod(updated);  // without the container: its shared demand is out of the totals
   ContainerPlacement placed;
@@ -211,7 +211,7 @@ Result<Decision<bool>> Ledger::decideReleaseContainer(const StatePtr& from, cons
     return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(name));
   }
   NextState n = next(from);
-  const std::string owner = containerOwner(podUid, name);
+  const std::string owner = containerTenant(podUid, name);
   n.pool().releaseOwner(owner);
   if (!known->second.memory.empty()) VRI_TRY(n.numa().release(owner));
   PodRecord updated = *pod;
@@ -225,7 +225,7 @@ Result<Decision<bool>> Ledger::decideReleasePod(const StatePtr& from, const std:
   if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
   NextState n = next(from);
   for (const auto& [name, c] : pod->containers) {
-    const std::string owner = containerOwner(podUid, name);
+    const std::string owner = containerTenant(podUid, name);
     n.pool().releaseOwner(owner);
     if (!c.memory.empty()) VRI_TRY(n.numa().release(owner));
   }
@@ -243,7 +243,7 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
     return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");
   }
   NextState n = next(from);
-  if (!exclusive.empty()) VRI_TRY(n.pool().assign(containerOwner(pod.uid, container.name), {exclusive, {}}));
+  if (!exclusive.empty()) VRI_TRY(n.pool().assign(containerTenant(pod.uid, container.name), {exclusive, {}}));
   updated.containers[container.name] = ContainerRecord{container, exclusive, {}};
   n.putPod(std::move(updated));
   return n.finish(true);

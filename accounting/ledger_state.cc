@@ -4,14 +4,7 @@
 
 namespace vri {
 
-namespace {
-constexpr std::string_view kDrainingPrefix = "draining/";
-}
-
-std::string containerOwner(const std::string& podUid, const std::string& name) { return "pod/" + podUid + "/" + name; }
-std::string vmOwner(const std::string& uuid) { return "vm/" + uuid; }
-std::string drainingOwner(const std::string& tenant) { return std::string(kDrainingPrefix) + tenant; }
-bool isDrainingOwner(const std::string& owner) { return owner.starts_with(kDrainingPrefix); }
+bool isDrainingOwner(const std::string& owner) { return parseTenant(owner).kind == TenantName::Kind::kDraining; }
 
 LedgerTotals& LedgerTotals::operator+=(const LedgerTotals& o) {
   sharedDemandMilli += o.sharedDemandMilli;

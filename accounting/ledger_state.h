@@ -15,6 +15,7 @@
 #include "accounting/ledger_records.h"
 #include "accounting/numa_memory.h"
 #include "accounting/persistent_map.h"
+#include "accounting/tenant_id.h"
 #include "cgroup-model/cgroup_path.h"
 
 namespace vri {
@@ -72,11 +73,6 @@ struct Decision {
   bool changes() const { return before != after; }
 };
 
-// Owner names in the CPU pool and the NUMA books, and tenant names in events.
-std::string containerOwner(const std::string& podUid, const std::string& name);
-std::string vmOwner(const std::string& uuid);
-// CPUs held back while the write that frees them is pending.
-std::string drainingOwner(const std::string& tenant);
 bool isDrainingOwner(const std::string& owner);
 
 // What a tenant adds to the totals.

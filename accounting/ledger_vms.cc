@@ -72,7 +72,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
   reserveSharedFor(n.pool(), from->totals, shared_demand);
   // A VM with dedicated CPUs, hugepages or a strict numatune is NUMA-bound: its
   // CPUs and memory come from the same nodes.
-  const std::string owner = vmOwner(vm.uuid);
+  const std::string owner = vmTenant(vm.uuid);
   const bool numa_bound = !dedicated.empty() || vm.hugepageSize != 0 || !vm.strictNumaNodes.empty();
   const MemoryRequest memory_request = {{vm.hugepageSize, vm.memoryBytes}};
   VmCpuRequest cpu_request = vm.cpu;
@@ -131,7 +131,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, co
 
   // Out of the books, placed anew inside its old CPUs first, then nearby.
   NextState n = next(from);
-  const std::string owner = vmOwner(vm.uuid);
+  const std::string owner = vmTenant(vm.uuid);
   const CpuSet old_cpus = before.placement.exclusive | before.placement.heldBack;
   n.pool().releaseOwner(owner);
   VmRecord without = before;
@@ -160,8 +160,8 @@ Result<Decision<bool>> Ledger::decideReleaseVm(const StatePtr& from, const std::
   const VmRecord* vm = from->vm(uuid);
   if (vm == nullptr) return Error::notFound("no VM " + quoteForMessage(uuid));
   NextState n = next(from);
-  n.pool().releaseOwner(vmOwner(uuid));
-  if (!vm->memory.empty()) VRI_TRY(n.numa().release(vmOwner(uuid)));
+  n.pool().releaseOwner(vmTenant(uuid));
+  if (!vm->memory.empty()) VRI_TRY(n.numa().release(vmTenant(uuid)));
   n.eraseVm(uuid);
   return n.finish(true);
 }
@@ -172,7 +172,7 @@ Result<Decision<bool>> Ledger::decideAdoptVm(const StatePtr& from, const VmSpec&
   if (from->vm(vm.uuid)) return Error(ErrorCode::kAlreadyExists, "VM " + vm.uuid + " is known");
   NextState n = next(from);
   const ExclusiveGrant grant{placement.exclusive, placement.heldBack};
-  if (!grant.all().empty()) VRI_TRY(n.pool().assign(vmOwner(vm.uuid), grant));
+  if (!grant.all().empty()) VRI_TRY(n.pool().assign(vmTenant(vm.uuid), grant));
   n.putVm(VmRecord{vm, placement, {}, false});
   return n.finish(true);
 }

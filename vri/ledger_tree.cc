@@ -57,20 +57,19 @@ NodeResources nodeResources(const LedgerState& state, const LedgerTreeInputs& in
   TreeTotals& totals = node.totals;
   // Grants are at most one per CPU: this costs the machine's size, not the node's tenants.
   for (const auto& [owner, grant] : state.grants()) {
-    if (isDrainingOwner(owner)) {
+    const TenantName tenant = parseTenant(owner);
+    if (tenant.kind == TenantName::Kind::kDraining) {
       node.drainingCpus |= grant.all();
-    } else if (owner.starts_with("vm/")) {
-      const std::string uuid = owner.substr(3);
-      const VmRecord* vm = state.vm(uuid);
+    } else if (tenant.kind == TenantName::Kind::kVm) {
+      const VmRecord* vm = state.vm(tenant.uuid);
       if (vm == nullptr) continue;
-      if (vm->defined || !state.vmScope(uuid)) {
+      if (vm->defined || !state.vmScope(tenant.uuid)) {
         node.startingVmCpus |= vm->placement.exclusive;
       } else {
         totals.vmExclusive |= vm->placement.exclusive;
       }
-    } else if (owner.starts_with("pod/")) {
-      const std::string uid = owner.substr(4, owner.find('/', 4) - 4);
-      const PodRecord* pod = state.pod(uid);
+    } else if (tenant.kind == TenantName::Kind::kContainer) {
+      const PodRecord* pod = state.pod(tenant.podUid);
       if (pod == nullptr) continue;
       totals.podExclusive |= grant.cpus;
       totals.qosExclusive[pod->spec.qos] |= grant.cpus;

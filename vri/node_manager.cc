@@ -6,10 +6,6 @@
 
 namespace vri {
 
-std::string podTenant(const std::string& uid) { return "pod/" + uid; }
-std::string containerTenant(const std::string& uid, const std::string& name) { return containerOwner(uid, name); }
-std::string vmTenant(const std::string& uuid) { return vmOwner(uuid); }
-
 namespace {
 
 using Clock = std::chrono::steady_clock;

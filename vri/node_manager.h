@@ -132,8 +132,4 @@ class NodeManager {
   std::thread retryThread_;
 };
 
-std::string podTenant(const std::string& uid);
-std::string containerTenant(const std::string& uid, const std::string& name);
-std::string vmTenant(const std::string& uuid);
-
 }  // namespace vri

@@ -27,17 +27,17 @@ VanishedTenants::Due VanishedTenants::update(const LedgerState& state, const Nod
   for (const auto& [uid, pod] : state.pods) {
     const auto found = running.find(uid);
     if (found == running.end()) {
-      if (missing("pod/" + uid, now, still_missing)) due.pods.push_back(uid);
+      if (missing(podTenant(uid), now, still_missing)) due.pods.push_back(uid);
       continue;
     }
     for (const auto& [name, c] : pod.containers) {
       if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;  // judged by the pod, or there
-      if (missing(containerOwner(uid, name), now, still_missing)) due.containers.emplace_back(uid, name);
+      if (missing(containerTenant(uid, name), now, still_missing)) due.containers.emplace_back(uid, name);
     }
   }
   for (const auto& [uuid, vm] : state.vms) {
     if (vm.defined || running_vms.count(uuid)) continue;
-    if (missing(vmOwner(uuid), now, still_missing)) due.vms.push_back(uuid);
+    if (missing(vmTenant(uuid), now, still_missing)) due.vms.push_back(uuid);
   }
   missingSince_ = std::move(still_missing);
   return due;

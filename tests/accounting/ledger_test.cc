@@ -149,7 +149,7 @@ TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
   EXPECT_TRUE(one->exclusive.isSubsetOf(four->exclusive));
   const auto before = ledger->state();
   EXPECT_FALSE(ledger->resizeContainer("p", cpus("app", 15)).ok());
-  EXPECT_EQ(ledger->state()->grants().at(containerOwner("p", "app")).cpus, one->exclusive);
+  EXPECT_EQ(ledger->state()->grants().at(containerTenant("p", "app")).cpus, one->exclusive);
   EXPECT_EQ(ledger->state()->shared(), before->shared());
   // A fractional request runs in the shared pool, as with kubelet; and back to exclusive.
   auto to_shared = ledger->resizeContainer("p", shared("app", 500));
@@ -177,7 +177,7 @@ TEST(LedgerTest, ResizesAVm) {
   const auto before = ledger->state();
   vm.cpu.vcpus = 40;  // more than the machine's 32 CPUs
   EXPECT_FALSE(ledger->resizeVm(vm).ok());
-  EXPECT_EQ(ledger->state()->grants().at(vmOwner(vm.uuid)).cpus, six->exclusive);
+  EXPECT_EQ(ledger->state()->grants().at(vmTenant(vm.uuid)).cpus, six->exclusive);
   EXPECT_EQ(ledger->state()->shared(), before->shared());
   vm.cpu.vcpus = 4;
   vm.cpu.cpuPolicy = VmCpuPolicy::kShared;  // all vCPUs into the shared pool

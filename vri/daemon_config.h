@@ -70,6 +70,8 @@ struct ConfigOption {
 
 // Every option, in the order the documentation lists them.
 const std::vector<ConfigOption>& configOptions();
+const ConfigOption* findConfigOption(std::string_view name);  // null: no such option
+Result<void> setConfigOption(DaemonConfig& config, std::string_view name, const std::string& value);
 
 // Every option at its default.
 DaemonConfig defaultConfig();

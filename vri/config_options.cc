@@ -1,3 +1,4 @@
+// The option table: every option of vrid with its default, help, parser and printer.
 #include "vri/daemon_config.h"
 
 #include "cgroup-model/enum_text.h"
@@ -320,26 +321,6 @@ std::vector<ConfigOption> buildOptions() {
   return o;
 }
 
-const ConfigOption* findOption(std::string_view name) {
-  for (const ConfigOption& option : configOptions()) {
-    if (name == option.name) return &option;
-  }
-  return nullptr;
-}
-
-Result<void> setOption(DaemonConfig& config, std::string_view name, const std::string& value) {
-  const ConfigOption* option = findOption(name);
-  if (option == nullptr) return Error::invalidArgument("unknown option " + quoteForMessage(name));
-  return option->set(config, value).context(std::string(name));
-}
-
-std::string trim(std::string_view text) {
-  const auto first = text.find_first_not_of(" \t\r");
-  if (first == std::string_view::npos) return {};
-  const auto last = text.find_last_not_of(" \t\r");
-  return std::string(text.substr(first, last - first + 1));
-}
-
 }  // namespace
 
 const std::vector<ConfigOption>& configOptions() {
@@ -356,99 +337,17 @@ DaemonConfig defaultConfig() {
   return config;
 }
 
-Result<void> applyConfigText(DaemonConfig& config, std::string_view text, const std::string& origin) {
-  DaemonConfig next = config;
-  std::set<std::string> seen;
-  int number = 0;
-  for (const std::string_view raw : splitOn(text, '\n')) {
-    ++number;
-    const std::string line = trim(raw);
-    if (line.empty() || line.starts_with("#")) continue;
-    const std::string where = origin + ":" + std::to_string(number);
-    const auto equals = line.find('=');
-    if (equals == std::string::npos)
-      return Error::invalidArgument(where + ": want `name = value`, got " + quoteForMessage(line));
-    const std::string name = trim(std::string_view(line).substr(0, equals));
-    const std::string value = trim(std::string_view(line).substr(equals + 1));
-    if (!seen.insert(name).second)
-      return Error::invalidArgument(where + ": " + quoteForMessage(name) + " is set twice");
-    VRI_TRY(setOption(next, name, value).context(where));
-  }
-  config = std::move(next);
-  return {};
-}
-
-std::string formatConfig(const DaemonConfig& config) {
-  std::string out;
+const ConfigOption* findConfigOption(std::string_view name) {
   for (const ConfigOption& option : configOptions()) {
-    const std::string value = option.get(config);
-    out += std::string(option.name) + " =" + (value.empty() ? "" : " " + value) + "\n";
+    if (name == option.name) return &option;
   }
-  return out;
+  return nullptr;
 }
 
-std::string daemonUsage() {
-  std::string out =
-      "usage: vrid [--config PATH] [--print-config] [--OPTION=VALUE ...]\n"
-      "\n"
-      "The VRI node resource manager. Options come from the config file (default /etc/vri/vrid.conf,\n"
-      "`name = value` lines) and are overridden by flags of the same name (--reserved-cpus=0-1).\n"
-      "SIGHUP re-reads the file for the options marked (reload); SIGTERM stops after in-flight calls.\n\n";
-  for (const ConfigOption& option : configOptions()) {
-    std::string flag = option.name;
-    for (char& c : flag) c = c == '_' ? '-' : c;
-    out += "  --" + flag + " (default: " + (*option.defaultValue ? option.defaultValue : "empty") + ")" +
-           (option.reloadable ? " (reload)" : "") + "\n      " + option.help + "\n";
-  }
-  return out;
-}
-
-Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
-  DaemonCommand command;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    if (flag == "--help" || flag == "-h") {
-      command.help = true;
-      continue;
-    }
-    if (flag == "--print-config") {
-      command.printConfig = true;
-      continue;
-    }
-    if (!flag.starts_with("--")) return Error::invalidArgument("unexpected argument " + quoteForMessage(flag));
-    std::string name = flag.substr(2);
-    std::optional<std::string> value;
-    if (const auto equals = name.find('='); equals != std::string::npos) {
-      value = name.substr(equals + 1);
-      name = name.substr(0, equals);
-    }
-    for (char& c : name) c = c == '-' ? '_' : c;
-    if (!value) {
-      if (i + 1 >= args.size()) return Error::invalidArgument(flag + " needs a value");
-      value = args[++i];
-    }
-    if (name == "config") {
-      command.configPath = *value;
-      command.configPathGiven = true;
-    } else if (findOption(name) == nullptr) {
-      return Error::invalidArgument("unknown flag " + quoteForMessage(flag) + " (see --help)");
-    } else {
-      command.overrides.emplace_back(name, *value);
-    }
-  }
-  return command;
-}
-
-Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command) {
-  DaemonConfig config = defaultConfig();
-  auto text = readWholeFile(command.configPath);
-  if (text.ok()) {
-    VRI_TRY(applyConfigText(config, *text, command.configPath));
-  } else if (command.configPathGiven || text.error().code() != ErrorCode::kNotFound) {
-    return text.error();
-  }
-  for (const auto& [name, value] : command.overrides) VRI_TRY(setOption(config, name, value).context("flag --" + name));
-  return config;
+Result<void> setConfigOption(DaemonConfig& config, std::string_view name, const std::string& value) {
+  const ConfigOption* option = findConfigOption(name);
+  if (option == nullptr) return Error::invalidArgument("unknown option " + quoteForMessage(name));
+  return option->set(config, value).context(std::string(name));
 }
 
 }  // namespace vri

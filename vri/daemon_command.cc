@@ -1,0 +1,73 @@
+// vrid's command line: flags named after the options, --config, --help and --print-config.
+#include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/quote.h"
+#include "vri/daemon_config.h"
+
+namespace vri {
+
+std::string daemonUsage() {
+  std::string out =
+      "usage: vrid [--config PATH] [--print-config] [--OPTION=VALUE ...]\n"
+      "\n"
+      "The VRI node resource manager. Options come from the config file (default /etc/vri/vrid.conf,\n"
+      "`name = value` lines) and are overridden by flags of the same name (--reserved-cpus=0-1).\n"
+      "SIGHUP re-reads the file for the options marked (reload); SIGTERM stops after in-flight calls.\n\n";
+  for (const ConfigOption& option : configOptions()) {
+    std::string flag = option.name;
+    for (char& c : flag) c = c == '_' ? '-' : c;
+    out += "  --" + flag + " (default: " + (*option.defaultValue ? option.defaultValue : "empty") + ")" +
+           (option.reloadable ? " (reload)" : "") + "\n      " + option.help + "\n";
+  }
+  return out;
+}
+
+Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
+  DaemonCommand command;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string flag = args[i];
+    if (flag == "--help" || flag == "-h") {
+      command.help = true;
+      continue;
+    }
+    if (flag == "--print-config") {
+      command.printConfig = true;
+      continue;
+    }
+    if (!flag.starts_with("--")) return Error::invalidArgument("unexpected argument " + quoteForMessage(flag));
+    std::string name = flag.substr(2);
+    std::optional<std::string> value;
+    if (const auto equals = name.find('='); equals != std::string::npos) {
+      value = name.substr(equals + 1);
+      name = name.substr(0, equals);
+    }
+    for (char& c : name) c = c == '-' ? '_' : c;
+    if (!value) {
+      if (i + 1 >= args.size()) return Error::invalidArgument(flag + " needs a value");
+      value = args[++i];
+    }
+    if (name == "config") {
+      command.configPath = *value;
+      command.configPathGiven = true;
+    } else if (findConfigOption(name) == nullptr) {
+      return Error::invalidArgument("unknown flag " + quoteForMessage(flag) + " (see --help)");
+    } else {
+      command.overrides.emplace_back(name, *value);
+    }
+  }
+  return command;
+}
+
+Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command) {
+  DaemonConfig config = defaultConfig();
+  auto text = readWholeFile(command.configPath);
+  if (text.ok()) {
+    VRI_TRY(applyConfigText(config, *text, command.configPath));
+  } else if (command.configPathGiven || text.error().code() != ErrorCode::kNotFound) {
+    return text.error();
+  }
+  for (const auto& [name, value] : command.overrides)
+    VRI_TRY(setConfigOption(config, name, value).context("flag --" + name));
+  return config;
+}
+
+}  // namespace vri

@@ -274,8 +274,8 @@ Result<void> FixtureCgroupFs::write(const CgroupDir& dir, std::string_view file,
     VRI_TRY(putFile(filePath(dir, file), "threaded"));
     if (!dir.path.parent().isRoot()) {
       const CgroupDir parent{dir.hierarchy, dir.path.parent()};
-      if (*read(parent, "cgroup.type") == "domain")
-        VRI_TRY(putFile(filePath(parent, "cgroup.type"), "domain threaded"));
+      VRI_ASSIGN_OR_RETURN(const std::string parent_type, read(parent, "cgroup.type"));
+      if (parent_type == "domain") VRI_TRY(putFile(filePath(parent, "cgroup.type"), "domain threaded"));
     }
   } else if (file.ends_with(".effective") || file == "cgroup.controllers" || file == "cpuacct.usage") {
     return refuse(EACCES, dir, file, value);  // read-only files
@@ -317,13 +317,15 @@ Result<void> FixtureCgroupFs::writeProcess(const CgroupDir& dir, std::string_vie
   if (!isPid(pid)) return refuse(EINVAL, dir, file, value);
   if (version_ == CgroupVersion::kV1) {
     if (hasController(dir, "cpuset") && !dir.path.isRoot()) {
-      if (read(dir, "cpuset.cpus")->empty() || read(dir, "cpuset.mems")->empty())
-        return refuse(ENOSPC, dir, file, value);
+      VRI_ASSIGN_OR_RETURN(const std::string cpus, read(dir, "cpuset.cpus"));
+      VRI_ASSIGN_OR_RETURN(const std::string mems, read(dir, "cpuset.mems"));
+      if (cpus.empty() || mems.empty()) return refuse(ENOSPC, dir, file, value);
     }
   } else if (file == "cgroup.procs" && !dir.path.isRoot()) {
     // No internal processes in a domain that delegates; a threaded domain may hold them.
-    const std::string type = *read(dir, "cgroup.type");
-    if (type == "domain" && !read(dir, "cgroup.subtree_control")->empty()) return refuse(EBUSY, dir, file, value);
+    VRI_ASSIGN_OR_RETURN(const std::string type, read(dir, "cgroup.type"));
+    VRI_ASSIGN_OR_RETURN(const std::string delegated, read(dir, "cgroup.subtree_control"));
+    if (type == "domain" && !delegated.empty()) return refuse(EBUSY, dir, file, value);
     if (type == "threaded") return refuse(EOPNOTSUPP, dir, file, value);
   }
   // A process is in one cgroup per hierarchy: take it out of the others.
@@ -351,7 +353,8 @@ Result<void> FixtureCgroupFs::writeProcess(const CgroupDir& dir, std::string_vie
 
 Result<void> FixtureCgroupFs::writeSubtreeControl(const CgroupDir& dir, std::string_view value) {
   const auto offered = v2Controllers(dir);
-  std::vector<std::string> enabled = lines(*read(dir, "cgroup.subtree_control"));
+  VRI_ASSIGN_OR_RETURN(const std::string delegated, read(dir, "cgroup.subtree_control"));
+  std::vector<std::string> enabled = lines(delegated);
   if (!enabled.empty()) {
     std::istringstream words(enabled.front());
     enabled.clear();
@@ -374,9 +377,12 @@ Result<void> FixtureCgroupFs::writeSubtreeControl(const CgroupDir& dir, std::str
       enabled.erase(at);
     }
   }
-  if (!dir.path.isRoot() && !added.empty() && *read(dir, "cgroup.type") == "domain" &&
-      !read(dir, "cgroup.procs")->empty()) {
-    return refuse(EBUSY, dir, "cgroup.subtree_control", value);  // no internal processes
+  if (!dir.path.isRoot() && !added.empty()) {
+    VRI_ASSIGN_OR_RETURN(const std::string type, read(dir, "cgroup.type"));
+    VRI_ASSIGN_OR_RETURN(const std::string procs, read(dir, "cgroup.procs"));
+    if (type == "domain" && !procs.empty()) {
+      return refuse(EBUSY, dir, "cgroup.subtree_control", value);  // no internal processes
+    }
   }
   std::string text;
   for (const std::string& c : enabled) text += (text.empty() ? "" : " ") + c;
@@ -403,13 +409,15 @@ Result<void> FixtureCgroupFs::mkdir(const CgroupDir& dir) {
   std::error_code error;
   fs::create_directory(path, error);
   if (error) return Error::fromErrno(error.value(), "mkdir " + path);
-  const std::vector<std::string> controllers =
-      version_ == CgroupVersion::kV1 ? hierarchy(dir.hierarchy)->controllers : [&] {
-        std::vector<std::string> enabled;
-        std::istringstream words(*read({dir.hierarchy, dir.path.parent()}, "cgroup.subtree_control"));
-        for (std::string word; words >> word;) enabled.push_back(word);
-        return enabled;
-      }();
+  std::vector<std::string> controllers;
+  if (version_ == CgroupVersion::kV1) {
+    controllers = hierarchy(dir.hierarchy)->controllers;
+  } else {
+    VRI_ASSIGN_OR_RETURN(const std::string delegated,
+                         read({dir.hierarchy, dir.path.parent()}, "cgroup.subtree_control"));
+    std::istringstream words(delegated);
+    for (std::string word; words >> word;) controllers.push_back(word);
+  }
   VRI_TRY(createControllerFiles(dir, controllers, false));
   ++mkdirs_;
   return {};
@@ -421,9 +429,12 @@ Result<void> FixtureCgroupFs::rmdir(const CgroupDir& dir) {
   if (!exists(dir)) return Error::fromErrno(ENOENT, "rmdir " + path);
   VRI_ASSIGN_OR_RETURN(auto names, children(dir));
   if (!names.empty()) return Error::fromErrno(EBUSY, "rmdir " + path);
-  if (!read(dir, "cgroup.procs")->empty()) return Error::fromErrno(EBUSY, "rmdir " + path);
-  if (version_ == CgroupVersion::kV2 && !read(dir, "cgroup.threads")->empty())
-    return Error::fromErrno(EBUSY, "rmdir " + path);
+  VRI_ASSIGN_OR_RETURN(const std::string procs, read(dir, "cgroup.procs"));
+  if (!procs.empty()) return Error::fromErrno(EBUSY, "rmdir " + path);
+  if (version_ == CgroupVersion::kV2) {
+    VRI_ASSIGN_OR_RETURN(const std::string threads, read(dir, "cgroup.threads"));
+    if (!threads.empty()) return Error::fromErrno(EBUSY, "rmdir " + path);
+  }
   std::error_code error;
   fs::remove_all(path, error);
   if (error) return Error::fromErrno(error.value(), "rmdir " + path);

@@ -43,15 +43,6 @@ void addPodValues(const PodCgroup& pod, CgroupSettings& settings) {
   }
 }
 
-void addContainerValues(const ContainerCgroup& container, CgroupSettings& settings) {
-  settings.shares = milliCpuToShares(container.cpuRequestMilli);
-  if (container.cpuLimitMilli > 0) {
-    settings.cpuMax =
-        CpuMax{milliCpuToQuota(container.cpuLimitMilli, CpuMax::kDefaultPeriodUs), CpuMax::kDefaultPeriodUs};
-  }
-  if (container.memoryLimitBytes) settings.memoryMax = Limit{*container.memoryLimitBytes};
-}
-
 // The CPUs every parent holds besides the shared pool: CPUs not yet back in it.
 CpuSet parentExtra(const NodeResources& node) { return node.startingVmCpus | node.drainingCpus; }
 
@@ -79,6 +70,17 @@ Result<void> checkNoOverlap(const NodeResources& node, const std::vector<PodCgro
 }
 
 }  // namespace
+
+CgroupSettings containerValues(const ContainerCgroup& container) {
+  CgroupSettings settings;
+  settings.shares = milliCpuToShares(container.cpuRequestMilli);
+  if (container.cpuLimitMilli > 0) {
+    settings.cpuMax =
+        CpuMax{milliCpuToQuota(container.cpuLimitMilli, CpuMax::kDefaultPeriodUs), CpuMax::kDefaultPeriodUs};
+  }
+  if (container.memoryLimitBytes) settings.memoryMax = Limit{*container.memoryLimitBytes};
+  return settings;
+}
 
 CpuSet podExclusiveCpus(const PodCgroup& pod) {
   CpuSet cpus;
@@ -158,7 +160,12 @@ Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, 
     VRI_ASSIGN_OR_RETURN(CgroupPath path, namer.container(pod.qos, pod.uid, container.id));
     CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(container.exclusiveCpus.value_or(node.sharedCpus), node);
     if (container.mems) spec.settings.mems = *container.mems;
-    if (everything) addContainerValues(container, spec.settings);
+    if (everything) {
+      const CgroupSettings values = containerValues(container);
+      spec.settings.shares = values.shares;
+      spec.settings.cpuMax = values.cpuMax;
+      spec.settings.memoryMax = values.memoryMax;
+    }
   }
   return {};
 }

@@ -92,6 +92,8 @@ struct TreeLayout {
 };
 
 // kubelet's values.
+// A container's cpu and memory values (shares, quota with the default period, memory limit), as runc writes them.
+CgroupSettings containerValues(const ContainerCgroup& container);
 CpuShares burstableQosShares(const std::vector<PodCgroup>& pods);
 int64_t podCpuRequestMilli(const PodCgroup& pod);  // containers plus overhead
 // The machine partition's shares: kubepods' shares scaled by VM requests over pod requests.

@@ -188,12 +188,14 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& c, const C
   out.set_cpuset_cpus(placement.cpus.format());
   out.set_cpuset_mems(placement.mems.format());
   out.set_exclusive(!placement.exclusive.empty());
-  const CpuShares shares = milliCpuToShares(c.cpuRequestMilli);
-  out.set_cpu_shares(shares.value);
-  out.set_cpu_weight(sharesToWeight(shares).value);
-  out.set_cpu_period_us(CpuMax::kDefaultPeriodUs);
-  if (c.cpuLimitMilli > 0) out.set_cpu_quota_us(milliCpuToQuota(c.cpuLimitMilli, CpuMax::kDefaultPeriodUs).value_or(0));
-  out.set_memory_limit_bytes(c.memoryLimitBytes.value_or(0));
+  // The values kubelet's runtime writes, computed where the tree computes them.
+  const CgroupSettings values =
+      containerValues({c.id, c.cpuRequestMilli, c.cpuLimitMilli, c.memoryLimitBytes, std::nullopt, std::nullopt});
+  out.set_cpu_shares(values.shares->value);
+  out.set_cpu_weight(sharesToWeight(*values.shares).value);
+  out.set_cpu_period_us(values.cpuMax ? values.cpuMax->periodUs : CpuMax::kDefaultPeriodUs);
+  if (values.cpuMax) out.set_cpu_quota_us(values.cpuMax->quotaUs.value_or(0));
+  out.set_memory_limit_bytes(values.memoryMax ? values.memoryMax->value.value_or(0) : 0);
   if (!c.id.empty()) {
     auto path = makeKubeletNamer(layout.driver, layout.kubeletParent)->container(pod.qos, pod.uid, c.id);
     if (path.ok()) out.set_cgroup_path("/" + path->str());

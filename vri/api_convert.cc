@@ -202,6 +202,38 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& c, const C
   }
 }
 
+namespace {
+v1::Event::Kind eventKindMessage(EventKind kind) {
+  switch (kind) {
+    case EventKind::kAdmitted: return v1::Event::ADMITTED;
+    case EventKind::kRefused: return v1::Event::REFUSED;
+    case EventKind::kReleased: return v1::Event::RELEASED;
+    case EventKind::kResized: return v1::Event::RESIZED;
+    case EventKind::kReserved: return v1::Event::RESERVED;
+    case EventKind::kStarted: return v1::Event::STARTED;
+    case EventKind::kAdopted: return v1::Event::ADOPTED;
+    case EventKind::kSharedPoolChanged: return v1::Event::SHARED_POOL_CHANGED;
+    case EventKind::kDriftRepaired: return v1::Event::DRIFT_REPAIRED;
+    case EventKind::kReconcileFailed: return v1::Event::RECONCILE_FAILED;
+    case EventKind::kEventsLost: return v1::Event::EVENTS_LOST;
+    case EventKind::kWritePending: return v1::Event::WRITE_PENDING;
+    case EventKind::kWriteLanded: return v1::Event::WRITE_LANDED;
+    case EventKind::kHalted: return v1::Event::HALTED;
+  }
+  return v1::Event::KIND_UNSPECIFIED;
+}
+}  // namespace
+
+v1::Event toEventMessage(const Event& event) {
+  v1::Event out;
+  out.set_sequence(event.sequence);
+  out.set_unix_millis(event.unixMillis);
+  out.set_kind(eventKindMessage(event.kind));
+  out.set_tenant(event.tenant);
+  out.set_detail(event.detail);
+  return out;
+}
+
 void fillVmAllocation(const VmCpuPlacement& p, const CpuSet& shared, v1::VmAllocation& out) {
   for (int cpu : p.vcpuCpus) out.add_vcpu_cpus(cpu);
   out.set_emulator_cpus(p.emulatorCpus.format());

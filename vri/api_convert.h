@@ -7,6 +7,7 @@
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/node_tree.h"
 #include "proto/vri.pb.h"
+#include "vri/event_hub.h"
 
 namespace vri {
 
@@ -25,6 +26,7 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm);
 void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& container, const ContainerPlacement& placement,
                              const TreeLayout& layout, v1::ContainerAllocation& out);
 void fillVmAllocation(const VmCpuPlacement& placement, const CpuSet& shared, v1::VmAllocation& out);
+v1::Event toEventMessage(const Event& event);
 void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out);
 void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
                 v1::VmInfo& out);

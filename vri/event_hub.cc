@@ -4,13 +4,13 @@
 
 namespace vri {
 
-EventSubscription::Next EventSubscription::next(std::chrono::milliseconds timeout, v1::Event& event) {
+EventSubscription::Next EventSubscription::next(std::chrono::milliseconds timeout, Event& event) {
   std::unique_lock lock(mutex_);
   ready_.wait_for(lock, timeout, [&] { return closed_ || lost_ > 0 || !queue_.empty(); });
   if (lost_ > 0) {
-    event.Clear();
-    event.set_kind(v1::Event::EVENTS_LOST);
-    event.set_detail(std::to_string(lost_) + " events lost: this watcher fell behind");
+    event = Event{};
+    event.kind = EventKind::kEventsLost;
+    event.detail = std::to_string(lost_) + " events lost: this watcher fell behind";
     lost_ = 0;
     return Next::kEvent;
   }
@@ -22,7 +22,7 @@ EventSubscription::Next EventSubscription::next(std::chrono::milliseconds timeou
   return closed_ ? Next::kClosed : Next::kTimeout;
 }
 
-void EventSubscription::push(const v1::Event& event, size_t limit) {
+void EventSubscription::push(const Event& event, size_t limit) {
   {
     std::lock_guard lock(mutex_);
     if (queue_.size() >= limit) {
@@ -42,16 +42,13 @@ void EventSubscription::close() {
   ready_.notify_all();
 }
 
-void EventHub::publish(v1::Event::Kind kind, std::string tenant, std::string detail) {
-  v1::Event event;
-  event.set_kind(kind);
-  event.set_tenant(std::move(tenant));
-  event.set_detail(std::move(detail));
-  event.set_unix_millis(
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-          .count());
+void EventHub::publish(EventKind kind, std::string tenant, std::string detail) {
+  Event event{0,
+              std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+                  .count(),
+              kind, std::move(tenant), std::move(detail)};
   std::lock_guard lock(mutex_);
-  event.set_sequence(++sequence_);
+  event.sequence = ++sequence_;
   std::erase_if(subscribers_, [&](const std::weak_ptr<EventSubscription>& weak) {
     const auto subscriber = weak.lock();
     if (!subscriber) return true;

@@ -11,24 +11,50 @@
 #include <mutex>
 #include <vector>
 
-#include "proto/vri.pb.h"
+#include <string>
 
 namespace vri {
+
+// What happened; the API's Event.Kind mirrors it (the service converts).
+enum class EventKind {
+  kAdmitted,
+  kRefused,
+  kReleased,
+  kResized,
+  kReserved,
+  kStarted,
+  kAdopted,
+  kSharedPoolChanged,
+  kDriftRepaired,
+  kReconcileFailed,
+  kEventsLost,    // this watcher fell behind; `detail` says how many
+  kWritePending,  // a decision's cgroup writes failed; its freed CPUs wait out of every pool
+  kWriteLanded,   // the pending writes landed on a retry
+  kHalted,        // an undo could not be committed: decisions stop until the ledger is reloaded
+};
+
+struct Event {
+  uint64_t sequence = 0;
+  int64_t unixMillis = 0;
+  EventKind kind = EventKind::kAdmitted;
+  std::string tenant;  // "pod/<uid>/<container>", "pod/<uid>", "vm/<uuid>"; empty for node events
+  std::string detail;
+};
 
 class EventSubscription {
  public:
   enum class Next { kEvent, kTimeout, kClosed };
   // Waits up to `timeout` for the next event.
-  Next next(std::chrono::milliseconds timeout, v1::Event& event);
+  Next next(std::chrono::milliseconds timeout, Event& event);
 
  private:
   friend class EventHub;
-  void push(const v1::Event& event, size_t limit);
+  void push(const Event& event, size_t limit);
   void close();
 
   std::mutex mutex_;
   std::condition_variable ready_;
-  std::deque<v1::Event> queue_;
+  std::deque<Event> queue_;
   uint64_t lost_ = 0;
   bool closed_ = false;
 };
@@ -37,7 +63,7 @@ class EventHub {
  public:
   explicit EventHub(size_t queueLimit = 4096) : queueLimit_(queueLimit) {}
 
-  void publish(v1::Event::Kind kind, std::string tenant, std::string detail);
+  void publish(EventKind kind, std::string tenant, std::string detail);
   std::shared_ptr<EventSubscription> subscribe();
   // Ends every subscription (shutdown); later subscriptions start closed.
   void close();

@@ -49,12 +49,12 @@ LibvirtSync::~LibvirtSync() {
 }
 
 void LibvirtSync::watchEvents() {
-  v1::Event event;
+  Event event;
   while (!stopping_) {
     const auto next = events_->next(std::chrono::milliseconds(200), event);
     if (next == EventSubscription::Next::kClosed) return;
     // One follow-up queued at a time: a burst of pool changes needs one pass over the VMs.
-    if (next == EventSubscription::Next::kEvent && event.kind() == v1::Event::SHARED_POOL_CHANGED &&
+    if (next == EventSubscription::Next::kEvent && event.kind == EventKind::kSharedPoolChanged &&
         !followQueued_.exchange(true)) {
       session_->post([this](LibvirtSession& session) { followSharedPool(session); });
     }

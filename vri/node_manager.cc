@@ -73,7 +73,7 @@ bool NodeManager::writesPending() const {
 
 void NodeManager::published(const LedgerState& before, const LedgerState& after) {
   const CpuSet was = before.shared(), now = after.shared();
-  if (was != now) events_.publish(v1::Event::SHARED_POOL_CHANGED, "", was.format() + " -> " + now.format());
+  if (was != now) events_.publish(EventKind::kSharedPoolChanged, "", was.format() + " -> " + now.format());
 }
 
 template <typename T>
@@ -93,7 +93,7 @@ Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& de
     const std::string detail = "writing the cgroups failed (" + written.error().message() + "); retrying" +
                                (freed.empty() ? "" : ", CPUs " + freed.format() + " held until it lands");
     log_.error(tenant + ": " + detail);
-    events_.publish(v1::Event::WRITE_PENDING, tenant, detail);
+    events_.publish(EventKind::kWritePending, tenant, detail);
     {
       std::lock_guard lock(retryMutex_);
       pending_ = true;
@@ -114,7 +114,7 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
     const std::string detail = "the undo of a failed cgroup write could not be committed (" +
                                reverted.error().message() + "); reloading the ledger";
     log_.error(tenant + ": " + detail);
-    events_.publish(v1::Event::HALTED, tenant, detail);
+    events_.publish(EventKind::kHalted, tenant, detail);
     if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
       halted_ = false;
       log_.info("ledger reloaded from the store and reconciled; taking decisions again");
@@ -136,13 +136,13 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
 }
 
 template <typename T>
-Result<T> NodeManager::finish(const std::string& action, const std::string& tenant, v1::Event::Kind kind,
-                              Result<T> result, const std::string& detail, Clock::time_point start) {
+Result<T> NodeManager::finish(const std::string& action, const std::string& tenant, EventKind kind, Result<T> result,
+                              const std::string& detail, Clock::time_point start) {
   const bool logged = log_.enabled(LogLevel::kInfo);  // the line is built only when it is written
   if (!result.ok()) {
     if (logged)
       log_.info(action + " " + tenant + ": refused: " + result.error().message() + " (" + millisSince(start) + ")");
-    events_.publish(v1::Event::REFUSED, tenant, action + ": " + result.error().message());
+    events_.publish(EventKind::kRefused, tenant, action + ": " + result.error().message());
     return result;
   }
   if (logged)
@@ -162,7 +162,7 @@ Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const
     return decision.answer;
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
-  return finish("admit", tenant, v1::Event::ADMITTED, std::move(result), detail, start);
+  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
 }
 
 Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod,
@@ -180,7 +180,7 @@ Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod
   if (result.ok()) {
     for (const auto& p : *result) detail += (detail.empty() ? "" : "; ") + describeContainer(p);
   }
-  return finish("admit", tenant, v1::Event::ADMITTED, std::move(result), detail, start);
+  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
 }
 
 Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUid, const ContainerSpec& container) {
@@ -196,7 +196,7 @@ Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUi
     return placed;
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
-  return finish("resize", tenant, v1::Event::RESIZED, std::move(result), detail, start);
+  return finish("resize", tenant, EventKind::kResized, std::move(result), detail, start);
 }
 
 Result<void> NodeManager::releaseContainer(const std::string& podUid, const std::string& name) {
@@ -209,7 +209,7 @@ Result<void> NodeManager::releaseContainer(const std::string& podUid, const std:
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     return true;
   }();
-  return asVoid(finish("release", tenant, v1::Event::RELEASED, std::move(result), "", start));
+  return asVoid(finish("release", tenant, EventKind::kReleased, std::move(result), "", start));
 }
 
 Result<void> NodeManager::releasePod(const std::string& podUid) {
@@ -222,7 +222,7 @@ Result<void> NodeManager::releasePod(const std::string& podUid) {
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     return true;
   }();
-  return asVoid(finish("release", tenant, v1::Event::RELEASED, std::move(result), "", start));
+  return asVoid(finish("release", tenant, EventKind::kReleased, std::move(result), "", start));
 }
 
 Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
@@ -236,7 +236,7 @@ Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
     return decision.answer;
   }();
   const std::string detail = result.ok() ? describeVm(*result) : "";
-  return finish("admit", tenant, v1::Event::ADMITTED, std::move(result), detail, start);
+  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
 }
 
 Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
@@ -250,7 +250,7 @@ Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
     return decision.answer;
   }();
   const std::string detail = result.ok() ? describeVm(*result) : "";
-  return finish("reserve", tenant, v1::Event::RESERVED, std::move(result), detail, start);
+  return finish("reserve", tenant, EventKind::kReserved, std::move(result), detail, start);
 }
 
 Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
@@ -264,7 +264,7 @@ Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
     return decision.answer;
   }();
   const std::string detail = result.ok() ? describeVm(*result) : "";
-  return finish("resize", tenant, v1::Event::RESIZED, std::move(result), detail, start);
+  return finish("resize", tenant, EventKind::kResized, std::move(result), detail, start);
 }
 
 Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uuid, int qemuPid) {
@@ -291,11 +291,11 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
   }();
   if (!result.ok()) {
     log_.warning("started " + tenant + ": " + result.error().message() + " (" + millisSince(start) + ")");
-    events_.publish(v1::Event::REFUSED, tenant, "started: " + result.error().message());
+    events_.publish(EventKind::kRefused, tenant, "started: " + result.error().message());
     return result;
   }
   const std::string detail = "scope " + result->first.str() + ", " + std::to_string(result->second) + " cgroup writes";
-  return finish("started", tenant, v1::Event::STARTED, std::move(result), detail, start);
+  return finish("started", tenant, EventKind::kStarted, std::move(result), detail, start);
 }
 
 Result<void> NodeManager::releaseVm(const std::string& uuid) {
@@ -308,7 +308,7 @@ Result<void> NodeManager::releaseVm(const std::string& uuid) {
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     return true;
   }();
-  return asVoid(finish("release", tenant, v1::Event::RELEASED, std::move(result), "", start));
+  return asVoid(finish("release", tenant, EventKind::kReleased, std::move(result), "", start));
 }
 
 Result<ReconcileReport> NodeManager::startUp() {
@@ -316,11 +316,11 @@ Result<ReconcileReport> NodeManager::startUp() {
   const ValidationReport validation = validateLedger(ledger_, scan);
   for (const std::string& line : validation.released) {
     log_.info("start-up: " + line);
-    events_.publish(v1::Event::RELEASED, "", line);
+    events_.publish(EventKind::kReleased, "", line);
   }
   for (const std::string& line : validation.adopted) {
     log_.info("start-up: " + line);
-    events_.publish(v1::Event::ADOPTED, "", line);
+    events_.publish(EventKind::kAdopted, "", line);
   }
   for (const std::string& line : validation.unresolved) log_.warning("start-up: " + line);
   for (const std::string& line : ledger_.loadProblems()) log_.warning("ledger: " + line);
@@ -369,19 +369,19 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
   auto report = attempt();
   if (!report.ok()) {
     log_.error("reconcile: " + report.error().message());
-    events_.publish(v1::Event::RECONCILE_FAILED, "", report.error().message());
+    events_.publish(EventKind::kReconcileFailed, "", report.error().message());
     return report;
   }
   if (landed) {
     log_.info("reconcile: pending cgroup writes landed");
-    events_.publish(v1::Event::WRITE_LANDED, "", "pending cgroup writes landed");
+    events_.publish(EventKind::kWriteLanded, "", "pending cgroup writes landed");
   }
   if (!dryRun && !report->operations.empty()) {
     std::string detail = std::to_string(report->operations.size()) + " cgroup operations for " +
                          std::to_string(report->drift.size()) + " differences";
     if (!report->drift.empty()) detail += ", first: " + report->drift.front();
     log_.info("reconcile: " + detail + " (" + millisSince(start) + ")");
-    events_.publish(v1::Event::DRIFT_REPAIRED, "", detail);
+    events_.publish(EventKind::kDriftRepaired, "", detail);
   } else {
     log_.debug("reconcile: nothing to repair (" + millisSince(start) + ")");
   }
@@ -395,7 +395,7 @@ Result<void> NodeManager::releaseVanished(Ledger::Writer& writer, const Vanished
     if (!decision.ok()) return {};  // gone from the ledger meanwhile
     VRI_TRY(carryOut(writer, *decision, tenant, OnWriteFailure::kHoldFreedCpus));
     log_.info("reconcile: " + tenant + ": " + why);
-    events_.publish(v1::Event::RELEASED, tenant, why);
+    events_.publish(EventKind::kReleased, tenant, why);
     return {};
   };
   for (const std::string& uid : due.pods) {

@@ -110,7 +110,7 @@ class NodeManager {
   Result<void> checkNotHalted() const;
   // The one log line and the event of a decision.
   template <typename T>
-  Result<T> finish(const std::string& action, const std::string& tenant, v1::Event::Kind kind, Result<T> result,
+  Result<T> finish(const std::string& action, const std::string& tenant, EventKind kind, Result<T> result,
                    const std::string& detail, std::chrono::steady_clock::time_point start);
   Result<ReconcileReport> reconcileLocked(Ledger::Writer& writer, bool dryRun);
   // Releases what has been gone from the node for the grace period.

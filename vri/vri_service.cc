@@ -241,13 +241,13 @@ grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::
 
 grpc::Status VriService::Watch(Context* context, const v1::WatchRequest*, grpc::ServerWriter<v1::Event>* writer) {
   const auto subscription = node_.events().subscribe();
-  v1::Event event;
+  Event event;
   while (!context->IsCancelled()) {
     switch (subscription->next(std::chrono::milliseconds(200), event)) {
       case EventSubscription::Next::kClosed: return grpc::Status::OK;
       case EventSubscription::Next::kTimeout: break;
       case EventSubscription::Next::kEvent:
-        if (!writer->Write(event)) return grpc::Status::OK;  // the watcher went away
+        if (!writer->Write(toEventMessage(event))) return grpc::Status::OK;  // the watcher went away
         break;
     }
   }

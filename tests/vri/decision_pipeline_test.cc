@@ -117,10 +117,10 @@ class Pipeline {
     return plan.ok() ? plan->operations : std::vector<CgroupOp>{};
   }
 
-  bool sawEvent(v1::Event::Kind kind) {
-    v1::Event event;
+  bool sawEvent(EventKind kind) {
+    Event event;
     while (events_->next(std::chrono::milliseconds(0), event) == EventSubscription::Next::kEvent) {
-      if (event.kind() == kind) return true;
+      if (event.kind == kind) return true;
     }
     return false;
   }
@@ -308,7 +308,7 @@ TEST(DecisionPipelineTest, AResizeWhoseWriteFailsHoldsTheCpusItGaveUp) {
   p.fs.failing = true;
   auto resized = p.node->resizeContainer(uid(1), exclusive("c1", 1));
   ASSERT_TRUE(resized.ok()) << resized.error().message();
-  EXPECT_TRUE(p.sawEvent(v1::Event::WRITE_PENDING));
+  EXPECT_TRUE(p.sawEvent(EventKind::kWritePending));
   EXPECT_EQ(p.ledger->state()->draining().count(), 2);
   EXPECT_FALSE(p.ledger->state()->shared().intersects(p.ledger->state()->draining()));
   p.fs.failing = false;
@@ -368,7 +368,7 @@ TEST(DecisionPipelineTest, ReconcileReleasesTenantsGoneLongerThanTheGrace) {
   ASSERT_TRUE(p.node->reconcile(false).ok());
   EXPECT_TRUE(p.ledger->findVm(reserved).has_value());
   EXPECT_TRUE(p.ledger->findPod(uid(2))->containers.count("app"));
-  EXPECT_TRUE(p.sawEvent(v1::Event::RELEASED));
+  EXPECT_TRUE(p.sawEvent(EventKind::kReleased));
 }
 
 TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
@@ -437,7 +437,7 @@ TEST(DecisionPipelineTest, AnUndoThatCannotBeCommittedStopsDecisionsUntilTheLedg
   auto admitted = p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2));
   ASSERT_FALSE(admitted.ok());
   EXPECT_EQ(admitted.error().code(), ErrorCode::kUnavailable);
-  EXPECT_TRUE(p.sawEvent(v1::Event::HALTED));
+  EXPECT_TRUE(p.sawEvent(EventKind::kHalted));
   // The reload worked but the cgroups still fail: no decisions until they can be written out.
   ASSERT_TRUE(p.node->halted());
   EXPECT_THAT(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("c2", 100)).error().message(),
@@ -457,7 +457,7 @@ TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands
   const CpuSet freed = placed->exclusive;
   p.fs.failing = true;
   ASSERT_TRUE(p.node->releasePod(uid(1)).ok());  // the release stands
-  EXPECT_TRUE(p.sawEvent(v1::Event::WRITE_PENDING));
+  EXPECT_TRUE(p.sawEvent(EventKind::kWritePending));
   const StatePtr held = p.ledger->state();
   EXPECT_EQ(held->draining(), freed);
   EXPECT_FALSE(held->shared().intersects(freed));
@@ -470,7 +470,7 @@ TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands
   p.fs.failing = false;
   ASSERT_TRUE(testing::eventually([&] { return !p.node->writesPending(); }));
   EXPECT_TRUE(p.ledger->state()->draining().empty());
-  EXPECT_TRUE(p.sawEvent(v1::Event::WRITE_LANDED));
+  EXPECT_TRUE(p.sawEvent(EventKind::kWriteLanded));
   EXPECT_TRUE(p.pendingOps().empty());
 }
 

@@ -34,7 +34,7 @@ Result<DomainSpec> domainSpec(const std::string& xml) {
 
 LibvirtSync::LibvirtSync(NodeManager& node, Logger& log, LibvirtSyncOptions options)
     : node_(node), log_(log), options_(std::move(options)) {
-  events_ = node_.events().subscribe();
+  events_ = node_.subscribe();
   LibvirtSessionOptions session;
   session.uri = options_.uri;
   session.log = [this](const std::string& line) { log_.info(line); };
@@ -99,7 +99,7 @@ void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
 }
 
 void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid) {
-  const StatePtr state = node_.ledger().state();
+  const StatePtr state = node_.state();
   if (const VmRecord* vm = state->vm(uuid)) pin(session, *vm, state->shared(), true);
 }
 
@@ -122,8 +122,8 @@ void LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet&
 }
 
 void LibvirtSync::followSharedPool(LibvirtSession& session) {
-  followQueued_ = false;                          // a change from now on queues another pass
-  const StatePtr state = node_.ledger().state();  // O(1): no copy of the ledger
+  followQueued_ = false;                 // a change from now on queues another pass
+  const StatePtr state = node_.state();  // O(1): no copy of the ledger
   const CpuSet shared = state->shared();
   for (const auto& [uuid, scope] : state->vmScopes) {
     if (const VmRecord* vm = state->vm(uuid)) pin(session, *vm, shared, false);
@@ -145,7 +145,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   auto reserved = node_.reserveVm(spec);
   if (!reserved.ok() && reserved.error().code() == ErrorCode::kFailedPrecondition) {
     // The definition was edited while only reserved: place it anew.
-    if (const VmRecord* vm = node_.ledger().state()->vm(uuid); vm && vm->defined && node_.releaseVm(uuid).ok()) {
+    if (const VmRecord* vm = node_.state()->vm(uuid); vm && vm->defined && node_.releaseVm(uuid).ok()) {
       reserved = node_.reserveVm(spec);
     }
   }
@@ -154,7 +154,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
     return;
   }
   if (domain.hasUserPins()) return;  // the user's own pins already say where it runs
-  const StatePtr state = node_.ledger().state();
+  const StatePtr state = node_.state();
   const VmRecord* vm = state->vm(uuid);
   if (!vm) return;
   auto pins = pinsOf(*vm, state->shared());
@@ -182,7 +182,7 @@ void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event)
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
       break;
     case DomainEventKind::kUndefined:
-      if (const VmRecord* vm = node_.ledger().state()->vm(event.uuid); vm && vm->defined) {
+      if (const VmRecord* vm = node_.state()->vm(event.uuid); vm && vm->defined) {
         (void)node_.releaseVm(event.uuid);
       }
       break;

@@ -66,10 +66,17 @@ class NodeManager {
               NodeManagerOptions options = {});
   ~NodeManager();
 
-  const Ledger& ledger() const { return ledger_; }
-  const CgroupSync& sync() const { return sync_; }
+  // What readers need, without reaching through: the ledger's state (O(1)), the
+  // node, where its cgroups are, and the events.
+  StatePtr state() const { return ledger_.state(); }
+  const Topology& topology() const { return ledger_.topology(); }
   const NodeFacts& facts() const { return facts_; }
-  EventHub& events() { return events_; }
+  const TreeLayout& layout() const { return sync_.layout(); }
+  // A VM's memory as admitted: its own and the configured overhead.
+  uint64_t vmMemoryBytes(const VmRecord& vm) const {
+    return vm.spec.memoryBytes + ledger_.config().vmMemoryOverheadBytes;
+  }
+  std::shared_ptr<EventSubscription> subscribe() { return events_.subscribe(); }
 
   Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container);
   Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);

@@ -38,9 +38,7 @@ void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& f
   for (const auto& [name, value] : facts.options) (*reply.mutable_options())[name] = value;
 }
 
-uint64_t vmMemory(const VmRecord& vm, const NodeManager& node) {
-  return vm.spec.memoryBytes + node.ledger().config().vmMemoryOverheadBytes;
-}
+uint64_t vmMemory(const VmRecord& vm, const NodeManager& node) { return node.vmMemoryBytes(vm); }
 
 std::optional<CgroupPath> scopeOf(const LedgerState& state, const std::string& uuid) {
   const CgroupPath* scope = state.vmScope(uuid);
@@ -56,7 +54,7 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
 }
 
 grpc::Status VriService::GetNode(Context*, const v1::GetNodeRequest*, v1::Node* reply) {
-  fillNode(*node_.ledger().state(), node_.ledger().topology(), node_.facts(), *reply);
+  fillNode(*node_.state(), node_.topology(), node_.facts(), *reply);
   return grpc::Status::OK;
 }
 
@@ -134,7 +132,7 @@ VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const v1::Release
 grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply) {
   const v1::AdmitPodRequest* r = &request;
   v1::PodAllocation* reply_ptr = &reply;
-  const TreeLayout& layout = node_.sync().layout();
+  const TreeLayout& layout = node_.layout();
   auto pod = podFrom(*r, layout);
   if (!pod.ok()) return toGrpcStatus(pod.error());
   std::vector<ContainerSpec> containers;
@@ -162,7 +160,7 @@ grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request
   if (!container.ok()) return toGrpcStatus(container.error());
   auto placed = node_.admitContainer(*pod, *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillContainerAllocation(*pod, *container, *placed, node_.sync().layout(), reply);
+  fillContainerAllocation(*pod, *container, *placed, node_.layout(), reply);
   return grpc::Status::OK;
 }
 
@@ -170,12 +168,12 @@ grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& reques
   const v1::AdmitContainerRequest* r = &request;
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
-  const StatePtr state = node_.ledger().state();
+  const StatePtr state = node_.state();
   const PodRecord* pod = state->pod(r->pod_uid());
   if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
   auto placed = node_.resizeContainer(r->pod_uid(), *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillContainerAllocation(pod->spec, *container, *placed, node_.sync().layout(), reply);
+  fillContainerAllocation(pod->spec, *container, *placed, node_.layout(), reply);
   return grpc::Status::OK;
 }
 
@@ -185,7 +183,7 @@ grpc::Status VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocatio
   if (!vm.ok()) return toGrpcStatus(vm.error());
   auto placed = (node_.*decide)(*vm);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillVmAllocation(*placed, node_.ledger().state()->shared(), reply);
+  fillVmAllocation(*placed, node_.state()->shared(), reply);
   return grpc::Status::OK;
 }
 
@@ -199,7 +197,7 @@ grpc::Status VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmSt
 }
 
 grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, v1::TenantList* reply) {
-  const StatePtr s = node_.ledger().state();
+  const StatePtr s = node_.state();
   const CpuSet shared = s->shared();
   if (r->kind() != v1::ListTenantsRequest::VMS) {
     for (const auto& [uid, pod] : s->pods) fillPodInfo(pod, shared, *reply->add_tenants()->mutable_pod());
@@ -212,7 +210,7 @@ grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, 
 }
 
 grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::Tenant* reply) {
-  const StatePtr s = node_.ledger().state();
+  const StatePtr s = node_.state();
   const CpuSet shared = s->shared();
   switch (r->key_case()) {
     case v1::GetTenantRequest::kPodUid: {
@@ -240,7 +238,7 @@ grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::
 }
 
 grpc::Status VriService::Watch(Context* context, const v1::WatchRequest*, grpc::ServerWriter<v1::Event>* writer) {
-  const auto subscription = node_.events().subscribe();
+  const auto subscription = node_.subscribe();
   Event event;
   while (!context->IsCancelled()) {
     switch (subscription->next(std::chrono::milliseconds(200), event)) {

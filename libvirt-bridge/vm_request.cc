@@ -4,8 +4,8 @@ namespace vri {
 
 namespace {
 
-Result<void> addUserPins(const DomainXml& domain, v1::AdmitVmRequest& request) {
-  for (int vcpu = 0; vcpu < domain.currentVcpus; ++vcpu) request.add_pinned_vcpu_cpus(-1);
+Result<void> addUserPins(const DomainXml& domain, DomainRequest& request) {
+  request.pinnedVcpuCpus.assign(domain.currentVcpus, -1);
   for (const auto& [vcpu, cpus] : domain.cputune.vcpupins) {
     if (vcpu >= domain.currentVcpus) continue;  // offline vCPUs have no thread to place
     if (cpus.count() != 1) {
@@ -14,58 +14,91 @@ Result<void> addUserPins(const DomainXml& domain, v1::AdmitVmRequest& request) {
                                     "'>: VRI gives a pinned vCPU exactly one CPU; pin each vCPU to one CPU, or drop "
                                     "the pins and ask for <vri:cpu policy='dedicated'/>");
     }
-    request.set_pinned_vcpu_cpus(vcpu, *cpus.begin());
+    request.pinnedVcpuCpus[vcpu] = *cpus.begin();
   }
   return {};
 }
 
-Result<void> addPolicy(const DomainXml& domain, v1::AdmitVmRequest& request) {
+Result<void> addPolicy(const DomainXml& domain, DomainRequest& request) {
   const VriDomainMetadata& vri = domain.vri;
   if (vri.cpuPolicy == "dedicated") {
-    request.set_cpu_policy(v1::DEDICATED);
+    request.cpuPolicy = DomainRequest::CpuPolicy::kDedicated;
   } else if (vri.cpuPolicy == "mixed") {
-    request.set_cpu_policy(v1::MIXED);
+    request.cpuPolicy = DomainRequest::CpuPolicy::kMixed;
     for (int vcpu : vri.dedicatedVcpus) {
       if (vcpu >= domain.currentVcpus) {
         return Error::invalidArgument("domain " + domain.name + ": <vri:cpu dedicated-vcpus>: vCPU " +
                                       std::to_string(vcpu) + " does not exist (the domain runs " +
                                       std::to_string(domain.currentVcpus) + ")");
       }
-      request.add_mixed_dedicated_vcpus(vcpu);
+      request.mixedDedicatedVcpus.push_back(vcpu);
     }
   } else {
-    request.set_cpu_policy(v1::SHARED);
+    request.cpuPolicy = DomainRequest::CpuPolicy::kShared;
   }
-  if (vri.threadPolicy == "isolate") request.set_thread_policy(v1::ISOLATE);
-  if (vri.threadPolicy == "require") request.set_thread_policy(v1::REQUIRE);
-  if (vri.threadPolicy == "prefer") request.set_thread_policy(v1::PREFER);
+  if (vri.threadPolicy == "isolate") request.threadPolicy = DomainRequest::ThreadPolicy::kIsolate;
+  if (vri.threadPolicy == "require") request.threadPolicy = DomainRequest::ThreadPolicy::kRequire;
+  if (vri.threadPolicy == "prefer") request.threadPolicy = DomainRequest::ThreadPolicy::kPrefer;
   return {};
 }
 
 }  // namespace
 
-Result<v1::AdmitVmRequest> vmRequestFromDomain(const DomainXml& domain) {
-  v1::AdmitVmRequest request;
-  request.set_uuid(domain.uuid);
-  request.set_name(domain.name);
-  request.set_vcpus(domain.currentVcpus);
-  request.set_guest_threads_per_core(domain.cpuTopology.threads);
+Result<DomainRequest> domainRequest(const DomainXml& domain) {
+  DomainRequest request;
+  request.uuid = domain.uuid;
+  request.name = domain.name;
+  request.vcpus = domain.currentVcpus;
+  request.guestThreadsPerCore = domain.cpuTopology.threads;
   if (domain.hasUserPins()) {
     VRI_TRY(addUserPins(domain, request));
   } else {
     VRI_TRY(addPolicy(domain, request));
   }
-  request.set_isolate_emulator(domain.vri.emulatorThreads == "isolate");
-  request.set_iothreads(domain.iothreads);
-  request.set_isolate_iothreads(domain.vri.iothreadPolicy == "isolate");
-  request.set_memory_bytes(domain.memoryBytes);
+  request.isolateEmulator = domain.vri.emulatorThreads == "isolate";
+  request.iothreads = domain.iothreads;
+  request.isolateIothreads = domain.vri.iothreadPolicy == "isolate";
+  request.memoryBytes = domain.memoryBytes;
   if (domain.hugepages) {
-    request.set_hugepage_size(domain.hugepageSizeBytes != 0 ? domain.hugepageSizeBytes : kDefaultHugepageBytes);
+    request.hugepageSize = domain.hugepageSizeBytes != 0 ? domain.hugepageSizeBytes : kDefaultHugepageBytes;
   }
   if (domain.numatune && (domain.numatune->mode == "strict" || domain.numatune->mode == "restrictive")) {
-    for (int node : domain.numatune->nodeset) request.add_strict_numa_nodes(node);
+    request.strictNumaNodes.assign(domain.numatune->nodeset.begin(), domain.numatune->nodeset.end());
   }
   return request;
+}
+
+v1::AdmitVmRequest admitVmRequest(const DomainRequest& r) {
+  v1::AdmitVmRequest out;
+  out.set_uuid(r.uuid);
+  out.set_name(r.name);
+  out.set_vcpus(r.vcpus);
+  out.set_guest_threads_per_core(r.guestThreadsPerCore);
+  switch (r.cpuPolicy) {
+    case DomainRequest::CpuPolicy::kShared: out.set_cpu_policy(v1::SHARED); break;
+    case DomainRequest::CpuPolicy::kDedicated: out.set_cpu_policy(v1::DEDICATED); break;
+    case DomainRequest::CpuPolicy::kMixed: out.set_cpu_policy(v1::MIXED); break;
+  }
+  for (int vcpu : r.mixedDedicatedVcpus) out.add_mixed_dedicated_vcpus(vcpu);
+  switch (r.threadPolicy) {
+    case DomainRequest::ThreadPolicy::kUnset: break;
+    case DomainRequest::ThreadPolicy::kPrefer: out.set_thread_policy(v1::PREFER); break;
+    case DomainRequest::ThreadPolicy::kIsolate: out.set_thread_policy(v1::ISOLATE); break;
+    case DomainRequest::ThreadPolicy::kRequire: out.set_thread_policy(v1::REQUIRE); break;
+  }
+  out.set_isolate_emulator(r.isolateEmulator);
+  out.set_iothreads(r.iothreads);
+  out.set_isolate_iothreads(r.isolateIothreads);
+  out.set_memory_bytes(r.memoryBytes);
+  out.set_hugepage_size(r.hugepageSize);
+  for (int node : r.strictNumaNodes) out.add_strict_numa_nodes(node);
+  for (int cpu : r.pinnedVcpuCpus) out.add_pinned_vcpu_cpus(cpu);
+  return out;
+}
+
+Result<v1::AdmitVmRequest> vmRequestFromDomain(const DomainXml& domain) {
+  VRI_ASSIGN_OR_RETURN(DomainRequest request, domainRequest(domain));
+  return admitVmRequest(request);
 }
 
 }  // namespace vri

@@ -7,6 +7,9 @@
 // Memory is always a hard request: <memory>, to which vrid adds its overhead.
 #pragma once
 
+#include <string>
+#include <vector>
+
 #include "cgroup-model/result.h"
 #include "libvirt-bridge/domain_xml.h"
 #include "proto/vri.pb.h"
@@ -15,6 +18,31 @@ namespace vri {
 
 inline constexpr uint64_t kDefaultHugepageBytes = 2ULL << 20;  // x86-64's default hugepage size
 
+// A domain's request in VRI's own terms, before any wire format: vrid's
+// libvirt side reads it as it is, the hook sends it as an AdmitVmRequest.
+struct DomainRequest {
+  enum class CpuPolicy { kShared, kDedicated, kMixed };
+  enum class ThreadPolicy { kUnset, kPrefer, kIsolate, kRequire };
+  std::string uuid;
+  std::string name;
+  int vcpus = 1;
+  int guestThreadsPerCore = 1;
+  CpuPolicy cpuPolicy = CpuPolicy::kShared;
+  std::vector<int> mixedDedicatedVcpus;
+  ThreadPolicy threadPolicy = ThreadPolicy::kUnset;
+  bool isolateEmulator = false;
+  int iothreads = 0;
+  bool isolateIothreads = false;
+  uint64_t memoryBytes = 0;
+  uint64_t hugepageSize = 0;  // 0: regular memory
+  std::vector<int> strictNumaNodes;
+  std::vector<int> pinnedVcpuCpus;  // the user's <vcpupin>s: per vCPU its CPU or -1; empty: none
+};
+
+Result<DomainRequest> domainRequest(const DomainXml& domain);
+// The hook's wire form of a request.
+v1::AdmitVmRequest admitVmRequest(const DomainRequest& request);
+// Both at once.
 Result<v1::AdmitVmRequest> vmRequestFromDomain(const DomainXml& domain);
 
 }  // namespace vri

@@ -4,17 +4,11 @@
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/qemu_pid.h"
 #include "libvirt-bridge/vm_request.h"
-#include "vri/api_convert.h"
+#include "vri/domain_spec.h"
 
 namespace vri {
 
 namespace {
-
-Result<VmPins> pinsOf(const VmRecord& vm, const CpuSet& shared) {
-  v1::VmAllocation allocation;
-  fillVmAllocation(vm.placement, shared, allocation);
-  return vmPinsFrom(allocation);
-}
 
 struct DomainSpec {
   DomainXml domain;
@@ -24,8 +18,8 @@ struct DomainSpec {
 // A domain's definition read as the VM spec the ledger takes.
 Result<DomainSpec> domainSpec(const std::string& xml) {
   VRI_ASSIGN_OR_RETURN(DomainXml domain, parseDomainXml(xml));
-  auto request = vmRequestFromDomain(domain);
-  auto spec = request.ok() ? vmFrom(*request) : Result<VmSpec>(request.error());
+  auto request = domainRequest(domain);
+  auto spec = request.ok() ? vmSpecFrom(*request) : Result<VmSpec>(request.error());
   if (!spec.ok()) return std::move(spec).context("domain " + domain.name).error();
   return DomainSpec{std::move(domain), std::move(*spec)};
 }
@@ -106,7 +100,7 @@ void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid
 void LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
   if (vm.defined) return;
   const std::string& uuid = vm.spec.uuid;
-  auto pins = pinsOf(vm, shared);
+  auto pins = vmPinsOf(vm.placement, shared);
   if (!pins.ok()) {
     log_.warning("libvirt: VM " + uuid + ": " + pins.error().message());
     return;
@@ -157,7 +151,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   const StatePtr state = node_.state();
   const VmRecord* vm = state->vm(uuid);
   if (!vm) return;
-  auto pins = pinsOf(*vm, state->shared());
+  auto pins = vmPinsOf(vm->placement, state->shared());
   if (!pins.ok()) return;
   if (domain.pinsAreVris() && *domain.vri.placement == placementMark(*pins)) {
     return;  // already written (this is the event of our own define)

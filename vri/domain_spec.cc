@@ -1,0 +1,58 @@
+#include "vri/domain_spec.h"
+
+namespace vri {
+
+Result<VmSpec> vmSpecFrom(const DomainRequest& r) {
+  if (r.memoryBytes == 0) return Error::invalidArgument("domain " + r.name + ": a VM needs memory");
+  VmSpec vm;
+  vm.uuid = r.uuid;
+  vm.cpu.name = r.name.empty() ? r.uuid : r.name;
+  vm.cpu.vcpus = r.vcpus;
+  switch (r.cpuPolicy) {
+    case DomainRequest::CpuPolicy::kShared: vm.cpu.cpuPolicy = VmCpuPolicy::kShared; break;
+    case DomainRequest::CpuPolicy::kDedicated: vm.cpu.cpuPolicy = VmCpuPolicy::kDedicated; break;
+    case DomainRequest::CpuPolicy::kMixed: vm.cpu.cpuPolicy = VmCpuPolicy::kMixed; break;
+  }
+  vm.cpu.mixedDedicatedVcpus = r.mixedDedicatedVcpus;
+  vm.cpu.guestThreadsPerCore = r.guestThreadsPerCore > 0 ? r.guestThreadsPerCore : 1;
+  switch (r.threadPolicy) {
+    case DomainRequest::ThreadPolicy::kUnset:
+    case DomainRequest::ThreadPolicy::kPrefer: vm.cpu.threadPolicy = ThreadPolicy::kPrefer; break;
+    case DomainRequest::ThreadPolicy::kIsolate: vm.cpu.threadPolicy = ThreadPolicy::kIsolate; break;
+    case DomainRequest::ThreadPolicy::kRequire: vm.cpu.threadPolicy = ThreadPolicy::kRequire; break;
+  }
+  vm.cpu.emulatorPolicy = r.isolateEmulator ? HelperThreadPolicy::kIsolate : HelperThreadPolicy::kShared;
+  vm.cpu.iothreads = r.iothreads;
+  vm.cpu.iothreadPolicy = r.isolateIothreads ? HelperThreadPolicy::kIsolate : HelperThreadPolicy::kShared;
+  vm.cpu.pinnedVcpuCpus = r.pinnedVcpuCpus;
+  vm.memoryBytes = r.memoryBytes;
+  vm.hugepageSize = r.hugepageSize;
+  vm.strictNumaNodes = r.strictNumaNodes;
+  return vm;
+}
+
+Result<VmPins> vmPinsOf(const VmCpuPlacement& placement, const CpuSet& shared) {
+  const auto one = [&](int cpu) -> Result<CpuSet> {
+    if (cpu != VmCpuPlacement::kShared) return CpuSet{cpu};
+    if (shared.empty()) return Error::failedPrecondition("a shared thread, and the shared pool is empty");
+    return shared;
+  };
+  VmPins pins;
+  for (int cpu : placement.vcpuCpus) {
+    VRI_ASSIGN_OR_RETURN(CpuSet set, one(cpu));
+    pins.vcpus.push_back(std::move(set));
+  }
+  if (placement.emulatorCpus.empty()) {
+    VRI_ASSIGN_OR_RETURN(pins.emulator, one(VmCpuPlacement::kShared));
+  } else {
+    pins.emulator = placement.emulatorCpus;
+  }
+  for (int cpu : placement.iothreadCpus) {
+    VRI_ASSIGN_OR_RETURN(CpuSet set, one(cpu));
+    pins.iothreads.push_back(std::move(set));
+  }
+  pins.mems = placement.mems;
+  return pins;
+}
+
+}  // namespace vri

@@ -37,7 +37,9 @@ Result<std::unique_ptr<Ledger>> Ledger::open(std::shared_ptr<const Topology> top
                                              std::unique_ptr<LedgerStore> store) {
   if (store == nullptr) return Error::invalidArgument("ledger without a store");
   std::unique_ptr<Ledger> ledger(new Ledger(std::move(topology), std::move(config), std::move(store)));
-  VRI_ASSIGN_OR_RETURN(ledger->current_, ledger->loadState(ledger->loadProblems_));
+  VRI_ASSIGN_OR_RETURN(StatePtr loaded, ledger->loadState(ledger->loadProblems_));
+  MutexLock lock(ledger->stateMutex_);
+  ledger->current_ = std::move(loaded);
   return ledger;
 }
 
@@ -93,9 +95,11 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
 }
 
 StatePtr Ledger::state() const {
-  std::lock_guard lock(stateMutex_);
+  MutexLock lock(stateMutex_);
   return current_;
 }
+
+StatePtr Ledger::Writer::current() const { return ledger_->state(); }
 
 std::optional<PodRecord> Ledger::findPod(const std::string& uid) const {
   const StatePtr now = state();
@@ -133,7 +137,7 @@ Result<void> Ledger::Writer::commit(const LedgerDelta& delta, const LedgerState&
 }
 
 void Ledger::Writer::publish(StatePtr next) {
-  std::lock_guard lock(ledger_->stateMutex_);
+  MutexLock lock(ledger_->stateMutex_);
   ledger_->current_ = std::move(next);
 }
 

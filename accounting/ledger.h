@@ -23,6 +23,7 @@
 #include "accounting/ledger_state.h"
 #include "accounting/ledger_store.h"
 #include "accounting/topology_manager.h"
+#include "cgroup-model/thread_annotations.h"
 
 namespace vri {
 
@@ -64,7 +65,8 @@ class Ledger {
   // The right to decide: one decision at a time, from the current state to the next.
   class Writer {
    public:
-    const StatePtr& current() const { return ledger_->current_; }
+    // The state this writer decides from: the last one published.
+    StatePtr current() const;
     // Writes the records `delta` touched as they are in `to`: the decision's
     // state, or its `before` state to undo it. One transaction.
     Result<void> commit(const LedgerDelta& delta, const LedgerState& to);
@@ -76,7 +78,7 @@ class Ledger {
     friend class Ledger;
     explicit Writer(Ledger& ledger) : ledger_(&ledger), lock_(ledger.writerMutex_) {}
     Ledger* ledger_;
-    std::unique_lock<std::mutex> lock_;
+    MutexLock lock_;  // the ledger's writer mutex, for the writer's life
   };
   Writer writer() { return Writer(*this); }
 
@@ -171,9 +173,9 @@ class Ledger {
   LedgerConfig config_;
   std::unique_ptr<LedgerStore> store_;  // used under the writer lock only
   std::vector<std::string> loadProblems_;
-  std::mutex writerMutex_;         // one decision at a time
-  mutable std::mutex stateMutex_;  // guards the pointer `current_` alone, for a pointer copy
-  StatePtr current_;               // written under both locks; read under either
+  Mutex writerMutex_;         // one decision at a time: held by the Writer
+  mutable Mutex stateMutex_;  // the pointer alone, held for a pointer copy: readers never wait on a decision
+  StatePtr current_ VRI_GUARDED_BY(stateMutex_);
 };
 
 // The ledger's invariants, checked by tests after every step: no CPU in two

@@ -56,7 +56,7 @@ LibvirtSession::~LibvirtSession() {
 
 void LibvirtSession::post(std::function<void(LibvirtSession&)> task) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     tasks_.push_back(std::move(task));
   }
   wake_.notify_all();
@@ -97,8 +97,8 @@ void LibvirtSession::worker() {
     }
     std::function<void(LibvirtSession&)> task;
     {
-      std::unique_lock lock(mutex_);
-      wake_.wait_for(lock, std::chrono::milliseconds(100), [&] { return stopping_ || !tasks_.empty(); });
+      MutexLock lock(mutex_);
+      if (!stopping_ && tasks_.empty()) lock.waitFor(wake_, std::chrono::milliseconds(100));
       if (stopping_) break;
       if (tasks_.empty()) continue;
       task = std::move(tasks_.front());

@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "cgroup-model/result.h"
+#include "cgroup-model/thread_annotations.h"
 #include "libvirt-bridge/vm_pins.h"
 
 namespace vri {
@@ -97,9 +98,9 @@ class LibvirtSession {
   std::atomic<bool> stopping_{false};
   std::atomic<bool> lost_{false};  // set by the close callback
 
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::deque<std::function<void(LibvirtSession&)>> tasks_;
+  Mutex mutex_;
+  std::condition_variable_any wake_;
+  std::deque<std::function<void(LibvirtSession&)>> tasks_ VRI_GUARDED_BY(mutex_);
   std::thread eventThread_, workerThread_;
 };
 

@@ -8,36 +8,40 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "cgroup-model/thread_annotations.h"
+
 namespace vri {
 
 class CallGate {
  public:
   // False once closing: the caller refuses the call.
   bool enter() {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (closed_) return false;
     ++inFlight_;
     return true;
   }
   void leave() {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       --inFlight_;
     }
     idle_.notify_all();
   }
   // Refuses new calls and waits until none is in flight or `deadline` passes.
   void closeAndDrain(std::chrono::steady_clock::time_point deadline) {
-    std::unique_lock lock(mutex_);
+    MutexLock lock(mutex_);
     closed_ = true;
-    idle_.wait_until(lock, deadline, [this] { return inFlight_ == 0; });
+    while (inFlight_ > 0) {
+      if (lock.waitUntil(idle_, deadline) == std::cv_status::timeout) break;
+    }
   }
 
  private:
-  std::mutex mutex_;  // guards the two below
-  int inFlight_ = 0;
-  bool closed_ = false;
-  std::condition_variable idle_;
+  Mutex mutex_;
+  int inFlight_ VRI_GUARDED_BY(mutex_) = 0;
+  bool closed_ VRI_GUARDED_BY(mutex_) = false;
+  std::condition_variable_any idle_;
 };
 
 }  // namespace vri

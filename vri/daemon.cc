@@ -123,17 +123,19 @@ Result<void> Daemon::serve() {
 }
 
 void Daemon::reconcileLoop() {
-  std::unique_lock lock(loopMutex_);
-  while (!stopping_) {
-    const int interval = reconcileIntervalSeconds_.load();
-    if (interval <= 0) {
-      loopWake_.wait(lock);
-      continue;
+  while (true) {
+    {
+      MutexLock lock(loopMutex_);
+      if (stopping_) return;
+      const int interval = reconcileIntervalSeconds_.load();
+      if (interval <= 0) {
+        lock.wait(loopWake_);
+        continue;
+      }
+      // A wake-up (reload, shutdown) starts the interval again.
+      if (lock.waitFor(loopWake_, std::chrono::seconds(interval)) == std::cv_status::no_timeout) continue;
     }
-    if (loopWake_.wait_for(lock, std::chrono::seconds(interval)) == std::cv_status::no_timeout) continue;
-    lock.unlock();
     (void)node_->reconcile(false);  // logs and publishes its own outcome
-    lock.lock();
   }
 }
 
@@ -151,7 +153,7 @@ void Daemon::reload(const DaemonConfig& next) {
   config_.logLevel = next.logLevel;
   config_.reconcileIntervalSeconds = next.reconcileIntervalSeconds;
   {
-    std::lock_guard lock(loopMutex_);
+    MutexLock lock(loopMutex_);
     reconcileIntervalSeconds_ = next.reconcileIntervalSeconds;
   }
   loopWake_.notify_all();
@@ -176,7 +178,7 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
     if (server) server->Wait();
   }
   {
-    std::lock_guard lock(loopMutex_);
+    MutexLock lock(loopMutex_);
     stopping_ = true;
   }
   loopWake_.notify_all();

@@ -11,6 +11,7 @@
 
 #include <grpcpp/server.h>
 
+#include "cgroup-model/thread_annotations.h"
 #include "vri/daemon_config.h"
 #include "vri/libvirt_sync.h"
 #include "vri/node_manager.h"
@@ -54,9 +55,9 @@ class Daemon {
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
   std::unique_ptr<LibvirtSync> libvirt_;  // null without libvirt_uri
 
-  std::mutex loopMutex_;
-  std::condition_variable loopWake_;
-  bool stopping_ = false;
+  Mutex loopMutex_;
+  std::condition_variable_any loopWake_;
+  bool stopping_ VRI_GUARDED_BY(loopMutex_) = false;
   std::atomic<int> reconcileIntervalSeconds_{0};
   std::thread reconcileThread_;
   bool shutDown_ = false;

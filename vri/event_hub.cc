@@ -5,8 +5,11 @@
 namespace vri {
 
 EventSubscription::Next EventSubscription::next(std::chrono::milliseconds timeout, Event& event) {
-  std::unique_lock lock(mutex_);
-  ready_.wait_for(lock, timeout, [&] { return closed_ || lost_ > 0 || !queue_.empty(); });
+  MutexLock lock(mutex_);
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (!closed_ && lost_ == 0 && queue_.empty()) {
+    if (lock.waitUntil(ready_, deadline) == std::cv_status::timeout) break;
+  }
   if (lost_ > 0) {
     event = Event{};
     event.kind = EventKind::kEventsLost;
@@ -24,7 +27,7 @@ EventSubscription::Next EventSubscription::next(std::chrono::milliseconds timeou
 
 void EventSubscription::push(const Event& event, size_t limit) {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     if (queue_.size() >= limit) {
       queue_.pop_front();
       ++lost_;
@@ -36,7 +39,7 @@ void EventSubscription::push(const Event& event, size_t limit) {
 
 void EventSubscription::close() {
   {
-    std::lock_guard lock(mutex_);
+    MutexLock lock(mutex_);
     closed_ = true;
   }
   ready_.notify_all();
@@ -47,7 +50,7 @@ void EventHub::publish(EventKind kind, std::string tenant, std::string detail) {
               std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
                   .count(),
               kind, std::move(tenant), std::move(detail)};
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   event.sequence = ++sequence_;
   std::erase_if(subscribers_, [&](const std::weak_ptr<EventSubscription>& weak) {
     const auto subscriber = weak.lock();
@@ -59,7 +62,7 @@ void EventHub::publish(EventKind kind, std::string tenant, std::string detail) {
 
 std::shared_ptr<EventSubscription> EventHub::subscribe() {
   auto subscription = std::make_shared<EventSubscription>();
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   if (closed_) {
     subscription->close();
   } else {
@@ -69,7 +72,7 @@ std::shared_ptr<EventSubscription> EventHub::subscribe() {
 }
 
 void EventHub::close() {
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   closed_ = true;
   for (const auto& weak : subscribers_) {
     if (const auto subscriber = weak.lock()) subscriber->close();

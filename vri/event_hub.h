@@ -13,6 +13,8 @@
 
 #include <string>
 
+#include "cgroup-model/thread_annotations.h"
+
 namespace vri {
 
 // What happened; the API's Event.Kind mirrors it (the service converts).
@@ -52,11 +54,11 @@ class EventSubscription {
   void push(const Event& event, size_t limit);
   void close();
 
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<Event> queue_;
-  uint64_t lost_ = 0;
-  bool closed_ = false;
+  Mutex mutex_;
+  std::condition_variable_any ready_;
+  std::deque<Event> queue_ VRI_GUARDED_BY(mutex_);
+  uint64_t lost_ VRI_GUARDED_BY(mutex_) = 0;
+  bool closed_ VRI_GUARDED_BY(mutex_) = false;
 };
 
 class EventHub {
@@ -70,10 +72,10 @@ class EventHub {
 
  private:
   const size_t queueLimit_;
-  std::mutex mutex_;
-  uint64_t sequence_ = 0;
-  bool closed_ = false;
-  std::vector<std::weak_ptr<EventSubscription>> subscribers_;
+  Mutex mutex_;
+  uint64_t sequence_ VRI_GUARDED_BY(mutex_) = 0;
+  bool closed_ VRI_GUARDED_BY(mutex_) = false;
+  std::vector<std::weak_ptr<EventSubscription>> subscribers_ VRI_GUARDED_BY(mutex_);
 };
 
 }  // namespace vri

@@ -30,7 +30,7 @@ void Logger::log(LogLevel level, std::string_view message) {
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
   std::string line = std::string(stamp) + "." + std::to_string(1000 + millis).substr(1) + "Z " +
                      std::string(logLevelName(level)) + " " + std::string(message) + "\n";
-  std::lock_guard lock(mutex_);
+  MutexLock lock(mutex_);
   std::fwrite(line.data(), 1, line.size(), out_);
   std::fflush(out_);
 }

@@ -9,6 +9,8 @@
 
 #include "cgroup-model/result.h"
 
+#include "cgroup-model/thread_annotations.h"
+
 namespace vri {
 
 enum class LogLevel { kError, kWarning, kInfo, kDebug };
@@ -33,7 +35,7 @@ class Logger {
  private:
   std::atomic<LogLevel> level_;
   std::FILE* out_;
-  std::mutex mutex_;
+  Mutex mutex_;  // one line at a time on out_
 };
 
 }  // namespace vri

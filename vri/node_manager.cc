@@ -52,7 +52,7 @@ NodeManager::NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Log
 
 NodeManager::~NodeManager() {
   {
-    std::lock_guard lock(retryMutex_);
+    MutexLock lock(retryMutex_);
     stopping_ = true;
   }
   retryWake_.notify_all();
@@ -67,7 +67,7 @@ Result<void> NodeManager::checkNotHalted() const {
 }
 
 bool NodeManager::writesPending() const {
-  std::lock_guard lock(retryMutex_);
+  MutexLock lock(retryMutex_);
   return pending_;
 }
 
@@ -95,7 +95,7 @@ Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& de
     log_.error(tenant + ": " + detail);
     events_.publish(EventKind::kWritePending, tenant, detail);
     {
-      std::lock_guard lock(retryMutex_);
+      MutexLock lock(retryMutex_);
       pending_ = true;
     }
     retryWake_.notify_all();
@@ -128,7 +128,7 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
   if (auto restored = sync_.write(decision.after, decision.before, decision.delta); !restored.ok()) {
     log_.error(tenant + ": restoring the cgroups after a failed write: " + restored.error().message() +
                "; a reconcile follows");
-    std::lock_guard lock(retryMutex_);
+    MutexLock lock(retryMutex_);
     pending_ = true;
     retryWake_.notify_all();
   }
@@ -360,7 +360,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
         writer.publish(back.after);
         published(*back.before, *back.after);
       }
-      std::lock_guard lock(retryMutex_);
+      MutexLock lock(retryMutex_);
       pending_ = false;
       landed = true;
     }
@@ -411,26 +411,25 @@ Result<void> NodeManager::releaseVanished(Ledger::Writer& writer, const Vanished
 }
 
 void NodeManager::retryLoop() {
-  std::unique_lock lock(retryMutex_);
-  while (!stopping_) {
-    if (!pending_ && !halted_) {
-      retryWake_.wait(lock);
-      continue;
-    }
-    if (retryWake_.wait_for(lock, options_.retryInterval, [this] { return stopping_; })) break;
-    lock.unlock();
+  while (true) {
     {
-      Ledger::Writer writer = ledger_.writer();
-      if (halted_) {
-        if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
-          halted_ = false;
-          log_.info("ledger reloaded from the store and reconciled; taking decisions again");
-        }
-      } else {
-        (void)reconcileLocked(writer, false);  // logs and publishes its own outcome
+      MutexLock lock(retryMutex_);
+      while (!stopping_ && !pending_ && !halted_) lock.wait(retryWake_);
+      // Pending: try again after the interval (a stop ends the wait early).
+      const auto retry_at = std::chrono::steady_clock::now() + options_.retryInterval;
+      while (!stopping_ && lock.waitUntil(retryWake_, retry_at) == std::cv_status::no_timeout) {
       }
+      if (stopping_) return;
     }
-    lock.lock();
+    Ledger::Writer writer = ledger_.writer();
+    if (halted_) {
+      if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
+        halted_ = false;
+        log_.info("ledger reloaded from the store and reconciled; taking decisions again");
+      }
+    } else {
+      (void)reconcileLocked(writer, false);  // logs and publishes its own outcome
+    }
   }
 }
 

@@ -29,6 +29,7 @@
 
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
+#include "cgroup-model/thread_annotations.h"
 #include "vri/cgroup_sync.h"
 #include "vri/event_hub.h"
 #include "vri/logger.h"
@@ -132,10 +133,10 @@ class NodeManager {
   NodeManagerOptions options_;
   VanishedTenants vanished_;  // used under the ledger's writer lock only
   std::atomic<bool> halted_{false};
-  mutable std::mutex retryMutex_;  // guards the three below
-  std::condition_variable retryWake_;
-  bool pending_ = false;  // writes failed and not landed yet
-  bool stopping_ = false;
+  mutable Mutex retryMutex_;
+  std::condition_variable_any retryWake_;
+  bool pending_ VRI_GUARDED_BY(retryMutex_) = false;  // writes failed and not landed yet
+  bool stopping_ VRI_GUARDED_BY(retryMutex_) = false;
   std::thread retryThread_;
 };
 

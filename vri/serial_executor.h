@@ -12,6 +12,8 @@
 #include <mutex>
 #include <thread>
 
+#include "cgroup-model/thread_annotations.h"
+
 namespace vri {
 
 class SerialExecutor {
@@ -19,7 +21,7 @@ class SerialExecutor {
   SerialExecutor() : thread_([this] { runLoop(); }) {}
   ~SerialExecutor() {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_one();
@@ -30,7 +32,7 @@ class SerialExecutor {
 
   void post(std::function<void()> work) {
     {
-      std::lock_guard lock(mutex_);
+      MutexLock lock(mutex_);
       queue_.push_back(std::move(work));
     }
     wake_.notify_one();
@@ -38,22 +40,23 @@ class SerialExecutor {
 
  private:
   void runLoop() {
-    std::unique_lock lock(mutex_);
     while (true) {
-      wake_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stopping, and nothing left
-      std::function<void()> work = std::move(queue_.front());
-      queue_.pop_front();
-      lock.unlock();
+      std::function<void()> work;
+      {
+        MutexLock lock(mutex_);
+        while (!stopping_ && queue_.empty()) lock.wait(wake_);
+        if (queue_.empty()) return;  // stopping, and nothing left
+        work = std::move(queue_.front());
+        queue_.pop_front();
+      }
       work();
-      lock.lock();
     }
   }
 
-  std::mutex mutex_;  // guards the two below
-  std::deque<std::function<void()>> queue_;
-  bool stopping_ = false;
-  std::condition_variable wake_;
+  Mutex mutex_;
+  std::deque<std::function<void()>> queue_ VRI_GUARDED_BY(mutex_);
+  bool stopping_ VRI_GUARDED_BY(mutex_) = false;
+  std::condition_variable_any wake_;
   std::thread thread_;  // last: starts once the members it uses exist
 };
 

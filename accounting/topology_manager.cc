@@ -1,10 +1,9 @@
 #include "accounting/topology_manager.h"
 
-#include "cgroup-model/enum_text.h"
-
 #include <algorithm>
 #include <functional>
 
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {

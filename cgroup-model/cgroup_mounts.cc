@@ -1,10 +1,9 @@
 #include "cgroup-model/cgroup_mounts.h"
 
-#include "cgroup-model/enum_text.h"
-
 #include <array>
 #include <sstream>
 
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/text.h"
 

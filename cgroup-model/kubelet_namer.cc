@@ -1,9 +1,8 @@
 #include "cgroup-model/kubelet_namer.h"
 
-#include "cgroup-model/enum_text.h"
-
 #include <algorithm>
 
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {

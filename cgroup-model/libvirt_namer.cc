@@ -1,10 +1,9 @@
 #include "cgroup-model/libvirt_namer.h"
 
-#include "cgroup-model/enum_text.h"
-
 #include <cstdio>
 #include <cstring>
 
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {

@@ -222,6 +222,7 @@ Result<int> CgroupSync::write(const StatePtr& beforePtr, const StatePtr& afterPt
   planNodeAndFollowers(beforePtr, afterPtr, delta, scratch, cpusets, plain);
   VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, cpusetWriter_.apply(cpusets, plain));
   int writes = shared.writes;
+  if (delta.empty()) return writes;
   // The touched tenants last: a new exclusive tenant's CPUs have left every shared cgroup by now.
   const bool everything = layout_.ownership == Ownership::kEverything;
   const NodeResources node = nodeResources(after, inputs());

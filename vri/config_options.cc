@@ -1,13 +1,10 @@
 // The option table: every option of vrid with its default, help, parser and printer.
 #include "vri/daemon_config.h"
 
-#include "cgroup-model/enum_text.h"
-
 #include <algorithm>
 #include <charconv>
-#include <set>
 
-#include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/text.h"
 

@@ -1,11 +1,10 @@
 #include "vri/logger.h"
 
-#include "cgroup-model/enum_text.h"
-
 #include <chrono>
 #include <ctime>
 #include <string>
 
+#include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {

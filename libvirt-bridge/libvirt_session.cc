@@ -69,16 +69,17 @@ void LibvirtSession::eventLoop() {
 }
 
 void LibvirtSession::worker() {
+  const Clock& clock = *options_.clock;
   auto retry = options_.firstRetry;
-  auto next_attempt = std::chrono::steady_clock::now();
+  auto next_attempt = clock.now();
   bool reported_down = false;
   while (!stopping_) {
     if (lost_.exchange(false) && conn_ != nullptr) {
       say("libvirt: lost the connection to " + options_.uri + "; reconnecting");
       disconnect();
-      next_attempt = std::chrono::steady_clock::now();
+      next_attempt = clock.now();
     }
-    if (conn_ == nullptr && std::chrono::steady_clock::now() >= next_attempt) {
+    if (conn_ == nullptr && clock.now() >= next_attempt) {
       if (connect()) {
         retry = options_.firstRetry;
         reported_down = false;
@@ -91,14 +92,19 @@ void LibvirtSession::worker() {
               "); retrying with back-off");
         }
         reported_down = true;
-        next_attempt = std::chrono::steady_clock::now() + retry;
+        next_attempt = clock.now() + retry;
         retry = std::min(retry * 2, options_.maxRetry);
       }
     }
     std::function<void(LibvirtSession&)> task;
     {
       MutexLock lock(mutex_);
-      if (!stopping_ && tasks_.empty()) lock.waitFor(wake_, std::chrono::milliseconds(100));
+      // A lost connection is flagged without this mutex: look again within 100 ms even if its wake-up was missed.
+      if (!stopping_ && tasks_.empty()) {
+        Clock::TimePoint until = clock.now() + std::chrono::milliseconds(100);
+        if (conn_ == nullptr) until = std::min(until, next_attempt);
+        (void)clock.waitUntil(lock, wake_, until);
+      }
       if (stopping_) break;
       if (tasks_.empty()) continue;
       task = std::move(tasks_.front());

@@ -19,6 +19,7 @@
 #include <thread>
 #include <vector>
 
+#include "cgroup-model/clock.h"
 #include "cgroup-model/result.h"
 #include "cgroup-model/thread_annotations.h"
 #include "libvirt-bridge/vm_pins.h"
@@ -47,6 +48,7 @@ struct LibvirtSessionOptions {
   std::string uri = "qemu:///system";
   std::chrono::milliseconds firstRetry{250};
   std::chrono::milliseconds maxRetry{8000};
+  const Clock* clock = &steadyClock();          // what the back-off waits by; not owned
   std::function<void(const std::string&)> log;  // one line per connection change; may be empty
 };
 

@@ -8,12 +8,16 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "cgroup-model/clock.h"
 #include "cgroup-model/thread_annotations.h"
 
 namespace vri {
 
 class CallGate {
  public:
+  // `clock` (the drain's deadline is measured by it) must outlive the gate.
+  explicit CallGate(const Clock& clock = steadyClock()) : clock_(clock) {}
+
   // False once closing: the caller refuses the call.
   bool enter() {
     MutexLock lock(mutex_);
@@ -28,16 +32,18 @@ class CallGate {
     }
     idle_.notify_all();
   }
-  // Refuses new calls and waits until none is in flight or `deadline` passes.
-  void closeAndDrain(std::chrono::steady_clock::time_point deadline) {
+  // Refuses new calls and waits until none is in flight or `grace` has passed.
+  void closeAndDrain(Clock::Duration grace) {
     MutexLock lock(mutex_);
     closed_ = true;
+    const Clock::TimePoint deadline = clock_.now() + grace;
     while (inFlight_ > 0) {
-      if (lock.waitUntil(idle_, deadline) == std::cv_status::timeout) break;
+      if (clock_.waitUntil(lock, idle_, deadline)) break;
     }
   }
 
  private:
+  const Clock& clock_;
   Mutex mutex_;
   int inFlight_ VRI_GUARDED_BY(mutex_) = 0;
   bool closed_ VRI_GUARDED_BY(mutex_) = false;

@@ -42,8 +42,8 @@ std::map<std::string, std::string> optionValues(const DaemonConfig& config) {
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
-                                              std::shared_ptr<const Topology> topology) {
-  std::unique_ptr<Daemon> d(new Daemon(config, fs, log));
+                                              std::shared_ptr<const Topology> topology, const Clock& clock) {
+  std::unique_ptr<Daemon> d(new Daemon(config, fs, log, clock));
   log.setLevel(config.logLevel);
   if (!topology) {
     VRI_ASSIGN_OR_RETURN(Topology loaded, loadTopology(config.topology).context("topology"));
@@ -73,6 +73,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
                   config.reservedCpus.strict};
   NodeManagerOptions options;
   options.releaseGrace = std::chrono::seconds(config.releaseGraceSeconds);
+  options.clock = &clock;
   d->node_ = std::make_unique<NodeManager>(*d->ledger_, *d->sync_, d->events_, log, std::move(facts), options);
   log.info("topology: " + topology->source() + ", " + std::to_string(topology->onlineCpus().count()) +
            " CPUs online; cgroup " + std::string(cgroupVersionName(version)) + " at " + config.cgroupRoot +
@@ -81,9 +82,13 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_TRY(d->serve());
   if (!config.libvirtUri.empty()) {
     d->libvirt_ = std::make_unique<LibvirtSync>(
-        *d->node_, log, LibvirtSyncOptions{config.libvirtUri, config.libvirtPidDir, config.defineTimePlacement});
+        *d->node_, log,
+        LibvirtSyncOptions{config.libvirtUri, config.libvirtPidDir, config.defineTimePlacement, &clock});
   }
-  d->reconcileIntervalSeconds_ = config.reconcileIntervalSeconds;
+  {
+    MutexLock lock(d->loopMutex_);
+    d->reconcileIntervalSeconds_ = config.reconcileIntervalSeconds;
+  }
   d->reconcileThread_ = std::thread([daemon = d.get()] { daemon->reconcileLoop(); });
   return d;
 }
@@ -127,13 +132,16 @@ void Daemon::reconcileLoop() {
     {
       MutexLock lock(loopMutex_);
       if (stopping_) return;
-      const int interval = reconcileIntervalSeconds_.load();
-      if (interval <= 0) {
-        lock.wait(loopWake_);
+      const uint64_t wakeups = loopWakeups_;
+      if (reconcileIntervalSeconds_ <= 0) {
+        while (!stopping_ && wakeups == loopWakeups_) lock.wait(loopWake_);
         continue;
       }
-      // A wake-up (reload, shutdown) starts the interval again.
-      if (lock.waitFor(loopWake_, std::chrono::seconds(interval)) == std::cv_status::no_timeout) continue;
+      // A reload or shutdown starts the interval again.
+      const Clock::TimePoint due = clock_.now() + std::chrono::seconds(reconcileIntervalSeconds_);
+      bool passed = false;
+      while (!stopping_ && wakeups == loopWakeups_ && !passed) passed = clock_.waitUntil(lock, loopWake_, due);
+      if (!passed) continue;
     }
     (void)node_->reconcile(false);  // logs and publishes its own outcome
   }
@@ -155,6 +163,7 @@ void Daemon::reload(const DaemonConfig& next) {
   {
     MutexLock lock(loopMutex_);
     reconcileIntervalSeconds_ = next.reconcileIntervalSeconds;
+    ++loopWakeups_;
   }
   loopWake_.notify_all();
   for (const std::string& name : restart_needed)
@@ -169,7 +178,7 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   libvirt_.reset();  // no more libvirt events turn into decisions
   events_.close();   // watches end now instead of holding the shutdown
   // Deciding calls in flight get the grace; then nothing is left worth waiting for, idle connections included.
-  calls_.closeAndDrain(std::chrono::steady_clock::now() + grace);
+  calls_.closeAndDrain(grace);
   const auto now = std::chrono::system_clock::now();
   for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
     if (server) server->Shutdown(now);

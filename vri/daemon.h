@@ -11,6 +11,7 @@
 
 #include <grpcpp/server.h>
 
+#include "cgroup-model/clock.h"
 #include "cgroup-model/thread_annotations.h"
 #include "vri/daemon_config.h"
 #include "vri/libvirt_sync.h"
@@ -21,10 +22,12 @@ namespace vri {
 
 class Daemon {
  public:
-  // `fs` (the kernel's cgroupfs in production, a fixture in tests) must
-  // outlive the daemon; `topology` overrides config.topology when given.
+  // `fs` (the kernel's cgroupfs in production, a fixture in tests) and `clock`
+  // (what the daemon waits and times out by) must outlive the daemon;
+  // `topology` overrides config.topology when given.
   static Result<std::unique_ptr<Daemon>> start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
-                                               std::shared_ptr<const Topology> topology = nullptr);
+                                               std::shared_ptr<const Topology> topology = nullptr,
+                                               const Clock& clock = steadyClock());
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -39,13 +42,15 @@ class Daemon {
   NodeManager& node() { return *node_; }
 
  private:
-  Daemon(const DaemonConfig& config, CgroupFs& fs, Logger& log) : config_(config), log_(log), fs_(fs) {}
+  Daemon(const DaemonConfig& config, CgroupFs& fs, Logger& log, const Clock& clock)
+      : config_(config), log_(log), fs_(fs), clock_(clock), events_(clock), calls_(clock) {}
   Result<void> serve();
   void reconcileLoop();
 
   DaemonConfig config_;
   Logger& log_;
   CgroupFs& fs_;
+  const Clock& clock_;
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<CgroupSync> sync_;
   EventHub events_;
@@ -58,7 +63,8 @@ class Daemon {
   Mutex loopMutex_;
   std::condition_variable_any loopWake_;
   bool stopping_ VRI_GUARDED_BY(loopMutex_) = false;
-  std::atomic<int> reconcileIntervalSeconds_{0};
+  int reconcileIntervalSeconds_ VRI_GUARDED_BY(loopMutex_) = 0;
+  uint64_t loopWakeups_ VRI_GUARDED_BY(loopMutex_) = 0;  // a reload starts the interval again
   std::thread reconcileThread_;
   bool shutDown_ = false;
   int lockFd_ = -1;

@@ -6,9 +6,9 @@ namespace vri {
 
 EventSubscription::Next EventSubscription::next(std::chrono::milliseconds timeout, Event& event) {
   MutexLock lock(mutex_);
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  const auto deadline = clock_.now() + timeout;
   while (!closed_ && lost_ == 0 && queue_.empty()) {
-    if (lock.waitUntil(ready_, deadline) == std::cv_status::timeout) break;
+    if (clock_.waitUntil(lock, ready_, deadline)) break;
   }
   if (lost_ > 0) {
     event = Event{};
@@ -61,7 +61,7 @@ void EventHub::publish(EventKind kind, std::string tenant, std::string detail) {
 }
 
 std::shared_ptr<EventSubscription> EventHub::subscribe() {
-  auto subscription = std::make_shared<EventSubscription>();
+  auto subscription = std::make_shared<EventSubscription>(clock_);
   MutexLock lock(mutex_);
   if (closed_) {
     subscription->close();

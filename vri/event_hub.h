@@ -13,6 +13,7 @@
 
 #include <string>
 
+#include "cgroup-model/clock.h"
 #include "cgroup-model/thread_annotations.h"
 
 namespace vri {
@@ -46,11 +47,13 @@ struct Event {
 class EventSubscription {
  public:
   enum class Next { kEvent, kTimeout, kClosed };
+  explicit EventSubscription(const Clock& clock) : clock_(clock) {}
   // Waits up to `timeout` for the next event.
   Next next(std::chrono::milliseconds timeout, Event& event);
 
  private:
   friend class EventHub;
+  const Clock& clock_;
   void push(const Event& event, size_t limit);
   void close();
 
@@ -63,7 +66,9 @@ class EventSubscription {
 
 class EventHub {
  public:
-  explicit EventHub(size_t queueLimit = 4096) : queueLimit_(queueLimit) {}
+  // `clock` (which watchers' timeouts are measured by) must outlive the hub and its subscriptions.
+  explicit EventHub(const Clock& clock = steadyClock(), size_t queueLimit = 4096)
+      : clock_(clock), queueLimit_(queueLimit) {}
 
   void publish(EventKind kind, std::string tenant, std::string detail);
   std::shared_ptr<EventSubscription> subscribe();
@@ -71,6 +76,7 @@ class EventHub {
   void close();
 
  private:
+  const Clock& clock_;
   const size_t queueLimit_;
   Mutex mutex_;
   uint64_t sequence_ VRI_GUARDED_BY(mutex_) = 0;

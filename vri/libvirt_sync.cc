@@ -31,6 +31,7 @@ LibvirtSync::LibvirtSync(NodeManager& node, Logger& log, LibvirtSyncOptions opti
   events_ = node_.subscribe();
   LibvirtSessionOptions session;
   session.uri = options_.uri;
+  session.clock = options_.clock;
   session.log = [this](const std::string& line) { log_.info(line); };
   session_ = LibvirtSession::start(std::move(session), *this);
   eventsThread_ = std::thread([this] { watchEvents(); });

@@ -27,6 +27,7 @@ struct LibvirtSyncOptions {
   std::string uri = "qemu:///system";
   std::string qemuPidDir = "/run/libvirt/qemu";
   bool defineTimePlacement = true;
+  const Clock* clock = &steadyClock();  // what the libvirt connection's back-off waits by; not owned
 };
 
 class LibvirtSync : public LibvirtHandler {

@@ -8,10 +8,10 @@ namespace vri {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using Stopwatch = std::chrono::steady_clock;  // how long a decision took, for the log
 
-std::string millisSince(Clock::time_point start) {
-  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+std::string millisSince(Stopwatch::time_point start) {
+  const double ms = std::chrono::duration<double, std::milli>(Stopwatch::now() - start).count();
   char text[32];
   std::snprintf(text, sizeof text, "%.2f ms", ms);
   return text;
@@ -137,7 +137,7 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
 
 template <typename T>
 Result<T> NodeManager::finish(const std::string& action, const std::string& tenant, EventKind kind, Result<T> result,
-                              const std::string& detail, Clock::time_point start) {
+                              const std::string& detail, Stopwatch::time_point start) {
   const bool logged = log_.enabled(LogLevel::kInfo);  // the line is built only when it is written
   if (!result.ok()) {
     if (logged)
@@ -152,7 +152,7 @@ Result<T> NodeManager::finish(const std::string& action, const std::string& tena
 }
 
 Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(pod.uid, container.name);
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
@@ -167,7 +167,7 @@ Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const
 
 Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod,
                                                               const std::vector<ContainerSpec>& containers) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = podTenant(pod.uid);
   Result<std::vector<ContainerPlacement>> result = [&]() -> Result<std::vector<ContainerPlacement>> {
     VRI_TRY(checkNotHalted());
@@ -184,7 +184,7 @@ Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod
 }
 
 Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUid, const ContainerSpec& container) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(podUid, container.name);
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
@@ -200,7 +200,7 @@ Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUi
 }
 
 Result<void> NodeManager::releaseContainer(const std::string& podUid, const std::string& name) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(podUid, name);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
@@ -213,7 +213,7 @@ Result<void> NodeManager::releaseContainer(const std::string& podUid, const std:
 }
 
 Result<void> NodeManager::releasePod(const std::string& podUid) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = podTenant(podUid);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
@@ -226,7 +226,7 @@ Result<void> NodeManager::releasePod(const std::string& podUid) {
 }
 
 Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = vmTenant(vm.uuid);
   Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
     VRI_TRY(checkNotHalted());
@@ -240,7 +240,7 @@ Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
 }
 
 Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = vmTenant(vm.uuid);
   Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
     VRI_TRY(checkNotHalted());
@@ -254,7 +254,7 @@ Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
 }
 
 Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = vmTenant(vm.uuid);
   Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
     VRI_TRY(checkNotHalted());
@@ -268,7 +268,7 @@ Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
 }
 
 Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uuid, int qemuPid) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = vmTenant(uuid);
   Result<std::pair<CgroupPath, int>> result = [&]() -> Result<std::pair<CgroupPath, int>> {
     VRI_TRY(checkNotHalted());
@@ -299,7 +299,7 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
 }
 
 Result<void> NodeManager::releaseVm(const std::string& uuid) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   const std::string tenant = vmTenant(uuid);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
@@ -333,7 +333,7 @@ Result<ReconcileReport> NodeManager::reconcile(bool dryRun) {
 }
 
 Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, bool dryRun) {
-  const auto start = Clock::now();
+  const auto start = Stopwatch::now();
   bool landed = false;
   auto attempt = [&]() -> Result<ReconcileReport> {
     VRI_ASSIGN_OR_RETURN(NodeScan scan, sync_.scan());
@@ -345,7 +345,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
     if (!dryRun) {
       const Decision<bool> found = ledger_.decideVmScopes(writer.current(), scopes);
       if (found.changes()) writer.publish(found.after);
-      VRI_TRY(releaseVanished(writer, vanished_.update(*writer.current(), scan, options_.now())));
+      VRI_TRY(releaseVanished(writer, vanished_.update(*writer.current(), scan, options_.clock->now())));
     }
     VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(*writer.current(), true, dryRun));
     ReconcileReport report;
@@ -367,6 +367,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
     return report;
   };
   auto report = attempt();
+  ++reconciles_;
   if (!report.ok()) {
     log_.error("reconcile: " + report.error().message());
     events_.publish(EventKind::kReconcileFailed, "", report.error().message());
@@ -416,8 +417,8 @@ void NodeManager::retryLoop() {
       MutexLock lock(retryMutex_);
       while (!stopping_ && !pending_ && !halted_) lock.wait(retryWake_);
       // Pending: try again after the interval (a stop ends the wait early).
-      const auto retry_at = std::chrono::steady_clock::now() + options_.retryInterval;
-      while (!stopping_ && lock.waitUntil(retryWake_, retry_at) == std::cv_status::no_timeout) {
+      const auto retry_at = options_.clock->now() + options_.retryInterval;
+      while (!stopping_ && !options_.clock->waitUntil(lock, retryWake_, retry_at)) {
       }
       if (stopping_) return;
     }

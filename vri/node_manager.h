@@ -19,7 +19,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -29,6 +28,7 @@
 
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
+#include "cgroup-model/clock.h"
 #include "cgroup-model/thread_annotations.h"
 #include "vri/cgroup_sync.h"
 #include "vri/event_hub.h"
@@ -57,8 +57,8 @@ struct NodeManagerOptions {
   std::chrono::milliseconds retryInterval = std::chrono::seconds(1);
   // How long a tenant's cgroups (a VM's QEMU process) must be gone before reconcile releases it.
   std::chrono::seconds releaseGrace = std::chrono::minutes(5);
-  // The clock grace periods are measured with; tests bring their own.
-  std::function<std::chrono::steady_clock::time_point()> now = [] { return std::chrono::steady_clock::now(); };
+  // The clock retries wait by and grace periods are measured with; tests bring their own. Not owned.
+  const Clock* clock = &steadyClock();
 };
 
 class NodeManager {
@@ -103,6 +103,8 @@ class NodeManager {
   bool writesPending() const;
   // Whether decisions are refused (an undo could not be committed and the reload failed).
   bool halted() const { return halted_.load(); }
+  // Reconciles finished so far (periodic, asked for, retries), whatever their outcome.
+  uint64_t reconciles() const { return reconciles_.load(); }
 
  private:
   enum class OnWriteFailure { kUndo, kHoldFreedCpus };
@@ -133,6 +135,7 @@ class NodeManager {
   NodeManagerOptions options_;
   VanishedTenants vanished_;  // used under the ledger's writer lock only
   std::atomic<bool> halted_{false};
+  std::atomic<uint64_t> reconciles_{0};
   mutable Mutex retryMutex_;
   std::condition_variable_any retryWake_;
   bool pending_ VRI_GUARDED_BY(retryMutex_) = false;  // writes failed and not landed yet

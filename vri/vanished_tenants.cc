@@ -4,15 +4,15 @@
 
 namespace vri {
 
-bool VanishedTenants::missing(const std::string& tenant, Clock::time_point now,
-                              std::map<std::string, Clock::time_point>& seen) {
+bool VanishedTenants::missing(const std::string& tenant, Clock::TimePoint now,
+                              std::map<std::string, Clock::TimePoint>& seen) {
   const auto known = missingSince_.find(tenant);
-  const Clock::time_point since = known == missingSince_.end() ? now : known->second;
+  const Clock::TimePoint since = known == missingSince_.end() ? now : known->second;
   seen[tenant] = since;
   return now - since >= grace_;
 }
 
-VanishedTenants::Due VanishedTenants::update(const LedgerState& state, const NodeScan& scan, Clock::time_point now) {
+VanishedTenants::Due VanishedTenants::update(const LedgerState& state, const NodeScan& scan, Clock::TimePoint now) {
   std::map<std::string, std::set<std::string>> running;  // pod UID -> container ids with a cgroup
   for (const ScannedPod& pod : scan.pods) {
     auto& ids = running[pod.uid];
@@ -23,7 +23,7 @@ VanishedTenants::Due VanishedTenants::update(const LedgerState& state, const Nod
     if (!vm.uuid.empty()) running_vms.insert(vm.uuid);
   }
   Due due;
-  std::map<std::string, Clock::time_point> still_missing;  // what is missing now: the rest is forgotten
+  std::map<std::string, Clock::TimePoint> still_missing;  // what is missing now: the rest is forgotten
   for (const auto& [uid, pod] : state.pods) {
     const auto found = running.find(uid);
     if (found == running.end()) {

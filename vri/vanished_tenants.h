@@ -12,14 +12,14 @@
 #include <vector>
 
 #include "accounting/ledger_state.h"
+#include "cgroup-model/clock.h"
 #include "cgroup-model/node_scan.h"
 
 namespace vri {
 
 class VanishedTenants {
  public:
-  using Clock = std::chrono::steady_clock;
-  explicit VanishedTenants(Clock::duration grace) : grace_(grace) {}
+  explicit VanishedTenants(Clock::Duration grace) : grace_(grace) {}
 
   struct Due {
     std::vector<std::string> pods;                                // by UID
@@ -28,15 +28,15 @@ class VanishedTenants {
     bool empty() const { return pods.empty() && containers.empty() && vms.empty(); }
   };
   // Notes what `scan` lacks of `state` at `now`, and returns what has been missing for the grace period.
-  Due update(const LedgerState& state, const NodeScan& scan, Clock::time_point now);
-  Clock::duration grace() const { return grace_; }
+  Due update(const LedgerState& state, const NodeScan& scan, Clock::TimePoint now);
+  Clock::Duration grace() const { return grace_; }
 
  private:
   // True when `tenant`, missing now, has been missing for the grace period.
-  bool missing(const std::string& tenant, Clock::time_point now, std::map<std::string, Clock::time_point>& seen);
+  bool missing(const std::string& tenant, Clock::TimePoint now, std::map<std::string, Clock::TimePoint>& seen);
 
-  Clock::duration grace_;
-  std::map<std::string, Clock::time_point> missingSince_;  // by tenant name
+  Clock::Duration grace_;
+  std::map<std::string, Clock::TimePoint> missingSince_;  // by tenant name
 };
 
 }  // namespace vri

@@ -8,10 +8,12 @@
 
 #include <chrono>
 #include <future>
+#include <map>
 #include <thread>
 
 #include "libvirt-bridge/domain_xml.h"
 #include "tests/support/eventually.h"
+#include "tests/support/manual_clock.h"
 #include "tests/vri/daemon_harness.h"
 
 namespace vri {
@@ -105,6 +107,30 @@ TEST(LibvirtSessionTest, KeepsRetryingAnUnreachableDaemonAndStopsPromptly) {
   std::lock_guard lock(lines_mutex);
   ASSERT_EQ(lines.size(), 1u);  // said once, not on every retry
   EXPECT_THAT(lines.front(), HasSubstr("cannot connect to qemu+unix:///system"));
+}
+
+TEST(LibvirtSessionTest, BacksOffDoublingUpToTheLimitOnItsClock) {
+  RecordingHandler handler;
+  testing::ManualClock clock;
+  LibvirtSessionOptions options;
+  options.uri = "qemu+unix:///system?socket=/nonexistent/libvirt-sock";
+  options.firstRetry = std::chrono::seconds(1);
+  options.maxRetry = std::chrono::seconds(4);
+  options.clock = &clock;
+  auto session = LibvirtSession::start(options, handler);
+  // Attempts at 0, 1, 3, 7, 11, 15 s: each second, the count must be exactly what the back-off allows.
+  const std::map<int, int> attempts_by = {{0, 1}, {1, 2},  {2, 2},  {3, 3},  {4, 3}, {6, 3},
+                                          {7, 4}, {10, 4}, {11, 5}, {14, 5}, {15, 6}};
+  int second = 0;
+  for (const auto& step : attempts_by) {
+    const int at = step.first, expected = step.second;  // (clang 14's lambdas cannot capture bindings)
+    clock.advance(std::chrono::seconds(at - second));
+    second = at;
+    ASSERT_TRUE(testing::eventually([&] { return session->attempts() >= expected; })) << "at " << at << " s";
+    // The worker waits for the next attempt before the clock moves again.
+    ASSERT_TRUE(testing::eventually([&] { return clock.nextDeadline().has_value(); })) << "at " << at << " s";
+    EXPECT_EQ(session->attempts(), expected) << "at " << at << " s";
+  }
 }
 
 TEST(LibvirtSyncTest, VridAdoptsTheRunningDomainsItFindsOnConnect) {

@@ -6,6 +6,9 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include "accounting/hwloc_topology.h"
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "tests/support/temp_dir.h"
@@ -45,7 +48,7 @@ class DaemonHarness {
   ~DaemonHarness() { stop(); }
 
   ::testing::AssertionResult start() {
-    auto started = Daemon::start(config, *fs_, log_);
+    auto started = Daemon::start(config, *fs_, log_, nullptr, *clock);
     if (!started.ok()) return ::testing::AssertionFailure() << started.error().message();
     daemon_ = std::move(*started);
     admin = v1::Vri::NewStub(channel(config.adminSocket));
@@ -89,11 +92,21 @@ class DaemonHarness {
     ASSERT_TRUE(fs_->setProcFile(std::to_string(pid) + "/cmdline", cmdline).ok());
   }
 
+  // That QEMU process exits: its scope stays behind without a task, its /proc entry goes.
+  void exitQemu(const std::string& scope, int pid) {
+    for (const char* file : {"tasks", "cgroup.procs"}) {
+      const std::string path = tmp_.sub("fx/cgroup/cpuset/" + scope + "/emulator/") + file;
+      if (std::filesystem::exists(path)) std::ofstream(path, std::ios::trunc);
+    }
+    std::filesystem::remove_all(tmp_.sub("fx/proc/" + std::to_string(pid)));
+  }
+
   FixtureCgroupFs& fs() { return *fs_; }
   Daemon& daemon() { return *daemon_; }
   const TempDir& tmp() const { return tmp_; }
 
   DaemonConfig config;
+  const Clock* clock = &steadyClock();  // a test's own must outlive the harness
   std::unique_ptr<v1::Vri::Stub> admin, readOnly;
 
  private:

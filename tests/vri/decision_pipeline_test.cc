@@ -18,6 +18,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/failing_cgroupfs.h"
 #include "tests/support/failing_ledger_store.h"
+#include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
 #include "vri/node_manager.h"
 
@@ -68,9 +69,9 @@ class Pipeline {
            : makeV2Backend(),
         layout, allocatable, topology_, 1000, std::vector<std::string>{"cpuset", "cpu", "cpuacct"});
     NodeManagerOptions options;
-    options.retryInterval = std::chrono::milliseconds(20);
+    options.retryInterval = kRetryInterval;
     options.releaseGrace = std::chrono::seconds(60);
-    options.now = [this] { return now.load(); };
+    options.clock = &clock;
     node = std::make_unique<NodeManager>(*ledger, *sync, events, log_, NodeFacts{}, options);
     events_ = events.subscribe();
     EXPECT_TRUE(node->startUp().ok());
@@ -117,6 +118,16 @@ class Pipeline {
     return plan.ok() ? plan->operations : std::vector<CgroupOp>{};
   }
 
+  // Moves the clock one retry interval at a time until `done` holds: the retry loop runs only when time moves.
+  template <typename Predicate>
+  bool retriedUntil(Predicate done) {
+    return testing::eventually([&] {
+      if (done()) return true;
+      clock.advance(kRetryInterval);
+      return done();
+    });
+  }
+
   bool sawEvent(EventKind kind) {
     Event event;
     while (events_->next(std::chrono::milliseconds(0), event) == EventSubscription::Next::kEvent) {
@@ -160,7 +171,8 @@ class Pipeline {
 
  public:
   TreeLayout layout;
-  std::atomic<std::chrono::steady_clock::time_point> now{};  // the node manager's clock
+  static constexpr std::chrono::seconds kRetryInterval{1};
+  testing::ManualClock clock;  // the node manager's: retries happen when a test moves it
   std::unique_ptr<Ledger> ledger;
   std::unique_ptr<CgroupSync> sync;
   EventHub events;
@@ -312,7 +324,8 @@ TEST(DecisionPipelineTest, AResizeWhoseWriteFailsHoldsTheCpusItGaveUp) {
   EXPECT_EQ(p.ledger->state()->draining().count(), 2);
   EXPECT_FALSE(p.ledger->state()->shared().intersects(p.ledger->state()->draining()));
   p.fs.failing = false;
-  ASSERT_TRUE(testing::eventually([&] { return !p.node->writesPending(); }));
+  EXPECT_TRUE(p.node->writesPending());  // until the clock moves
+  ASSERT_TRUE(p.retriedUntil([&] { return !p.node->writesPending(); }));
   EXPECT_TRUE(p.ledger->state()->draining().empty());
   EXPECT_EQ(p.read("kubepods/pod" + uid(1) + "/c1"), resized->exclusive.format());
   EXPECT_TRUE(p.pendingOps().empty());
@@ -340,8 +353,7 @@ TEST(DecisionPipelineTest, ReconcileReleasesTenantsGoneLongerThanTheGrace) {
   ASSERT_TRUE(p.node->vmStarted(running, 4242).ok());
   ASSERT_TRUE(p.node->reserveVm(vm(reserved, 1, VmCpuPolicy::kDedicated)).ok());
 
-  const auto t0 = std::chrono::steady_clock::now();
-  p.now = t0;
+  const auto t0 = p.clock.now();
   ASSERT_TRUE(p.node->reconcile(false).ok());  // pod 3 is missing from now on
   // Pod 1's container and the VM's QEMU go away.
   ASSERT_TRUE(p.fixture().rmdir({"cpuset", *CgroupPath::parse("kubepods/burstable/pod" + uid(1) + "/c1")}).ok());
@@ -349,22 +361,22 @@ TEST(DecisionPipelineTest, ReconcileReleasesTenantsGoneLongerThanTheGrace) {
   p.exitQemu(scope, 4242);
   // Reconciles more often than the grace: nothing goes before its time.
   for (int seconds : {20, 40, 59}) {
-    p.now = t0 + std::chrono::seconds(seconds);
+    p.clock.advanceTo(t0 + std::chrono::seconds(seconds));
     ASSERT_TRUE(p.node->reconcile(false).ok());
   }
   EXPECT_TRUE(p.ledger->findPod(uid(3)).has_value());
   EXPECT_TRUE(p.ledger->findPod(uid(1))->containers.count("app"));
   EXPECT_TRUE(p.ledger->findVm(running).has_value());
-  p.now = t0 + std::chrono::seconds(61);
+  p.clock.advanceTo(t0 + std::chrono::seconds(61));
   ASSERT_TRUE(p.node->reconcile(false).ok());
   EXPECT_FALSE(p.ledger->findPod(uid(3)).has_value());              // gone since t0
   EXPECT_TRUE(p.ledger->findPod(uid(1))->containers.count("app"));  // gone since t0 + 20 s
-  p.now = t0 + std::chrono::seconds(81);
+  p.clock.advanceTo(t0 + std::chrono::seconds(81));
   ASSERT_TRUE(p.node->reconcile(false).ok());
   EXPECT_FALSE(p.ledger->findPod(uid(1))->containers.count("app"));
   EXPECT_FALSE(p.ledger->findVm(running).has_value());
   // Never released by reconcile: a reserved VM, and a container without a runtime id whose pod cgroup exists.
-  p.now = t0 + std::chrono::hours(24);
+  p.clock.advanceTo(t0 + std::chrono::hours(24));
   ASSERT_TRUE(p.node->reconcile(false).ok());
   EXPECT_TRUE(p.ledger->findVm(reserved).has_value());
   EXPECT_TRUE(p.ledger->findPod(uid(2))->containers.count("app"));
@@ -443,7 +455,8 @@ TEST(DecisionPipelineTest, AnUndoThatCannotBeCommittedStopsDecisionsUntilTheLedg
   EXPECT_THAT(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("c2", 100)).error().message(),
               HasSubstr("takes no decisions"));
   p.fs.failing = false;
-  ASSERT_TRUE(testing::eventually([&] { return !p.node->halted(); }));
+  EXPECT_TRUE(p.node->halted());  // until the clock moves
+  ASSERT_TRUE(p.retriedUntil([&] { return !p.node->halted(); }));
   // The store's word wins: the admitted container is in the ledger and on the cgroupfs.
   EXPECT_TRUE(p.ledger->findPod(uid(1)).has_value());
   EXPECT_TRUE(p.pendingOps().empty());
@@ -468,7 +481,8 @@ TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands
   ASSERT_TRUE(other.ok()) << other.error().message();
   EXPECT_FALSE(other->exclusive.intersects(freed));
   p.fs.failing = false;
-  ASSERT_TRUE(testing::eventually([&] { return !p.node->writesPending(); }));
+  EXPECT_TRUE(p.node->writesPending());  // until the clock moves
+  ASSERT_TRUE(p.retriedUntil([&] { return !p.node->writesPending(); }));
   EXPECT_TRUE(p.ledger->state()->draining().empty());
   EXPECT_TRUE(p.sawEvent(EventKind::kWriteLanded));
   EXPECT_TRUE(p.pendingOps().empty());

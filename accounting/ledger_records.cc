@@ -92,6 +92,35 @@ Result<std::vector<int>> parseIntList(std::string_view text, std::string_view wh
   return values;
 }
 
+// "0:3,4:-1" (id:cpu), and back. A list without ids ("3,-1": what earlier
+// versions stored) numbers its entries from `firstId`.
+std::string idMap(const std::map<int, int>& values) {
+  std::string out;
+  for (const auto& [id, value] : values)
+    out += (out.empty() ? "" : ",") + std::to_string(id) + ":" + std::to_string(value);
+  return out;
+}
+
+Result<std::map<int, int>> parseIdMap(std::string_view text, int firstId, std::string_view what) {
+  std::map<int, int> values;
+  if (text.empty()) return values;
+  int next = firstId;
+  for (std::string_view part : splitOn(text, ',')) {
+    const size_t colon = part.find(':');
+    int id = next;
+    if (colon != std::string_view::npos) {
+      VRI_ASSIGN_OR_RETURN(id, number<int>(part.substr(0, colon), what));
+      part = part.substr(colon + 1);
+    }
+    VRI_ASSIGN_OR_RETURN(int value, number<int>(part, what));
+    if (id < 0 || !values.emplace(id, value).second) {
+      return Error::invalidArgument("ledger record: bad or repeated id in " + std::string(what) + " list");
+    }
+    next = id + 1;
+  }
+  return values;
+}
+
 // key=value lines into a multimap-like list.
 Result<std::vector<std::pair<std::string, std::string>>> fields(std::string_view text) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -173,13 +202,15 @@ std::string encodeVm(const VmRecord& vm) {
   const VmCpuRequest& cpu = vm.spec.cpu;
   const VmCpuPlacement& p = vm.placement;
   out << "uuid=" << escape(vm.spec.uuid) << "\nname=" << escape(cpu.name) << "\nvcpus=" << cpu.vcpus
-      << "\ncpu_policy=" << static_cast<int>(cpu.cpuPolicy) << "\nmixed=" << intList(cpu.mixedDedicatedVcpus)
-      << "\nguest_threads=" << cpu.guestThreadsPerCore << "\nthread_policy=" << static_cast<int>(cpu.threadPolicy)
+      << "\nonline_vcpus=" << intList(cpu.onlineVcpus) << "\nmax_vcpus=" << cpu.maxVcpus
+      << "\niothread_ids=" << intList(cpu.iothreadIds) << "\ncpu_policy=" << static_cast<int>(cpu.cpuPolicy)
+      << "\nmixed=" << intList(cpu.mixedDedicatedVcpus) << "\nguest_threads=" << cpu.guestThreadsPerCore
+      << "\nthread_policy=" << static_cast<int>(cpu.threadPolicy)
       << "\nemulator_policy=" << static_cast<int>(cpu.emulatorPolicy) << "\niothreads=" << cpu.iothreads
       << "\niothread_policy=" << static_cast<int>(cpu.iothreadPolicy) << "\nnuma=" << intList(cpu.preferredNumaNodes)
       << "\npins=" << intList(cpu.pinnedVcpuCpus) << "\nmemory=" << vm.spec.memoryBytes
-      << "\nvcpu_cpus=" << intList(p.vcpuCpus) << "\nemulator_cpus=" << p.emulatorCpus.format()
-      << "\niothread_cpus=" << intList(p.iothreadCpus) << "\nexclusive=" << p.exclusive.format()
+      << "\nvcpu_cpus=" << idMap(p.vcpuCpus) << "\nemulator_cpus=" << p.emulatorCpus.format()
+      << "\niothread_cpus=" << idMap(p.iothreadCpus) << "\nexclusive=" << p.exclusive.format()
       << "\nheld_back=" << p.heldBack.format() << "\nhugepage_size=" << vm.spec.hugepageSize
       << "\nstrict_numa=" << intList(vm.spec.strictNumaNodes) << "\nmemory_blocks=" << encodeMemoryBlocks(vm.memory)
       << "\ndefined=" << (vm.defined ? 1 : 0) << "\n";
@@ -203,6 +234,12 @@ Result<VmRecord> decodeVm(std::string_view text) {
       cpu.name = value;
     } else if (key == "vcpus") {
       VRI_ASSIGN_OR_RETURN(cpu.vcpus, number<int>(value, "vCPU count"));
+    } else if (key == "online_vcpus") {
+      VRI_ASSIGN_OR_RETURN(cpu.onlineVcpus, parseIntList(value, "vCPU id"));
+    } else if (key == "max_vcpus") {
+      VRI_ASSIGN_OR_RETURN(cpu.maxVcpus, number<int>(value, "vCPU id count"));
+    } else if (key == "iothread_ids") {
+      VRI_ASSIGN_OR_RETURN(cpu.iothreadIds, parseIntList(value, "iothread id"));
     } else if (key == "cpu_policy") {
       VRI_ASSIGN_OR_RETURN(int v, enumIn(value, 2, "cpu policy"));
       cpu.cpuPolicy = static_cast<VmCpuPolicy>(v);
@@ -228,11 +265,11 @@ Result<VmRecord> decodeVm(std::string_view text) {
     } else if (key == "memory") {
       VRI_ASSIGN_OR_RETURN(vm.spec.memoryBytes, number<uint64_t>(value, "memory"));
     } else if (key == "vcpu_cpus") {
-      VRI_ASSIGN_OR_RETURN(p.vcpuCpus, parseIntList(value, "vCPU placement"));
+      VRI_ASSIGN_OR_RETURN(p.vcpuCpus, parseIdMap(value, 0, "vCPU placement"));
     } else if (key == "emulator_cpus") {
       VRI_ASSIGN_OR_RETURN(p.emulatorCpus, CpuSet::parse(value));
     } else if (key == "iothread_cpus") {
-      VRI_ASSIGN_OR_RETURN(p.iothreadCpus, parseIntList(value, "iothread placement"));
+      VRI_ASSIGN_OR_RETURN(p.iothreadCpus, parseIdMap(value, 1, "iothread placement"));
     } else if (key == "exclusive") {
       VRI_ASSIGN_OR_RETURN(p.exclusive, CpuSet::parse(value));
     } else if (key == "held_back") {

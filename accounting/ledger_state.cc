@@ -54,7 +54,7 @@ LedgerTotals podTotals(const PodRecord& pod) {
 LedgerTotals vmTotals(const VmRecord& vm, bool started, int64_t sharedVcpuMilli, uint64_t memoryOverheadBytes) {
   LedgerTotals t;
   int shared_vcpus = 0;
-  for (int cpu : vm.placement.vcpuCpus) shared_vcpus += cpu == VmCpuPlacement::kShared ? 1 : 0;
+  for (const auto& [vcpu, cpu] : vm.placement.vcpuCpus) shared_vcpus += cpu == VmCpuPlacement::kShared ? 1 : 0;
   t.sharedDemandMilli = shared_vcpus * sharedVcpuMilli;
   t.sharedTenants = t.sharedDemandMilli > 0 ? 1 : 0;
   t.admittedMemoryBytes = vm.spec.memoryBytes + memoryOverheadBytes;

@@ -123,23 +123,20 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valida
       const CpuSet exclusive = exclusiveOf(group.cgroup, shared);
       const int cpu = exclusive.count() == 1 ? exclusive.first() : VmCpuPlacement::kShared;
       if (group.kind == ScannedThreadGroup::Kind::kVcpu) {
-        if (placement.vcpuCpus.size() <= static_cast<size_t>(group.index)) {
-          placement.vcpuCpus.resize(static_cast<size_t>(group.index) + 1, VmCpuPlacement::kShared);
-        }
-        placement.vcpuCpus[static_cast<size_t>(group.index)] = cpu;
+        placement.vcpuCpus[group.index] = cpu;
         if (cpu != VmCpuPlacement::kShared) spec.cpu.mixedDedicatedVcpus.push_back(group.index);
       } else if (group.kind == ScannedThreadGroup::Kind::kEmulator) {
         placement.emulatorCpus = exclusive;
       } else if (group.index >= 1) {
-        if (placement.iothreadCpus.size() < static_cast<size_t>(group.index)) {
-          placement.iothreadCpus.resize(static_cast<size_t>(group.index), VmCpuPlacement::kShared);
-        }
-        placement.iothreadCpus[static_cast<size_t>(group.index - 1)] = cpu;
+        placement.iothreadCpus[group.index] = cpu;
       }
       placement.exclusive |= exclusive;
     }
-    spec.cpu.vcpus = std::max<int>(1, static_cast<int>(placement.vcpuCpus.size()));
-    placement.vcpuCpus.resize(static_cast<size_t>(spec.cpu.vcpus), VmCpuPlacement::kShared);
+    // The vCPUs and iothreads that have groups are the ones that run, by id.
+    if (placement.vcpuCpus.empty()) placement.vcpuCpus[0] = VmCpuPlacement::kShared;
+    for (const auto& [vcpu, cpu] : placement.vcpuCpus) spec.cpu.onlineVcpus.push_back(vcpu);
+    spec.cpu.vcpus = static_cast<int>(placement.vcpuCpus.size());
+    std::sort(spec.cpu.mixedDedicatedVcpus.begin(), spec.cpu.mixedDedicatedVcpus.end());
     const size_t dedicated = spec.cpu.mixedDedicatedVcpus.size();
     spec.cpu.cpuPolicy = dedicated == 0                                     ? VmCpuPolicy::kShared
                          : dedicated == static_cast<size_t>(spec.cpu.vcpus) ? VmCpuPolicy::kDedicated
@@ -147,6 +144,7 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valida
     if (spec.cpu.cpuPolicy != VmCpuPolicy::kMixed) spec.cpu.mixedDedicatedVcpus.clear();
     spec.cpu.emulatorPolicy =
         placement.emulatorCpus.empty() ? HelperThreadPolicy::kShared : HelperThreadPolicy::kIsolate;
+    for (const auto& [id, cpu] : placement.iothreadCpus) spec.cpu.iothreadIds.push_back(id);
     spec.cpu.iothreads = static_cast<int>(placement.iothreadCpus.size());
     auto adopted = ledger.adoptVm(spec, placement);
     if (adopted.ok()) {

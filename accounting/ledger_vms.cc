@@ -12,7 +12,8 @@ namespace {
 bool sameVm(const VmSpec& a, const VmSpec& b) {
   const VmCpuRequest& x = a.cpu;
   const VmCpuRequest& y = b.cpu;
-  return a.memoryBytes == b.memoryBytes && x.vcpus == y.vcpus && x.cpuPolicy == y.cpuPolicy &&
+  return a.memoryBytes == b.memoryBytes && x.vcpus == y.vcpus && onlineVcpuIds(x) == onlineVcpuIds(y) &&
+         vcpuIdCount(x) == vcpuIdCount(y) && iothreadIdsOf(x) == iothreadIdsOf(y) && x.cpuPolicy == y.cpuPolicy &&
          x.mixedDedicatedVcpus == y.mixedDedicatedVcpus && x.guestThreadsPerCore == y.guestThreadsPerCore &&
          x.threadPolicy == y.threadPolicy && x.emulatorPolicy == y.emulatorPolicy && x.iothreads == y.iothreads &&
          x.iothreadPolicy == y.iothreadPolicy && x.preferredNumaNodes == y.preferredNumaNodes &&

@@ -28,7 +28,7 @@ std::vector<std::vector<int>> byCore(const Topology& topology, const CpuSet& cpu
 // Maps vCPUs onto host CPUs so that guest sibling vCPUs (same id / threads)
 // share a host core wherever one has room; returns the host CPUs left over.
 std::vector<int> mapVcpus(const std::vector<int>& vcpus, int guestThreads, std::vector<std::vector<int>> hostCores,
-                          std::vector<int>& vcpuCpus) {
+                          std::map<int, int>& vcpuCpus) {
   std::vector<std::vector<int>> guestCores;
   for (int vcpu : vcpus) {
     if (!guestCores.empty() && guestCores.back().front() / guestThreads == vcpu / guestThreads) {
@@ -46,7 +46,7 @@ std::vector<int> mapVcpus(const std::vector<int>& vcpus, int guestThreads, std::
       auto& host = room != hostCores.end()
                        ? *room
                        : *std::find_if(hostCores.begin(), hostCores.end(), [](auto& h) { return !h.empty(); });
-      vcpuCpus[static_cast<size_t>(vcpu)] = host.front();
+      vcpuCpus[vcpu] = host.front();
       host.erase(host.begin());
     }
   }
@@ -57,25 +57,45 @@ std::vector<int> mapVcpus(const std::vector<int>& vcpus, int guestThreads, std::
 }
 
 void collectExclusive(VmCpuPlacement& placement) {
-  for (int cpu : placement.vcpuCpus) {
+  for (const auto& [vcpu, cpu] : placement.vcpuCpus) {
     if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
   }
   placement.exclusive |= placement.emulatorCpus;
-  for (int cpu : placement.iothreadCpus) {
+  for (const auto& [id, cpu] : placement.iothreadCpus) {
     if (cpu != VmCpuPlacement::kShared) placement.exclusive.add(cpu);
   }
 }
 
+// Every online vCPU and iothread, on the shared pool.
+VmCpuPlacement allShared(const VmCpuRequest& request) {
+  VmCpuPlacement placement;
+  for (int vcpu : onlineVcpuIds(request)) placement.vcpuCpus[vcpu] = VmCpuPlacement::kShared;
+  for (int id : iothreadIdsOf(request)) placement.iothreadCpus[id] = VmCpuPlacement::kShared;
+  return placement;
+}
+
+std::string idList(const std::vector<int>& ids) {
+  std::string out;
+  for (int id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  return out;
+}
+
 // The user's pins: exactly the CPUs named, each free for exclusive use; isolated
-// helper threads still get CPUs VRI chooses, beside them.
+// helper threads still get CPUs VRI chooses, beside them. An offline vCPU's pin
+// is held for it (libvirt applies it when the vCPU is brought online).
 Result<VmCpuPlacement> placePinnedVcpus(const Topology& topology, const CpuSet& free, const VmCpuRequest& request,
                                         int helpers, const CpuTakeOptions& options) {
-  VmCpuPlacement placement;
-  placement.vcpuCpus = request.pinnedVcpuCpus;
-  placement.iothreadCpus.assign(static_cast<size_t>(request.iothreads), VmCpuPlacement::kShared);
+  VmCpuPlacement placement = allShared(request);
   CpuSet pinned;
-  for (int cpu : request.pinnedVcpuCpus) {
-    if (cpu != VmCpuPlacement::kShared) pinned.add(cpu);
+  for (size_t vcpu = 0; vcpu < request.pinnedVcpuCpus.size(); ++vcpu) {
+    const int cpu = request.pinnedVcpuCpus[vcpu];
+    if (cpu == VmCpuPlacement::kShared) continue;
+    pinned.add(cpu);
+    if (placement.vcpuCpus.count(static_cast<int>(vcpu))) {
+      placement.vcpuCpus[static_cast<int>(vcpu)] = cpu;
+    } else {
+      placement.heldBack.add(cpu);
+    }
   }
   if (!pinned.isSubsetOf(topology.onlineCpus())) {
     return Error::invalidArgument("VM " + request.name + ": <vcpupin> names CPUs " +
@@ -97,7 +117,7 @@ Result<VmCpuPlacement> placePinnedVcpus(const Topology& topology, const CpuSet& 
     auto next = chosen->begin();
     if (request.emulatorPolicy == HelperThreadPolicy::kIsolate) placement.emulatorCpus.add(*next++);
     if (request.iothreadPolicy == HelperThreadPolicy::kIsolate) {
-      for (int& cpu : placement.iothreadCpus) cpu = *next++;
+      for (auto& [id, cpu] : placement.iothreadCpus) cpu = *next++;
     }
   }
   collectExclusive(placement);
@@ -106,42 +126,126 @@ Result<VmCpuPlacement> placePinnedVcpus(const Topology& topology, const CpuSet& 
 
 }  // namespace
 
-Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request) {
-  if (request.vcpus < 1 || request.vcpus > CpuSet::kMaxCpus) {
-    return Error::invalidArgument("VM " + request.name + ": vCPU count " + std::to_string(request.vcpus) +
-                                  " is out of range");
+std::vector<int> onlineVcpuIds(const VmCpuRequest& request) {
+  if (!request.onlineVcpus.empty()) return request.onlineVcpus;
+  std::vector<int> ids;
+  for (int vcpu = 0; vcpu < request.vcpus; ++vcpu) ids.push_back(vcpu);
+  return ids;
+}
+
+std::vector<int> iothreadIdsOf(const VmCpuRequest& request) {
+  if (!request.iothreadIds.empty()) return request.iothreadIds;
+  std::vector<int> ids;
+  for (int id = 1; id <= request.iothreads; ++id) ids.push_back(id);
+  return ids;
+}
+
+int vcpuIdCount(const VmCpuRequest& request) {
+  const std::vector<int> online = onlineVcpuIds(request);
+  const int past_online = online.empty() ? 0 : online.back() + 1;
+  return std::max(request.maxVcpus, past_online);
+}
+
+std::vector<int> vcpuCpusById(const VmCpuRequest& request, const VmCpuPlacement& placement) {
+  std::vector<int> cpus(static_cast<size_t>(std::max(vcpuIdCount(request), 0)), VmCpuPlacement::kShared);
+  for (size_t vcpu = 0; vcpu < cpus.size(); ++vcpu) {
+    const auto placed = placement.vcpuCpus.find(static_cast<int>(vcpu));
+    if (placed != placement.vcpuCpus.end()) {
+      cpus[vcpu] = placed->second;
+    } else if (vcpu < request.pinnedVcpuCpus.size()) {
+      cpus[vcpu] = request.pinnedVcpuCpus[vcpu];
+    }
   }
+  return cpus;
+}
+
+Result<void> validateVcpuIds(const VmCpuRequest& request) {
+  const std::string who = "VM " + request.name + ": ";
+  if (request.vcpus < 1 || request.vcpus > CpuSet::kMaxCpus) {
+    return Error::invalidArgument(who + "vCPU count " + std::to_string(request.vcpus) + " is out of range");
+  }
+  if (request.maxVcpus < 0 || request.maxVcpus > CpuSet::kMaxCpus) {
+    return Error::invalidArgument(who + "vCPU id count " + std::to_string(request.maxVcpus) + " is out of range");
+  }
+  if (!request.onlineVcpus.empty()) {
+    if (request.onlineVcpus.size() != static_cast<size_t>(request.vcpus)) {
+      return Error::invalidArgument(who + std::to_string(request.onlineVcpus.size()) + " online vCPU ids (" +
+                                    idList(request.onlineVcpus) + ") for " + std::to_string(request.vcpus) +
+                                    " online vCPUs");
+    }
+    for (size_t i = 0; i < request.onlineVcpus.size(); ++i) {
+      const int id = request.onlineVcpus[i];
+      if (id < 0 || id >= CpuSet::kMaxCpus || (i > 0 && id <= request.onlineVcpus[i - 1])) {
+        return Error::invalidArgument(
+            who + "online vCPU ids must ascend from 0 without repeats: " + idList(request.onlineVcpus));
+      }
+    }
+  }
+  if (request.maxVcpus != 0 && request.maxVcpus < vcpuIdCount(request)) {
+    return Error::invalidArgument(who + "vCPU " + std::to_string(vcpuIdCount(request) - 1) +
+                                  " is online, and the VM has " + std::to_string(request.maxVcpus) + " vCPUs");
+  }
+  if (request.iothreads < 0 || request.iothreads > 1024) {
+    return Error::invalidArgument(who + "iothread count " + std::to_string(request.iothreads) + " is out of range");
+  }
+  if (!request.iothreadIds.empty()) {
+    if (request.iothreadIds.size() != static_cast<size_t>(request.iothreads)) {
+      return Error::invalidArgument(who + std::to_string(request.iothreadIds.size()) + " iothread ids for " +
+                                    std::to_string(request.iothreads) + " iothreads");
+    }
+    for (size_t i = 0; i < request.iothreadIds.size(); ++i) {
+      const int id = request.iothreadIds[i];
+      if (id < 1 || (i > 0 && id <= request.iothreadIds[i - 1])) {
+        return Error::invalidArgument(
+            who + "iothread ids must ascend from 1 without repeats: " + idList(request.iothreadIds));
+      }
+    }
+  }
+  if (request.pinnedVcpuCpus.size() > static_cast<size_t>(vcpuIdCount(request))) {
+    return Error::invalidArgument(who + "pins for " + std::to_string(request.pinnedVcpuCpus.size()) +
+                                  " vCPU ids; the VM has " + std::to_string(vcpuIdCount(request)));
+  }
+  return {};
+}
+
+Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request) {
+  VRI_TRY(validateVcpuIds(request));
+  const std::vector<int> online = onlineVcpuIds(request);
+  const auto isOnline = [&](int vcpu) { return std::binary_search(online.begin(), online.end(), vcpu); };
   std::vector<int> ids;
   if (!request.pinnedVcpuCpus.empty()) {
-    if (request.pinnedVcpuCpus.size() != static_cast<size_t>(request.vcpus)) {
-      return Error::invalidArgument("VM " + request.name + ": " + std::to_string(request.pinnedVcpuCpus.size()) +
-                                    " vCPU pins for " + std::to_string(request.vcpus) + " vCPUs");
-    }
-    for (int vcpu = 0; vcpu < request.vcpus; ++vcpu) {
-      const int cpu = request.pinnedVcpuCpus[static_cast<size_t>(vcpu)];
+    bool any = false;
+    for (size_t i = 0; i < request.pinnedVcpuCpus.size(); ++i) {
+      const int vcpu = static_cast<int>(i);
+      const int cpu = request.pinnedVcpuCpus[i];
       if (cpu < VmCpuPlacement::kShared || cpu >= CpuSet::kMaxCpus) {
         return Error::invalidArgument("VM " + request.name + ": vCPU " + std::to_string(vcpu) + " is pinned to CPU " +
-                                      std::to_string(cpu) + ", which cannot exist");
+                                      std::to_string(cpu) + ", which does not exist on this host");
       }
-      if (cpu != VmCpuPlacement::kShared) ids.push_back(vcpu);
+      if (cpu == VmCpuPlacement::kShared) continue;
+      any = true;
+      if (isOnline(vcpu)) ids.push_back(vcpu);
     }
-    if (ids.empty()) return Error::invalidArgument("VM " + request.name + ": vCPU pins name no CPU");
+    if (!any) return Error::invalidArgument("VM " + request.name + ": vCPU pins name no CPU");
     return ids;
   }
   switch (request.cpuPolicy) {
     case VmCpuPolicy::kShared: return ids;
-    case VmCpuPolicy::kDedicated:
-      for (int vcpu = 0; vcpu < request.vcpus; ++vcpu) ids.push_back(vcpu);
-      return ids;
+    case VmCpuPolicy::kDedicated: return online;
     case VmCpuPolicy::kMixed:
       ids = request.mixedDedicatedVcpus;
       std::sort(ids.begin(), ids.end());
       if (ids.empty())
         return Error::invalidArgument("VM " + request.name + ": mixed cpu policy lists no dedicated vCPU");
       for (size_t i = 0; i < ids.size(); ++i) {
-        if (ids[i] < 0 || ids[i] >= request.vcpus) {
+        if (ids[i] < 0 || ids[i] >= vcpuIdCount(request)) {
           return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
-                                        " does not exist (the VM has " + std::to_string(request.vcpus) + ")");
+                                        " does not exist (the VM has " + std::to_string(vcpuIdCount(request)) + ")");
+        }
+        if (!isOnline(ids[i])) {
+          return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
+                                        " is offline at start (online: " + idList(online) +
+                                        "); VRI dedicates CPUs to the vCPUs that run");
         }
         if (i > 0 && ids[i] == ids[i - 1]) {
           return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
@@ -157,19 +261,15 @@ Result<VmCpuPlacement> planVmCpus(const Topology& topology, const CpuSet& availa
                                   const CpuTakeOptions& options) {
   VRI_ASSIGN_OR_RETURN(std::vector<int> vcpus, dedicatedVcpus(request));
   if (request.guestThreadsPerCore < 1) return Error::invalidArgument("VM " + request.name + ": guest threads < 1");
-  if (request.iothreads < 0) return Error::invalidArgument("VM " + request.name + ": negative iothread count");
-  VmCpuPlacement placement;
-  placement.vcpuCpus.assign(static_cast<size_t>(request.vcpus), VmCpuPlacement::kShared);
-  placement.iothreadCpus.assign(static_cast<size_t>(request.iothreads), VmCpuPlacement::kShared);
+  VmCpuPlacement placement = allShared(request);
 
   const int dedicated = static_cast<int>(vcpus.size());
   const int helpers = (request.emulatorPolicy == HelperThreadPolicy::kIsolate ? 1 : 0) +
                       (request.iothreadPolicy == HelperThreadPolicy::kIsolate ? request.iothreads : 0);
   const int needed = dedicated + helpers;
-  if (needed == 0) return placement;
-
   const CpuSet free = available & topology.onlineCpus();
   if (!request.pinnedVcpuCpus.empty()) return placePinnedVcpus(topology, free, request, helpers, options);
+  if (needed == 0) return placement;
   const int threads = topology.maxThreadsPerCore();
   CpuTakeOptions take_options = options;
   take_options.fullPcpusOnly = false;  // whole cores are asked for explicitly below
@@ -205,7 +305,7 @@ Result<VmCpuPlacement> planVmCpus(const Topology& topology, const CpuSet& availa
   size_t next = 0;
   if (request.emulatorPolicy == HelperThreadPolicy::kIsolate) placement.emulatorCpus.add(left[next++]);
   if (request.iothreadPolicy == HelperThreadPolicy::kIsolate) {
-    for (int& cpu : placement.iothreadCpus) cpu = left[next++];
+    for (auto& [id, cpu] : placement.iothreadCpus) cpu = left[next++];
   }
   for (; next < left.size(); ++next) placement.heldBack.add(left[next]);  // require: spare threads of its cores
   collectExclusive(placement);

@@ -1,6 +1,7 @@
 // Placing a VM's vCPUs, emulator and iothreads on host CPUs.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,29 +24,50 @@ enum class HelperThreadPolicy { kShared, kIsolate };
 
 struct VmCpuRequest {
   std::string name;  // for messages
-  int vcpus = 1;
+  int vcpus = 1;     // how many vCPUs run (are online)
+  // Their ids, ascending; empty: 0 .. vcpus-1. libvirt may start any subset of
+  // the vCPUs it knows (<vcpus><vcpu id enabled='yes'>).
+  std::vector<int> onlineVcpus;
+  // How many vCPU ids the domain has (<vcpu>), online or not; 0: one past the
+  // highest online id. Offline vCPUs are pinned to the shared pool, so a
+  // hot-plugged vCPU never runs on another tenant's exclusive CPU.
+  int maxVcpus = 0;
   VmCpuPolicy cpuPolicy = VmCpuPolicy::kShared;
   std::vector<int> mixedDedicatedVcpus;  // with kMixed: the vCPU ids that are dedicated
   int guestThreadsPerCore = 1;           // the guest CPU topology's threads
   ThreadPolicy threadPolicy = ThreadPolicy::kPrefer;
   HelperThreadPolicy emulatorPolicy = HelperThreadPolicy::kShared;  // isolate: one extra CPU
   int iothreads = 0;
+  std::vector<int> iothreadIds;  // ascending, positive; empty: 1 .. iothreads (<iothreadids>)
   HelperThreadPolicy iothreadPolicy = HelperThreadPolicy::kShared;  // isolate: one extra CPU per iothread
   std::vector<int> preferredNumaNodes;                              // e.g. from <numatune>; empty: VRI chooses
-  // Pins the user wrote (<vcpupin>): per vCPU id its host CPU, or kShared for
-  // an unpinned vCPU. Non-empty: exactly these CPUs, exclusively, or a refusal.
+  // Pins the user wrote (<vcpupin>): index = vCPU id, its host CPU or kShared
+  // for an unpinned vCPU; only online vCPUs count. Non-empty: exactly these
+  // CPUs, exclusively, or a refusal.
   std::vector<int> pinnedVcpuCpus;
 };
 
+// The ids of the request's online vCPUs, and of its iothreads.
+std::vector<int> onlineVcpuIds(const VmCpuRequest& request);
+std::vector<int> iothreadIdsOf(const VmCpuRequest& request);
+// How many vCPU ids exist (online and offline).
+int vcpuIdCount(const VmCpuRequest& request);
+// Refuses ids out of range, repeated or out of order, and counts that disagree with them.
+Result<void> validateVcpuIds(const VmCpuRequest& request);
+
 struct VmCpuPlacement {
   static constexpr int kShared = -1;
-  std::vector<int> vcpuCpus;      // per vCPU id: its host CPU, or kShared
-  CpuSet emulatorCpus;            // empty: the shared pool
-  std::vector<int> iothreadCpus;  // per iothread (1-based ids at index id-1): host CPU, or kShared
-  CpuSet exclusive;               // every CPU used above
-  CpuSet heldBack;                // siblings owned by the VM and used by nobody (thread policy isolate)
-  CpuSet mems;                    // cpuset.mems for a NUMA-bound VM (set by the ledger); empty: all nodes
+  std::map<int, int> vcpuCpus;      // online vCPU id -> its host CPU, or kShared
+  CpuSet emulatorCpus;              // empty: the shared pool
+  std::map<int, int> iothreadCpus;  // iothread id -> its host CPU, or kShared
+  CpuSet exclusive;                 // every CPU used above
+  CpuSet heldBack;                  // siblings owned by the VM and used by nobody (thread policy isolate)
+  CpuSet mems;                      // cpuset.mems for a NUMA-bound VM (set by the ledger); empty: all nodes
 };
+
+// Every vCPU id's CPU (index = id, offline vCPUs included): the placement's
+// for an online vCPU, the user's pin or kShared for an offline one.
+std::vector<int> vcpuCpusById(const VmCpuRequest& request, const VmCpuPlacement& placement);
 
 // The vCPU ids that get exclusive CPUs under the request's policy (or the
 // user's pins), ascending; refuses ids out of range or repeated.

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     vri::VmCgroup vm;
     vm.scope = *namer.scope(t, "vm" + std::to_string(t));
     vm.cpuRequestMilli = 200;
-    vm.vcpuCpus = {std::nullopt, std::nullopt};
+    vm.vcpuCpus = {{0, std::nullopt}, {1, std::nullopt}};
     vms.push_back(vm);
   }
   // libvirt's part: the partition, each scope and its thread groups.

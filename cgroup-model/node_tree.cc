@@ -92,7 +92,7 @@ CpuSet podExclusiveCpus(const PodCgroup& pod) {
 
 CpuSet vmExclusiveCpus(const VmCgroup& vm) {
   CpuSet cpus = vm.emulatorCpus;
-  for (const auto& cpu : vm.vcpuCpus) {
+  for (const auto& [vcpu, cpu] : vm.vcpuCpus) {
     if (cpu) cpus.add(*cpu);
   }
   for (const auto& [id, cpu] : vm.iothreadCpus) {
@@ -189,9 +189,8 @@ Result<void> addVmCgroups(const TreeLayout& layout, const LibvirtNamer& namer, c
     spec.threaded = true;
     return spec;
   };
-  for (size_t i = 0; i < vm.vcpuCpus.size(); ++i) {
-    const auto& cpu = vm.vcpuCpus[i];
-    CgroupSpec& spec = threadGroup(namer.vcpu(vm.scope, static_cast<int>(i)), cpu ? CpuSet{*cpu} : node.sharedCpus);
+  for (const auto& [vcpu, cpu] : vm.vcpuCpus) {
+    CgroupSpec& spec = threadGroup(namer.vcpu(vm.scope, vcpu), cpu ? CpuSet{*cpu} : node.sharedCpus);
     if (vm.vcpuMax) spec.settings.cpuMax = vm.vcpuMax;
   }
   threadGroup(namer.emulator(vm.scope), vm.emulatorCpus.empty() ? node.sharedCpus : vm.emulatorCpus);

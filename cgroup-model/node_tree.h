@@ -51,7 +51,7 @@ struct VmCgroup {
   CgroupPath scope;                                // found through the QEMU pid, never rebuilt from the name
   int64_t cpuRequestMilli = 0;                     // what the VM asks of the shared pool and its exclusive CPUs
   std::optional<CpuShares> shares;                 // the domain's <cputune><shares>, if set
-  std::vector<std::optional<int>> vcpuCpus;        // per vCPU: its exclusive CPU, or the shared pool
+  std::map<int, std::optional<int>> vcpuCpus;      // online vCPU id -> its exclusive CPU, or the shared pool
   CpuSet emulatorCpus;                             // empty: the shared pool
   std::map<int, std::optional<int>> iothreadCpus;  // iothread id -> exclusive CPU or the shared pool
   std::optional<CpuMax> vcpuMax;                   // <cputune> period/quota per vCPU

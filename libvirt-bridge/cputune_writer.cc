@@ -35,17 +35,17 @@ void setAttribute(xmlNodePtr node, const char* name, const std::string& value) {
 
 // vcpupin/emulatorpin/iothreadpin children of `parent`, in namespace `ns` (null: none).
 void addPins(xmlNodePtr parent, xmlNsPtr ns, const VmPins& pins) {
-  for (size_t vcpu = 0; vcpu < pins.vcpus.size(); ++vcpu) {
+  for (const auto& [vcpu, cpus] : pins.vcpus) {
     xmlNodePtr pin = xmlNewChild(parent, ns, text("vcpupin"), nullptr);
     setAttribute(pin, "vcpu", std::to_string(vcpu));
-    setAttribute(pin, "cpuset", pins.vcpus[vcpu].format());
+    setAttribute(pin, "cpuset", cpus.format());
   }
   xmlNodePtr emulator = xmlNewChild(parent, ns, text("emulatorpin"), nullptr);
   setAttribute(emulator, "cpuset", pins.emulator.format());
-  for (size_t i = 0; i < pins.iothreads.size(); ++i) {
+  for (const auto& [id, cpus] : pins.iothreads) {
     xmlNodePtr pin = xmlNewChild(parent, ns, text("iothreadpin"), nullptr);
-    setAttribute(pin, "iothread", std::to_string(i + 1));
-    setAttribute(pin, "cpuset", pins.iothreads[i].format());
+    setAttribute(pin, "iothread", std::to_string(id));
+    setAttribute(pin, "cpuset", cpus.format());
   }
 }
 
@@ -65,18 +65,15 @@ xmlNodePtr vriElement(xmlNodePtr metadata) {
 }  // namespace
 
 VriPlacementMark placementMark(const VmPins& pins) {
-  VriPlacementMark mark{{}, pins.emulator, {}};
-  for (size_t i = 0; i < pins.vcpus.size(); ++i) mark.vcpupins[static_cast<int>(i)] = pins.vcpus[i];
-  for (size_t i = 0; i < pins.iothreads.size(); ++i) mark.iothreadpins[static_cast<int>(i + 1)] = pins.iothreads[i];
-  return mark;
+  return VriPlacementMark{pins.vcpus, pins.emulator, pins.iothreads};
 }
 
 Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins) {
   VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
   xmlNodePtr domain = doc.root();
   if (!isElement(domain, "domain")) return Error::invalidArgument("domain XML: the root element is not <domain>");
-  for (const CpuSet& set : pins.vcpus) {
-    if (set.empty()) return Error::invalidArgument("domain XML: a vCPU pin without CPUs");
+  for (const auto& [vcpu, cpus] : pins.vcpus) {
+    if (cpus.empty()) return Error::invalidArgument("domain XML: vCPU " + std::to_string(vcpu) + " pinned to no CPU");
   }
 
   xmlNodePtr cputune = ensureChild(domain, "cputune");

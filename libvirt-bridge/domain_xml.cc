@@ -1,7 +1,9 @@
 #include "libvirt-bridge/domain_xml.h"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <set>
 
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
@@ -47,6 +49,16 @@ Result<uint64_t> sizeOf(xmlNodePtr node, std::string_view what, std::string_view
 Result<CpuSet> cpusetAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
   const auto text = attribute(node, name);
   if (!text) return Error::invalidArgument(std::string(what) + ": no " + std::string(name) + " attribute");
+  // A number past any host VRI runs on is a CPU this host does not have, not a malformed list.
+  for (size_t i = 0; i < text->size();) {
+    size_t end = i;
+    while (end < text->size() && std::isdigit(static_cast<unsigned char>((*text)[end]))) ++end;
+    if (end > i && (end - i > 6 || std::stoi(text->substr(i, end - i)) >= CpuSet::kMaxCpus)) {
+      return Error::invalidArgument(std::string(what) + ": " + (name == "nodeset" ? "NUMA node " : "CPU ") +
+                                    text->substr(i, end - i) + " does not exist on this host");
+    }
+    i = end > i ? end : i + 1;
+  }
   // libvirt also accepts "^N" exclusions; VRI does not write them and refuses them rather than misread them.
   auto parsed = CpuSet::parse(*text);
   if (!parsed.ok()) return std::move(parsed).context(std::string(what)).error();
@@ -111,6 +123,56 @@ Result<void> readVcpus(xmlNodePtr domain, DomainXml& out) {
     return Error::invalidArgument("<vcpu>: " + std::to_string(out.currentVcpus) + " of " +
                                   std::to_string(out.maxVcpus) + " vCPUs is out of range");
   }
+  xmlNodePtr vcpus = childElement(domain, "vcpus");
+  if (vcpus == nullptr) {
+    for (int id = 0; id < out.currentVcpus; ++id) out.onlineVcpus.push_back(id);
+    return {};
+  }
+  // Which vCPUs are online is libvirt's <vcpus> list, not the first `current` ids.
+  std::set<int> seen;
+  for (xmlNodePtr n = vcpus->children; n != nullptr; n = n->next) {
+    if (!isElement(n, "vcpu")) continue;
+    VRI_ASSIGN_OR_RETURN(int id, intAttribute(n, "id", "<vcpus><vcpu>"));
+    if (id >= out.maxVcpus || !seen.insert(id).second) {
+      return Error::invalidArgument("<vcpus><vcpu id='" + std::to_string(id) + "'>: " +
+                                    (id >= out.maxVcpus ? "the domain has " + std::to_string(out.maxVcpus) + " vCPUs"
+                                                        : std::string("listed twice")));
+    }
+    const std::string enabled = attribute(n, "enabled").value_or("yes");
+    if (enabled != "yes" && enabled != "no") {
+      return Error::invalidArgument("<vcpus><vcpu id='" + std::to_string(id) + "'>: enabled must be yes or no");
+    }
+    if (enabled == "yes") out.onlineVcpus.push_back(id);
+  }
+  std::sort(out.onlineVcpus.begin(), out.onlineVcpus.end());
+  if (out.onlineVcpus.size() != static_cast<size_t>(out.currentVcpus)) {
+    return Error::invalidArgument("<vcpus>: " + std::to_string(out.onlineVcpus.size()) + " vCPUs are enabled and " +
+                                  "<vcpu current> says " + std::to_string(out.currentVcpus));
+  }
+  return {};
+}
+
+// <iothreads>N</iothreads> with <iothreadids>: the ids listed, and as many more
+// as N asks numbered from 1 up past those taken (libvirt's rule).
+Result<void> readIothreads(xmlNodePtr domain, DomainXml& out) {
+  if (xmlNodePtr iothreads = childElement(domain, "iothreads")) {
+    VRI_ASSIGN_OR_RETURN(out.iothreads, integer<int>(textOf(iothreads), "<iothreads>"));
+    if (out.iothreads < 0 || out.iothreads > 1024) return Error::invalidArgument("<iothreads>: out of range");
+  }
+  std::set<int> ids;
+  if (xmlNodePtr listed = childElement(domain, "iothreadids")) {
+    for (xmlNodePtr n = listed->children; n != nullptr; n = n->next) {
+      if (!isElement(n, "iothread")) continue;
+      VRI_ASSIGN_OR_RETURN(int id, intAttribute(n, "id", "<iothreadids><iothread>"));
+      if (id < 1 || !ids.insert(id).second) {
+        return Error::invalidArgument("<iothreadids>: iothread id " + std::to_string(id) +
+                                      (id < 1 ? " must be positive" : " is listed twice"));
+      }
+    }
+  }
+  if (ids.size() > static_cast<size_t>(out.iothreads)) out.iothreads = static_cast<int>(ids.size());
+  for (int next = 1; ids.size() < static_cast<size_t>(out.iothreads); ++next) ids.insert(next);
+  out.iothreadIds.assign(ids.begin(), ids.end());
   return {};
 }
 
@@ -270,12 +332,7 @@ Result<DomainXml> parseDomainXml(std::string_view xml) {
   VRI_TRY(in(readCpuTopology(domain, out.cpuTopology)));
   if (xmlNodePtr cputune = childElement(domain, "cputune")) VRI_TRY(in(readCputune(cputune, out.cputune)));
   VRI_TRY(in(readMemory(domain, out)));
-  if (xmlNodePtr iothreads = childElement(domain, "iothreads")) {
-    auto count = integer<int>(textOf(iothreads), "<iothreads>");
-    if (!count.ok()) return fail(count.error());
-    if (*count < 0 || *count > 1024) return fail(Error::invalidArgument("<iothreads>: out of range"));
-    out.iothreads = *count;
-  }
+  VRI_TRY(in(readIothreads(domain, out)));
   VRI_TRY(in(readVriMetadata(domain, out.vri)));
   for (const auto& [vcpu, cpus] : out.cputune.vcpupins) {
     if (vcpu >= out.maxVcpus) {

@@ -68,6 +68,9 @@ struct DomainXml {
   std::optional<int> id;  // live XML of a running domain
   int maxVcpus = 0;
   int currentVcpus = 0;
+  // The ids of the vCPUs libvirt starts: <vcpus><vcpu id enabled='yes'> when
+  // given, else 0 .. currentVcpus-1. Ascending, currentVcpus of them.
+  std::vector<int> onlineVcpus;
   GuestCpuTopology cpuTopology;
   DomainCputune cputune;
   uint64_t memoryBytes = 0;         // <memory>: the most the guest can have
@@ -76,6 +79,7 @@ struct DomainXml {
   uint64_t hugepageSizeBytes = 0;  // 0 with hugepages: the host's default size
   std::optional<DomainNumatune> numatune;
   int iothreads = 0;
+  std::vector<int> iothreadIds;  // <iothreadids>, the rest numbered as libvirt does; ascending
   VriDomainMetadata vri;
 
   // True when <cputune>'s pins are the ones VRI recorded writing.

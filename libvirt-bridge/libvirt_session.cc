@@ -209,9 +209,10 @@ Result<bool> LibvirtSession::isActive(const std::string& uuid) {
 Result<void> LibvirtSession::pinLive(const std::string& uuid, const VmPins& pins) {
   VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
   // VIR_DOMAIN_AFFECT_CURRENT on a running domain is the live state.
-  for (size_t vcpu = 0; vcpu < pins.vcpus.size(); ++vcpu) {
+  // Offline vCPUs are pinned too: libvirt keeps the pin for when one is brought online.
+  for (const auto& [vcpu, cpus] : pins.vcpus) {
     int length = 0;
-    auto map = cpumap(pins.vcpus[vcpu], length);
+    auto map = cpumap(cpus, length);
     if (virDomainPinVcpuFlags(domain.get(), static_cast<unsigned>(vcpu), map.data(), length,
                               VIR_DOMAIN_AFFECT_CURRENT) < 0) {
       return libvirtError("pin vCPU " + std::to_string(vcpu) + " of " + uuid);
@@ -224,12 +225,12 @@ Result<void> LibvirtSession::pinLive(const std::string& uuid, const VmPins& pins
       return libvirtError("pin the emulator of " + uuid);
     }
   }
-  for (size_t i = 0; i < pins.iothreads.size(); ++i) {
+  for (const auto& [id, cpus] : pins.iothreads) {
     int length = 0;
-    auto map = cpumap(pins.iothreads[i], length);
-    if (virDomainPinIOThread(domain.get(), static_cast<unsigned>(i + 1), map.data(), length,
-                             VIR_DOMAIN_AFFECT_CURRENT) < 0) {
-      return libvirtError("pin iothread " + std::to_string(i + 1) + " of " + uuid);
+    auto map = cpumap(cpus, length);
+    if (virDomainPinIOThread(domain.get(), static_cast<unsigned>(id), map.data(), length, VIR_DOMAIN_AFFECT_CURRENT) <
+        0) {
+      return libvirtError("pin iothread " + std::to_string(id) + " of " + uuid);
     }
   }
   return {};

@@ -13,18 +13,22 @@ Result<VmPins> vmPinsFrom(const v1::VmAllocation& allocation) {
     return CpuSet{cpu};
   };
   VmPins pins;
-  for (int cpu : allocation.vcpu_cpus()) {
-    VRI_ASSIGN_OR_RETURN(CpuSet set, one(cpu));
-    pins.vcpus.push_back(set);
+  for (int vcpu = 0; vcpu < allocation.vcpu_cpus_size(); ++vcpu) {
+    VRI_ASSIGN_OR_RETURN(pins.vcpus[vcpu], one(allocation.vcpu_cpus(vcpu)));
   }
   if (allocation.emulator_cpus().empty()) {
     VRI_ASSIGN_OR_RETURN(pins.emulator, one(-1));
   } else {
     VRI_ASSIGN_OR_RETURN(pins.emulator, CpuSet::parse(allocation.emulator_cpus()));
   }
-  for (int cpu : allocation.iothread_cpus()) {
-    VRI_ASSIGN_OR_RETURN(CpuSet set, one(cpu));
-    pins.iothreads.push_back(set);
+  if (!allocation.iothread_ids().empty() && allocation.iothread_ids_size() != allocation.iothread_cpus_size()) {
+    return Error::invalidArgument("the allocation names " + std::to_string(allocation.iothread_ids_size()) +
+                                  " iothread ids for " + std::to_string(allocation.iothread_cpus_size()) +
+                                  " iothreads");
+  }
+  for (int i = 0; i < allocation.iothread_cpus_size(); ++i) {
+    const int id = allocation.iothread_ids().empty() ? i + 1 : allocation.iothread_ids(i);
+    VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(allocation.iothread_cpus(i)));
   }
   VRI_ASSIGN_OR_RETURN(pins.mems, CpuSet::parse(allocation.cpuset_mems()));
   return pins;

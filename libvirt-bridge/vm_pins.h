@@ -2,7 +2,7 @@
 // emulator and per iothread), with shared threads on the shared pool.
 #pragma once
 
-#include <vector>
+#include <map>
 
 #include "cgroup-model/cpuset.h"
 #include "cgroup-model/result.h"
@@ -11,10 +11,10 @@
 namespace vri {
 
 struct VmPins {
-  std::vector<CpuSet> vcpus;  // index: vCPU id
+  std::map<int, CpuSet> vcpus;  // every vCPU id the domain has, offline ones included
   CpuSet emulator;
-  std::vector<CpuSet> iothreads;  // index: iothread id - 1
-  CpuSet mems;                    // empty: no NUMA binding
+  std::map<int, CpuSet> iothreads;  // by iothread id
+  CpuSet mems;                      // empty: no NUMA binding
 
   bool operator==(const VmPins&) const = default;
 };

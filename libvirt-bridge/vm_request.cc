@@ -1,13 +1,20 @@
 #include "libvirt-bridge/vm_request.h"
 
+#include <algorithm>
+
 namespace vri {
 
 namespace {
 
+bool isOnline(const DomainXml& domain, int vcpu) {
+  return std::binary_search(domain.onlineVcpus.begin(), domain.onlineVcpus.end(), vcpu);
+}
+
+// Every vCPU id's pin, offline ones included: libvirt applies a pin when the
+// vCPU is brought online, so VRI holds its CPU as it holds a running one's.
 Result<void> addUserPins(const DomainXml& domain, DomainRequest& request) {
-  request.pinnedVcpuCpus.assign(domain.currentVcpus, -1);
+  request.pinnedVcpuCpus.assign(domain.maxVcpus, -1);
   for (const auto& [vcpu, cpus] : domain.cputune.vcpupins) {
-    if (vcpu >= domain.currentVcpus) continue;  // offline vCPUs have no thread to place
     if (cpus.count() != 1) {
       return Error::invalidArgument("domain " + domain.name + ": <vcpupin vcpu='" + std::to_string(vcpu) +
                                     "' cpuset='" + cpus.format() +
@@ -26,10 +33,16 @@ Result<void> addPolicy(const DomainXml& domain, DomainRequest& request) {
   } else if (vri.cpuPolicy == "mixed") {
     request.cpuPolicy = DomainRequest::CpuPolicy::kMixed;
     for (int vcpu : vri.dedicatedVcpus) {
-      if (vcpu >= domain.currentVcpus) {
+      if (vcpu >= domain.maxVcpus) {
         return Error::invalidArgument("domain " + domain.name + ": <vri:cpu dedicated-vcpus>: vCPU " +
-                                      std::to_string(vcpu) + " does not exist (the domain runs " +
-                                      std::to_string(domain.currentVcpus) + ")");
+                                      std::to_string(vcpu) + " does not exist (the domain has " +
+                                      std::to_string(domain.maxVcpus) + ")");
+      }
+      if (!isOnline(domain, vcpu)) {
+        return Error::invalidArgument("domain " + domain.name + ": <vri:cpu dedicated-vcpus>: vCPU " +
+                                      std::to_string(vcpu) +
+                                      " is offline at start; VRI dedicates CPUs to the vCPUs libvirt starts "
+                                      "(<vcpus><vcpu enabled='yes'>)");
       }
       request.mixedDedicatedVcpus.push_back(vcpu);
     }
@@ -49,6 +62,9 @@ Result<DomainRequest> domainRequest(const DomainXml& domain) {
   request.uuid = domain.uuid;
   request.name = domain.name;
   request.vcpus = domain.currentVcpus;
+  request.onlineVcpus = domain.onlineVcpus;
+  request.maxVcpus = domain.maxVcpus;
+  request.iothreadIds = domain.iothreadIds;
   request.guestThreadsPerCore = domain.cpuTopology.threads;
   if (domain.hasUserPins()) {
     VRI_TRY(addUserPins(domain, request));
@@ -88,6 +104,9 @@ v1::AdmitVmRequest admitVmRequest(const DomainRequest& r) {
   }
   out.set_isolate_emulator(r.isolateEmulator);
   out.set_iothreads(r.iothreads);
+  for (int vcpu : r.onlineVcpus) out.add_online_vcpus(vcpu);
+  out.set_max_vcpus(r.maxVcpus);
+  for (int id : r.iothreadIds) out.add_iothread_ids(id);
   out.set_isolate_iothreads(r.isolateIothreads);
   out.set_memory_bytes(r.memoryBytes);
   out.set_hugepage_size(r.hugepageSize);

@@ -25,18 +25,21 @@ struct DomainRequest {
   enum class ThreadPolicy { kUnset, kPrefer, kIsolate, kRequire };
   std::string uuid;
   std::string name;
-  int vcpus = 1;
+  int vcpus = 1;                 // online at start
+  std::vector<int> onlineVcpus;  // their ids
+  int maxVcpus = 1;              // every vCPU id the domain has
   int guestThreadsPerCore = 1;
   CpuPolicy cpuPolicy = CpuPolicy::kShared;
   std::vector<int> mixedDedicatedVcpus;
   ThreadPolicy threadPolicy = ThreadPolicy::kUnset;
   bool isolateEmulator = false;
   int iothreads = 0;
+  std::vector<int> iothreadIds;
   bool isolateIothreads = false;
   uint64_t memoryBytes = 0;
   uint64_t hugepageSize = 0;  // 0: regular memory
   std::vector<int> strictNumaNodes;
-  std::vector<int> pinnedVcpuCpus;  // the user's <vcpupin>s: per vCPU its CPU or -1; empty: none
+  std::vector<int> pinnedVcpuCpus;  // the user's <vcpupin>s: index = vCPU id, its CPU or -1; empty: none
 };
 
 Result<DomainRequest> domainRequest(const DomainXml& domain);

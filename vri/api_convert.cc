@@ -145,17 +145,15 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
     if (node < 0) return Error::invalidArgument("strict_numa_nodes: negative node " + std::to_string(node));
     vm.strictNumaNodes.push_back(node);
   }
-  if (!r.pinned_vcpu_cpus().empty()) {
-    if (r.pinned_vcpu_cpus_size() != r.vcpus()) {
-      return Error::invalidArgument("pinned_vcpu_cpus: " + std::to_string(r.pinned_vcpu_cpus_size()) + " pins for " +
-                                    std::to_string(r.vcpus()) + " vCPUs");
-    }
-    for (int cpu : r.pinned_vcpu_cpus()) {
-      if (cpu < -1 || cpu >= CpuSet::kMaxCpus)
-        return Error::invalidArgument("pinned_vcpu_cpus: no CPU " + std::to_string(cpu));
-      vm.cpu.pinnedVcpuCpus.push_back(cpu);
-    }
+  for (int cpu : r.pinned_vcpu_cpus()) {
+    if (cpu < -1 || cpu >= CpuSet::kMaxCpus)
+      return Error::invalidArgument("pinned_vcpu_cpus: CPU " + std::to_string(cpu) + " does not exist on this host");
+    vm.cpu.pinnedVcpuCpus.push_back(cpu);
   }
+  vm.cpu.onlineVcpus.assign(r.online_vcpus().begin(), r.online_vcpus().end());
+  vm.cpu.maxVcpus = r.max_vcpus();
+  vm.cpu.iothreadIds.assign(r.iothread_ids().begin(), r.iothread_ids().end());
+  if (auto valid = validateVcpuIds(vm.cpu); !valid.ok()) return valid.error();
   return vm;
 }
 
@@ -179,6 +177,9 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm) {
   r.set_hugepage_size(vm.hugepageSize);
   for (int node : vm.strictNumaNodes) r.add_strict_numa_nodes(node);
   for (int cpu : vm.cpu.pinnedVcpuCpus) r.add_pinned_vcpu_cpus(cpu);
+  for (int vcpu : vm.cpu.onlineVcpus) r.add_online_vcpus(vcpu);
+  r.set_max_vcpus(vm.cpu.maxVcpus);
+  for (int id : vm.cpu.iothreadIds) r.add_iothread_ids(id);
   return r;
 }
 
@@ -234,13 +235,18 @@ v1::Event toEventMessage(const Event& event) {
   return out;
 }
 
-void fillVmAllocation(const VmCpuPlacement& p, const CpuSet& shared, v1::VmAllocation& out) {
-  for (int cpu : p.vcpuCpus) out.add_vcpu_cpus(cpu);
+void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& p, const CpuSet& shared,
+                      v1::VmAllocation& out) {
+  for (int cpu : vcpuCpusById(request, p)) out.add_vcpu_cpus(cpu);
+  for (const auto& [vcpu, cpu] : p.vcpuCpus) out.add_online_vcpus(vcpu);
   out.set_emulator_cpus(p.emulatorCpus.format());
   out.set_exclusive_cpus(p.exclusive.format());
   out.set_held_back_cpus(p.heldBack.format());
   out.set_cpuset_mems(p.mems.format());
-  for (int cpu : p.iothreadCpus) out.add_iothread_cpus(cpu);
+  for (const auto& [id, cpu] : p.iothreadCpus) {
+    out.add_iothread_ids(id);
+    out.add_iothread_cpus(cpu);
+  }
   out.set_shared_cpus(shared.format());
 }
 
@@ -272,7 +278,7 @@ void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<Cg
   out.set_uuid(vm.spec.uuid);
   out.set_name(vm.spec.cpu.name);
   *out.mutable_spec() = vmRequestFrom(vm.spec);
-  fillVmAllocation(vm.placement, shared, *out.mutable_allocation());
+  fillVmAllocation(vm.spec.cpu, vm.placement, shared, *out.mutable_allocation());
   out.set_reserved_only(vm.defined);
   if (scope) out.set_scope(scope->str());
   out.set_memory_bytes(memoryBytes);

@@ -25,7 +25,8 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm);
 // values kubelet would compute, and the cgroup path once the id is known.
 void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& container, const ContainerPlacement& placement,
                              const TreeLayout& layout, v1::ContainerAllocation& out);
-void fillVmAllocation(const VmCpuPlacement& placement, const CpuSet& shared, v1::VmAllocation& out);
+void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& placement, const CpuSet& shared,
+                      v1::VmAllocation& out);
 v1::Event toEventMessage(const Event& event);
 void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out);
 void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,

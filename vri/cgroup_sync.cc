@@ -143,15 +143,15 @@ CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const Vm
   cached.cgroups.push_back({{cpusetHierarchy_, scope}, false, true});
   const CgroupPath threads = libvirtNamer_.threadParent(scope);
   if (threads != scope) cached.cgroups.push_back({{cpusetHierarchy_, threads}, false, true});
-  for (size_t i = 0; i < p.vcpuCpus.size(); ++i) {
-    if (p.vcpuCpus[i] != VmCpuPlacement::kShared) continue;
-    cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.vcpu(scope, static_cast<int>(i))}, true, false});
+  for (const auto& [vcpu, cpu] : p.vcpuCpus) {
+    if (cpu != VmCpuPlacement::kShared) continue;
+    cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.vcpu(scope, vcpu)}, true, false});
   }
   if (p.emulatorCpus.empty())
     cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.emulator(scope)}, true, false});
-  for (size_t i = 0; i < p.iothreadCpus.size(); ++i) {
-    if (p.iothreadCpus[i] != VmCpuPlacement::kShared) continue;
-    cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.iothread(scope, static_cast<int>(i) + 1)}, true, false});
+  for (const auto& [id, cpu] : p.iothreadCpus) {
+    if (cpu != VmCpuPlacement::kShared) continue;
+    cached.cgroups.push_back({{cpusetHierarchy_, libvirtNamer_.iothread(scope, id)}, true, false});
   }
   return cached;
 }

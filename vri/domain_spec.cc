@@ -8,6 +8,9 @@ Result<VmSpec> vmSpecFrom(const DomainRequest& r) {
   vm.uuid = r.uuid;
   vm.cpu.name = r.name.empty() ? r.uuid : r.name;
   vm.cpu.vcpus = r.vcpus;
+  vm.cpu.onlineVcpus = r.onlineVcpus;
+  vm.cpu.maxVcpus = r.maxVcpus;
+  vm.cpu.iothreadIds = r.iothreadIds;
   switch (r.cpuPolicy) {
     case DomainRequest::CpuPolicy::kShared: vm.cpu.cpuPolicy = VmCpuPolicy::kShared; break;
     case DomainRequest::CpuPolicy::kDedicated: vm.cpu.cpuPolicy = VmCpuPolicy::kDedicated; break;
@@ -31,25 +34,24 @@ Result<VmSpec> vmSpecFrom(const DomainRequest& r) {
   return vm;
 }
 
-Result<VmPins> vmPinsOf(const VmCpuPlacement& placement, const CpuSet& shared) {
+Result<VmPins> vmPinsOf(const VmCpuRequest& request, const VmCpuPlacement& placement, const CpuSet& shared) {
   const auto one = [&](int cpu) -> Result<CpuSet> {
     if (cpu != VmCpuPlacement::kShared) return CpuSet{cpu};
     if (shared.empty()) return Error::failedPrecondition("a shared thread, and the shared pool is empty");
     return shared;
   };
   VmPins pins;
-  for (int cpu : placement.vcpuCpus) {
-    VRI_ASSIGN_OR_RETURN(CpuSet set, one(cpu));
-    pins.vcpus.push_back(std::move(set));
+  const std::vector<int> by_id = vcpuCpusById(request, placement);
+  for (size_t vcpu = 0; vcpu < by_id.size(); ++vcpu) {
+    VRI_ASSIGN_OR_RETURN(pins.vcpus[static_cast<int>(vcpu)], one(by_id[vcpu]));
   }
   if (placement.emulatorCpus.empty()) {
     VRI_ASSIGN_OR_RETURN(pins.emulator, one(VmCpuPlacement::kShared));
   } else {
     pins.emulator = placement.emulatorCpus;
   }
-  for (int cpu : placement.iothreadCpus) {
-    VRI_ASSIGN_OR_RETURN(CpuSet set, one(cpu));
-    pins.iothreads.push_back(std::move(set));
+  for (const auto& [id, cpu] : placement.iothreadCpus) {
+    VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(cpu));
   }
   pins.mems = placement.mems;
   return pins;

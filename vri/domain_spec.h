@@ -11,7 +11,7 @@ namespace vri {
 
 Result<VmSpec> vmSpecFrom(const DomainRequest& request);
 
-// Shared threads go on the shared pool.
-Result<VmPins> vmPinsOf(const VmCpuPlacement& placement, const CpuSet& shared);
+// Shared threads (and offline vCPUs the user did not pin) go on the shared pool.
+Result<VmPins> vmPinsOf(const VmCpuRequest& request, const VmCpuPlacement& placement, const CpuSet& shared);
 
 }  // namespace vri

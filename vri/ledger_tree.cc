@@ -28,20 +28,18 @@ VmCgroup vmCgroup(const VmRecord& vm, const CgroupPath& scope, int64_t sharedVcp
   out.scope = scope;
   const VmCpuPlacement& p = vm.placement;
   int64_t shared_vcpus = 0;
-  for (int cpu : p.vcpuCpus) {
+  for (const auto& [vcpu, cpu] : p.vcpuCpus) {
     if (cpu == VmCpuPlacement::kShared) {
-      out.vcpuCpus.emplace_back(std::nullopt);
+      out.vcpuCpus[vcpu] = std::nullopt;
       ++shared_vcpus;
     } else {
-      out.vcpuCpus.emplace_back(cpu);
+      out.vcpuCpus[vcpu] = cpu;
     }
   }
   out.cpuRequestMilli = shared_vcpus * sharedVcpuMilli + static_cast<int64_t>(p.exclusive.count()) * 1000;
   out.emulatorCpus = p.emulatorCpus;
-  for (size_t i = 0; i < p.iothreadCpus.size(); ++i) {
-    const int cpu = p.iothreadCpus[i];
-    out.iothreadCpus[static_cast<int>(i) + 1] = cpu == VmCpuPlacement::kShared ? std::nullopt : std::optional<int>(cpu);
-  }
+  for (const auto& [id, cpu] : p.iothreadCpus)
+    out.iothreadCpus[id] = cpu == VmCpuPlacement::kShared ? std::nullopt : std::optional<int>(cpu);
   if (!p.mems.empty()) out.mems = p.mems;
   return out;
 }

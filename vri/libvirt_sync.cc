@@ -101,7 +101,7 @@ void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid
 void LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
   if (vm.defined) return;
   const std::string& uuid = vm.spec.uuid;
-  auto pins = vmPinsOf(vm.placement, shared);
+  auto pins = vmPinsOf(vm.spec.cpu, vm.placement, shared);
   if (!pins.ok()) {
     log_.warning("libvirt: VM " + uuid + ": " + pins.error().message());
     return;
@@ -152,7 +152,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   const StatePtr state = node_.state();
   const VmRecord* vm = state->vm(uuid);
   if (!vm) return;
-  auto pins = vmPinsOf(vm->placement, state->shared());
+  auto pins = vmPinsOf(vm->spec.cpu, vm->placement, state->shared());
   if (!pins.ok()) return;
   if (domain.pinsAreVris() && *domain.vri.placement == placementMark(*pins)) {
     return;  // already written (this is the event of our own define)

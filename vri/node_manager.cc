@@ -24,8 +24,9 @@ std::string describeContainer(const ContainerPlacement& p) {
 }
 
 std::string describeVm(const VmCpuPlacement& p) {
-  std::string out = "vcpus";
-  for (int cpu : p.vcpuCpus) out += cpu == VmCpuPlacement::kShared ? " shared" : " " + std::to_string(cpu);
+  std::string out = "vcpus";  // id:cpu
+  for (const auto& [vcpu, cpu] : p.vcpuCpus)
+    out += " " + std::to_string(vcpu) + ":" + (cpu == VmCpuPlacement::kShared ? "shared" : std::to_string(cpu));
   if (!p.exclusive.empty()) out += ", exclusive " + p.exclusive.format();
   if (!p.mems.empty()) out += ", mems " + p.mems.format();
   return out;

@@ -183,7 +183,7 @@ grpc::Status VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocatio
   if (!vm.ok()) return toGrpcStatus(vm.error());
   auto placed = (node_.*decide)(*vm);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillVmAllocation(*placed, node_.state()->shared(), reply);
+  fillVmAllocation(vm->cpu, *placed, node_.state()->shared(), reply);
   return grpc::Status::OK;
 }
 

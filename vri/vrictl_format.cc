@@ -1,9 +1,10 @@
 #include "vri/vrictl_format.h"
 
-#include "cgroup-model/cpuset.h"
-
+#include <algorithm>
 #include <cstdio>
 #include <map>
+
+#include "cgroup-model/cpuset.h"
 
 namespace vri {
 
@@ -124,6 +125,11 @@ std::string formatPool(const v1::Node& n) {
   return out;
 }
 
+// The user's own <vcpupin>s override the policy: such a VM is "pinned".
+std::string vmClass(const v1::VmInfo& vm) {
+  return vm.spec().pinned_vcpu_cpus().empty() ? policyName(vm.spec().cpu_policy()) : "pinned";
+}
+
 std::string formatTenantList(const v1::TenantList& list) {
   char line[512];
   std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "Kind", "Id", "Name", "Class", "CPUs");
@@ -141,7 +147,7 @@ std::string formatTenantList(const v1::TenantList& list) {
     } else {
       const v1::VmInfo& vm = t.vm();
       std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "vm", vm.uuid().c_str(), vm.name().c_str(),
-                    (policyName(vm.spec().cpu_policy()) + (vm.reserved_only() ? "*" : "")).c_str(),
+                    (vmClass(vm) + (vm.reserved_only() ? "*" : "")).c_str(),
                     orShared(vm.allocation().exclusive_cpus()).c_str());
     }
     out += line;
@@ -154,12 +160,16 @@ std::string formatVmInfo(const v1::VmInfo& vm) {
   out += row("Name", vm.name());
   out += row("UUID", vm.uuid());
   out += row("State", vm.reserved_only() ? "reserved (defined, not running)" : "admitted");
-  out += row("CPU policy", policyName(vm.spec().cpu_policy()));
-  out += row("vCPUs", std::to_string(vm.spec().vcpus()));
+  out += row("CPU policy", vmClass(vm) == "pinned" ? "pinned (the domain's own <vcpupin>)" : vmClass(vm));
+  const auto& online = vm.allocation().online_vcpus();
+  out += row("vCPUs",
+             std::to_string(vm.spec().vcpus()) + " online of " + std::to_string(vm.allocation().vcpu_cpus_size()));
   for (int i = 0; i < vm.allocation().vcpu_cpus_size(); ++i) {
     const int cpu = vm.allocation().vcpu_cpus(i);
+    const bool offline = !online.empty() && std::find(online.begin(), online.end(), i) == online.end();
     out += row("  vcpu" + std::to_string(i),
-               cpu < 0 ? "shared pool " + withCount(vm.allocation().shared_cpus()) : "CPU " + std::to_string(cpu));
+               (cpu < 0 ? "shared pool " + withCount(vm.allocation().shared_cpus()) : "CPU " + std::to_string(cpu)) +
+                   (offline ? " (offline)" : ""));
   }
   out += row("Emulator", orShared(vm.allocation().emulator_cpus()));
   if (!vm.allocation().held_back_cpus().empty()) out += row("Held back", withCount(vm.allocation().held_back_cpus()));

@@ -89,7 +89,7 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
   EXPECT_EQ(s->pods.at("alive").containers.at("app").exclusive, app);
   EXPECT_EQ(s->pods.at("stranger").containers.at("ccc1").exclusive, stranger_cpus);
   ASSERT_TRUE(s->vms.count(kVmUuid));
-  EXPECT_EQ(s->vms.at(kVmUuid).placement.vcpuCpus, (std::vector<int>{vcpu_cpu, VmCpuPlacement::kShared}));
+  EXPECT_EQ(s->vms.at(kVmUuid).placement.vcpuCpus, (std::map<int, int>{{0, vcpu_cpu}, {1, VmCpuPlacement::kShared}}));
   EXPECT_EQ(s->vms.at(kVmUuid).spec.cpu.cpuPolicy, VmCpuPolicy::kMixed);
   auto checked = checkLedgerInvariants(*s, *topo, config);
   ASSERT_TRUE(checked.ok()) << checked.error().message();

@@ -11,6 +11,7 @@ namespace {
 
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Pair;
 
 // 8 cores x 2 threads; siblings are 2k and 2k+1.
 std::shared_ptr<const Topology> eightCores() {
@@ -36,7 +37,7 @@ TEST(VmCpuPlacementTest, GuestSiblingsLandOnHostSiblings) {
   // CPU 0 is taken, so core 0 is split: the guest pairs must still get whole cores.
   auto placement = planVmCpus(*topo, topo->onlineCpus() - CpuSet{0}, vm, CpuTakeOptions{});
   ASSERT_TRUE(placement.ok()) << placement.error().message();
-  const auto& map = placement->vcpuCpus;
+  auto map = placement->vcpuCpus;
   EXPECT_EQ(topo->cpu(map[0])->core, topo->cpu(map[1])->core);
   EXPECT_EQ(topo->cpu(map[2])->core, topo->cpu(map[3])->core);
   EXPECT_NE(topo->cpu(map[0])->core, topo->cpu(map[2])->core);
@@ -51,7 +52,7 @@ TEST(VmCpuPlacementTest, IsolateGivesEachVcpuACoreAndHoldsTheSiblingBack) {
   vm.emulatorPolicy = HelperThreadPolicy::kIsolate;
   auto placement = plan(vm, eightCores()->onlineCpus());
   ASSERT_TRUE(placement.ok()) << placement.error().message();
-  EXPECT_THAT(placement->vcpuCpus, ElementsAre(0, 2, 4));
+  EXPECT_THAT(placement->vcpuCpus, ElementsAre(Pair(0, 0), Pair(1, 2), Pair(2, 4)));
   EXPECT_EQ(placement->emulatorCpus.format(), "6");
   EXPECT_EQ(placement->exclusive.format(), "0,2,4,6");
   EXPECT_EQ(placement->heldBack.format(), "1,3,5,7");
@@ -90,7 +91,7 @@ TEST(VmCpuPlacementTest, MixedVmDedicatesOnlyTheListedVcpus) {
   EXPECT_EQ(placement->vcpuCpus[1], VmCpuPlacement::kShared);
   EXPECT_EQ(placement->vcpuCpus[2], 0);  // guest siblings 2 and 3 on host siblings 0 and 1
   EXPECT_EQ(placement->vcpuCpus[3], 1);
-  EXPECT_THAT(placement->iothreadCpus, ElementsAre(2, 3));
+  EXPECT_THAT(placement->iothreadCpus, ElementsAre(Pair(1, 2), Pair(2, 3)));
   EXPECT_EQ(placement->exclusive.format(), "0-3");
 }
 
@@ -101,7 +102,7 @@ TEST(VmCpuPlacementTest, SharedVmTakesNothing) {
   auto placement = plan(vm, eightCores()->onlineCpus());
   ASSERT_TRUE(placement.ok());
   EXPECT_TRUE(placement->exclusive.empty());
-  EXPECT_THAT(placement->vcpuCpus, ElementsAre(-1, -1, -1, -1));
+  EXPECT_THAT(placement->vcpuCpus, ElementsAre(Pair(0, -1), Pair(1, -1), Pair(2, -1), Pair(3, -1)));
 }
 
 TEST(VmCpuPlacementTest, RefusesMalformedRequests) {
@@ -141,7 +142,7 @@ TEST(VmCpuPlacementTest, UserPinsAreTakenExactlyOrRefused) {
   vm.pinnedVcpuCpus = {5, VmCpuPlacement::kShared, 9};
   auto placement = planVmCpus(*topo, topo->onlineCpus(), vm, CpuTakeOptions{});
   ASSERT_TRUE(placement.ok()) << placement.error().message();
-  EXPECT_THAT(placement->vcpuCpus, ElementsAre(5, VmCpuPlacement::kShared, 9));
+  EXPECT_THAT(placement->vcpuCpus, ElementsAre(Pair(0, 5), Pair(1, VmCpuPlacement::kShared), Pair(2, 9)));
   EXPECT_EQ(placement->exclusive.format(), "5,9");
   EXPECT_THAT(*dedicatedVcpus(vm), ElementsAre(0, 2));
 
@@ -159,10 +160,77 @@ TEST(VmCpuPlacementTest, UserPinsAreTakenExactlyOrRefused) {
   vm.pinnedVcpuCpus = {5, 40, 9};
   EXPECT_THAT(planVmCpus(*topo, topo->onlineCpus(), vm, CpuTakeOptions{}).error().message(),
               HasSubstr("CPUs 40, which are not online"));
-  vm.pinnedVcpuCpus = {5, 9};
-  EXPECT_THAT(dedicatedVcpus(vm).error().message(), HasSubstr("2 vCPU pins for 3 vCPUs"));
+  vm.pinnedVcpuCpus = {5, 9, -1, 4};
+  EXPECT_THAT(dedicatedVcpus(vm).error().message(), HasSubstr("pins for 4 vCPU ids; the VM has 3"));
   vm.pinnedVcpuCpus = {-1, -1, -1};
   EXPECT_THAT(dedicatedVcpus(vm).error().message(), HasSubstr("name no CPU"));
+}
+
+// libvirt starts any subset of a domain's vCPUs: <vcpu current='3'>8</vcpu>
+// with vCPUs 0, 4 and 5 enabled.
+VmCpuRequest onlineSubset() {
+  VmCpuRequest vm = dedicatedVm(3);
+  vm.onlineVcpus = {0, 4, 5};
+  vm.maxVcpus = 8;
+  return vm;
+}
+
+TEST(VmCpuPlacementTest, DedicatedPlacesExactlyTheOnlineVcpusById) {
+  const auto topo = eightCores();
+  auto placement = planVmCpus(*topo, topo->onlineCpus(), onlineSubset(), CpuTakeOptions{});
+  ASSERT_TRUE(placement.ok()) << placement.error().message();
+  ASSERT_EQ(placement->vcpuCpus.size(), 3u);
+  for (int vcpu : {0, 4, 5}) EXPECT_NE(placement->vcpuCpus.at(vcpu), VmCpuPlacement::kShared) << vcpu;
+  EXPECT_EQ(placement->exclusive.count(), 3);
+  // Every id has a pin; the offline ones the shared pool.
+  const std::vector<int> by_id = vcpuCpusById(onlineSubset(), *placement);
+  ASSERT_EQ(by_id.size(), 8u);
+  for (int vcpu : {1, 2, 3, 6, 7}) EXPECT_EQ(by_id[vcpu], VmCpuPlacement::kShared) << vcpu;
+  EXPECT_EQ(by_id[4], placement->vcpuCpus.at(4));
+}
+
+TEST(VmCpuPlacementTest, APinnedOfflineVcpuHasItsCpuHeldForIt) {
+  const auto topo = eightCores();
+  VmCpuRequest vm = onlineSubset();
+  vm.cpuPolicy = VmCpuPolicy::kShared;
+  vm.pinnedVcpuCpus = {-1, -1, -1, -1, 11, -1, 3};  // vCPU 4 (online) on 11, vCPU 6 (offline) on 3
+  auto placement = planVmCpus(*topo, topo->onlineCpus(), vm, CpuTakeOptions{});
+  ASSERT_TRUE(placement.ok()) << placement.error().message();
+  EXPECT_THAT(placement->vcpuCpus, ElementsAre(Pair(0, -1), Pair(4, 11), Pair(5, -1)));
+  EXPECT_EQ(placement->exclusive.format(), "11");
+  EXPECT_EQ(placement->heldBack.format(), "3");  // nobody else gets it before vCPU 6 comes online
+  EXPECT_EQ(vcpuCpusById(vm, *placement)[6], 3);
+  auto taken = planVmCpus(*topo, topo->onlineCpus() - CpuSet{3}, vm, CpuTakeOptions{});
+  ASSERT_FALSE(taken.ok());
+  EXPECT_THAT(taken.error().message(), HasSubstr("<vcpupin> names CPUs 3, which are reserved or held"));
+}
+
+TEST(VmCpuPlacementTest, MixedRefusesADedicatedVcpuThatIsOffline) {
+  VmCpuRequest vm = onlineSubset();
+  vm.cpuPolicy = VmCpuPolicy::kMixed;
+  vm.mixedDedicatedVcpus = {4};
+  EXPECT_THAT(*dedicatedVcpus(vm), ElementsAre(4));
+  vm.mixedDedicatedVcpus = {1};
+  EXPECT_THAT(dedicatedVcpus(vm).error().message(), HasSubstr("vCPU 1 is offline at start (online: 0,4,5)"));
+  vm.mixedDedicatedVcpus = {8};
+  EXPECT_THAT(dedicatedVcpus(vm).error().message(), HasSubstr("vCPU 8 does not exist (the VM has 8)"));
+}
+
+TEST(VmCpuPlacementTest, IdsThatCannotBeAreRefused) {
+  VmCpuRequest vm = onlineSubset();
+  vm.onlineVcpus = {0, 5, 4};
+  EXPECT_THAT(validateVcpuIds(vm).error().message(), HasSubstr("must ascend"));
+  vm.onlineVcpus = {0, 4};
+  EXPECT_THAT(validateVcpuIds(vm).error().message(), HasSubstr("2 online vCPU ids (0,4) for 3 online vCPUs"));
+  vm.onlineVcpus = {0, 4, 9};
+  EXPECT_THAT(validateVcpuIds(vm).error().message(), HasSubstr("vCPU 9 is online, and the VM has 8 vCPUs"));
+  vm = onlineSubset();
+  vm.iothreads = 2;
+  vm.iothreadIds = {5, 2};
+  EXPECT_THAT(validateVcpuIds(vm).error().message(), HasSubstr("iothread ids must ascend"));
+  vm.iothreadIds = {2, 5};
+  EXPECT_TRUE(validateVcpuIds(vm).ok());
+  EXPECT_THAT(iothreadIdsOf(vm), ElementsAre(2, 5));
 }
 
 }  // namespace

@@ -50,7 +50,7 @@ VmCgroup vm(const CgroupPath& scope) {
   VmCgroup v;
   v.scope = scope;
   v.cpuRequestMilli = 2000;
-  v.vcpuCpus = {6, std::nullopt};
+  v.vcpuCpus = {{0, 6}, {1, std::nullopt}};
   v.emulatorCpus = cpus("7");
   v.iothreadCpus = {{1, std::nullopt}};
   return v;

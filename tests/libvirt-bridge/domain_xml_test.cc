@@ -139,7 +139,7 @@ TEST(DomainXmlTest, UserPinsAreExactAndMultiCpuPinsAreRefusedWithAWayOut) {
 
 TEST(DomainXmlTest, PinsVriWroteAreReadAsVris) {
   const std::string defined = fixture("defined-dedicated.xml");
-  VmPins pins{{CpuSet{1}, CpuSet{1}}, CpuSet{0}, {CpuSet{0}}, CpuSet{0}};
+  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{1}}}, CpuSet{0}, {{1, CpuSet{0}}}, CpuSet{0}};
   auto rewritten = writeVriPins(defined, pins);
   ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
   auto domain = parseDomainXml(*rewritten);

@@ -164,7 +164,7 @@ class RealKernelTest : public ::testing::Test {
     VmCgroup vm;
     vm.scope = scope();
     vm.cpuRequestMilli = 1000;
-    vm.vcpuCpus = {vcpu0, std::nullopt};
+    vm.vcpuCpus = {{0, vcpu0}, {1, std::nullopt}};
     NodeResources node{shared, mems_, 2000, 0, {}, {}, {}};
     return buildDesiredTree(layout_, node, pods, {vm});
   }

@@ -227,5 +227,44 @@ TEST(DomainXmlTest, EntityReferencesAreNotExpanded) {
   EXPECT_EQ(domain->name, "a&b");
 }
 
+std::string withVcpus(const std::string& vcpu, const std::string& more) {
+  return "<domain><name>d</name><uuid>5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a51</uuid><memory>1024</memory>" + vcpu + more +
+         "</domain>";
+}
+
+TEST(DomainXmlIdsTest, OnlineVcpusAreTheEnabledOnesAndIothreadIdsAreLibvirts) {
+  auto domain = parseDomainXml(withVcpus("<vcpu current='2'>4</vcpu>",
+                                         "<vcpus><vcpu id='0' enabled='yes'/><vcpu id='1' enabled='no'/>"
+                                         "<vcpu id='2' enabled='no'/><vcpu id='3' enabled='yes'/></vcpus>"
+                                         "<iothreads>3</iothreads><iothreadids><iothread id='4'/></iothreadids>"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_THAT(domain->onlineVcpus, ElementsAre(0, 3));
+  EXPECT_THAT(domain->iothreadIds, ElementsAre(1, 2, 4));  // the unnamed ones numbered from 1 past those taken
+  auto plain = parseDomainXml(withVcpus("<vcpu current='2'>4</vcpu>", "<iothreads>2</iothreads>"));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_THAT(plain->onlineVcpus, ElementsAre(0, 1));
+  EXPECT_THAT(plain->iothreadIds, ElementsAre(1, 2));
+
+  EXPECT_THAT(parseDomainXml(withVcpus("<vcpu current='2'>4</vcpu>", "<vcpus><vcpu id='0' enabled='yes'/></vcpus>"))
+                  .error()
+                  .message(),
+              HasSubstr("1 vCPUs are enabled and <vcpu current> says 2"));
+  EXPECT_THAT(
+      parseDomainXml(withVcpus("<vcpu>2</vcpu>", "<vcpus><vcpu id='2' enabled='yes'/></vcpus>")).error().message(),
+      HasSubstr("the domain has 2 vCPUs"));
+  EXPECT_THAT(parseDomainXml(withVcpus("<vcpu>2</vcpu>",
+                                       "<iothreads>1</iothreads><iothreadids><iothread id='0'/>"
+                                       "</iothreadids>"))
+                  .error()
+                  .message(),
+              HasSubstr("iothread id 0 must be positive"));
+}
+
+TEST(DomainXmlIdsTest, APinToACpuNoHostHasSaysSo) {
+  auto domain = parseDomainXml(withVcpus("<vcpu>1</vcpu>", "<cputune><vcpupin vcpu='0' cpuset='16383'/></cputune>"));
+  ASSERT_FALSE(domain.ok());
+  EXPECT_THAT(domain.error().message(), HasSubstr("CPU 16383 does not exist on this host"));
+}
+
 }  // namespace
 }  // namespace vri

@@ -12,71 +12,18 @@
 #include <fstream>
 
 #include "libvirt-bridge/domain_xml.h"
+#include "tests/libvirt-bridge/hook_harness.h"
 #include "tests/support/child_process.h"
-#include "tests/vri/daemon_harness.h"
 
 namespace vri {
 namespace {
 
+using testing::domainXml;
 using ::testing::HasSubstr;
+using testing::HookTest;
+using testing::kOtherUuid;
+using testing::kUuid;
 using ::testing::StartsWith;
-
-constexpr char kUuid[] = "6d2b9f4e-1c3a-4e5b-8f70-0123456789ab";
-constexpr char kOtherUuid[] = "6d2b9f4e-1c3a-4e5b-8f70-0123456789ac";
-
-std::string domainXml(const std::string& name, const std::string& uuid, int vcpus, const std::string& policy,
-                      const std::string& cputune = "") {
-  std::string xml = "<domain type='qemu'><name>" + name + "</name><uuid>" + uuid +
-                    "</uuid><memory unit='MiB'>256</memory><vcpu placement='static'>" + std::to_string(vcpus) +
-                    "</vcpu>" + cputune;
-  if (!policy.empty()) {
-    xml +=
-        "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='" + policy + "'/></vri:domain></metadata>";
-  }
-  return xml + "<os><type arch='x86_64'>hvm</type></os></domain>";
-}
-
-class HookTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(vrid_.start());
-    config_.socket = vrid_.config.adminSocket;
-    config_.timeoutMs = 2000;
-    config_.qemuPidDir = vrid_.tmp().sub("qemu");
-    std::filesystem::create_directories(config_.qemuPidDir);
-  }
-
-  HookOutcome hook(const std::string& name, const std::string& op, const std::string& sub, const std::string& xml) {
-    auto stub = v1::Vri::NewStub(testing::DaemonHarness::channel(config_.socket));
-    return runHook(config_, {name, op, sub, "-"}, xml, *stub);
-  }
-  int vmCount() {
-    grpc::ClientContext context;
-    v1::ListTenantsRequest request;
-    request.set_kind(v1::ListTenantsRequest::VMS);
-    v1::TenantList list;
-    EXPECT_TRUE(vrid_.readOnly->ListTenants(&context, request, &list).ok());
-    return list.tenants_size();
-  }
-  v1::VmInfo vm(const std::string& uuid) {
-    grpc::ClientContext context;
-    v1::GetTenantRequest request;
-    request.set_vm(uuid);
-    v1::Tenant tenant;
-    EXPECT_TRUE(vrid_.readOnly->GetTenant(&context, request, &tenant).ok());
-    return tenant.vm();
-  }
-  void writePidFile(const std::string& name, int pid) {
-    std::ofstream(config_.qemuPidDir + "/" + name + ".pid") << pid;
-  }
-  std::string cpus(const std::string& path) {
-    auto value = vrid_.fs().read(CgroupDir{"cpuset", *CgroupPath::parse(path)}, "cpuset.cpus");
-    return value.ok() ? *value : "<" + value.error().message() + ">";
-  }
-
-  testing::DaemonHarness vrid_;
-  HookConfig config_;
-};
 
 TEST_F(HookTest, RestoreThenPrepareAdmitsOnceStartedPlacesStopReleases) {
   const std::string xml = domainXml("web", kUuid, 2, "dedicated");

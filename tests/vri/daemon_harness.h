@@ -70,9 +70,15 @@ class DaemonHarness {
 
   // A QEMU process of `uuid` whose cgroups libvirt made (no systemd layout).
   void fakeQemu(const std::string& scope, int pid, const std::string& uuid, int vcpus) {
+    std::vector<int> ids;
+    for (int i = 0; i < vcpus; ++i) ids.push_back(i);
+    fakeQemu(scope, pid, uuid, ids);
+  }
+  // The same with the vCPUs that run named by id (libvirt makes vcpuN for the online ones only).
+  void fakeQemu(const std::string& scope, int pid, const std::string& uuid, const std::vector<int>& vcpuIds) {
     const CgroupPath base = *CgroupPath::parse(scope);
     std::vector<CgroupPath> groups = {base.parent(), base, *base.child("emulator")};
-    for (int i = 0; i < vcpus; ++i) groups.push_back(*base.child("vcpu" + std::to_string(i)));
+    for (int i : vcpuIds) groups.push_back(*base.child("vcpu" + std::to_string(i)));
     for (const CgroupPath& group : groups) {
       for (const std::string h : {"cpuset", "cpu,cpuacct"}) {
         if (!fs_->exists({h, group})) {

@@ -1,5 +1,6 @@
 #include "accounting/ledger_records.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <sstream>
@@ -197,6 +198,110 @@ Result<PodRecord> decodePod(std::string_view text) {
   return pod;
 }
 
+std::vector<VmMemoryPart> memoryPartsOf(const VmSpec& vm) {
+  if (!vm.memoryParts.empty()) return vm.memoryParts;
+  if (vm.memoryBytes == 0) return {};
+  return {VmMemoryPart{VmMemoryPart::kNoCell, vm.memoryBytes, vm.hugepageSize, vm.strictNumaNodes}};
+}
+
+Result<void> validateMemoryParts(const VmSpec& vm) {
+  const std::string who = "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name) + ": ";
+  uint64_t sum = 0;
+  for (const VmMemoryPart& part : vm.memoryParts) {
+    if (part.pageSize != 0 && (part.pageSize & (part.pageSize - 1)) != 0)
+      return Error::invalidArgument(who + "not a page size: " + std::to_string(part.pageSize));
+    if (part.guestCell != VmMemoryPart::kNoCell &&
+        std::none_of(vm.cells.begin(), vm.cells.end(), [&](const GuestCell& c) { return c.id == part.guestCell; })) {
+      return Error::invalidArgument(who + "memory of guest cell " + std::to_string(part.guestCell) +
+                                    ", which the VM does not have");
+    }
+    for (int node : part.hostNodes) {
+      if (node < 0 || node >= CpuSet::kMaxCpus) return Error::invalidArgument(who + "no NUMA node " + std::to_string(node));
+    }
+    sum += part.bytes;
+  }
+  if (!vm.memoryParts.empty() && sum != vm.memoryBytes) {
+    return Error::invalidArgument(who + "its memory parts add up to " + std::to_string(sum) + " bytes, not " +
+                                  std::to_string(vm.memoryBytes));
+  }
+  for (size_t i = 0; i < vm.cells.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (vm.cells[i].id == vm.cells[j].id || vm.cells[i].vcpus.intersects(vm.cells[j].vcpus))
+        return Error::invalidArgument(who + "guest cells " + std::to_string(vm.cells[j].id) + " and " +
+                                      std::to_string(vm.cells[i].id) + " overlap");
+    }
+  }
+  return {};
+}
+
+namespace {
+
+// "0:0-1;1:2-3" (cell:vCPUs) and "cell:bytes:page:nodes" parts, and back.
+std::string encodeCells(const std::vector<GuestCell>& cells) {
+  std::string out;
+  for (const GuestCell& c : cells) out += (out.empty() ? "" : ";") + std::to_string(c.id) + ":" + c.vcpus.format();
+  return out;
+}
+
+std::string encodeParts(const std::vector<VmMemoryPart>& parts) {
+  std::string out;
+  for (const VmMemoryPart& p : parts) {
+    out += (out.empty() ? "" : ";") + std::to_string(p.guestCell) + ":" + std::to_string(p.bytes) + ":" +
+           std::to_string(p.pageSize) + ":" + intList(p.hostNodes);
+  }
+  return out;
+}
+
+std::string encodeCellNodes(const std::map<int, CpuSet>& cells) {
+  std::string out;
+  for (const auto& [cell, nodes] : cells) out += (out.empty() ? "" : ";") + std::to_string(cell) + ":" + nodes.format();
+  return out;
+}
+
+Result<std::vector<GuestCell>> decodeCells(std::string_view text) {
+  std::vector<GuestCell> cells;
+  if (text.empty()) return cells;
+  for (std::string_view entry : splitOn(text, ';')) {
+    const auto parts = splitOn(entry, ':');
+    if (parts.size() != 2) return Error::invalidArgument("ledger record: bad guest cell " + quoteForMessage(entry));
+    GuestCell cell;
+    VRI_ASSIGN_OR_RETURN(cell.id, number<int>(parts[0], "guest cell"));
+    VRI_ASSIGN_OR_RETURN(cell.vcpus, CpuSet::parse(parts[1]));
+    cells.push_back(cell);
+  }
+  return cells;
+}
+
+Result<std::vector<VmMemoryPart>> decodeParts(std::string_view text) {
+  std::vector<VmMemoryPart> out;
+  if (text.empty()) return out;
+  for (std::string_view entry : splitOn(text, ';')) {
+    const auto fields = splitOn(entry, ':');
+    if (fields.size() != 4) return Error::invalidArgument("ledger record: bad memory part " + quoteForMessage(entry));
+    VmMemoryPart part;
+    VRI_ASSIGN_OR_RETURN(part.guestCell, number<int>(fields[0], "guest cell"));
+    VRI_ASSIGN_OR_RETURN(part.bytes, number<uint64_t>(fields[1], "memory part"));
+    VRI_ASSIGN_OR_RETURN(part.pageSize, number<uint64_t>(fields[2], "page size"));
+    VRI_ASSIGN_OR_RETURN(part.hostNodes, parseIntList(fields[3], "NUMA node"));
+    out.push_back(std::move(part));
+  }
+  return out;
+}
+
+Result<std::map<int, CpuSet>> decodeCellNodes(std::string_view text) {
+  std::map<int, CpuSet> out;
+  if (text.empty()) return out;
+  for (std::string_view entry : splitOn(text, ';')) {
+    const auto parts = splitOn(entry, ':');
+    if (parts.size() != 2) return Error::invalidArgument("ledger record: bad cell nodes " + quoteForMessage(entry));
+    VRI_ASSIGN_OR_RETURN(int cell, number<int>(parts[0], "guest cell"));
+    VRI_ASSIGN_OR_RETURN(out[cell], CpuSet::parse(parts[1]));
+  }
+  return out;
+}
+
+}  // namespace
+
 std::string encodeVm(const VmRecord& vm) {
   std::ostringstream out;
   const VmCpuRequest& cpu = vm.spec.cpu;
@@ -213,7 +318,9 @@ std::string encodeVm(const VmRecord& vm) {
       << "\niothread_cpus=" << idMap(p.iothreadCpus) << "\nexclusive=" << p.exclusive.format()
       << "\nheld_back=" << p.heldBack.format() << "\nhugepage_size=" << vm.spec.hugepageSize
       << "\nstrict_numa=" << intList(vm.spec.strictNumaNodes) << "\nmemory_blocks=" << encodeMemoryBlocks(vm.memory)
-      << "\ndefined=" << (vm.defined ? 1 : 0) << "\n";
+      << "\ndefined=" << (vm.defined ? 1 : 0) << "\ncells=" << encodeCells(vm.spec.cells)
+      << "\nmemory_parts=" << encodeParts(vm.spec.memoryParts) << "\ncell_nodes=" << encodeCellNodes(vm.cellNodes)
+      << "\n";
   return out.str();
 }
 
@@ -280,6 +387,12 @@ Result<VmRecord> decodeVm(std::string_view text) {
       VRI_ASSIGN_OR_RETURN(vm.spec.strictNumaNodes, parseIntList(value, "NUMA node"));
     } else if (key == "defined") {
       vm.defined = value == "1";
+    } else if (key == "cells") {
+      VRI_ASSIGN_OR_RETURN(vm.spec.cells, decodeCells(value));
+    } else if (key == "memory_parts") {
+      VRI_ASSIGN_OR_RETURN(vm.spec.memoryParts, decodeParts(value));
+    } else if (key == "cell_nodes") {
+      VRI_ASSIGN_OR_RETURN(vm.cellNodes, decodeCellNodes(value));
     } else if (key == "memory_blocks") {
       VRI_ASSIGN_OR_RETURN(vm.memory, decodeMemoryBlocks(value));
     } else {

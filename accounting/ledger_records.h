@@ -43,17 +43,47 @@ struct PodRecord {
   std::map<std::string, ContainerRecord> containers;  // by container name
 };
 
+// A guest NUMA cell (<cpu><numa><cell>): its id and the vCPU ids in it.
+struct GuestCell {
+  int id = 0;
+  CpuSet vcpus;
+  bool operator==(const GuestCell&) const = default;
+};
+
+// Guest memory that lies together: a guest cell's (or the whole guest's), or a
+// memory device's, at one page size, and where the domain binds it.
+struct VmMemoryPart {
+  static constexpr int kNoCell = -1;
+  int guestCell = kNoCell;
+  uint64_t bytes = 0;
+  uint64_t pageSize = 0;       // 0: regular memory
+  std::vector<int> hostNodes;  // bound there (<memnode>, <numatune>, a device's nodemask); empty: VRI chooses
+  bool operator==(const VmMemoryPart&) const = default;
+};
+
 struct VmSpec {
   std::string uuid;  // identity
   VmCpuRequest cpu;  // cpu.name is the domain name, for messages
-  uint64_t memoryBytes = 0;
+  uint64_t memoryBytes = 0;          // all of it, memory devices included
   uint64_t hugepageSize = 0;         // guest memory backed by hugepages of this size; 0: regular memory
   std::vector<int> strictNumaNodes;  // <numatune><memory mode="strict" nodeset=…>; empty: none
+  std::vector<GuestCell> cells;      // empty: the guest has no NUMA cells
+  // Empty: memoryBytes at hugepageSize, bound to strictNumaNodes (the form
+  // without cells or mixed page sizes).
+  std::vector<VmMemoryPart> memoryParts;
 };
+
+// The spec's memory as parts, in either form.
+std::vector<VmMemoryPart> memoryPartsOf(const VmSpec& vm);
+// Refuses parts that do not add up to memoryBytes or name cells the VM lacks.
+Result<void> validateMemoryParts(const VmSpec& vm);
 
 struct VmRecord {
   VmSpec spec;
   VmCpuPlacement placement;
+  // Guest cell -> the host NUMA nodes its memory was placed on, when VRI placed
+  // cells one by one or the domain bound them; written back as <memnode>s.
+  std::map<int, CpuSet> cellNodes;
   MemoryBlocks memory;   // NUMA memory of a NUMA-bound VM; empty otherwise
   bool defined = false;  // reserved for a VM that is defined but not running yet
 };

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "accounting/ledger.h"
+#include "accounting/vm_cell_placement.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
 
@@ -9,10 +10,29 @@ namespace vri {
 
 namespace {
 
-bool sameVm(const VmSpec& a, const VmSpec& b) {
+// The same memory: the same parts, where a part VRI placed may now come bound
+// to exactly the nodes VRI chose for it (the <numatune> VRI wrote back: a
+// cell's <memnode>, or the whole VM's nodeset).
+bool sameMemory(const VmRecord& known, const VmSpec& b) {
+  const std::vector<VmMemoryPart> x = memoryPartsOf(known.spec), y = memoryPartsOf(b);
+  if (x.size() != y.size() || known.spec.cells != b.cells) return false;
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (x[i] == y[i]) continue;
+    VmMemoryPart chosen = x[i];
+    if (!chosen.hostNodes.empty()) return false;
+    const auto placed = known.cellNodes.find(chosen.guestCell);
+    const CpuSet nodes = placed != known.cellNodes.end() ? placed->second : known.placement.mems;
+    chosen.hostNodes.assign(nodes.begin(), nodes.end());
+    if (chosen != y[i]) return false;
+  }
+  return true;
+}
+
+bool sameVm(const VmRecord& known, const VmSpec& b) {
+  const VmSpec& a = known.spec;
   const VmCpuRequest& x = a.cpu;
   const VmCpuRequest& y = b.cpu;
-  return a.memoryBytes == b.memoryBytes && x.vcpus == y.vcpus && onlineVcpuIds(x) == onlineVcpuIds(y) &&
+  return a.memoryBytes == b.memoryBytes && sameMemory(known, b) && x.vcpus == y.vcpus && onlineVcpuIds(x) == onlineVcpuIds(y) &&
          vcpuIdCount(x) == vcpuIdCount(y) && iothreadIdsOf(x) == iothreadIdsOf(y) && x.cpuPolicy == y.cpuPolicy &&
          x.mixedDedicatedVcpus == y.mixedDedicatedVcpus && x.guestThreadsPerCore == y.guestThreadsPerCore &&
          x.threadPolicy == y.threadPolicy && x.emulatorPolicy == y.emulatorPolicy && x.iothreads == y.iothreads &&
@@ -56,7 +76,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
   const std::string who = vmName(vm);
   NextState n = next(from);
   if (const VmRecord* existing = from->vm(vm.uuid)) {
-    if (!sameVm(existing->spec, vm)) {
+    if (!sameVm(*existing, vm)) {
       return Error::failedPrecondition(who + " is admitted with another CPU or memory request; release it first");
     }
     if (!existing->defined || defined) return unchanged(from, existing->placement);
@@ -67,17 +87,30 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
     return n.finish(placement);
   }
   VRI_TRY(checkMemory(*from, vmMemory(vm), who));
+  VRI_TRY(validateMemoryParts(vm));
   VRI_ASSIGN_OR_RETURN(std::vector<int> dedicated, dedicatedVcpus(vm.cpu));
   const int64_t shared_demand = (vm.cpu.vcpus - static_cast<int>(dedicated.size())) * config_.sharedVcpuMilli;
   VRI_TRY(checkSharedDemand(*from, shared_demand, who));
   reserveSharedFor(n.pool(), from->totals, shared_demand);
-  // A VM with dedicated CPUs, hugepages or a strict numatune is NUMA-bound: its
-  // CPUs and memory come from the same nodes.
+  // A VM with dedicated CPUs, hugepages or memory the domain binds is
+  // NUMA-bound: its CPUs and memory come from the same nodes.
   const std::string owner = vmTenant(vm.uuid);
-  const bool numa_bound = !dedicated.empty() || vm.hugepageSize != 0 || !vm.strictNumaNodes.empty();
-  const MemoryRequest memory_request = {{vm.hugepageSize, vm.memoryBytes}};
+  const std::vector<VmMemoryPart> parts = memoryPartsOf(vm);
+  MemoryRequest chosen_memory;  // what VRI finds nodes for
+  std::vector<int> bound_nodes;  // what the domain names
+  bool hugepages = false;
+  for (const VmMemoryPart& part : parts) {
+    hugepages |= part.pageSize != 0;
+    if (part.hostNodes.empty()) chosen_memory[part.pageSize] += part.bytes;
+    for (int node : part.hostNodes) {
+      if (std::find(bound_nodes.begin(), bound_nodes.end(), node) == bound_nodes.end()) bound_nodes.push_back(node);
+    }
+  }
+  std::sort(bound_nodes.begin(), bound_nodes.end());
+  const bool numa_bound = !dedicated.empty() || hugepages || !bound_nodes.empty();
   VmCpuRequest cpu_request = vm.cpu;
-  std::vector<int> nodes;
+  std::vector<int> nodes;  // where the memory VRI places goes
+  std::optional<CellPlacement> cells;
   if (numa_bound && !vm.cpu.pinnedVcpuCpus.empty()) {
     // The user chose the CPUs; memory follows them to their NUMA nodes.
     CpuSet pinned;
@@ -86,42 +119,71 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
     }
     nodes = nodesOf(*topology_, pinned);
     std::sort(nodes.begin(), nodes.end());
-    if (!vm.strictNumaNodes.empty()) nodes = vm.strictNumaNodes;
   } else if (numa_bound) {
-    int exclusive_cpus = 0;
-    if (auto dry = planVmCpus(*topology_, from->pool.freeForExclusive(), vm.cpu, config_.pool.take); dry.ok()) {
-      exclusive_cpus = (dry->exclusive | dry->heldBack).count();
+    if (placesCellByCell(vm, dedicated)) {
+      cells = placeCellsOnNodes(*topology_, from->pool.freeForExclusive(), from->numa, vm, dedicated,
+                                config_.pool.take);
     }
-    VRI_ASSIGN_OR_RETURN(nodes, alignNodes(*from, {who, exclusive_cpus, memory_request}, vm.strictNumaNodes));
+    if (!cells && (!chosen_memory.empty() || bound_nodes.empty())) {
+      int exclusive_cpus = 0;
+      if (auto dry = planVmCpus(*topology_, from->pool.freeForExclusive(), vm.cpu, config_.pool.take); dry.ok()) {
+        exclusive_cpus = (dry->exclusive | dry->heldBack).count();
+      }
+      VRI_ASSIGN_OR_RETURN(nodes, alignNodes(*from, {who, exclusive_cpus, chosen_memory}, {}));
+    } else if (!cells) {
+      nodes = bound_nodes;
+    }
     if (cpu_request.preferredNumaNodes.empty()) cpu_request.preferredNumaNodes = nodes;
   }
-  auto placement = n.pool().allocateVm(owner, cpu_request);
+  Result<VmCpuPlacement> placement = Error::internal("not placed");
+  if (cells) {
+    placement = cells->cpus;
+    const ExclusiveGrant grant{cells->cpus.exclusive, cells->cpus.heldBack};
+    if (!grant.all().empty()) {
+      if (auto assigned = n.pool().assign(owner, grant); !assigned.ok()) placement = assigned.error();
+    }
+  } else {
+    placement = n.pool().allocateVm(owner, cpu_request);
+  }
   if (!placement.ok()) {
     return Error(placement.error().code(), placement.error().message() + "; " +
                                                std::to_string(from->totals.sharedTenants) + " shared tenants request " +
                                                std::to_string(from->totals.sharedDemandMilli) + "m");
   }
   MemoryBlocks blocks;
+  std::map<int, CpuSet> cell_nodes;
   if (numa_bound && vm.memoryBytes > 0) {
-    auto taken = n.numa().allocate(owner, nodes, memory_request);
+    std::vector<NumaMemory::Part> numa_parts;
+    for (const VmMemoryPart& part : parts) {
+      NumaMemory::Part p{part.hostNodes, {{part.pageSize, part.bytes}}, ""};
+      const std::string cell =
+          part.guestCell == VmMemoryPart::kNoCell ? "" : "guest cell " + std::to_string(part.guestCell) + "'s ";
+      if (!part.hostNodes.empty()) p.what = cell.empty() ? "its numatune nodes" : cell + "<memnode> nodes";
+      if (p.nodes.empty()) p.nodes = cells ? std::vector<int>{cells->nodeOfCell.at(part.guestCell)} : nodes;
+      if (part.guestCell != VmMemoryPart::kNoCell && (cells || !part.hostNodes.empty())) {
+        for (int node : p.nodes) cell_nodes[part.guestCell].add(node);
+      }
+      numa_parts.push_back(std::move(p));
+    }
+    auto taken = n.numa().allocateParts(owner, numa_parts);
     if (!taken.ok()) return std::move(taken).context(who).error();
     blocks = *taken;
     placement->mems = NumaMemory::mems(blocks);
   }
   const VmCpuPlacement answer = *placement;
-  n.putVm(VmRecord{vm, *placement, blocks, defined});
+  VmRecord record{vm, *placement, cell_nodes, blocks, defined};
+  n.putVm(std::move(record));
   return n.finish(answer);
 }
 
 Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, const VmSpec& vm) const {
   const VmRecord* known = from->vm(vm.uuid);
   if (known == nullptr) return Error::notFound("no VM " + quoteForMessage(vm.uuid));
-  if (sameVm(known->spec, vm)) return unchanged(from, known->placement);
+  if (sameVm(*known, vm)) return unchanged(from, known->placement);
   const std::string who = vmName(vm);
   const VmRecord& before = *known;
   if (!before.memory.empty() &&
-      (vm.memoryBytes != before.spec.memoryBytes || vm.hugepageSize != before.spec.hugepageSize ||
-       vm.strictNumaNodes != before.spec.strictNumaNodes)) {
+      (vm.memoryBytes != before.spec.memoryBytes || !sameMemory(before, vm))) {
     return Error::failedPrecondition(who +
                                      " has NUMA-bound memory; release it and admit it again to change its memory");
   }
@@ -153,7 +215,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, co
   if (!placement.ok()) return std::move(placement).context(who).error();
   placement->mems = before.placement.mems;  // the memory stays where it is
   const VmCpuPlacement answer = *placement;
-  n.putVm(VmRecord{vm, *placement, before.memory, before.defined});
+  n.putVm(VmRecord{vm, *placement, before.cellNodes, before.memory, before.defined});
   return n.finish(answer);
 }
 
@@ -174,7 +236,7 @@ Result<Decision<bool>> Ledger::decideAdoptVm(const StatePtr& from, const VmSpec&
   NextState n = next(from);
   const ExclusiveGrant grant{placement.exclusive, placement.heldBack};
   if (!grant.all().empty()) VRI_TRY(n.pool().assign(vmTenant(vm.uuid), grant));
-  n.putVm(VmRecord{vm, placement, {}, false});
+  n.putVm(VmRecord{vm, placement, {}, {}, false});
   return n.finish(true);
 }
 

@@ -107,6 +107,48 @@ Result<MemoryBlocks> NumaMemory::allocate(const std::string& owner, const std::v
   return taken;
 }
 
+Result<MemoryBlocks> NumaMemory::allocateParts(const std::string& owner, const std::vector<Part>& parts) {
+  if (blocks_.count(owner)) return Error(ErrorCode::kAlreadyExists, quoteForMessage(owner) + " already holds memory");
+  // Taken part by part from a copy of the cells, so that parts sharing a node see each other.
+  auto cells = cells_;
+  MemoryBlocks taken;
+  for (const Part& part : parts) {
+    for (int node : part.nodes) {
+      for (const auto& [resource, bytes] : part.request) taken[node][resource] += 0;  // recorded, so stored
+    }
+    for (const auto& [resource, bytes] : part.request) {
+      uint64_t free = 0;
+      for (int node : part.nodes) {
+        const NumaMemoryCell& cell = cells[node][resource];
+        free += cell.free();
+      }
+      if (free < bytes) {
+        std::string where;
+        for (int node : part.nodes) where += (where.empty() ? "" : ",") + std::to_string(node);
+        if (!part.what.empty()) {
+          return Error::resourceExhausted(part.what + " " + where + " cannot provide " + mebibytes(bytes) + " of " +
+                                          memoryResourceName(resource) + "; " + mebibytes(free) + " are free there");
+        }
+        return Error::resourceExhausted(quoteForMessage(owner) + " needs " + mebibytes(bytes) + " of " +
+                                        memoryResourceName(resource) + " on NUMA node(s) " + where + "; " +
+                                        mebibytes(free) + " are free there");
+      }
+      uint64_t remaining = bytes;
+      for (int node : part.nodes) {
+        NumaMemoryCell& cell = cells[node][resource];
+        const uint64_t share = std::min(remaining, cell.free());
+        if (share == 0) continue;
+        cell.assigned += share;
+        taken[node][resource] += share;
+        remaining -= share;
+      }
+    }
+  }
+  cells_ = std::move(cells);
+  blocks_[owner] = taken;
+  return taken;
+}
+
 Result<void> NumaMemory::release(const std::string& owner) {
   const auto it = blocks_.find(owner);
   if (it == blocks_.end()) return Error::notFound(quoteForMessage(owner) + " holds no NUMA memory");

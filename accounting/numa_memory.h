@@ -50,6 +50,16 @@ class NumaMemory {
   // Takes `request` from `nodes` (filling them in order) for `owner`; refuses,
   // changing nothing, when they cannot hold it, naming the resource and the numbers.
   Result<MemoryBlocks> allocate(const std::string& owner, const std::vector<int>& nodes, const MemoryRequest& request);
+  // Several requests for one owner, each from its own nodes (a VM's guest NUMA
+  // cells, each bound where the domain says): all of them or none. Every node
+  // named appears in the blocks (with 0 bytes if nothing was taken there), so
+  // cpuset.mems covers the nodes the memory is bound to.
+  struct Part {
+    std::vector<int> nodes;
+    MemoryRequest request;
+    std::string what;  // for messages, before the node list ("its numatune nodes"); empty: name the owner
+  };
+  Result<MemoryBlocks> allocateParts(const std::string& owner, const std::vector<Part>& parts);
   Result<void> release(const std::string& owner);
   // Records blocks chosen before (a restored ledger); refuses what no longer fits.
   Result<void> restore(const std::string& owner, const MemoryBlocks& blocks);

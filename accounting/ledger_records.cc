@@ -216,7 +216,8 @@ Result<void> validateMemoryParts(const VmSpec& vm) {
                                     ", which the VM does not have");
     }
     for (int node : part.hostNodes) {
-      if (node < 0 || node >= CpuSet::kMaxCpus) return Error::invalidArgument(who + "no NUMA node " + std::to_string(node));
+      if (node < 0 || node >= CpuSet::kMaxCpus)
+        return Error::invalidArgument(who + "no NUMA node " + std::to_string(node));
     }
     sum += part.bytes;
   }
@@ -319,7 +320,7 @@ std::string encodeVm(const VmRecord& vm) {
       << "\nheld_back=" << p.heldBack.format() << "\nhugepage_size=" << vm.spec.hugepageSize
       << "\nstrict_numa=" << intList(vm.spec.strictNumaNodes) << "\nmemory_blocks=" << encodeMemoryBlocks(vm.memory)
       << "\ndefined=" << (vm.defined ? 1 : 0) << "\ncells=" << encodeCells(vm.spec.cells)
-      << "\nmemory_parts=" << encodeParts(vm.spec.memoryParts) << "\ncell_nodes=" << encodeCellNodes(vm.cellNodes)
+      << "\nmemory_parts=" << encodeParts(vm.spec.memoryParts) << "\ncell_nodes=" << encodeCellNodes(p.cellNodes)
       << "\n";
   return out.str();
 }
@@ -392,7 +393,7 @@ Result<VmRecord> decodeVm(std::string_view text) {
     } else if (key == "memory_parts") {
       VRI_ASSIGN_OR_RETURN(vm.spec.memoryParts, decodeParts(value));
     } else if (key == "cell_nodes") {
-      VRI_ASSIGN_OR_RETURN(vm.cellNodes, decodeCellNodes(value));
+      VRI_ASSIGN_OR_RETURN(p.cellNodes, decodeCellNodes(value));
     } else if (key == "memory_blocks") {
       VRI_ASSIGN_OR_RETURN(vm.memory, decodeMemoryBlocks(value));
     } else {

@@ -62,8 +62,8 @@ struct VmMemoryPart {
 };
 
 struct VmSpec {
-  std::string uuid;  // identity
-  VmCpuRequest cpu;  // cpu.name is the domain name, for messages
+  std::string uuid;                  // identity
+  VmCpuRequest cpu;                  // cpu.name is the domain name, for messages
   uint64_t memoryBytes = 0;          // all of it, memory devices included
   uint64_t hugepageSize = 0;         // guest memory backed by hugepages of this size; 0: regular memory
   std::vector<int> strictNumaNodes;  // <numatune><memory mode="strict" nodeset=…>; empty: none
@@ -71,6 +71,9 @@ struct VmSpec {
   // Empty: memoryBytes at hugepageSize, bound to strictNumaNodes (the form
   // without cells or mixed page sizes).
   std::vector<VmMemoryPart> memoryParts;
+  // The caller writes VRI's placement back (<memnode>s included), so a
+  // dedicated VM's cells may be placed one by one. Not part of the VM's identity.
+  bool alignCells = false;
 };
 
 // The spec's memory as parts, in either form.
@@ -81,9 +84,6 @@ Result<void> validateMemoryParts(const VmSpec& vm);
 struct VmRecord {
   VmSpec spec;
   VmCpuPlacement placement;
-  // Guest cell -> the host NUMA nodes its memory was placed on, when VRI placed
-  // cells one by one or the domain bound them; written back as <memnode>s.
-  std::map<int, CpuSet> cellNodes;
   MemoryBlocks memory;   // NUMA memory of a NUMA-bound VM; empty otherwise
   bool defined = false;  // reserved for a VM that is defined but not running yet
 };

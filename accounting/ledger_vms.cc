@@ -20,8 +20,8 @@ bool sameMemory(const VmRecord& known, const VmSpec& b) {
     if (x[i] == y[i]) continue;
     VmMemoryPart chosen = x[i];
     if (!chosen.hostNodes.empty()) return false;
-    const auto placed = known.cellNodes.find(chosen.guestCell);
-    const CpuSet nodes = placed != known.cellNodes.end() ? placed->second : known.placement.mems;
+    const auto placed = known.placement.cellNodes.find(chosen.guestCell);
+    const CpuSet nodes = placed != known.placement.cellNodes.end() ? placed->second : known.placement.mems;
     chosen.hostNodes.assign(nodes.begin(), nodes.end());
     if (chosen != y[i]) return false;
   }
@@ -32,8 +32,9 @@ bool sameVm(const VmRecord& known, const VmSpec& b) {
   const VmSpec& a = known.spec;
   const VmCpuRequest& x = a.cpu;
   const VmCpuRequest& y = b.cpu;
-  return a.memoryBytes == b.memoryBytes && sameMemory(known, b) && x.vcpus == y.vcpus && onlineVcpuIds(x) == onlineVcpuIds(y) &&
-         vcpuIdCount(x) == vcpuIdCount(y) && iothreadIdsOf(x) == iothreadIdsOf(y) && x.cpuPolicy == y.cpuPolicy &&
+  return a.memoryBytes == b.memoryBytes && sameMemory(known, b) && x.vcpus == y.vcpus &&
+         onlineVcpuIds(x) == onlineVcpuIds(y) && vcpuIdCount(x) == vcpuIdCount(y) &&
+         iothreadIdsOf(x) == iothreadIdsOf(y) && x.cpuPolicy == y.cpuPolicy &&
          x.mixedDedicatedVcpus == y.mixedDedicatedVcpus && x.guestThreadsPerCore == y.guestThreadsPerCore &&
          x.threadPolicy == y.threadPolicy && x.emulatorPolicy == y.emulatorPolicy && x.iothreads == y.iothreads &&
          x.iothreadPolicy == y.iothreadPolicy && x.preferredNumaNodes == y.preferredNumaNodes &&
@@ -96,7 +97,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
   // NUMA-bound: its CPUs and memory come from the same nodes.
   const std::string owner = vmTenant(vm.uuid);
   const std::vector<VmMemoryPart> parts = memoryPartsOf(vm);
-  MemoryRequest chosen_memory;  // what VRI finds nodes for
+  MemoryRequest chosen_memory;   // what VRI finds nodes for
   std::vector<int> bound_nodes;  // what the domain names
   bool hugepages = false;
   for (const VmMemoryPart& part : parts) {
@@ -120,9 +121,9 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
     nodes = nodesOf(*topology_, pinned);
     std::sort(nodes.begin(), nodes.end());
   } else if (numa_bound) {
-    if (placesCellByCell(vm, dedicated)) {
-      cells = placeCellsOnNodes(*topology_, from->pool.freeForExclusive(), from->numa, vm, dedicated,
-                                config_.pool.take);
+    if (vm.alignCells && placesCellByCell(vm, dedicated)) {
+      cells =
+          placeCellsOnNodes(*topology_, from->pool.freeForExclusive(), from->numa, vm, dedicated, config_.pool.take);
     }
     if (!cells && (!chosen_memory.empty() || bound_nodes.empty())) {
       int exclusive_cpus = 0;
@@ -171,7 +172,8 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
     placement->mems = NumaMemory::mems(blocks);
   }
   const VmCpuPlacement answer = *placement;
-  VmRecord record{vm, *placement, cell_nodes, blocks, defined};
+  placement->cellNodes = cell_nodes;
+  VmRecord record{vm, *placement, blocks, defined};
   n.putVm(std::move(record));
   return n.finish(answer);
 }
@@ -182,8 +184,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, co
   if (sameVm(*known, vm)) return unchanged(from, known->placement);
   const std::string who = vmName(vm);
   const VmRecord& before = *known;
-  if (!before.memory.empty() &&
-      (vm.memoryBytes != before.spec.memoryBytes || !sameMemory(before, vm))) {
+  if (!before.memory.empty() && (vm.memoryBytes != before.spec.memoryBytes || !sameMemory(before, vm))) {
     return Error::failedPrecondition(who +
                                      " has NUMA-bound memory; release it and admit it again to change its memory");
   }
@@ -215,7 +216,8 @@ Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, co
   if (!placement.ok()) return std::move(placement).context(who).error();
   placement->mems = before.placement.mems;  // the memory stays where it is
   const VmCpuPlacement answer = *placement;
-  n.putVm(VmRecord{vm, *placement, before.cellNodes, before.memory, before.defined});
+  placement->cellNodes = before.placement.cellNodes;
+  n.putVm(VmRecord{vm, *placement, before.memory, before.defined});
   return n.finish(answer);
 }
 
@@ -236,7 +238,7 @@ Result<Decision<bool>> Ledger::decideAdoptVm(const StatePtr& from, const VmSpec&
   NextState n = next(from);
   const ExclusiveGrant grant{placement.exclusive, placement.heldBack};
   if (!grant.all().empty()) VRI_TRY(n.pool().assign(vmTenant(vm.uuid), grant));
-  n.putVm(VmRecord{vm, placement, {}, {}, false});
+  n.putVm(VmRecord{vm, placement, {}, false});
   return n.finish(true);
 }
 

@@ -42,9 +42,8 @@ bool placesCellByCell(const VmSpec& vm, const std::vector<int>& dedicatedVcpus) 
   if (vm.cpu.emulatorPolicy == HelperThreadPolicy::kIsolate) return false;
   if (vm.cpu.iothreadPolicy == HelperThreadPolicy::kIsolate && vm.cpu.iothreads > 0) return false;
   const std::vector<VmMemoryPart> parts = memoryPartsOf(vm);
-  return std::all_of(parts.begin(), parts.end(), [](const VmMemoryPart& p) {
-    return p.hostNodes.empty() && p.guestCell != VmMemoryPart::kNoCell;
-  });
+  return std::all_of(parts.begin(), parts.end(),
+                     [](const VmMemoryPart& p) { return p.hostNodes.empty() && p.guestCell != VmMemoryPart::kNoCell; });
 }
 
 std::optional<CellPlacement> placeCellsOnNodes(const Topology& topology, const CpuSet& free, const NumaMemory& numa,

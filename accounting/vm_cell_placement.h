@@ -15,7 +15,7 @@
 namespace vri {
 
 struct CellPlacement {
-  VmCpuPlacement cpus;             // every cell's, merged
+  VmCpuPlacement cpus;            // every cell's, merged
   std::map<int, int> nodeOfCell;  // guest cell id -> host NUMA node
 };
 

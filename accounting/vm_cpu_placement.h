@@ -63,6 +63,9 @@ struct VmCpuPlacement {
   CpuSet exclusive;                 // every CPU used above
   CpuSet heldBack;                  // siblings owned by the VM and used by nobody (thread policy isolate)
   CpuSet mems;                      // cpuset.mems for a NUMA-bound VM (set by the ledger); empty: all nodes
+  // Guest cell -> the host NUMA nodes its memory is on, where VRI placed cells
+  // one by one or the domain bound them (set by the ledger; written back as <memnode>s).
+  std::map<int, CpuSet> cellNodes;
 };
 
 // Every vCPU id's CPU (index = id, offline vCPUs included): the placement's

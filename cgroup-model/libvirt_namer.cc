@@ -115,13 +115,15 @@ Result<CgroupPath> vmScopeFromProcCgroup(std::string_view procCgroup, std::strin
     }
     if (found) path_text = line.substr(second + 1);
   }
-  const std::string which = controller.empty() ? std::string("the unified hierarchy") : std::string(controller);
-  if (!found) return Error::notFound("the process is in no " + which + " cgroup");
+  // "cpuset cgroup" on v1, "cgroup in the unified hierarchy" on v2.
+  const std::string which =
+      controller.empty() ? std::string("cgroup in the unified hierarchy") : std::string(controller) + " cgroup";
+  if (!found) return Error::notFound("the process is in no " + which);
   VRI_ASSIGN_OR_RETURN(CgroupPath path, CgroupPath::parse(path_text));
   if (!path.isRoot() && isThreadGroupName(path.leaf())) path = path.parent();
   if (!path.isRoot() && path.leaf() == "libvirt") path = path.parent();
   if (path.depth() != partition.depth() + 1 || !path.isWithin(partition)) {
-    return Error::notFound("the process's " + which + " cgroup " + quoteForMessage(std::string(path_text)) +
+    return Error::notFound("the process's " + which + " " + quoteForMessage(std::string(path_text)) +
                            " is not a VM scope under " + quoteForMessage(partition.str()));
   }
   return path;

@@ -81,10 +81,25 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
   addPins(cputune, nullptr, pins);
 
   if (!pins.mems.empty()) {
-    xmlNodePtr memory = ensureChild(ensureChild(domain, "numatune"), "memory");
-    setAttribute(memory, "mode", "strict");
+    // The domain's own mode stays (restrictive stays restrictive); without one, strict.
+    xmlNodePtr numatune = ensureChild(domain, "numatune");
+    xmlNodePtr memory = ensureChild(numatune, "memory");
+    if (!attribute(memory, "mode")) setAttribute(memory, "mode", "strict");
     setAttribute(memory, "nodeset", pins.mems.format());
     xmlUnsetProp(memory, text("placement"));
+    // Each guest cell's memory where VRI placed it.
+    for (const auto& [cell, nodes] : pins.cellNodes) {
+      xmlNodePtr memnode = nullptr;
+      for (xmlNodePtr n = numatune->children; n != nullptr && memnode == nullptr; n = n->next) {
+        if (isElement(n, "memnode") && attribute(n, "cellid") == std::to_string(cell)) memnode = n;
+      }
+      if (memnode == nullptr) {
+        memnode = xmlNewChild(numatune, nullptr, text("memnode"), nullptr);
+        setAttribute(memnode, "cellid", std::to_string(cell));
+      }
+      if (!attribute(memnode, "mode")) setAttribute(memnode, "mode", "strict");
+      setAttribute(memnode, "nodeset", nodes.format());
+    }
   }
 
   xmlNodePtr vri = vriElement(ensureChild(domain, "metadata"));

@@ -206,28 +206,110 @@ Result<void> readMemory(xmlNodePtr domain, DomainXml& out) {
   if (out.memoryBytes == 0) return Error::invalidArgument("<memory>: a VM needs memory");
   if (xmlNodePtr hugepages = childElement(childElement(domain, "memoryBacking"), "hugepages")) {
     out.hugepages = true;
-    if (xmlNodePtr page = childElement(hugepages, "page")) {
+    for (xmlNodePtr page = hugepages->children; page != nullptr; page = page->next) {
+      if (!isElement(page, "page")) continue;
       const auto size = attribute(page, "size");
       if (!size) return Error::invalidArgument("<hugepages><page>: no size attribute");
+      DomainHugepage entry;
       VRI_ASSIGN_OR_RETURN(uint64_t value, integer<uint64_t>(*size, "<hugepages><page size>"));
-      VRI_ASSIGN_OR_RETURN(out.hugepageSizeBytes,
+      VRI_ASSIGN_OR_RETURN(entry.sizeBytes,
                            scaleUnit(value, attribute(page, "unit").value_or("KiB"), "<hugepages><page>"));
-      if (out.hugepageSizeBytes == 0 || (out.hugepageSizeBytes & (out.hugepageSizeBytes - 1)) != 0) {
-        return Error::invalidArgument("<hugepages><page>: not a page size: " + std::to_string(out.hugepageSizeBytes));
+      if (entry.sizeBytes == 0 || (entry.sizeBytes & (entry.sizeBytes - 1)) != 0) {
+        return Error::invalidArgument("<hugepages><page>: not a page size: " + std::to_string(entry.sizeBytes));
       }
+      if (attribute(page, "nodeset")) {
+        VRI_ASSIGN_OR_RETURN(entry.cells, cpusetAttribute(page, "nodeset", "<hugepages><page>"));
+      }
+      out.hugepagePages.push_back(entry);
     }
   }
-  if (xmlNodePtr numa_memory = childElement(childElement(domain, "numatune"), "memory")) {
-    DomainNumatune numatune;
-    numatune.mode = attribute(numa_memory, "mode").value_or("strict");
-    if (numatune.mode != "strict" && numatune.mode != "preferred" && numatune.mode != "interleave" &&
-        numatune.mode != "restrictive") {
-      return Error::invalidArgument("<numatune><memory>: unknown mode " + quoteForMessage(numatune.mode));
+  return {};
+}
+
+Result<DomainNumatune> numatuneEntry(xmlNodePtr node, std::string_view what) {
+  DomainNumatune numatune;
+  numatune.mode = attribute(node, "mode").value_or("strict");
+  if (numatune.mode != "strict" && numatune.mode != "preferred" && numatune.mode != "interleave" &&
+      numatune.mode != "restrictive") {
+    return Error::invalidArgument(std::string(what) + ": unknown mode " + quoteForMessage(numatune.mode));
+  }
+  if (attribute(node, "nodeset")) {
+    VRI_ASSIGN_OR_RETURN(numatune.nodeset, cpusetAttribute(node, "nodeset", what));
+  }
+  return numatune;
+}
+
+Result<void> readNumatune(xmlNodePtr domain, DomainXml& out) {
+  xmlNodePtr numatune = childElement(domain, "numatune");
+  if (numatune == nullptr) return {};
+  if (xmlNodePtr memory = childElement(numatune, "memory")) {
+    VRI_ASSIGN_OR_RETURN(out.numatune, numatuneEntry(memory, "<numatune><memory>"));
+  }
+  for (xmlNodePtr n = numatune->children; n != nullptr; n = n->next) {
+    if (!isElement(n, "memnode")) continue;
+    VRI_ASSIGN_OR_RETURN(int cell, intAttribute(n, "cellid", "<numatune><memnode>"));
+    VRI_ASSIGN_OR_RETURN(DomainNumatune entry, numatuneEntry(n, "<numatune><memnode>"));
+    if (entry.nodeset.empty())
+      return Error::invalidArgument("<numatune><memnode cellid='" + std::to_string(cell) + "'>: no nodeset");
+    if (!out.memnodes.emplace(cell, entry).second) {
+      return Error::invalidArgument("<numatune><memnode>: cell " + std::to_string(cell) + " is named twice");
     }
-    if (attribute(numa_memory, "nodeset")) {
-      VRI_ASSIGN_OR_RETURN(numatune.nodeset, cpusetAttribute(numa_memory, "nodeset", "<numatune><memory>"));
+  }
+  return {};
+}
+
+Result<void> readCells(xmlNodePtr domain, DomainXml& out) {
+  xmlNodePtr numa = childElement(childElement(domain, "cpu"), "numa");
+  if (numa == nullptr) return {};
+  CpuSet seen_vcpus;
+  for (xmlNodePtr n = numa->children; n != nullptr; n = n->next) {
+    if (!isElement(n, "cell")) continue;
+    DomainCell cell;
+    cell.id = static_cast<int>(out.cells.size());  // libvirt numbers cells in order when id is absent
+    if (attribute(n, "id")) {
+      VRI_ASSIGN_OR_RETURN(cell.id, intAttribute(n, "id", "<cpu><numa><cell>"));
     }
-    out.numatune = numatune;
+    const std::string what = "<cpu><numa><cell id='" + std::to_string(cell.id) + "'>";
+    if (attribute(n, "cpus")) {
+      VRI_ASSIGN_OR_RETURN(cell.vcpus, cpusetAttribute(n, "cpus", what));
+    }
+    const auto memory = attribute(n, "memory");
+    if (!memory) return Error::invalidArgument(what + ": no memory attribute");
+    VRI_ASSIGN_OR_RETURN(cell.memoryBytes, sizeOf(n, what, *memory));
+    if (cell.vcpus.intersects(seen_vcpus)) return Error::invalidArgument(what + ": vCPUs in two cells");
+    seen_vcpus |= cell.vcpus;
+    for (const DomainCell& other : out.cells) {
+      if (other.id == cell.id) return Error::invalidArgument(what + ": cell id used twice");
+    }
+    out.cells.push_back(cell);
+  }
+  return {};
+}
+
+Result<void> readMemoryDevices(xmlNodePtr domain, DomainXml& out) {
+  xmlNodePtr devices = childElement(domain, "devices");
+  if (devices == nullptr) return {};
+  for (xmlNodePtr n = devices->children; n != nullptr; n = n->next) {
+    if (!isElement(n, "memory")) continue;
+    DomainMemoryDevice device;
+    device.model = attribute(n, "model").value_or("");
+    const std::string what = "<memory model='" + device.model + "'>";
+    xmlNodePtr target = childElement(n, "target");
+    xmlNodePtr size = childElement(target, "size");
+    if (size == nullptr) return Error::invalidArgument(what + ": no <target><size>");
+    VRI_ASSIGN_OR_RETURN(device.sizeBytes, sizeOf(size, what, textOf(size)));
+    if (xmlNodePtr node = childElement(target, "node")) {
+      VRI_ASSIGN_OR_RETURN(int cell, integer<int>(textOf(node), what + "<target><node>"));
+      device.cell = cell;
+    }
+    xmlNodePtr source = childElement(n, "source");
+    if (xmlNodePtr pagesize = childElement(source, "pagesize")) {
+      VRI_ASSIGN_OR_RETURN(device.pageSizeBytes, sizeOf(pagesize, what, textOf(pagesize)));
+    }
+    if (xmlNodePtr nodemask = childElement(source, "nodemask")) {
+      VRI_ASSIGN_OR_RETURN(device.nodemask, CpuSet::parse(textOf(nodemask)));
+    }
+    out.memoryDevices.push_back(device);
   }
   return {};
 }
@@ -332,6 +414,9 @@ Result<DomainXml> parseDomainXml(std::string_view xml) {
   VRI_TRY(in(readCpuTopology(domain, out.cpuTopology)));
   if (xmlNodePtr cputune = childElement(domain, "cputune")) VRI_TRY(in(readCputune(cputune, out.cputune)));
   VRI_TRY(in(readMemory(domain, out)));
+  VRI_TRY(in(readNumatune(domain, out)));
+  VRI_TRY(in(readCells(domain, out)));
+  VRI_TRY(in(readMemoryDevices(domain, out)));
   VRI_TRY(in(readIothreads(domain, out)));
   VRI_TRY(in(readVriMetadata(domain, out.vri)));
   for (const auto& [vcpu, cpus] : out.cputune.vcpupins) {

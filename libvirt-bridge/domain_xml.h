@@ -43,6 +43,29 @@ struct DomainNumatune {
   CpuSet nodeset;               // empty: libvirt/numad chooses (placement='auto')
 };
 
+// <cpu><numa><cell>: a guest NUMA cell.
+struct DomainCell {
+  int id = 0;
+  CpuSet vcpus;
+  uint64_t memoryBytes = 0;
+};
+
+// <memoryBacking><hugepages><page>: a page size for the guest cells in
+// `cells` (guest cell ids; empty: every cell no other page names).
+struct DomainHugepage {
+  uint64_t sizeBytes = 0;
+  CpuSet cells;
+};
+
+// <devices><memory>: a memory device (dimm, virtio-mem, ...), counted in <memory>.
+struct DomainMemoryDevice {
+  std::string model;
+  uint64_t sizeBytes = 0;
+  std::optional<int> cell;     // <target><node>
+  uint64_t pageSizeBytes = 0;  // <source><pagesize>; 0: the cell's
+  CpuSet nodemask;             // <source><nodemask>: host nodes; empty: the cell's binding
+};
+
 // The placement VRI wrote into <cputune>, as recorded in its metadata: if the
 // pins still read exactly so, they are VRI's and not the user's.
 struct VriPlacementMark {
@@ -76,8 +99,11 @@ struct DomainXml {
   uint64_t memoryBytes = 0;         // <memory>: the most the guest can have
   uint64_t currentMemoryBytes = 0;  // <currentMemory>; = memoryBytes when absent
   bool hugepages = false;
-  uint64_t hugepageSizeBytes = 0;  // 0 with hugepages: the host's default size
+  std::vector<DomainHugepage> hugepagePages;  // none with hugepages: the host's default size everywhere
   std::optional<DomainNumatune> numatune;
+  std::map<int, DomainNumatune> memnodes;  // <numatune><memnode> by guest cell id
+  std::vector<DomainCell> cells;
+  std::vector<DomainMemoryDevice> memoryDevices;
   int iothreads = 0;
   std::vector<int> iothreadIds;  // <iothreadids>, the rest numbered as libvirt does; ascending
   VriDomainMetadata vri;

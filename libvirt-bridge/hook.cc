@@ -122,6 +122,8 @@ HookOutcome Hook::run(Operation operation, std::string_view xml) {
     return {0, "", "vri: release of VM " + domain->name + ": " + status.error_message() + "\n"};
   }
   auto request = vmRequestFromDomain(*domain);
+  // restore/migrate print VRI's placement back, <memnode>s included: cells may be placed one by one.
+  if (request.ok() && operation == Operation::kIncoming && !domain->hasUserPins()) request->set_align_cells(true);
   if (!request.ok()) {
     if (operation == Operation::kReconnect) return {0, "", "vri: " + request.error().message() + "\n"};
     return fail(request.error().message());

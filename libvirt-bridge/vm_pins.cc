@@ -31,6 +31,10 @@ Result<VmPins> vmPinsFrom(const v1::VmAllocation& allocation) {
     VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(allocation.iothread_cpus(i)));
   }
   VRI_ASSIGN_OR_RETURN(pins.mems, CpuSet::parse(allocation.cpuset_mems()));
+  for (const auto& [cell, nodes] : allocation.cell_nodes()) {
+    if (cell < 0) return Error::invalidArgument("the allocation names guest cell " + std::to_string(cell));
+    VRI_ASSIGN_OR_RETURN(pins.cellNodes[cell], CpuSet::parse(nodes));
+  }
   return pins;
 }
 

@@ -15,6 +15,7 @@ struct VmPins {
   CpuSet emulator;
   std::map<int, CpuSet> iothreads;  // by iothread id
   CpuSet mems;                      // empty: no NUMA binding
+  std::map<int, CpuSet> cellNodes;  // guest cell -> host nodes, written as <memnode>s
 
   bool operator==(const VmPins&) const = default;
 };

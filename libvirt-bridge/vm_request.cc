@@ -55,6 +55,78 @@ Result<void> addPolicy(const DomainXml& domain, DomainRequest& request) {
   return {};
 }
 
+uint64_t hugepageOrRegular(uint64_t size) { return size == kSystemPageBytes ? 0 : size; }
+
+// The page size of a guest cell's memory (-1: the guest without cells): the
+// <page> naming the cell, else the one naming no cells, else the host's default.
+uint64_t pageSizeOf(const DomainXml& domain, int cell) {
+  if (!domain.hugepages) return 0;
+  const DomainHugepage* fallback = nullptr;
+  for (const DomainHugepage& page : domain.hugepagePages) {
+    if (page.cells.empty()) {
+      if (fallback == nullptr) fallback = &page;
+    } else if (cell >= 0 && page.cells.contains(cell)) {
+      return hugepageOrRegular(page.sizeBytes);
+    }
+  }
+  return hugepageOrRegular(fallback != nullptr ? fallback->sizeBytes : kDefaultHugepageBytes);
+}
+
+// The host nodes the domain binds the whole guest's memory to.
+std::vector<int> wholeBinding(const DomainXml& domain) {
+  if (!domain.numatune || (domain.numatune->mode != "strict" && domain.numatune->mode != "restrictive")) return {};
+  return {domain.numatune->nodeset.begin(), domain.numatune->nodeset.end()};
+}
+
+// A cell's binding: its <memnode> (any mode: libvirt binds the cell's memory
+// there), else the whole guest's.
+std::vector<int> cellBinding(const DomainXml& domain, int cell) {
+  const auto memnode = domain.memnodes.find(cell);
+  if (memnode == domain.memnodes.end()) return wholeBinding(domain);
+  return {memnode->second.nodeset.begin(), memnode->second.nodeset.end()};
+}
+
+Result<void> addMemory(const DomainXml& domain, DomainRequest& request) {
+  request.memoryBytes = domain.memoryBytes;
+  if (domain.cells.empty() && domain.memoryDevices.empty()) {
+    request.hugepageSize = pageSizeOf(domain, -1);
+    request.strictNumaNodes = wholeBinding(domain);
+    return {};
+  }
+  // Per cell and per memory device, each at its own page size and binding.
+  uint64_t devices = 0;
+  for (const DomainMemoryDevice& device : domain.memoryDevices) devices += device.sizeBytes;
+  for (const DomainCell& cell : domain.cells) {
+    request.cells.push_back({cell.id, cell.vcpus});
+    request.memoryParts.push_back(
+        {cell.id, cell.memoryBytes, pageSizeOf(domain, cell.id), cellBinding(domain, cell.id)});
+  }
+  for (const auto& [cell, memnode] : domain.memnodes) {
+    if (std::none_of(domain.cells.begin(), domain.cells.end(), [&](const DomainCell& c) { return c.id == cell; })) {
+      return Error::invalidArgument("domain " + domain.name + ": <memnode cellid='" + std::to_string(cell) +
+                                    "'> names a guest cell the domain does not have");
+    }
+  }
+  if (domain.cells.empty()) {
+    if (devices > domain.memoryBytes) {
+      return Error::invalidArgument("domain " + domain.name + ": memory devices hold more than <memory>");
+    }
+    request.memoryParts.push_back({-1, domain.memoryBytes - devices, pageSizeOf(domain, -1), wholeBinding(domain)});
+  }
+  for (const DomainMemoryDevice& device : domain.memoryDevices) {
+    const int cell = device.cell.value_or(-1);
+    DomainRequest::MemoryPart part{
+        cell, device.sizeBytes,
+        device.pageSizeBytes != 0 ? hugepageOrRegular(device.pageSizeBytes) : pageSizeOf(domain, cell),
+        cellBinding(domain, cell)};
+    if (!device.nodemask.empty()) part.hostNodes.assign(device.nodemask.begin(), device.nodemask.end());
+    request.memoryParts.push_back(std::move(part));
+  }
+  request.memoryBytes = 0;
+  for (const DomainRequest::MemoryPart& part : request.memoryParts) request.memoryBytes += part.bytes;
+  return {};
+}
+
 }  // namespace
 
 Result<DomainRequest> domainRequest(const DomainXml& domain) {
@@ -74,13 +146,7 @@ Result<DomainRequest> domainRequest(const DomainXml& domain) {
   request.isolateEmulator = domain.vri.emulatorThreads == "isolate";
   request.iothreads = domain.iothreads;
   request.isolateIothreads = domain.vri.iothreadPolicy == "isolate";
-  request.memoryBytes = domain.memoryBytes;
-  if (domain.hugepages) {
-    request.hugepageSize = domain.hugepageSizeBytes != 0 ? domain.hugepageSizeBytes : kDefaultHugepageBytes;
-  }
-  if (domain.numatune && (domain.numatune->mode == "strict" || domain.numatune->mode == "restrictive")) {
-    request.strictNumaNodes.assign(domain.numatune->nodeset.begin(), domain.numatune->nodeset.end());
-  }
+  VRI_TRY(addMemory(domain, request));
   return request;
 }
 
@@ -107,6 +173,19 @@ v1::AdmitVmRequest admitVmRequest(const DomainRequest& r) {
   for (int vcpu : r.onlineVcpus) out.add_online_vcpus(vcpu);
   out.set_max_vcpus(r.maxVcpus);
   for (int id : r.iothreadIds) out.add_iothread_ids(id);
+  for (const DomainRequest::Cell& cell : r.cells) {
+    v1::GuestCell& c = *out.add_cells();
+    c.set_id(cell.id);
+    c.set_vcpus(cell.vcpus.format());
+  }
+  for (const DomainRequest::MemoryPart& part : r.memoryParts) {
+    v1::MemoryPart& p = *out.add_memory_parts();
+    p.set_guest_cell(part.cell);
+    p.set_bytes(part.bytes);
+    p.set_page_size(part.pageSize);
+    for (int node : part.hostNodes) p.add_host_nodes(node);
+  }
+  out.set_align_cells(r.alignCells);
   out.set_isolate_iothreads(r.isolateIothreads);
   out.set_memory_bytes(r.memoryBytes);
   out.set_hugepage_size(r.hugepageSize);

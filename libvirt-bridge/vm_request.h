@@ -17,6 +17,7 @@
 namespace vri {
 
 inline constexpr uint64_t kDefaultHugepageBytes = 2ULL << 20;  // x86-64's default hugepage size
+inline constexpr uint64_t kSystemPageBytes = 4096;             // a "page" of this size is ordinary memory
 
 // A domain's request in VRI's own terms, before any wire format: vrid's
 // libvirt side reads it as it is, the hook sends it as an AdmitVmRequest.
@@ -39,6 +40,20 @@ struct DomainRequest {
   uint64_t memoryBytes = 0;
   uint64_t hugepageSize = 0;  // 0: regular memory
   std::vector<int> strictNumaNodes;
+  struct Cell {
+    int id = 0;
+    CpuSet vcpus;
+  };
+  struct MemoryPart {
+    int cell = -1;  // -1: not in a guest cell
+    uint64_t bytes = 0;
+    uint64_t pageSize = 0;  // 0: regular memory
+    std::vector<int> hostNodes;
+  };
+  std::vector<Cell> cells;
+  // Empty: memoryBytes at hugepageSize on strictNumaNodes. Otherwise they add up to memoryBytes.
+  std::vector<MemoryPart> memoryParts;
+  bool alignCells = false;          // the caller writes VRI's placement back
   std::vector<int> pinnedVcpuCpus;  // the user's <vcpupin>s: index = vCPU id, its CPU or -1; empty: none
 };
 

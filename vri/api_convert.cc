@@ -154,6 +154,17 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
   vm.cpu.maxVcpus = r.max_vcpus();
   vm.cpu.iothreadIds.assign(r.iothread_ids().begin(), r.iothread_ids().end());
   if (auto valid = validateVcpuIds(vm.cpu); !valid.ok()) return valid.error();
+  for (const v1::GuestCell& c : r.cells()) {
+    auto vcpus = CpuSet::parse(c.vcpus());
+    if (!vcpus.ok()) return std::move(vcpus).context("cells").error();
+    vm.cells.push_back({c.id(), *vcpus});
+  }
+  for (const v1::MemoryPart& p : r.memory_parts()) {
+    vm.memoryParts.push_back(
+        {p.guest_cell(), p.bytes(), p.page_size(), {p.host_nodes().begin(), p.host_nodes().end()}});
+  }
+  vm.alignCells = r.align_cells();
+  if (auto valid = validateMemoryParts(vm); !valid.ok()) return valid.error();
   return vm;
 }
 
@@ -180,6 +191,18 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm) {
   for (int vcpu : vm.cpu.onlineVcpus) r.add_online_vcpus(vcpu);
   r.set_max_vcpus(vm.cpu.maxVcpus);
   for (int id : vm.cpu.iothreadIds) r.add_iothread_ids(id);
+  for (const GuestCell& cell : vm.cells) {
+    v1::GuestCell& c = *r.add_cells();
+    c.set_id(cell.id);
+    c.set_vcpus(cell.vcpus.format());
+  }
+  for (const VmMemoryPart& part : vm.memoryParts) {
+    v1::MemoryPart& p = *r.add_memory_parts();
+    p.set_guest_cell(part.guestCell);
+    p.set_bytes(part.bytes);
+    p.set_page_size(part.pageSize);
+    for (int node : part.hostNodes) p.add_host_nodes(node);
+  }
   return r;
 }
 
@@ -243,6 +266,7 @@ void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& p, cons
   out.set_exclusive_cpus(p.exclusive.format());
   out.set_held_back_cpus(p.heldBack.format());
   out.set_cpuset_mems(p.mems.format());
+  for (const auto& [cell, nodes] : p.cellNodes) (*out.mutable_cell_nodes())[cell] = nodes.format();
   for (const auto& [id, cpu] : p.iothreadCpus) {
     out.add_iothread_ids(id);
     out.add_iothread_cpus(cpu);

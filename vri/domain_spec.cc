@@ -31,6 +31,10 @@ Result<VmSpec> vmSpecFrom(const DomainRequest& r) {
   vm.memoryBytes = r.memoryBytes;
   vm.hugepageSize = r.hugepageSize;
   vm.strictNumaNodes = r.strictNumaNodes;
+  for (const DomainRequest::Cell& cell : r.cells) vm.cells.push_back({cell.id, cell.vcpus});
+  for (const DomainRequest::MemoryPart& part : r.memoryParts)
+    vm.memoryParts.push_back({part.cell, part.bytes, part.pageSize, part.hostNodes});
+  vm.alignCells = r.alignCells;
   return vm;
 }
 
@@ -54,6 +58,7 @@ Result<VmPins> vmPinsOf(const VmCpuRequest& request, const VmCpuPlacement& place
     VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(cpu));
   }
   pins.mems = placement.mems;
+  pins.cellNodes = placement.cellNodes;
   return pins;
 }
 

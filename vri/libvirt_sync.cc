@@ -136,7 +136,8 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
     return;
   }
   const DomainXml& domain = read->domain;
-  const VmSpec& spec = read->spec;
+  VmSpec spec = read->spec;
+  spec.alignCells = !domain.hasUserPins();  // the placement is written back into the definition
   auto reserved = node_.reserveVm(spec);
   if (!reserved.ok() && reserved.error().code() == ErrorCode::kFailedPrecondition) {
     // The definition was edited while only reserved: place it anew.

@@ -82,7 +82,8 @@ TEST(DomainXmlTest, UnitsHugepagesAndNumatune) {
   EXPECT_EQ(domain->uuid, "4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5d");  // lower case
   EXPECT_EQ(domain->memoryBytes, 1ULL << 30);
   EXPECT_EQ(domain->currentMemoryBytes, 512ULL << 20);
-  EXPECT_EQ(domain->hugepageSizeBytes, 1ULL << 30);
+  ASSERT_EQ(domain->hugepagePages.size(), 1u);
+  EXPECT_EQ(domain->hugepagePages[0].sizeBytes, 1ULL << 30);
   auto request = vmRequestFromDomain(*domain);
   ASSERT_TRUE(request.ok());
   EXPECT_EQ(request->memory_bytes(), 1ULL << 30);  // the hard request is <memory>
@@ -139,7 +140,7 @@ TEST(DomainXmlTest, UserPinsAreExactAndMultiCpuPinsAreRefusedWithAWayOut) {
 
 TEST(DomainXmlTest, PinsVriWroteAreReadAsVris) {
   const std::string defined = fixture("defined-dedicated.xml");
-  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{1}}}, CpuSet{0}, {{1, CpuSet{0}}}, CpuSet{0}};
+  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{1}}}, CpuSet{0}, {{1, CpuSet{0}}}, CpuSet{0}, {}};
   auto rewritten = writeVriPins(defined, pins);
   ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
   auto domain = parseDomainXml(*rewritten);

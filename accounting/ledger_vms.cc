@@ -171,8 +171,8 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
     blocks = *taken;
     placement->mems = NumaMemory::mems(blocks);
   }
-  const VmCpuPlacement answer = *placement;
   placement->cellNodes = cell_nodes;
+  const VmCpuPlacement answer = *placement;
   VmRecord record{vm, *placement, blocks, defined};
   n.putVm(std::move(record));
   return n.finish(answer);

@@ -48,7 +48,7 @@ class DaemonHarness {
   ~DaemonHarness() { stop(); }
 
   ::testing::AssertionResult start() {
-    auto started = Daemon::start(config, *fs_, log_, nullptr, *clock);
+    auto started = Daemon::start(config, *fs_, log_, topology, *clock);
     if (!started.ok()) return ::testing::AssertionFailure() << started.error().message();
     daemon_ = std::move(*started);
     admin = v1::Vri::NewStub(channel(config.adminSocket));
@@ -112,7 +112,8 @@ class DaemonHarness {
   const TempDir& tmp() const { return tmp_; }
 
   DaemonConfig config;
-  const Clock* clock = &steadyClock();  // a test's own must outlive the harness
+  const Clock* clock = &steadyClock();       // a test's own must outlive the harness
+  std::shared_ptr<const Topology> topology;  // set: instead of config.topology
   std::unique_ptr<v1::Vri::Stub> admin, readOnly;
 
  private:

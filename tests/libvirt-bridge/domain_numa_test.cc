@@ -1,0 +1,150 @@
+// Guest NUMA cells, <memnode>s, page sizes and memory devices read as libvirt
+// means them, through the hook and vrid (in process, on real sockets). The
+// host: two nodes, CPUs 0-3 and 4-7; node 0 with two 1 GiB pages and 512 of
+// 2 MiB, node 1 with 256 of 2 MiB. Domains in tests/data/domains/ are as
+// `virsh dumpxml` prints them.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "libvirt-bridge/domain_xml.h"
+#include "tests/libvirt-bridge/hook_harness.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+constexpr uint64_t kMiB = 1ULL << 20, kGiB = 1ULL << 30;
+constexpr char kTwoCells[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a61";
+constexpr char kMemnodes[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a62";
+constexpr char kMixedPages[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a63";
+constexpr char kSystemPages[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a64";
+
+std::string domainFile(const std::string& name) {
+  std::ifstream in(std::string(VRI_TEST_DATA_DIR) + "/domains/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string libvirtRefusal(const std::string& xml) {
+  virConnectPtr conn = virConnectOpen("test:///default");
+  if (conn == nullptr) return "cannot open test:///default";
+  virDomainPtr domain = virDomainDefineXML(conn, xml.c_str());
+  std::string refusal = domain == nullptr ? virGetLastErrorMessage() : "";
+  if (domain != nullptr) virDomainFree(domain);
+  virConnectClose(conn);
+  return refusal;
+}
+
+class DomainNumaTest : public testing::HookTest {
+ protected:
+  void SetUp() override {
+    TopologyDescription d;
+    d.numaNodes = {{0, 0, 8 * kGiB, {{kGiB, 2}, {2 * kMiB, 512}}}, {1, 0, 8 * kGiB, {{2 * kMiB, 256}}}};
+    for (int cpu = 0; cpu < 8; ++cpu) d.cpus.push_back({cpu, cpu / 2, 0, cpu / 4, -1});
+    vrid_.topology = std::make_shared<const Topology>(std::move(Topology::create(d)).value());
+    HookTest::SetUp();
+  }
+  // Where the ledger holds a VM's memory: node -> page size (0: regular) -> bytes.
+  MemoryBlocks memoryOf(const std::string& uuid) { return vrid_.daemon().node().state()->vm(uuid)->memory; }
+  // The NUMA node of each of a VM's vCPUs that has a CPU of its own.
+  std::map<int, int> vcpuNodes(const v1::VmAllocation& allocation) {
+    std::map<int, int> nodes;
+    for (int vcpu = 0; vcpu < allocation.vcpu_cpus_size(); ++vcpu) {
+      if (allocation.vcpu_cpus(vcpu) >= 0) nodes[vcpu] = allocation.vcpu_cpus(vcpu) / 4;
+    }
+    return nodes;
+  }
+};
+
+TEST_F(DomainNumaTest, MemnodesBindEachCellsMemoryWhereTheyNameAndCpusetMemsCoversThem) {
+  // Cell 0 strict on node 1, cell 1 preferred on node 0.
+  HookOutcome prepared = hook("two-cells-memnodes", "prepare", "begin", domainFile("two-cells-memnodes.xml"));
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  const v1::VmAllocation placed = vm(kMemnodes).allocation();
+  EXPECT_EQ(placed.cpuset_mems(), "0-1");
+  EXPECT_THAT(placed.cell_nodes(), UnorderedElementsAre(Pair(0, "1"), Pair(1, "0")));
+  EXPECT_EQ(memoryOf(kMemnodes), (MemoryBlocks{{0, {{0, 256 * kMiB}}}, {1, {{0, 256 * kMiB}}}}));
+}
+
+TEST_F(DomainNumaTest, AMemnodeThatCannotHoldItsCellIsRefusedWithTheNumbers) {
+  std::string xml = domainFile("two-cells-memnodes.xml");
+  // Both cells on node 1, 5 GiB each: node 1 has 8 GiB.
+  for (const std::string from : {"nodeset='0'"}) xml.replace(xml.find(from), from.size(), "nodeset='1'");
+  for (int i = 0; i < 2; ++i) xml.replace(xml.find("memory='262144'"), 15, "memory='5242880'");
+  xml.replace(xml.find("<memory unit='KiB'>524288"), 25, "<memory unit='KiB'>10485760");
+  HookOutcome refused = hook("two-cells-memnodes", "prepare", "begin", xml);
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_THAT(refused.err, HasSubstr("guest cell 1's <memnode> nodes 1 cannot provide 5120 MiB of memory; 2560 MiB "
+                                     "are free there"));
+  EXPECT_EQ(vmCount(), 0);
+}
+
+TEST_F(DomainNumaTest, WhereVriChoosesEachCellGetsOneNodeForItsVcpusAndMemoryAndTheMemnodesAreWrittenBack) {
+  HookOutcome restored = hook("two-cells", "restore", "begin", domainFile("two-cells.xml"));
+  ASSERT_EQ(restored.exitCode, 0) << restored.err;
+  const v1::VmAllocation placed = vm(kTwoCells).allocation();
+  ASSERT_EQ(placed.cell_nodes_size(), 2);
+  const int node0 = std::stoi(placed.cell_nodes().at(0)), node1 = std::stoi(placed.cell_nodes().at(1));
+  const std::map<int, int> nodes = vcpuNodes(placed);
+  EXPECT_EQ(nodes, (std::map<int, int>{{0, node0}, {1, node0}, {2, node1}, {3, node1}}));
+  ASSERT_NE(node0, node1);  // three CPUs are free on node 0 (CPU 0 is reserved), four on node 1
+  EXPECT_EQ(memoryOf(kTwoCells), (MemoryBlocks{{node0, {{0, 256 * kMiB}}}, {node1, {{0, 256 * kMiB}}}}));
+  // The printed definition binds each cell where VRI put it, and libvirt takes it.
+  auto printed = parseDomainXml(restored.out);
+  ASSERT_TRUE(printed.ok()) << printed.error().message();
+  ASSERT_EQ(printed->memnodes.size(), 2u) << restored.out;
+  EXPECT_EQ(printed->memnodes.at(0).nodeset.format(), placed.cell_nodes().at(0));
+  EXPECT_EQ(printed->memnodes.at(1).nodeset.format(), placed.cell_nodes().at(1));
+  EXPECT_EQ(libvirtRefusal(restored.out), "");
+  // libvirt's next step, prepare with that definition: the same VM, once.
+  HookOutcome prepared = hook("two-cells", "prepare", "begin", restored.out);
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  EXPECT_EQ(vmCount(), 1);
+}
+
+TEST_F(DomainNumaTest, APlainStartWithoutMemnodesClaimsNoPerCellAlignment) {
+  HookOutcome prepared = hook("two-cells", "prepare", "begin", domainFile("two-cells.xml"));
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  const v1::VmAllocation placed = vm(kTwoCells).allocation();
+  EXPECT_EQ(placed.cell_nodes_size(), 0);
+  uint64_t total = 0;
+  for (const auto& [node, resources] : memoryOf(kTwoCells)) total += resources.at(0);
+  EXPECT_EQ(total, 512 * kMiB);
+  EXPECT_EQ(*CpuSet::parse(placed.cpuset_mems()), NumaMemory::mems(memoryOf(kTwoCells)));
+}
+
+TEST_F(DomainNumaTest, EachCellAndMemoryDeviceIsAccountedAtItsOwnPageSizeOnItsNode) {
+  // Cell 0: 1 GiB of 1 GiB pages on node 0; cell 1: 256 MiB of 2 MiB pages on node 1, and a
+  // 256 MiB dimm in cell 1 with 2 MiB pages.
+  HookOutcome prepared = hook("mixed-pages", "prepare", "begin", domainFile("mixed-pages.xml"));
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  EXPECT_EQ(memoryOf(kMixedPages), (MemoryBlocks{{0, {{kGiB, kGiB}}}, {1, {{2 * kMiB, 512 * kMiB}}}}));
+  EXPECT_EQ(vm(kMixedPages).allocation().cpuset_mems(), "0-1");
+  // Node 1's 2 MiB pages are all taken now.
+  const std::string second = std::string(domainFile("mixed-pages.xml"))
+                                 .replace(domainFile("mixed-pages.xml").find("4a63"), 4, "4a65")
+                                 .replace(domainFile("mixed-pages.xml").find("mixed-pages"), 11, "more-pages");
+  HookOutcome refused = hook("more-pages", "prepare", "begin", second);
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_THAT(refused.err, HasSubstr("cannot provide"));
+}
+
+TEST_F(DomainNumaTest, TheSystemPageSizeIsOrdinaryMemory) {
+  // <page size='4' unit='KiB'/> with a strict numatune on node 1: regular memory, bound to node 1.
+  HookOutcome prepared = hook("system-pages", "prepare", "begin", domainFile("system-pages.xml"));
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  EXPECT_EQ(memoryOf(kSystemPages), (MemoryBlocks{{1, {{0, 256 * kMiB}}}}));
+  EXPECT_EQ(vm(kSystemPages).spec().hugepage_size(), 0u);
+}
+
+}  // namespace
+}  // namespace vri

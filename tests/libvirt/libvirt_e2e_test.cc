@@ -338,5 +338,44 @@ TEST_F(LibvirtEndToEndTest, DefiningReservesAndWritesVrisPinsRedefiningPlacesAne
   EXPECT_TRUE(eventually([&] { return !vm("vri-test-db").has_value(); })) << vrid_->log();
 }
 
+TEST_F(LibvirtEndToEndTest, OnlyTheVcpusThatRunArePlacedAndAHotPluggedOneLandsOnTheSharedPool) {
+  // vCPUs 0 and 2 online, 1 offline and hot-pluggable; vCPU 2 dedicated.
+  const std::string xml =
+      "<domain type='qemu'><name>vri-test-sparse</name><uuid>5e1f0c2d-7a3b-4c5d-9e6f-000000000009</uuid>"
+      "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='mixed' dedicated-vcpus='2'/>"
+      "</vri:domain></metadata><memory unit='MiB'>96</memory><vcpu placement='static' current='2'>3</vcpu>"
+      "<vcpus><vcpu id='0' enabled='yes' hotpluggable='no' order='1'/><vcpu id='1' enabled='no' hotpluggable='yes'/>"
+      "<vcpu id='2' enabled='yes' hotpluggable='yes' order='2'/></vcpus>"
+      "<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>"
+      "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>";
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-sparse", xml));
+  const auto sparse = vm("vri-test-sparse");
+  ASSERT_TRUE(sparse.has_value());
+  ASSERT_EQ(sparse->allocation().vcpu_cpus_size(), 3);
+  EXPECT_EQ(sparse->allocation().vcpu_cpus(2), 1);
+  EXPECT_EQ(sparse->allocation().vcpu_cpus(0), -1);
+  EXPECT_EQ(sparse->allocation().vcpu_cpus(1), -1);
+  const std::string group = scope("vri-test-sparse");
+  EXPECT_EQ(cpus(group + "/vcpu2"), "1");
+  EXPECT_EQ(threadAffinity(group + "/vcpu2"), "1");
+  EXPECT_EQ(cpus(group + "/vcpu0"), "0");  // the shared pool
+  EXPECT_FALSE(std::filesystem::exists(group + "/vcpu1"));
+  // libvirt agrees, the offline vCPU included: it is pinned to the shared pool ahead.
+  EXPECT_TRUE(eventually([&] {
+    const std::string pins = virshOut({"vcpupin", "vri-test-sparse"});
+    return pins.find(" 0      0") != std::string::npos && pins.find(" 1      0") != std::string::npos &&
+           pins.find(" 2      1") != std::string::npos;
+  })) << virshOut({"vcpupin", "vri-test-sparse"});
+
+  // Brought online with no hook in between: it runs on the shared pool, never on CPU 1.
+  std::string out;
+  ASSERT_EQ(virsh({"setvcpus", "vri-test-sparse", "3", "--live"}, &out), 0) << out;
+  ASSERT_TRUE(
+      eventually([&] { return std::filesystem::exists(group + "/vcpu1/tasks") && !cpus(group + "/vcpu1").empty(); }));
+  EXPECT_EQ(cpus(group + "/vcpu1"), "0");
+  EXPECT_TRUE(eventually([&] { return threadAffinity(group + "/vcpu1") == "0"; })) << threadAffinity(group + "/vcpu1");
+  EXPECT_EQ(cpus(group + "/vcpu2"), "1");
+}
+
 }  // namespace
 }  // namespace vri

@@ -5,11 +5,6 @@
 // `virsh dumpxml` prints them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
-#include <fstream>
-#include <sstream>
 
 #include "libvirt-bridge/domain_xml.h"
 #include "tests/libvirt-bridge/hook_harness.h"
@@ -17,7 +12,9 @@
 namespace vri {
 namespace {
 
+using testing::domainFile;
 using ::testing::HasSubstr;
+using testing::libvirtRefusal;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -26,23 +23,6 @@ constexpr char kTwoCells[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a61";
 constexpr char kMemnodes[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a62";
 constexpr char kMixedPages[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a63";
 constexpr char kSystemPages[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a64";
-
-std::string domainFile(const std::string& name) {
-  std::ifstream in(std::string(VRI_TEST_DATA_DIR) + "/domains/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-std::string libvirtRefusal(const std::string& xml) {
-  virConnectPtr conn = virConnectOpen("test:///default");
-  if (conn == nullptr) return "cannot open test:///default";
-  virDomainPtr domain = virDomainDefineXML(conn, xml.c_str());
-  std::string refusal = domain == nullptr ? virGetLastErrorMessage() : "";
-  if (domain != nullptr) virDomainFree(domain);
-  virConnectClose(conn);
-  return refusal;
-}
 
 class DomainNumaTest : public testing::HookTest {
  protected:

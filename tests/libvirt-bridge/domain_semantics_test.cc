@@ -3,11 +3,6 @@
 // are not 1…n. Domains in tests/data/domains/ are as `virsh dumpxml` prints them.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <libvirt/libvirt.h>
-#include <libvirt/virterror.h>
-
-#include <fstream>
-#include <sstream>
 
 #include "libvirt-bridge/domain_xml.h"
 #include "tests/libvirt-bridge/hook_harness.h"
@@ -15,10 +10,12 @@
 namespace vri {
 namespace {
 
+using testing::domainFile;
 using testing::domainXml;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::HookTest;
+using testing::libvirtRefusal;
 
 constexpr char kPinnedUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a51";
 constexpr char kDedicatedUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a52";
@@ -26,25 +23,7 @@ constexpr char kIothreadsUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a53";
 constexpr char kOtherUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a5f";
 constexpr char kThirdUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a5e";
 
-std::string domainFile(const std::string& name) {
-  std::ifstream in(std::string(VRI_TEST_DATA_DIR) + "/domains/" + name);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
 std::vector<int> ids(const google::protobuf::RepeatedField<int32_t>& field) { return {field.begin(), field.end()}; }
-
-// libvirt's own parser on `xml`: what `virsh -c test:///default define` does.
-std::string libvirtRefusal(const std::string& xml) {
-  virConnectPtr conn = virConnectOpen("test:///default");
-  if (conn == nullptr) return "cannot open test:///default";
-  virDomainPtr domain = virDomainDefineXML(conn, xml.c_str());
-  std::string refusal = domain == nullptr ? virGetLastErrorMessage() : "";
-  if (domain != nullptr) virDomainFree(domain);
-  virConnectClose(conn);
-  return refusal;
-}
 
 TEST_F(HookTest, AUserPinOnAVcpuPastTheCurrentCountHoldsItsCpu) {
   // <vcpu current='3'>8</vcpu> with vCPUs 0, 4 and 5 online, and vCPU 4 pinned to CPU 5.

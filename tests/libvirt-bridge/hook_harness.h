@@ -4,8 +4,12 @@
 
 #include <gtest/gtest.h>
 
+#include <libvirt/libvirt.h>
+#include <libvirt/virterror.h>
+
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 #include <string>
 
 #include "libvirt-bridge/hook.h"
@@ -26,6 +30,25 @@ inline std::string domainXml(const std::string& name, const std::string& uuid, i
         "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='" + policy + "'/></vri:domain></metadata>";
   }
   return xml + "<os><type arch='x86_64'>hvm</type></os></domain>";
+}
+
+// A domain from tests/data/domains/, as `virsh dumpxml` printed it.
+inline std::string domainFile(const std::string& name) {
+  std::ifstream in(std::string(VRI_TEST_DATA_DIR) + "/domains/" + name);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// What libvirt's own parser says of `xml` (`virsh -c test:///default define`); empty: it takes it.
+inline std::string libvirtRefusal(const std::string& xml) {
+  virConnectPtr conn = virConnectOpen("test:///default");
+  if (conn == nullptr) return "cannot open test:///default";
+  virDomainPtr domain = virDomainDefineXML(conn, xml.c_str());
+  std::string refusal = domain == nullptr ? virGetLastErrorMessage() : "";
+  if (domain != nullptr) virDomainFree(domain);
+  virConnectClose(conn);
+  return refusal;
 }
 
 class HookTest : public ::testing::Test {

@@ -101,7 +101,8 @@ Result<void> addMemory(const DomainXml& domain, DomainRequest& request) {
     request.memoryParts.push_back(
         {cell.id, cell.memoryBytes, pageSizeOf(domain, cell.id), cellBinding(domain, cell.id)});
   }
-  for (const auto& [cell, memnode] : domain.memnodes) {
+  for (const auto& entry : domain.memnodes) {
+    const int cell = entry.first;  // (clang 14's lambdas cannot capture bindings)
     if (std::none_of(domain.cells.begin(), domain.cells.end(), [&](const DomainCell& c) { return c.id == cell; })) {
       return Error::invalidArgument("domain " + domain.name + ": <memnode cellid='" + std::to_string(cell) +
                                     "'> names a guest cell the domain does not have");

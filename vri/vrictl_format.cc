@@ -60,8 +60,7 @@ std::string option(const v1::Node& node, const std::string& name) {
   return it == node.options().end() ? "?" : it->second;
 }
 
-}  // namespace
-
+// vrictl's own sizes ("512 MiB", "1.5 GiB"); vri-topology's report has its own format.
 std::string formatBytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);
@@ -78,6 +77,8 @@ std::string formatBytes(uint64_t bytes) {
   }
   return text;
 }
+
+}  // namespace
 
 std::string formatNodeInfo(const v1::Node& n) {
   std::string out;

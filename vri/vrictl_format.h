@@ -14,7 +14,4 @@ std::string formatTenantList(const v1::TenantList& list);
 std::string formatVmInfo(const v1::VmInfo& vm);
 std::string formatPodInfo(const v1::PodInfo& pod);
 
-// "1.5 GiB", "512 MiB", "0 B".
-std::string formatBytes(uint64_t bytes);
-
 }  // namespace vri

@@ -267,5 +267,21 @@ TEST(DomainXmlIdsTest, APinToACpuNoHostHasSaysSo) {
   EXPECT_THAT(domain.error().message(), HasSubstr("CPU 16383 does not exist on this host"));
 }
 
+TEST(DomainXmlIdsTest, VrisNumatuneKeepsTheDomainsModeAndWritesItsMemnodes) {
+  const std::string xml = withVcpus("<vcpu>2</vcpu>",
+                                    "<numatune><memory mode='restrictive' nodeset='0-1'/></numatune>"
+                                    "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' "
+                                    "memory='512'/></numa></cpu>");
+  VmPins pins{{{0, CpuSet{2}}, {1, CpuSet{5}}}, CpuSet{0}, {}, CpuSet{0, 1}, {{0, CpuSet{0}}, {1, CpuSet{1}}}};
+  auto rewritten = writeVriPins(xml, pins);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
+  auto domain = parseDomainXml(*rewritten);
+  ASSERT_TRUE(domain.ok()) << domain.error().message() << *rewritten;
+  EXPECT_EQ(domain->numatune->mode, "restrictive");
+  EXPECT_EQ(domain->memnodes.at(0).nodeset.format(), "0");
+  EXPECT_EQ(domain->memnodes.at(1).nodeset.format(), "1");
+  EXPECT_EQ(domain->memnodes.at(1).mode, "strict");
+}
+
 }  // namespace
 }  // namespace vri

@@ -1,0 +1,43 @@
+// vrictl's VM views: a VM with the user's own pins is "pinned", and offline vCPUs say so.
+#include "vri/vrictl_format.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::VmInfo sparseVm(bool userPins) {
+  v1::VmInfo vm;
+  vm.set_uuid("5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a51");
+  vm.set_name("sparse");
+  vm.mutable_spec()->set_vcpus(2);
+  vm.mutable_spec()->set_cpu_policy(v1::SHARED);
+  if (userPins) {
+    for (int cpu : {-1, -1, 5}) vm.mutable_spec()->add_pinned_vcpu_cpus(cpu);
+  }
+  for (int cpu : {-1, -1, 5}) vm.mutable_allocation()->add_vcpu_cpus(cpu);
+  for (int vcpu : {0, 2}) vm.mutable_allocation()->add_online_vcpus(vcpu);
+  vm.mutable_allocation()->set_shared_cpus("0-4");
+  return vm;
+}
+
+TEST(VrictlFormatTest, AVmWithTheUsersPinsIsPinnedAndItsOfflineVcpusSaySo) {
+  v1::TenantList list;
+  *list.add_tenants()->mutable_vm() = sparseVm(true);
+  *list.add_tenants()->mutable_vm() = sparseVm(false);
+  const std::string table = formatTenantList(list);
+  EXPECT_THAT(table, HasSubstr("pinned"));
+  EXPECT_THAT(table, HasSubstr("shared"));
+  const std::string info = formatVmInfo(sparseVm(true));
+  EXPECT_THAT(info, HasSubstr("pinned (the domain's own <vcpupin>)"));
+  EXPECT_THAT(info, HasSubstr("2 online of 3"));
+  EXPECT_THAT(info, HasSubstr("vcpu1"));
+  EXPECT_THAT(info, HasSubstr("(offline)"));
+  EXPECT_THAT(info, HasSubstr("CPU 5"));
+}
+
+}  // namespace
+}  // namespace vri

@@ -2,8 +2,10 @@
 # Installs what VRI needs, builds it, and runs every test:
 #   1. the whole suite built with g++ (every label; libvirtd is started for the `libvirt` tests
 #      and stopped afterwards),
-#   2. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
-#   3. a formatting check against .clang-format.
+#   2. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
+#      under QEMU's emulation once per suite (after the host tests: emulation takes both cores),
+#   3. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
+#   4. a formatting check against .clang-format.
 # Prints how long each stage took.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -36,9 +38,10 @@ stage "build (g++)" env CXX=g++ CC=gcc scripts/build.sh build
 libvirt_fixture=tests/libvirt/libvirt-fixture.sh
 stage "start libvirtd (libvirt tests)" "$libvirt_fixture" up build/libvirt-bridge/vri-hook
 trap '"$libvirt_fixture" down' EXIT
-stage "test (g++, all labels)" ctest --test-dir build -j "$jobs" --output-on-failure
+stage "test (g++, all labels but v2guest)" ctest --test-dir build -j "$jobs" -LE v2guest --output-on-failure
 stage "stop libvirtd" "$libvirt_fixture" down
 trap - EXIT
+stage "test (v2 guest)" ctest --test-dir build -L v2guest --output-on-failure
 stage "build (clang, ASan+UBSan)" env CXX=clang++ CC=clang scripts/build.sh build-asan \
   -DVRI_SANITIZE=address,undefined -DVRI_BUILD_BENCHMARKS=OFF
 stage "test (clang, ASan+UBSan, unit)" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \

@@ -1,0 +1,48 @@
+#!/bin/bash
+# Boot the guest image once, throwaway (snapshot=on: the image is never modified),
+# run <indir>/run.sh inside (via guest-run.service), collect results in <outdir>, power off.
+#
+# Usage: run-guest.sh <image> <indir (ro 9p tag 'in')> <outdir (rw 9p tag 'out')> [extra kernel args...]
+# Env:   KERNEL=vmlinuz  INITRD=initrd.cpio.gz  (required)
+#        ACCEL=tcg|kvm (default tcg: where /dev/kvm is PVM, as on the CI machines, stock kernels do not boot under kvm)
+#        SMP=2  MEM=2048 (MiB)  NUMA=1 (2 nodes, one vCPU each, MEM/2 each)  CPU=max
+#        TIMEOUT=600 (s)  LOG=<file> (serial console log; default <outdir>/console.log)
+#        INTERACTIVE=1: serial console on this terminal, autologin root shell, no script (Ctrl-A x quits)
+set -euo pipefail
+IMG=$(readlink -f "${1:?image}"); IN=$(readlink -f "${2:?indir}"); OUT=${3:?outdir}; shift 3
+mkdir -p "$OUT"; OUT=$(readlink -f "$OUT"); rm -f "$OUT/rc" "$OUT/output.log"
+: "${KERNEL:?}" "${INITRD:?}"
+ACCEL=${ACCEL:-tcg}; SMP=${SMP:-2}; MEM=${MEM:-2048}; NUMA=${NUMA:-1}; CPU=${CPU:-max}
+LOG=${LOG:-$OUT/console.log}
+if [ "$ACCEL" = kvm ]; then ACC=(-accel kvm -cpu "${CPU/max/host},-arch-capabilities")
+else ACC=(-accel tcg,thread=multi -cpu "$CPU"); fi
+TOPO=(-smp "$SMP,sockets=1,cores=$SMP,threads=1" -m "$MEM")
+if [ "$NUMA" = 1 ] && [ "$SMP" -ge 2 ]; then
+  half=$((MEM/2)); last=$((SMP-1)); mid=$((SMP/2))
+  TOPO+=(-object memory-backend-ram,id=m0,size=${half}M -object memory-backend-ram,id=m1,size=$((MEM-half))M
+         -numa node,nodeid=0,cpus=0-$((mid-1)),memdev=m0 -numa node,nodeid=1,cpus=$mid-$last,memdev=m1)
+fi
+APPEND="console=ttyS0 root=/dev/vda rw quiet systemd.show_status=0 panic=-1 $*"
+start=$(date +%s.%N)
+if [ "${INTERACTIVE:-0}" = 1 ]; then
+  APPEND="$APPEND guest.run=none"; exec qemu-system-x86_64 "${ACC[@]}" "${TOPO[@]}" \
+  -machine q35 -nodefaults -no-user-config -nographic -serial mon:stdio -no-reboot \
+  -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" \
+  -drive file="$IMG",if=virtio,format=raw,snapshot=on,cache=unsafe \
+  -fsdev local,id=fin,path="$IN",security_model=none,readonly=on -device virtio-9p-pci,fsdev=fin,mount_tag=in \
+  -fsdev local,id=fout,path="$OUT",security_model=none -device virtio-9p-pci,fsdev=fout,mount_tag=out \
+  -device virtio-rng-pci
+fi
+set +e
+timeout --foreground "${TIMEOUT:-600}" qemu-system-x86_64 "${ACC[@]}" "${TOPO[@]}" \
+  -machine q35 -nodefaults -no-user-config -nographic -serial stdio -no-reboot \
+  -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" \
+  -drive file="$IMG",if=virtio,format=raw,snapshot=on,cache=unsafe \
+  -fsdev local,id=fin,path="$IN",security_model=none,readonly=on -device virtio-9p-pci,fsdev=fin,mount_tag=in \
+  -fsdev local,id=fout,path="$OUT",security_model=none -device virtio-9p-pci,fsdev=fout,mount_tag=out \
+  -device virtio-rng-pci < /dev/null > "$LOG" 2>&1
+qrc=$?
+set -e
+end=$(date +%s.%N)
+printf 'qemu exit=%s wall=%.1fs guest rc=%s\n' "$qrc" "$(echo "$end - $start" | bc)" "$(cat "$OUT/rc" 2>/dev/null || echo none)"
+[ -f "$OUT/rc" ] && exit "$(cat "$OUT/rc")" || exit 99

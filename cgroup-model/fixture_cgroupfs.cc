@@ -271,12 +271,16 @@ Result<void> FixtureCgroupFs::write(const CgroupDir& dir, std::string_view file,
     VRI_TRY(writeSubtreeControl(dir, value));
   } else if (file == "cgroup.type") {
     if (value != "threaded" && value != "threaded\n") return refuse(EINVAL, dir, file, value);
-    VRI_TRY(putFile(filePath(dir, file), "threaded"));
     if (!dir.path.parent().isRoot()) {
+      // The parent becomes (or is) the thread root: a valid domain delegating no domain controller.
       const CgroupDir parent{dir.hierarchy, dir.path.parent()};
+      VRI_ASSIGN_OR_RETURN(const bool valid, isValidDomain(parent));
       VRI_ASSIGN_OR_RETURN(const std::string parent_type, read(parent, "cgroup.type"));
+      VRI_ASSIGN_OR_RETURN(const bool domain_delegated, delegatesDomainControllers(parent));
+      if ((!valid && parent_type != "threaded") || domain_delegated) return refuse(EOPNOTSUPP, dir, file, value);
       if (parent_type == "domain") VRI_TRY(putFile(filePath(parent, "cgroup.type"), "domain threaded"));
     }
+    VRI_TRY(putFile(filePath(dir, file), "threaded"));
   } else if (file.ends_with(".effective") || file == "cgroup.controllers" || file == "cpuacct.usage") {
     return refuse(EACCES, dir, file, value);  // read-only files
   } else {
@@ -322,11 +326,17 @@ Result<void> FixtureCgroupFs::writeProcess(const CgroupDir& dir, std::string_vie
       if (cpus.empty() || mems.empty()) return refuse(ENOSPC, dir, file, value);
     }
   } else if (file == "cgroup.procs" && !dir.path.isRoot()) {
-    // No internal processes in a domain that delegates; a threaded domain may hold them.
+    // No internal processes in a domain that delegates domain controllers; none below a thread root.
     VRI_ASSIGN_OR_RETURN(const std::string type, read(dir, "cgroup.type"));
-    VRI_ASSIGN_OR_RETURN(const std::string delegated, read(dir, "cgroup.subtree_control"));
-    if (type == "domain" && !delegated.empty()) return refuse(EBUSY, dir, file, value);
-    if (type == "threaded") return refuse(EOPNOTSUPP, dir, file, value);
+    if (type == "threaded") {
+      // A whole process may move within its threaded domain, not into it from outside.
+      VRI_ASSIGN_OR_RETURN(const bool inside, inThreadedDomainOf(dir, pid));
+      if (!inside) return refuse(EOPNOTSUPP, dir, file, value);
+    }
+    VRI_ASSIGN_OR_RETURN(const bool valid, type == "threaded" ? Result<bool>(true) : isValidDomain(dir));
+    if (!valid) return refuse(EOPNOTSUPP, dir, file, value);
+    VRI_ASSIGN_OR_RETURN(const bool domain_delegated, delegatesDomainControllers(dir));
+    if (type == "domain" && domain_delegated) return refuse(EBUSY, dir, file, value);
   }
   // A process is in one cgroup per hierarchy: take it out of the others.
   const std::vector<std::string> list_files = version_ == CgroupVersion::kV1
@@ -377,12 +387,15 @@ Result<void> FixtureCgroupFs::writeSubtreeControl(const CgroupDir& dir, std::str
       enabled.erase(at);
     }
   }
-  if (!dir.path.isRoot() && !added.empty()) {
+  const bool adds_domain_controller = std::any_of(added.begin(), added.end(), [](const std::string& c) {
+    return c != "cpuset" && c != "cpu" && c != "pids" && c != "perf_event";
+  });
+  if (!dir.path.isRoot() && adds_domain_controller) {
     VRI_ASSIGN_OR_RETURN(const std::string type, read(dir, "cgroup.type"));
     VRI_ASSIGN_OR_RETURN(const std::string procs, read(dir, "cgroup.procs"));
-    if (type == "domain" && !procs.empty()) {
-      return refuse(EBUSY, dir, "cgroup.subtree_control", value);  // no internal processes
-    }
+    VRI_ASSIGN_OR_RETURN(const bool thread_root, isThreadRoot(dir));
+    if (type != "domain" || thread_root) return refuse(EOPNOTSUPP, dir, "cgroup.subtree_control", value);
+    if (!procs.empty()) return refuse(EBUSY, dir, "cgroup.subtree_control", value);  // no internal processes
   }
   std::string text;
   for (const std::string& c : enabled) text += (text.empty() ? "" : " ") + c;

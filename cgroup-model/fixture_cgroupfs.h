@@ -7,9 +7,12 @@
 // - a v1 child cpuset outside its parent's (EACCES), a parent narrowed below a
 //   child's (EBUSY), a task joining a cpuset without CPUs or memory (ENOSPC);
 // - removing a cgroup with children or tasks (EBUSY);
-// - v2: a process in a domain cgroup that delegates controllers, or delegating
-//   from a domain cgroup with processes (EBUSY; a threaded domain may do both); a controller its parent does not offer
-//   (ENOENT);
+// - v2: a process in a domain cgroup that delegates domain controllers, or
+//   delegating domain controllers from a cgroup with processes (EBUSY; threaded
+//   controllers may be delegated beside processes, which makes the cgroup a
+//   thread root); a process in a domain below a thread root, a threaded cgroup
+//   under a parent that delegates domain controllers, a domain controller in a
+//   threaded subtree (EOPNOTSUPP); a controller its parent does not offer (ENOENT);
 // - malformed values and values out of range (EINVAL, ERANGE);
 // - writes to files that do not exist (ENOENT).
 #pragma once
@@ -79,6 +82,13 @@ class FixtureCgroupFs : public CgroupFs {
   Result<void> writeCpuset(const CgroupDir& dir, std::string_view file, std::string_view value);
   Result<void> writeProcess(const CgroupDir& dir, std::string_view file, std::string_view value);
   Result<void> writeSubtreeControl(const CgroupDir& dir, std::string_view value);
+  // The v2 kernel's rules for threaded subtrees (fixture_v2_rules.cc).
+  Result<std::vector<std::string>> delegatedControllers(const CgroupDir& dir) const;
+  Result<bool> delegatesDomainControllers(const CgroupDir& dir) const;
+  Result<bool> isThreadRoot(const CgroupDir& dir) const;
+  Result<bool> isValidDomain(const CgroupDir& dir) const;
+  // Whether `pid` is somewhere in the threaded domain (the thread root's subtree) that holds `dir`.
+  Result<bool> inThreadedDomainOf(const CgroupDir& dir, const std::string& pid) const;
   Result<std::string> checkedValue(std::string_view file, std::string_view value, const CgroupDir& dir) const;
   Error refuse(int err, const CgroupDir& dir, std::string_view file, std::string_view value) const;
 

@@ -73,18 +73,28 @@ TEST(FixtureCgroupFsTest, V2DelegationAndProcessRules) {
   EXPECT_EQ(fs.write(at("", "a"), "memory.max", "1G").error().sysErrno(), ENOENT);  // memory not delegated
   ASSERT_TRUE(fs.write(at("", "a"), "cpu.max", "50000").ok());
   EXPECT_EQ(*fs.read(at("", "a"), "cpu.max"), "50000 100000");
-  // A process in a; then a cannot delegate (no internal processes).
+  // A process in a: a may delegate threaded controllers beside it (it becomes a thread
+  // root), not domain ones (no internal processes), as the v2 kernel answers.
+  ASSERT_TRUE(fs.write(at("", ""), "cgroup.subtree_control", "+memory").ok());
   ASSERT_TRUE(fs.write(at("", "a"), "cgroup.procs", "77").ok());
-  EXPECT_EQ(fs.write(at("", "a"), "cgroup.subtree_control", "+cpu").error().sysErrno(), EBUSY);
-  ASSERT_TRUE(fs.write(at("", ""), "cgroup.procs", "77").ok());
+  EXPECT_EQ(fs.write(at("", "a"), "cgroup.subtree_control", "+memory").error().sysErrno(), EBUSY);
   ASSERT_TRUE(fs.write(at("", "a"), "cgroup.subtree_control", "+cpu").ok());
+  ASSERT_TRUE(fs.mkdir(at("", "a/d")).ok());
+  EXPECT_EQ(fs.write(at("", "a/d"), "cgroup.procs", "77").error().sysErrno(), EOPNOTSUPP);  // below a thread root
+  ASSERT_TRUE(fs.rmdir(at("", "a/d")).ok());
+  ASSERT_TRUE(fs.write(at("", ""), "cgroup.procs", "77").ok());
+  ASSERT_TRUE(fs.write(at("", "a"), "cgroup.subtree_control", "+memory").ok());
   ASSERT_TRUE(fs.mkdir(at("", "a/t")).ok());
-  // ... and a process cannot join a delegating cgroup.
+  // ... and a process cannot join a cgroup that delegates a domain controller,
   EXPECT_EQ(fs.write(at("", "a"), "cgroup.procs", "77").error().sysErrno(), EBUSY);
+  // which cannot hold a threaded subtree either.
+  EXPECT_EQ(fs.write(at("", "a/t"), "cgroup.type", "threaded").error().sysErrno(), EOPNOTSUPP);
+  ASSERT_TRUE(fs.write(at("", "a"), "cgroup.subtree_control", "-memory").ok());
   // Thread groups: threaded type only, no processes.
   EXPECT_EQ(fs.write(at("", "a/t"), "cgroup.type", "domain").error().sysErrno(), EINVAL);
   ASSERT_TRUE(fs.write(at("", "a/t"), "cgroup.type", "threaded").ok());
   EXPECT_EQ(*fs.read(at("", "a"), "cgroup.type"), "domain threaded");
+  EXPECT_EQ(fs.write(at("", "a"), "cgroup.subtree_control", "+memory").error().sysErrno(), EOPNOTSUPP);
   EXPECT_EQ(fs.write(at("", "a/t"), "cgroup.procs", "77").error().sysErrno(), EOPNOTSUPP);
 }
 

@@ -126,6 +126,22 @@ class Planner {
     return {};
   }
 
+  // v2: makes `dir` delegate `wanted`, after making its ancestors offer what it
+  // lacks: a pod placed alone under a QoS cgroup that delegates no memory yet
+  // needs its QoS cgroup and kubepods to delegate memory first.
+  Result<void> delegateFromAbove(const CgroupDir& dir, const std::set<std::string>& wanted) {
+    if (!dir.path.isRoot() && fs_.exists(dir)) {
+      VRI_ASSIGN_OR_RETURN(std::string offered_text, fs_.read(dir, "cgroup.controllers"));
+      const std::set<std::string> offered = words(offered_text);
+      std::set<std::string> lacking;
+      for (const std::string& c : wanted) {
+        if (!offered.count(c)) lacking.insert(c);
+      }
+      if (!lacking.empty()) VRI_TRY(delegateFromAbove({dir.hierarchy, dir.path.parent()}, lacking));
+    }
+    return delegate(dir, wanted);
+  }
+
   Result<void> createAndDelegate() {
     const bool v2 = backend_.version() == CgroupVersion::kV2;
     for (const auto& [path, spec] : desired_.cgroups) {
@@ -138,7 +154,9 @@ class Planner {
           if (!existed) skipped_.insert(dir);
           if (!existed || !v2) continue;
         } else {
-          if (v2 && isRoot(path) && !path.isRoot()) VRI_TRY(delegate({hierarchy, path.parent()}, controllers_[path]));
+          if (v2 && isRoot(path) && !path.isRoot()) {
+            VRI_TRY(delegateFromAbove({hierarchy, path.parent()}, controllers_[path]));
+          }
           if (!existed) {
             add(CgroupOp::Kind::kMkdir, dir);
             created_.insert(dir);

@@ -14,6 +14,7 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::readFile;
+using testing::removeCgroupTree;
 using testing::runCommand;
 using testing::VridProcess;
 
@@ -83,16 +84,6 @@ TEST(VridRootTest, AccessRulesHoldForAnUnprivilegedUser) {
   EXPECT_EQ(vrid.stop(), 0);
   // Nothing was admitted by anyone.
   EXPECT_THAT(vrid.log(), ::testing::Not(HasSubstr("admit pod/")));
-}
-
-// Removes `dir` and the directories below it, deepest first (cgroups refuse rmdir with children).
-void removeCgroupTree(const std::string& dir) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(dir, ec)) return;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    if (entry.is_directory()) removeCgroupTree(entry.path());
-  }
-  ::rmdir(dir.c_str());
 }
 
 TEST(VridRootTest, DecisionsReachTheRealCgroupfs) {

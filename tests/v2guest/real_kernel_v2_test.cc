@@ -25,12 +25,12 @@
 #include "cgroup-model/node_tree.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
+#include "tests/v2guest/delegated_scope.h"
 
 namespace vri {
 namespace {
 
 constexpr char kPodUid[] = "0d6f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b";
-constexpr char kControllers[] = "+cpuset +cpu +memory +pids +hugetlb";
 
 std::string statusField(int pid, const std::string& field) {
   std::ifstream status("/proc/" + std::to_string(pid) + "/status");
@@ -40,45 +40,15 @@ std::string statusField(int pid, const std::string& field) {
   return "";
 }
 
-// The delegated scope this process was started in ("0::/vri.slice/vri-kernel.scope").
-CgroupPath delegatedScope() {
-  std::ifstream in("/proc/self/cgroup");
-  std::string line;
-  std::getline(in, line);
-  EXPECT_TRUE(line.starts_with("0::/")) << "not on cgroup v2: " << line;
-  std::string path = line.substr(4);
-  if (path.ends_with("/runner")) path.resize(path.size() - 7);
-  return *CgroupPath::parse(path);
-}
-
-// v2 allows no processes in a cgroup that delegates controllers: the test moves
-// itself into <scope>/runner once, then delegates from the scope.
-class DelegatedScope : public ::testing::Environment {
- public:
-  void SetUp() override {
-    auto fs = KernelCgroupFs::create("/sys/fs/cgroup");
-    ASSERT_TRUE(fs.ok()) << fs.error().message();
-    const CgroupPath scope = delegatedScope();
-    const CgroupDir runner{"", *scope.child("runner")};
-    if (!fs->exists(runner)) {
-      ASSERT_TRUE(fs->mkdir(runner).ok());
-    }
-    auto moved = fs->write(runner, "cgroup.procs", std::to_string(::getpid()));
-    ASSERT_TRUE(moved.ok()) << moved.error().message();
-    auto delegated = fs->write({"", scope}, "cgroup.subtree_control", kControllers);
-    ASSERT_TRUE(delegated.ok()) << delegated.error().message();
-  }
-};
-
 class RealKernelV2Test : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(::geteuid(), 0u) << "needs root";
     fs_.emplace(std::move(KernelCgroupFs::create("/sys/fs/cgroup")).value());
-    root_ =
-        *delegatedScope().child(std::string("t-") + ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    root_ = *testing::delegatedScope().child(std::string("t-") +
+                                             ::testing::UnitTest::GetInstance()->current_test_info()->name());
     ASSERT_TRUE(fs_->mkdir(dir(root_)).ok());
-    auto enabled = fs_->write(dir(root_), "cgroup.subtree_control", kControllers);
+    auto enabled = fs_->write(dir(root_), "cgroup.subtree_control", testing::kDelegatedControllers);
     ASSERT_TRUE(enabled.ok()) << enabled.error().message();
     const CpuSet online = *CpuSet::parse(*fs_->read(dir(root_), "cpuset.cpus.effective"));
     ASSERT_GE(online.count(), 2) << "needs 2 CPUs";
@@ -337,7 +307,7 @@ int main(int argc, char** argv) {
       ::_exit(0);
     }
   }
-  ::testing::AddGlobalTestEnvironment(new vri::DelegatedScope);
+  ::testing::AddGlobalTestEnvironment(new vri::testing::DelegatedScope);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

@@ -96,6 +96,23 @@ TEST(DecisionPipelineTest, DeltaWritesOnCgroupV2LeaveNothingForAFullReconcile) {
   }
 }
 
+TEST(DecisionPipelineTest, OnCgroupV2AFirstPodWithAMemoryLimitMakesItsParentsDelegateMemory) {
+  // Found on a real v2 kernel: nothing delegated memory below kubepods yet, so the pod's own
+  // subtree could not enable it (ENOENT) until its parents did.
+  Pipeline p(Ownership::kEverything, CgroupVersion::kV2);
+  ContainerSpec web = shared("c1", 250);
+  web.memoryLimitBytes = 64ULL << 20;
+  auto placed = p.node->admitContainer(pod(uid(1), QosClass::kBurstable), web);
+  ASSERT_TRUE(placed.ok()) << placed.error().message();
+  const auto v2 = [&](const std::string& path, const char* file) {
+    auto text = p.fixture().read({"", *CgroupPath::parse(path)}, file);
+    return text.ok() ? *text : "<" + text.error().message() + ">";
+  };
+  EXPECT_THAT(v2("kubepods/burstable", "cgroup.subtree_control"), HasSubstr("memory"));
+  EXPECT_EQ(v2("kubepods/burstable/pod" + uid(1) + "/c1", "memory.max"), std::to_string(64ULL << 20));
+  EXPECT_TRUE(p.pendingOps().empty());
+}
+
 TEST(DecisionPipelineTest, ASharedAdmitMovesThePodVmBalanceAtOnce) {
   Pipeline p(Ownership::kCpusetsAndMachine);
   const std::string uuid = "8f0c0001-0000-4000-8000-000000000001";

@@ -7,6 +7,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,6 +29,23 @@ inline std::string readFile(const std::string& path) {
 }
 
 // Starts `argv` with stderr (and stdout too, when `bothStreams`) going to `logPath`.
+// Removes `dir` and the directories below it, deepest first (cgroups refuse rmdir with children).
+inline void removeCgroupTree(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec)) return;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    if (entry.is_directory()) removeCgroupTree(entry.path());
+  }
+  ::rmdir(dir.c_str());
+}
+
+// How much slower than here the test runs (VRI_TEST_TIME_SCALE; the v2 guest's
+// emulation sets 10): deadlines are multiplied by it, assertions never.
+inline int timeScale() {
+  const char* scale = std::getenv("VRI_TEST_TIME_SCALE");
+  return scale != nullptr && std::atoi(scale) > 0 ? std::atoi(scale) : 1;
+}
+
 inline pid_t spawn(const std::vector<std::string>& argv, const std::string& logPath, int openFlags, bool bothStreams) {
   const pid_t pid = ::fork();
   if (pid == 0) {
@@ -88,7 +107,7 @@ class VridProcess {
   ::testing::AssertionResult start() {
     const size_t logged_before = log().size();  // a restart appends to the same log
     pid_ = spawn(args_, tmp_.sub(name_ + ".log"), O_APPEND, false);
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 200 * timeScale(); ++i) {
       if (log().find(" ready\n", logged_before) != std::string::npos) return ::testing::AssertionSuccess();
       int status = 0;
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
@@ -97,11 +116,12 @@ class VridProcess {
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return ::testing::AssertionFailure() << "vrid not ready after 10 s: " << log();
+    return ::testing::AssertionFailure() << "vrid not ready after " << 10 * timeScale() << " s: " << log();
   }
 
   // Sends `signal` and returns the exit code (or 128 + the signal).
   int stop(int signal = SIGTERM) {
+    if (pid_ <= 0) return -1;  // never started, or already stopped (kill(-1) would signal everything)
     ::kill(pid_, signal);
     int status = 0;
     ::waitpid(pid_, &status, 0);

@@ -1,0 +1,223 @@
+// vrid on the guest's real cgroup v2 hierarchy (suite `vrid`): it owns
+// everything below a subtree of the delegated scope (no kubelet, no libvirt).
+// A Burstable pod and a dedicated VM with live processes are placed, the
+// shared pool shrinks and grows under the running process, and a restart
+// adopts both and finds nothing to repair.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "proto/vri.grpc.pb.h"
+#include "tests/support/eventually.h"
+#include "tests/support/temp_dir.h"
+#include "tests/v2guest/delegated_scope.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using testing::readFile;
+using testing::removeCgroupTree;
+using testing::VridProcess;
+
+constexpr char kPodUid[] = "0e000000-0000-4000-8000-0000000000b1";
+constexpr char kVmUuid[] = "0e000000-0000-4000-8000-0000000000f1";
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+std::string statusField(int pid, const std::string& field) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with(field + ":")) return line.substr(line.find_first_not_of(" \t", field.size() + 1));
+  }
+  return "";
+}
+
+class VridV2Test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::geteuid(), 0u) << "needs root";
+    root_ = "/sys/fs/cgroup/" + testing::delegatedScope().str() + "/t";
+    ASSERT_EQ(::mkdir(root_.c_str(), 0755), 0) << root_;
+    std::ofstream(root_ + "/cgroup.subtree_control") << "+cpuset +cpu +memory +pids";
+    ASSERT_THAT(readFile(root_ + "/cgroup.subtree_control"), ::testing::HasSubstr("cpuset"));
+    // libvirt's machine partition, as libvirt makes it at start (vrid adopts it, never creates it).
+    ASSERT_EQ(::mkdir((root_ + "/machine").c_str(), 0755), 0);
+  }
+  void TearDown() override {
+    stub_.reset();
+    if (vrid_) vrid_->stop();
+    for (int pid : children_) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    EXPECT_TRUE(testing::eventually([&] {
+      removeCgroupTree(root_);
+      return !std::filesystem::exists(root_);
+    })) << "left behind: "
+        << root_;
+  }
+  void startVrid() {
+    const std::string relative = root_.substr(std::string("/sys/fs/cgroup").size());
+    vrid_ = std::make_unique<VridProcess>(
+        tmp_, "vrid",
+        std::vector<std::string>{"--topology=live", "--ownership=everything", "--kubelet-cgroup-root=" + relative,
+                                 "--machine-partition=" + relative.substr(1) + "/machine", "--system-reserved-cpu=1",
+                                 "--log-level=debug"});
+    ASSERT_TRUE(vrid_->start()) << vrid_->log();
+    stub_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
+  }
+  void stopVrid() {
+    stub_.reset();
+    EXPECT_EQ(vrid_->stop(), 0) << vrid_->log();
+    vrid_.reset();
+  }
+  int spawn(const char* mode) {
+    const pid_t pid = ::fork();
+    if (pid == 0) {
+      ::execl("/proc/self/exe", "qemu-system-x86_64", mode, "-uuid", kVmUuid, static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    children_.push_back(pid);
+    EXPECT_TRUE(testing::eventually([&] {
+      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+      std::string argv0;
+      std::getline(cmdline, argv0, '\0');
+      return argv0 == "qemu-system-x86_64";
+    }));
+    return pid;
+  }
+  void write(const std::string& path, const std::string& value) {
+    std::ofstream out(path);
+    out << value;
+    out.flush();
+    ASSERT_TRUE(out.good()) << "write " << value << " to " << path;
+  }
+  std::string cpus(const std::string& group) {
+    return trimmed(readFile(root_ + "/" + group + "/cpuset.cpus.effective"));
+  }
+  v1::ReconcileReply reconcile(bool dryRun) {
+    grpc::ClientContext context;
+    v1::ReconcileRequest request;
+    request.set_dry_run(dryRun);
+    v1::ReconcileReply reply;
+    EXPECT_TRUE(stub_->Reconcile(&context, request, &reply).ok());
+    return reply;
+  }
+
+  testing::TempDir tmp_;
+  std::string root_;
+  std::unique_ptr<VridProcess> vrid_;
+  std::unique_ptr<v1::Vri::Stub> stub_;
+  std::vector<int> children_;
+};
+
+TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepair) {
+  ASSERT_NO_FATAL_FAILURE(startVrid());
+  EXPECT_EQ(cpus("kubepods/burstable"), "0-1");  // created by vrid, on v2
+
+  // A Burstable container with a live process.
+  grpc::ClientContext c1;
+  v1::AdmitContainerRequest web;
+  web.set_pod_uid(kPodUid);
+  web.set_qos(v1::BURSTABLE);
+  web.set_container_name("web");
+  web.set_container_id("ab12cd34");
+  web.set_cpu_request_milli(250);
+  web.set_cpu_limit_milli(500);
+  web.set_memory_limit_bytes(64ULL << 20);
+  v1::ContainerAllocation placed;
+  const grpc::Status admitted = stub_->AdmitContainer(&c1, web, &placed);
+  ASSERT_TRUE(admitted.ok()) << admitted.error_message() << "\n" << vrid_->log();
+  const std::string container = "kubepods/burstable/pod" + std::string(kPodUid) + "/ab12cd34";
+  const int busy = spawn("--vri-busy");
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + container + "/cgroup.procs", std::to_string(busy)));
+  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), "0-1");
+  EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/cpu.max")), "50000 100000");
+  EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/memory.max")), std::to_string(64ULL << 20));
+  EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/cpu.weight")),
+            placed.cpu_weight() > 0 ? std::to_string(placed.cpu_weight()) : "?");
+
+  // A dedicated VM whose QEMU runs in a scope libvirt would have made (no systemd layout).
+  grpc::ClientContext c2;
+  v1::AdmitVmRequest vm;
+  vm.set_uuid(kVmUuid);
+  vm.set_name("vm1");
+  vm.set_vcpus(1);
+  vm.set_cpu_policy(v1::DEDICATED);
+  vm.set_memory_bytes(64ULL << 20);
+  v1::VmAllocation allocation;
+  const grpc::Status vm_admitted = stub_->AdmitVm(&c2, vm, &allocation);
+  ASSERT_TRUE(vm_admitted.ok()) << vm_admitted.error_message() << "\n" << vrid_->log();
+  ASSERT_EQ(allocation.vcpu_cpus(0), 1);
+  // What libvirt does on v2: delegate cpuset and cpu down to the scope's threaded groups.
+  const std::string scope = "machine/qemu-1-vm1.libvirt-qemu";
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/machine/cgroup.subtree_control", "+cpuset +cpu"));
+  for (const std::string& group : {scope, scope + "/emulator", scope + "/vcpu0"}) {
+    ASSERT_EQ(::mkdir((root_ + "/" + group).c_str(), 0755), 0) << group;
+  }
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/emulator/cgroup.type", "threaded"));
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/vcpu0/cgroup.type", "threaded"));
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/cgroup.subtree_control", "+cpuset +cpu"));
+  const int qemu = spawn("--vri-sleeper");
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/cgroup.procs", std::to_string(qemu)));
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/emulator/cgroup.threads", std::to_string(qemu)));
+  grpc::ClientContext c3;
+  v1::VmStartedRequest started;
+  started.set_uuid(kVmUuid);
+  started.set_qemu_pid(qemu);
+  v1::VmStartedReply where;
+  auto status = stub_->VmStarted(&c3, started, &where);
+  ASSERT_TRUE(status.ok()) << status.error_message() << vrid_->log();
+  EXPECT_EQ(cpus(scope + "/vcpu0"), "1");
+  // The shared pool shrank under the running container.
+  EXPECT_EQ(cpus("kubepods/burstable"), "0");
+  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), "0");
+  // The vCPU thread lands on its exclusive CPU.
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/vcpu0/cgroup.threads", std::to_string(qemu)));
+  EXPECT_EQ(statusField(qemu, "Cpus_allowed_list"), "1");
+
+  // A restart on the same ledger adopts both and has nothing to repair.
+  ASSERT_NO_FATAL_FAILURE(stopVrid());
+  ASSERT_NO_FATAL_FAILURE(startVrid());
+  const v1::ReconcileReply after_restart = reconcile(true);
+  EXPECT_TRUE(after_restart.operations().empty()) << after_restart.operations(0) << "\n" << vrid_->log();
+  EXPECT_EQ(cpus(scope + "/vcpu0"), "1");
+
+  // The VM goes: the shared pool grows back under the container.
+  grpc::ClientContext c4;
+  v1::ReleaseVmRequest release;
+  release.set_uuid(kVmUuid);
+  v1::Released released;
+  ASSERT_TRUE(stub_->ReleaseVm(&c4, release, &released).ok());
+  EXPECT_EQ(cpus("kubepods/burstable"), "0-1");
+  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), "0-1");
+}
+
+}  // namespace
+}  // namespace vri
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--vri-sleeper") {
+      while (true) ::pause();
+    }
+    if (arg == "--vri-busy") {
+      volatile unsigned long spin = 0;
+      while (true) spin = spin + 1;
+    }
+  }
+  ::testing::AddGlobalTestEnvironment(new vri::testing::DelegatedScope);
+  ::testing::InitGoogleTest(&argc, argv);
+  return RUN_ALL_TESTS();
+}

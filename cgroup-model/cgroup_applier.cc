@@ -1,6 +1,7 @@
 #include "cgroup-model/cgroup_applier.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 #include <sstream>
 
@@ -153,6 +154,9 @@ class Planner {
           // Others create these: a missing one (and so its subtree) is left alone.
           if (!existed) skipped_.insert(dir);
           if (!existed || !v2) continue;
+          // Its parent delegates what VRI sets here (libvirt does not delegate hugetlb, for one).
+          if (isRoot(path) && !path.isRoot())
+            VRI_TRY(delegateFromAbove({hierarchy, path.parent()}, controllers_[path]));
         } else {
           if (v2 && isRoot(path) && !path.isRoot()) {
             VRI_TRY(delegateFromAbove({hierarchy, path.parent()}, controllers_[path]));
@@ -237,8 +241,10 @@ class Planner {
         const CgroupDir dir{file.hierarchy, path};
         if (isSkipped(dir)) continue;
         if (!created_.count(dir) && fs_.exists(dir)) {
-          VRI_ASSIGN_OR_RETURN(std::string current, fs_.read(dir, file.file));
-          if (sameControlValue(file, current)) continue;
+          // A file that is not there yet appears with a delegation planned above (v2).
+          auto current = fs_.read(dir, file.file);
+          if (!current.ok() && current.error().sysErrno() != ENOENT) return current.error();
+          if (current.ok() && sameControlValue(file, *current)) continue;
         }
         add(CgroupOp::Kind::kWrite, dir, file.file, file.value);
       }

@@ -181,6 +181,8 @@ Result<void> addVmCgroups(const TreeLayout& layout, const LibvirtNamer& namer, c
   const CpuSet exclusive = vmExclusiveCpus(vm);
   CgroupSpec& scope = tree.cgroups[vm.scope] = cpusetSpec(node.sharedCpus | exclusive, node);
   scope.settings.shares = vm.shares.value_or(milliCpuToShares(vm.cpuRequestMilli));
+  // QEMU's hugepages are charged to the scope (hugetlb is a domain controller on v2): no more than it was given.
+  for (const auto& [size, bytes] : vm.hugepageBytes) scope.settings.hugetlbMax[size] = Limit{bytes};
   const CgroupPath threads = namer.threadParent(vm.scope);
   if (threads != vm.scope) tree.cgroups[threads] = cpusetSpec(node.sharedCpus | exclusive, node);
   const auto threadGroup = [&](const CgroupPath& path, const CpuSet& cpus) -> CgroupSpec& {

@@ -56,6 +56,8 @@ struct VmCgroup {
   std::map<int, std::optional<int>> iothreadCpus;  // iothread id -> exclusive CPU or the shared pool
   std::optional<CpuMax> vcpuMax;                   // <cputune> period/quota per vCPU
   std::optional<CpuSet> mems;                      // NUMA-bound memory; nullopt: every node
+  std::map<uint64_t, uint64_t>
+      hugepageBytes;  // page size -> bytes of guest memory at that size: the scope's hugetlb limits
 };
 
 // Sums over every pod and VM that the node-level cgroups' values come from.

@@ -41,6 +41,11 @@ VmCgroup vmCgroup(const VmRecord& vm, const CgroupPath& scope, int64_t sharedVcp
   for (const auto& [id, cpu] : p.iothreadCpus)
     out.iothreadCpus[id] = cpu == VmCpuPlacement::kShared ? std::nullopt : std::optional<int>(cpu);
   if (!p.mems.empty()) out.mems = p.mems;
+  for (const auto& [node, resources] : vm.memory) {
+    for (const auto& [resource, bytes] : resources) {
+      if (resource != kRegularMemory) out.hugepageBytes[resource] += bytes;
+    }
+  }
   return out;
 }
 

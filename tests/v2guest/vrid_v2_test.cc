@@ -4,6 +4,7 @@
 // shared pool shrinks and grows under the running process, and a restart
 // adopts both and finds nothing to repair.
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,8 +12,10 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <fstream>
 
+#include "cgroup-model/cpuset.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
@@ -48,7 +51,7 @@ class VridV2Test : public ::testing::Test {
     ASSERT_EQ(::geteuid(), 0u) << "needs root";
     root_ = "/sys/fs/cgroup/" + testing::delegatedScope().str() + "/t";
     ASSERT_EQ(::mkdir(root_.c_str(), 0755), 0) << root_;
-    std::ofstream(root_ + "/cgroup.subtree_control") << "+cpuset +cpu +memory +pids";
+    std::ofstream(root_ + "/cgroup.subtree_control") << "+cpuset +cpu +memory +pids +hugetlb";
     ASSERT_THAT(readFile(root_ + "/cgroup.subtree_control"), ::testing::HasSubstr("cpuset"));
     // libvirt's machine partition, as libvirt makes it at start (vrid adopts it, never creates it).
     ASSERT_EQ(::mkdir((root_ + "/machine").c_str(), 0755), 0);
@@ -101,6 +104,40 @@ class VridV2Test : public ::testing::Test {
     out << value;
     out.flush();
     ASSERT_TRUE(out.good()) << "write " << value << " to " << path;
+  }
+  // A QEMU process in a scope as libvirt makes it on v2 (no systemd layout):
+  // cpuset and cpu delegated down to the threaded emulator and vCPU groups.
+  int startQemu(const std::string& scope, const char* mode) {
+    write(root_ + "/machine/cgroup.subtree_control", "+cpuset +cpu");
+    for (const std::string& group : {scope, scope + "/emulator", scope + "/vcpu0"}) {
+      EXPECT_EQ(::mkdir((root_ + "/" + group).c_str(), 0755), 0) << group;
+    }
+    write(root_ + "/" + scope + "/emulator/cgroup.type", "threaded");
+    write(root_ + "/" + scope + "/vcpu0/cgroup.type", "threaded");
+    write(root_ + "/" + scope + "/cgroup.subtree_control", "+cpuset +cpu");
+    const int qemu = spawn(mode);
+    write(root_ + "/" + scope + "/cgroup.procs", std::to_string(qemu));
+    write(root_ + "/" + scope + "/emulator/cgroup.threads", std::to_string(qemu));
+    return qemu;
+  }
+  // Waits until a probe sits in sigwait() for SIGUSR1.
+  static bool waitsForUsr1(int pid) {
+    return testing::eventually([&] {
+      std::ifstream wchan("/proc/" + std::to_string(pid) + "/wchan");
+      std::string where;
+      wchan >> where;
+      return where.find("sigtimedwait") != std::string::npos;
+    });
+  }
+  bool vmStarted(const char* uuid, int pid) {
+    grpc::ClientContext context;
+    v1::VmStartedRequest started;
+    started.set_uuid(uuid);
+    started.set_qemu_pid(pid);
+    v1::VmStartedReply where;
+    const grpc::Status status = stub_->VmStarted(&context, started, &where);
+    EXPECT_TRUE(status.ok()) << status.error_message() << vrid_->log();
+    return status.ok();
   }
   std::string cpus(const std::string& group) {
     return trimmed(readFile(root_ + "/" + group + "/cpuset.cpus.effective"));
@@ -159,25 +196,9 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
   const grpc::Status vm_admitted = stub_->AdmitVm(&c2, vm, &allocation);
   ASSERT_TRUE(vm_admitted.ok()) << vm_admitted.error_message() << "\n" << vrid_->log();
   ASSERT_EQ(allocation.vcpu_cpus(0), 1);
-  // What libvirt does on v2: delegate cpuset and cpu down to the scope's threaded groups.
   const std::string scope = "machine/qemu-1-vm1.libvirt-qemu";
-  ASSERT_NO_FATAL_FAILURE(write(root_ + "/machine/cgroup.subtree_control", "+cpuset +cpu"));
-  for (const std::string& group : {scope, scope + "/emulator", scope + "/vcpu0"}) {
-    ASSERT_EQ(::mkdir((root_ + "/" + group).c_str(), 0755), 0) << group;
-  }
-  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/emulator/cgroup.type", "threaded"));
-  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/vcpu0/cgroup.type", "threaded"));
-  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/cgroup.subtree_control", "+cpuset +cpu"));
-  const int qemu = spawn("--vri-sleeper");
-  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/cgroup.procs", std::to_string(qemu)));
-  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/emulator/cgroup.threads", std::to_string(qemu)));
-  grpc::ClientContext c3;
-  v1::VmStartedRequest started;
-  started.set_uuid(kVmUuid);
-  started.set_qemu_pid(qemu);
-  v1::VmStartedReply where;
-  auto status = stub_->VmStarted(&c3, started, &where);
-  ASSERT_TRUE(status.ok()) << status.error_message() << vrid_->log();
+  const int qemu = startQemu(scope, "--vri-sleeper");
+  ASSERT_TRUE(vmStarted(kVmUuid, qemu));
   EXPECT_EQ(cpus(scope + "/vcpu0"), "1");
   // The shared pool shrank under the running container.
   EXPECT_EQ(cpus("kubepods/burstable"), "0");
@@ -203,6 +224,36 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
   EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), "0-1");
 }
 
+TEST_F(VridV2Test, AHugepageVmGetsItsPagesOnOneNodeAndNoMore) {
+  // The guest has 32 pages of 2 MiB on each node; the VM asks for 8 (16 MiB).
+  ASSERT_NO_FATAL_FAILURE(startVrid());
+  grpc::ClientContext c1;
+  v1::AdmitVmRequest vm;
+  vm.set_uuid(kVmUuid);
+  vm.set_name("vm1");
+  vm.set_vcpus(1);
+  vm.set_cpu_policy(v1::SHARED);
+  vm.set_memory_bytes(16ULL << 20);
+  vm.set_hugepage_size(2ULL << 20);
+  v1::VmAllocation allocation;
+  const grpc::Status admitted = stub_->AdmitVm(&c1, vm, &allocation);
+  ASSERT_TRUE(admitted.ok()) << admitted.error_message() << vrid_->log();
+  const CpuSet mems = *CpuSet::parse(allocation.cpuset_mems());
+  ASSERT_EQ(mems.count(), 1) << "hugepages make the VM NUMA-bound to one node";
+  const std::string scope = "machine/qemu-1-vm1.libvirt-qemu";
+  const int qemu = startQemu(scope, "--vri-hugepage-probe");
+  ASSERT_TRUE(vmStarted(kVmUuid, qemu));
+  EXPECT_EQ(trimmed(readFile(root_ + "/" + scope + "/hugetlb.2MB.max")), std::to_string(16ULL << 20));
+  EXPECT_EQ(trimmed(readFile(root_ + "/" + scope + "/emulator/cpuset.mems")), mems.format());
+  // Nine pages where eight were given: the ninth fault is refused.
+  ASSERT_TRUE(waitsForUsr1(qemu));
+  ::kill(qemu, SIGUSR1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(qemu, &status, 0), qemu);
+  children_.clear();
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) << "status " << status;
+}
+
 }  // namespace
 }  // namespace vri
 
@@ -215,6 +266,20 @@ int main(int argc, char** argv) {
     if (arg == "--vri-busy") {
       volatile unsigned long spin = 0;
       while (true) spin = spin + 1;
+    }
+    if (arg == "--vri-hugepage-probe") {
+      // Waits to be placed, then faults in nine 2 MiB pages.
+      sigset_t usr1;
+      sigemptyset(&usr1);
+      sigaddset(&usr1, SIGUSR1);
+      sigprocmask(SIG_BLOCK, &usr1, nullptr);
+      int received = 0;
+      sigwait(&usr1, &received);
+      const size_t bytes = 9 * (2UL << 20);
+      void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+      if (memory == MAP_FAILED) ::_exit(3);
+      std::memset(memory, 1, bytes);
+      ::_exit(0);
     }
   }
   ::testing::AddGlobalTestEnvironment(new vri::testing::DelegatedScope);

@@ -8,8 +8,9 @@
 //
 // Write time is the time spent inside CgroupFs calls (reads and writes) on the
 // decision path, measured by a timing decorator; overhead is decision time
-// minus write time. The kernel runs need root and the v1 cpuset and cpu
-// hierarchies; they use a private subtree of /sys/fs/cgroup and remove it.
+// minus write time. The kernel runs need root and, on cgroup v1, the cpuset
+// and cpu hierarchies (a private subtree of /sys/fs/cgroup, removed after);
+// on cgroup v2 a delegated scope to run in (tests/v2guest/suites/bench.sh).
 // Without root only the fixture runs, and the program says so. The last lines
 // are one JSON object per configuration.
 #include <signal.h>
@@ -126,22 +127,42 @@ void removeTree(vri::CgroupFs& fs, const CgroupDir& dir) {
     std::fprintf(stderr, "cleanup: %s\n", removed.error().message().c_str());
 }
 
+// cgroup v2: the cgroup this process runs in, delegated to it (a systemd scope
+// with Delegate=yes). It moves itself into <cgroup>/runner and delegates cpuset
+// and cpu from the cgroup, since v2 allows no processes beside delegation.
+Result<CgroupPath> delegatedParent(vri::CgroupFs& fs) {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  std::getline(in, line);
+  if (line.rfind("0::/", 0) != 0) return vri::Error::failedPrecondition("not on cgroup v2: " + line);
+  VRI_ASSIGN_OR_RETURN(CgroupPath own, CgroupPath::parse(line.substr(4)));
+  if (own.isRoot()) return vri::Error::failedPrecondition("runs in the root cgroup: start it in a delegated scope");
+  const CgroupPath runner = *own.child("runner");
+  if (!fs.exists({"", runner})) VRI_TRY(fs.mkdir({"", runner}));
+  VRI_TRY(fs.write({"", runner}, "cgroup.procs", std::to_string(::getpid())));
+  VRI_TRY(fs.write({"", own}, "cgroup.subtree_control", "+cpuset +cpu"));
+  return own;
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "decision_scale: %s\n", message.c_str());
   return 1;
 }
 
 // One configuration: a fresh vrid core over `fs`, `tenants` shared tenants, `pairs` exclusive pairs.
+// `hierarchies` is {""} on cgroup v2, where `parent` is the delegated cgroup the bench may use.
 Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const std::string& root,
-                const std::vector<std::string>& hierarchies, int tenants, int pairs, const std::string& stateDir) {
+                const std::vector<std::string>& hierarchies, int tenants, int pairs, const std::string& stateDir,
+                const CgroupPath& parent = {}) {
   TimingCgroupFs fs(base);
-  const std::string top = "vri-bench-" + std::to_string(::getpid());
-  const CgroupPath top_path = *CgroupPath::parse(top);
+  const bool v2 = hierarchies.size() == 1 && hierarchies.front().empty();
+  const CgroupPath top_path = *parent.child("vri-bench-" + std::to_string(::getpid()));
   const CgroupPath machine = *top_path.child("machine");
   const std::string cpus = vri::CpuSet::parse("0-" + std::to_string(sysconf(_SC_NPROCESSORS_ONLN) - 1))->format();
   for (const std::string& h : hierarchies) {
     for (const CgroupPath& path : {top_path, machine}) {
       VRI_TRY(fs.mkdir({h, path}));
+      if (v2) VRI_TRY(fs.write({h, path}, "cgroup.subtree_control", "+cpuset +cpu"));  // libvirt's part, for machine
       if (h == "cpuset") {
         VRI_TRY(fs.write({h, path}, "cpuset.mems", "0"));
         VRI_TRY(fs.write({h, path}, "cpuset.cpus", cpus));
@@ -186,11 +207,13 @@ Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const
     for (const std::string& h : hierarchies) {
       for (const CgroupPath& path : {scope, *scope.child("emulator"), *scope.child("vcpu0")}) {
         VRI_TRY(fs.mkdir({h, path}));
+        if (v2 && path != scope) VRI_TRY(fs.write({h, path}, "cgroup.type", "threaded"));
         if (h == "cpuset") {
           VRI_TRY(fs.write({h, path}, "cpuset.mems", "0"));
           VRI_TRY(fs.write({h, path}, "cpuset.cpus", cpus));
         }
       }
+      if (v2) VRI_TRY(fs.write({h, scope}, "cgroup.subtree_control", "+cpuset +cpu"));
     }
     pid_t pid = 100000 + n;
     if (kernel) {
@@ -200,8 +223,14 @@ Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const
         ::_exit(0);
       }
       children.push_back(pid);
-      for (const std::string& h : hierarchies)
-        VRI_TRY(fs.write({h, *scope.child("emulator")}, "cgroup.procs", std::to_string(pid)));
+      for (const std::string& h : hierarchies) {
+        if (v2) {  // the process in the scope, its thread in the threaded emulator group
+          VRI_TRY(fs.write({h, scope}, "cgroup.procs", std::to_string(pid)));
+          VRI_TRY(fs.write({h, *scope.child("emulator")}, "cgroup.threads", std::to_string(pid)));
+        } else {
+          VRI_TRY(fs.write({h, *scope.child("emulator")}, "cgroup.procs", std::to_string(pid)));
+        }
+      }
     } else {
       auto* fixture = dynamic_cast<vri::FixtureCgroupFs*>(&base);
       VRI_TRY(fixture->setProcFile(std::to_string(pid) + "/cgroup",
@@ -304,18 +333,28 @@ int main(int argc, char** argv) {
     } else {
       auto kernel = vri::KernelCgroupFs::create("/sys/fs/cgroup");
       if (!kernel.ok()) return fail(kernel.error().message());
-      auto mounts = vri::readCgroupMounts(*kernel);
-      if (!mounts.ok()) return fail(mounts.error().message());
       std::vector<std::string> hierarchies;
-      for (const char* controller : {"cpuset", "cpu", "cpuacct"}) {
-        auto h = vri::v1Hierarchy(*mounts, controller, "/sys/fs/cgroup");
-        if (!h.ok())
-          return fail("the kernel runs need the v1 " + std::string(controller) + " hierarchy: " + h.error().message());
-        if (std::find(hierarchies.begin(), hierarchies.end(), *h) == hierarchies.end()) hierarchies.push_back(*h);
+      CgroupPath parent;
+      if (::access("/sys/fs/cgroup/cgroup.controllers", F_OK) == 0) {
+        // cgroup v2: inside the delegated cgroup this runs in, after moving itself to a leaf of it.
+        auto own = delegatedParent(*kernel);
+        if (!own.ok()) return fail("cgroup v2: " + own.error().message());
+        parent = *own;
+        hierarchies = {""};
+      } else {
+        auto mounts = vri::readCgroupMounts(*kernel);
+        if (!mounts.ok()) return fail(mounts.error().message());
+        for (const char* controller : {"cpuset", "cpu", "cpuacct"}) {
+          auto h = vri::v1Hierarchy(*mounts, controller, "/sys/fs/cgroup");
+          if (!h.ok())
+            return fail("the kernel runs need the v1 " + std::string(controller) + " hierarchy: " + h.error().message());
+          if (std::find(hierarchies.begin(), hierarchies.end(), *h) == hierarchies.end()) hierarchies.push_back(*h);
+        }
       }
       for (int tenants : counts) {
-        auto row = run("kernel", *kernel, true, "/sys/fs/cgroup", hierarchies, tenants,
-                       tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-k" + std::to_string(tenants));
+        auto row = run(parent.isRoot() ? "kernel" : "kernel-v2", *kernel, true, "/sys/fs/cgroup", hierarchies, tenants,
+                       tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-k" + std::to_string(tenants),
+                       parent);
         if (!row.ok()) return fail("kernel, " + std::to_string(tenants) + " tenants: " + row.error().message());
         rows.push_back(*row);
       }

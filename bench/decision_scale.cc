@@ -347,14 +347,15 @@ int main(int argc, char** argv) {
         for (const char* controller : {"cpuset", "cpu", "cpuacct"}) {
           auto h = vri::v1Hierarchy(*mounts, controller, "/sys/fs/cgroup");
           if (!h.ok())
-            return fail("the kernel runs need the v1 " + std::string(controller) + " hierarchy: " + h.error().message());
+            return fail("the kernel runs need the v1 " + std::string(controller) +
+                        " hierarchy: " + h.error().message());
           if (std::find(hierarchies.begin(), hierarchies.end(), *h) == hierarchies.end()) hierarchies.push_back(*h);
         }
       }
       for (int tenants : counts) {
-        auto row = run(parent.isRoot() ? "kernel" : "kernel-v2", *kernel, true, "/sys/fs/cgroup", hierarchies, tenants,
-                       tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-k" + std::to_string(tenants),
-                       parent);
+        auto row =
+            run(parent.isRoot() ? "kernel" : "kernel-v2", *kernel, true, "/sys/fs/cgroup", hierarchies, tenants,
+                tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-k" + std::to_string(tenants), parent);
         if (!row.ok()) return fail("kernel, " + std::to_string(tenants) + " tenants: " + row.error().message());
         rows.push_back(*row);
       }

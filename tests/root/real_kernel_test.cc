@@ -20,6 +20,7 @@
 #include "cgroup-model/node_scan.h"
 #include "cgroup-model/node_tree.h"
 #include "tests/support/eventually.h"
+#include "tests/support/self_children.h"
 
 namespace vri {
 namespace {
@@ -28,18 +29,6 @@ using ::testing::HasSubstr;
 
 constexpr char kVmUuid[] = "5b0c9c1e-8d1f-4f0e-9a57-3c2d1e0f9a8b";
 constexpr char kPodUid[] = "0d6f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b";
-
-std::string statusField(int pid, const std::string& field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with(field + ":")) {
-      std::string value = line.substr(field.size() + 1);
-      value.erase(0, value.find_first_not_of(" \t"));
-      return value;
-    }
-  }
-  return "";
-}
 
 class RealKernelTest : public ::testing::Test {
  protected:
@@ -108,11 +97,7 @@ class RealKernelTest : public ::testing::Test {
   // Starts this binary again as a sleeping or spinning child; argv[0] and
   // -uuid make it look like a QEMU process to the scanner.
   int spawn(const char* mode) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execl("/proc/self/exe", "qemu-system-x86_64", mode, "-uuid", kVmUuid, static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+    const pid_t pid = testing::spawnSelf("qemu-system-x86_64", {mode, "-uuid", kVmUuid});
     children_.push_back(pid);
     // The scanner recognises it by its command line: wait until the exec shows there.
     EXPECT_TRUE(testing::eventually([&] {
@@ -196,7 +181,7 @@ TEST_F(RealKernelTest, TheKernelEnforcesWhatTheModelApplies) {
   const CgroupPath app = *CgroupPath::parse(root_.str() + "/kubepods/podg1/app");
   EXPECT_EQ(read("cpuset", web(), "cpuset.effective_cpus"), shared_.format());
   EXPECT_EQ(read("cpuset", app, "cpuset.effective_cpus"), exclusive_.format());
-  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), shared_.format());
+  EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), shared_.format());
   EXPECT_EQ(read("cpu", web(), "cpu.shares"), "256");
   EXPECT_EQ(read("cpu", web(), "cpu.cfs_quota_us"), "50000");
   EXPECT_EQ(read("cpu", web(), "cpu.cfs_period_us"), "100000");
@@ -208,14 +193,14 @@ TEST_F(RealKernelTest, TheKernelEnforcesWhatTheModelApplies) {
   ASSERT_TRUE(applier.apply(*second).ok());
   EXPECT_FALSE(fs_->exists({hierarchies_["cpuset"], app}));
   EXPECT_EQ(read("cpuset", *scope().child("vcpu0"), "cpuset.effective_cpus"), exclusive_.format());
-  EXPECT_EQ(statusField(vcpu, "Cpus_allowed_list"), exclusive_.format());
-  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), shared_.format());
+  EXPECT_EQ(testing::statusField(vcpu, "Cpus_allowed_list"), exclusive_.format());
+  EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), shared_.format());
 
   // The shared pool grows over both CPUs: every shared task may use them.
   auto third = tree(shared_ | exclusive_, std::nullopt, std::nullopt);
   ASSERT_TRUE(applier.apply(*third).ok());
-  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), (shared_ | exclusive_).format());
-  EXPECT_EQ(statusField(vcpu, "Cpus_allowed_list"), (shared_ | exclusive_).format());
+  EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), (shared_ | exclusive_).format());
+  EXPECT_EQ(testing::statusField(vcpu, "Cpus_allowed_list"), (shared_ | exclusive_).format());
   EXPECT_TRUE(applier.plan(*third)->empty());
   EXPECT_TRUE(detectDrift(*fs_, *backend_, *third)->empty());
 
@@ -287,16 +272,7 @@ TEST_F(RealKernelTest, AnApplyThatHitsABusyGroupConvergesOnceItIsFree) {
 }  // namespace vri
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--vri-sleeper") {
-      while (true) ::pause();
-    }
-    if (arg == "--vri-busy") {
-      volatile unsigned long spin = 0;
-      while (true) spin = spin + 1;
-    }
-  }
+  vri::testing::runChildMode(argc, argv);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();
 }

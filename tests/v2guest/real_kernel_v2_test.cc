@@ -6,7 +6,6 @@
 // written, by absolute path. Run by tests/v2guest/suites/kernel.sh, never on a
 // v1 host.
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,7 +13,6 @@
 #include <gtest/gtest.h>
 
 #include <cerrno>
-#include <cstring>
 #include <fstream>
 #include <functional>
 
@@ -24,6 +22,7 @@
 #include "cgroup-model/kernel_cgroupfs.h"
 #include "cgroup-model/node_tree.h"
 #include "tests/support/eventually.h"
+#include "tests/support/self_children.h"
 #include "tests/support/temp_dir.h"
 #include "tests/v2guest/delegated_scope.h"
 
@@ -31,14 +30,6 @@ namespace vri {
 namespace {
 
 constexpr char kPodUid[] = "0d6f1a2b-3c4d-4e5f-8a9b-0c1d2e3f4a5b";
-
-std::string statusField(int pid, const std::string& field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with(field + ":")) return line.substr(line.find_first_not_of(" \t", field.size() + 1));
-  }
-  return "";
-}
 
 class RealKernelV2Test : public ::testing::Test {
  protected:
@@ -78,22 +69,8 @@ class RealKernelV2Test : public ::testing::Test {
     auto text = fs_->read(dir(at(relative)), file);
     return text.ok() ? *text : "<" + text.error().message() + ">";
   }
-  // Waits until a probe sits in sigwait() for SIGUSR1, so the signal cannot kill it.
-  // (SigBlk reads 0 meanwhile: the kernel unblocks what sigtimedwait waits for.)
-  static bool waitsForUsr1(int pid) {
-    return testing::eventually([&] {
-      std::ifstream wchan("/proc/" + std::to_string(pid) + "/wchan");
-      std::string where;
-      wchan >> where;
-      return where.find("sigtimedwait") != std::string::npos;
-    });
-  }
-  int spawn(const char* mode) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execl("/proc/self/exe", "vri-v2-child", mode, static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+  int spawn(std::vector<std::string> args) {
+    const pid_t pid = testing::spawnSelf("vri-v2-child", args);
     children_.push_back(pid);
     return pid;
   }
@@ -121,10 +98,10 @@ TEST_F(RealKernelV2Test, TheKernelEnforcesWhatTheModelApplies) {
   ASSERT_TRUE(applied.ok()) << applied.error().message();
 
   const std::string web = std::string("kubepods/burstable/pod") + kPodUid + "/web";
-  const int busy = spawn("--vri-busy");
+  const int busy = spawn({"--vri-busy"});
   ASSERT_TRUE(fs_->write(dir(at(web)), "cgroup.procs", std::to_string(busy)).ok());
   EXPECT_EQ(read(web, "cpuset.cpus.effective"), shared_.format());
-  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), shared_.format());
+  EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), shared_.format());
   EXPECT_EQ(read("kubepods/podg1/app", "cpuset.cpus.effective"), exclusive_.format());
   EXPECT_EQ(read(web, "cpu.weight"), std::to_string(sharesToWeight(CpuShares{256}).value));  // runc's mapping
   EXPECT_EQ(read(web, "cpu.max"), "50000 100000");
@@ -146,12 +123,12 @@ TEST_F(RealKernelV2Test, ThreadedVcpuGroupsPinTheThreadsMovedIntoThem) {
   ASSERT_TRUE(fs_->write(dir(at("vm")), "cgroup.subtree_control", "+cpuset +cpu").ok());
   ASSERT_TRUE(fs_->write(dir(at("vm/vcpu0")), "cpuset.cpus", exclusive_.format()).ok());
   ASSERT_TRUE(fs_->write(dir(at("vm/emulator")), "cpuset.cpus", shared_.format()).ok());
-  const int qemu = spawn("--vri-sleeper");
+  const int qemu = spawn({"--vri-sleeper"});
   ASSERT_TRUE(fs_->write(dir(at("vm")), "cgroup.procs", std::to_string(qemu)).ok());
   ASSERT_TRUE(fs_->write(dir(at("vm/vcpu0")), "cgroup.threads", std::to_string(qemu)).ok());
-  EXPECT_EQ(statusField(qemu, "Cpus_allowed_list"), exclusive_.format());
+  EXPECT_EQ(testing::statusField(qemu, "Cpus_allowed_list"), exclusive_.format());
   ASSERT_TRUE(fs_->write(dir(at("vm/emulator")), "cgroup.threads", std::to_string(qemu)).ok());
-  EXPECT_EQ(statusField(qemu, "Cpus_allowed_list"), shared_.format());
+  EXPECT_EQ(testing::statusField(qemu, "Cpus_allowed_list"), shared_.format());
   // memory is a domain controller: a threaded subtree cannot take it.
   EXPECT_EQ(fs_->write(dir(at("vm")), "cgroup.subtree_control", "+memory").error().sysErrno(), EOPNOTSUPP);
 }
@@ -163,8 +140,8 @@ TEST_F(RealKernelV2Test, PidsAndHugetlbLimitsHold) {
   ASSERT_TRUE(fs_->write(dir(at("limited")), "memory.min", std::to_string(16ULL << 20)).ok());
   EXPECT_EQ(read("limited", "hugetlb.2MB.max"), std::to_string(4 * (2ULL << 20)));
   EXPECT_EQ(read("limited", "memory.min"), std::to_string(16ULL << 20));
-  const int probe = spawn("--vri-fork-probe");
-  ASSERT_TRUE(waitsForUsr1(probe));
+  const int probe = spawn({"--vri-fork-probe"});
+  ASSERT_TRUE(testing::waitsForUsr1(probe));
   ASSERT_TRUE(fs_->write(dir(at("limited")), "cgroup.procs", std::to_string(probe)).ok());
   ::kill(probe, SIGUSR1);
   int status = 0;
@@ -174,8 +151,8 @@ TEST_F(RealKernelV2Test, PidsAndHugetlbLimitsHold) {
   EXPECT_EQ(WEXITSTATUS(status), 42) << "fork inside pids.max=1 was not refused";
   // 5 pages where 4 are allowed: the fault is refused (the probe reports what the kernel did).
   ASSERT_TRUE(fs_->write(dir(at("limited")), "pids.max", "max").ok());
-  const int pages = spawn("--vri-hugepage-probe");
-  ASSERT_TRUE(waitsForUsr1(pages));
+  const int pages = spawn({"--vri-hugepage-probe", "5"});
+  ASSERT_TRUE(testing::waitsForUsr1(pages));
   ASSERT_TRUE(fs_->write(dir(at("limited")), "cgroup.procs", std::to_string(pages)).ok());
   ::kill(pages, SIGUSR1);
   ASSERT_EQ(::waitpid(pages, &status, 0), pages);
@@ -254,7 +231,7 @@ TEST_F(RealKernelV2Test, TheFixtureRefusesWhatTheKernelRefuses) {
   ASSERT_TRUE(fixture->write({"", {}}, "cgroup.subtree_control", "+cpuset +cpu +memory +pids").ok());
   ASSERT_TRUE(
       fixture->write({"", *CgroupPath::parse("r")}, "cgroup.subtree_control", "+cpuset +cpu +memory +pids").ok());
-  const int sleeper = spawn("--vri-sleeper");
+  const int sleeper = spawn({"--vri-sleeper"});
   const std::string pid = std::to_string(sleeper);
   ASSERT_TRUE(fixture->setProcFile(pid + "/cgroup", "0::/\n").ok());
   const auto kernel_dir = [&](const char* rel) { return dir(at(rel)); };
@@ -276,37 +253,7 @@ TEST_F(RealKernelV2Test, TheFixtureRefusesWhatTheKernelRefuses) {
 }  // namespace vri
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--vri-sleeper") {
-      while (true) ::pause();
-    }
-    if (arg == "--vri-busy") {
-      volatile unsigned long spin = 0;
-      while (true) spin = spin + 1;
-    }
-    if (arg == "--vri-fork-probe" || arg == "--vri-hugepage-probe") {
-      // Waits to be moved, then does what the limit must stop.
-      sigset_t usr1;
-      sigemptyset(&usr1);
-      sigaddset(&usr1, SIGUSR1);
-      sigprocmask(SIG_BLOCK, &usr1, nullptr);
-      int received = 0;
-      sigwait(&usr1, &received);
-      if (arg == "--vri-fork-probe") {
-        const pid_t child = ::fork();
-        if (child < 0) ::_exit(errno == EAGAIN ? 42 : 1);
-        if (child == 0) ::_exit(0);
-        ::waitpid(child, nullptr, 0);
-        ::_exit(0);
-      }
-      const size_t bytes = 5 * (2UL << 20);
-      void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-      if (memory == MAP_FAILED) ::_exit(3);
-      std::memset(memory, 1, bytes);  // the fifth page faults past hugetlb.2MB.max: SIGBUS
-      ::_exit(0);
-    }
-  }
+  vri::testing::runChildMode(argc, argv);
   ::testing::AddGlobalTestEnvironment(new vri::testing::DelegatedScope);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

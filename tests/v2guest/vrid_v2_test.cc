@@ -4,7 +4,6 @@
 // shared pool shrinks and grows under the running process, and a restart
 // adopts both and finds nothing to repair.
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,12 +11,12 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <fstream>
 
 #include "cgroup-model/cpuset.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/support/eventually.h"
+#include "tests/support/self_children.h"
 #include "tests/support/temp_dir.h"
 #include "tests/v2guest/delegated_scope.h"
 #include "tests/vri/vrid_process.h"
@@ -35,14 +34,6 @@ constexpr char kVmUuid[] = "0e000000-0000-4000-8000-0000000000f1";
 std::string trimmed(std::string s) {
   while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
   return s;
-}
-
-std::string statusField(int pid, const std::string& field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with(field + ":")) return line.substr(line.find_first_not_of(" \t", field.size() + 1));
-  }
-  return "";
 }
 
 class VridV2Test : public ::testing::Test {
@@ -84,12 +75,10 @@ class VridV2Test : public ::testing::Test {
     EXPECT_EQ(vrid_->stop(), 0) << vrid_->log();
     vrid_.reset();
   }
-  int spawn(const char* mode) {
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      ::execl("/proc/self/exe", "qemu-system-x86_64", mode, "-uuid", kVmUuid, static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
+  // A child that looks like QEMU for this VM to the scanner (argv[0] and -uuid).
+  int spawn(std::vector<std::string> args) {
+    args.insert(args.end(), {"-uuid", kVmUuid});
+    const pid_t pid = testing::spawnSelf("qemu-system-x86_64", args);
     children_.push_back(pid);
     EXPECT_TRUE(testing::eventually([&] {
       std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
@@ -107,7 +96,7 @@ class VridV2Test : public ::testing::Test {
   }
   // A QEMU process in a scope as libvirt makes it on v2 (no systemd layout):
   // cpuset and cpu delegated down to the threaded emulator and vCPU groups.
-  int startQemu(const std::string& scope, const char* mode) {
+  int startQemu(const std::string& scope, std::vector<std::string> mode) {
     write(root_ + "/machine/cgroup.subtree_control", "+cpuset +cpu");
     for (const std::string& group : {scope, scope + "/emulator", scope + "/vcpu0"}) {
       EXPECT_EQ(::mkdir((root_ + "/" + group).c_str(), 0755), 0) << group;
@@ -119,15 +108,6 @@ class VridV2Test : public ::testing::Test {
     write(root_ + "/" + scope + "/cgroup.procs", std::to_string(qemu));
     write(root_ + "/" + scope + "/emulator/cgroup.threads", std::to_string(qemu));
     return qemu;
-  }
-  // Waits until a probe sits in sigwait() for SIGUSR1.
-  static bool waitsForUsr1(int pid) {
-    return testing::eventually([&] {
-      std::ifstream wchan("/proc/" + std::to_string(pid) + "/wchan");
-      std::string where;
-      wchan >> where;
-      return where.find("sigtimedwait") != std::string::npos;
-    });
   }
   bool vmStarted(const char* uuid, int pid) {
     grpc::ClientContext context;
@@ -176,9 +156,9 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
   const grpc::Status admitted = stub_->AdmitContainer(&c1, web, &placed);
   ASSERT_TRUE(admitted.ok()) << admitted.error_message() << "\n" << vrid_->log();
   const std::string container = "kubepods/burstable/pod" + std::string(kPodUid) + "/ab12cd34";
-  const int busy = spawn("--vri-busy");
+  const int busy = spawn({"--vri-busy"});
   ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + container + "/cgroup.procs", std::to_string(busy)));
-  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), "0-1");
+  EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), "0-1");
   EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/cpu.max")), "50000 100000");
   EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/memory.max")), std::to_string(64ULL << 20));
   EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/cpu.weight")),
@@ -197,15 +177,15 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
   ASSERT_TRUE(vm_admitted.ok()) << vm_admitted.error_message() << "\n" << vrid_->log();
   ASSERT_EQ(allocation.vcpu_cpus(0), 1);
   const std::string scope = "machine/qemu-1-vm1.libvirt-qemu";
-  const int qemu = startQemu(scope, "--vri-sleeper");
+  const int qemu = startQemu(scope, {"--vri-sleeper"});
   ASSERT_TRUE(vmStarted(kVmUuid, qemu));
   EXPECT_EQ(cpus(scope + "/vcpu0"), "1");
   // The shared pool shrank under the running container.
   EXPECT_EQ(cpus("kubepods/burstable"), "0");
-  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), "0");
+  EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), "0");
   // The vCPU thread lands on its exclusive CPU.
   ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + scope + "/vcpu0/cgroup.threads", std::to_string(qemu)));
-  EXPECT_EQ(statusField(qemu, "Cpus_allowed_list"), "1");
+  EXPECT_EQ(testing::statusField(qemu, "Cpus_allowed_list"), "1");
 
   // A restart on the same ledger adopts both and has nothing to repair.
   ASSERT_NO_FATAL_FAILURE(stopVrid());
@@ -221,7 +201,7 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
   v1::Released released;
   ASSERT_TRUE(stub_->ReleaseVm(&c4, release, &released).ok());
   EXPECT_EQ(cpus("kubepods/burstable"), "0-1");
-  EXPECT_EQ(statusField(busy, "Cpus_allowed_list"), "0-1");
+  EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), "0-1");
 }
 
 TEST_F(VridV2Test, AHugepageVmGetsItsPagesOnOneNodeAndNoMore) {
@@ -241,12 +221,12 @@ TEST_F(VridV2Test, AHugepageVmGetsItsPagesOnOneNodeAndNoMore) {
   const CpuSet mems = *CpuSet::parse(allocation.cpuset_mems());
   ASSERT_EQ(mems.count(), 1) << "hugepages make the VM NUMA-bound to one node";
   const std::string scope = "machine/qemu-1-vm1.libvirt-qemu";
-  const int qemu = startQemu(scope, "--vri-hugepage-probe");
+  const int qemu = startQemu(scope, {"--vri-hugepage-probe", "9"});
   ASSERT_TRUE(vmStarted(kVmUuid, qemu));
   EXPECT_EQ(trimmed(readFile(root_ + "/" + scope + "/hugetlb.2MB.max")), std::to_string(16ULL << 20));
   EXPECT_EQ(trimmed(readFile(root_ + "/" + scope + "/emulator/cpuset.mems")), mems.format());
   // Nine pages where eight were given: the ninth fault is refused.
-  ASSERT_TRUE(waitsForUsr1(qemu));
+  ASSERT_TRUE(testing::waitsForUsr1(qemu));
   ::kill(qemu, SIGUSR1);
   int status = 0;
   ASSERT_EQ(::waitpid(qemu, &status, 0), qemu);
@@ -258,30 +238,7 @@ TEST_F(VridV2Test, AHugepageVmGetsItsPagesOnOneNodeAndNoMore) {
 }  // namespace vri
 
 int main(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--vri-sleeper") {
-      while (true) ::pause();
-    }
-    if (arg == "--vri-busy") {
-      volatile unsigned long spin = 0;
-      while (true) spin = spin + 1;
-    }
-    if (arg == "--vri-hugepage-probe") {
-      // Waits to be placed, then faults in nine 2 MiB pages.
-      sigset_t usr1;
-      sigemptyset(&usr1);
-      sigaddset(&usr1, SIGUSR1);
-      sigprocmask(SIG_BLOCK, &usr1, nullptr);
-      int received = 0;
-      sigwait(&usr1, &received);
-      const size_t bytes = 9 * (2UL << 20);
-      void* memory = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-      if (memory == MAP_FAILED) ::_exit(3);
-      std::memset(memory, 1, bytes);
-      ::_exit(0);
-    }
-  }
+  vri::testing::runChildMode(argc, argv);
   ::testing::AddGlobalTestEnvironment(new vri::testing::DelegatedScope);
   ::testing::InitGoogleTest(&argc, argv);
   return RUN_ALL_TESTS();

@@ -33,7 +33,8 @@ inline std::string statusField(int pid, const std::string& field) {
 }
 
 // Starts this binary as `argv0` with `args`, the first of them a mode:
-// "--vri-sleeper", "--vri-busy", "--vri-fork-probe", "--vri-hugepage-probe <pages>".
+// "--vri-sleeper", "--vri-busy", "--vri-fork-probe", "--vri-hugepage-probe <pages>",
+// "--vri-memory-probe <MiB>".
 inline pid_t spawnSelf(const std::string& argv0, const std::vector<std::string>& args) {
   std::vector<char*> argv = {const_cast<char*>(argv0.c_str())};
   for (const std::string& arg : args) argv.push_back(const_cast<char*>(arg.c_str()));
@@ -68,7 +69,7 @@ inline void runChildMode(int argc, char** argv) {
     volatile unsigned long spin = 0;
     while (true) spin = spin + 1;
   }
-  if (mode != "--vri-fork-probe" && mode != "--vri-hugepage-probe") return;
+  if (mode != "--vri-fork-probe" && mode != "--vri-hugepage-probe" && mode != "--vri-memory-probe") return;
   sigset_t usr1;
   sigemptyset(&usr1);
   sigaddset(&usr1, SIGUSR1);
@@ -80,6 +81,13 @@ inline void runChildMode(int argc, char** argv) {
     if (child < 0) ::_exit(errno == EAGAIN ? 42 : 1);
     if (child == 0) ::_exit(0);
     ::waitpid(child, nullptr, 0);
+    ::_exit(0);
+  }
+  if (mode == "--vri-memory-probe") {  // touches N MiB: past memory.max the OOM killer ends it
+    const size_t bytes = static_cast<size_t>(argc > 2 ? std::atoi(argv[2]) : 1) << 20;
+    auto* memory = static_cast<char*>(std::malloc(bytes));
+    if (memory == nullptr) ::_exit(3);
+    std::memset(memory, 1, bytes);
     ::_exit(0);
   }
   // Faults in N pages of 2 MiB: past hugetlb.2MB.max the kernel answers SIGBUS.

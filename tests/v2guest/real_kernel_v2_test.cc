@@ -110,6 +110,22 @@ TEST_F(RealKernelV2Test, TheKernelEnforcesWhatTheModelApplies) {
     const std::string stat = read(web, "cpu.stat");
     return stat.find("usage_usec 0") == std::string::npos;
   }));
+  // cpu.max holds the spinner to half a CPU: the kernel throttles it.
+  EXPECT_TRUE(testing::eventually([&] {
+    const std::string stat = read(web, "cpu.stat");
+    const size_t at = stat.find("nr_throttled ");
+    return at != std::string::npos && std::stoull(stat.substr(at + 13)) > 0;
+  })) << read(web, "cpu.stat");
+  // memory.max: a process that touches 128 MiB in the 64 MiB container is killed by the OOM killer.
+  const int hog = spawn({"--vri-memory-probe", "128"});
+  ASSERT_TRUE(testing::waitsForUsr1(hog));
+  ASSERT_TRUE(fs_->write(dir(at(web)), "cgroup.procs", std::to_string(hog)).ok());
+  ::kill(hog, SIGUSR1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(hog, &status, 0), hog);
+  std::erase(children_, hog);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+  EXPECT_THAT(read(web, "memory.events"), ::testing::HasSubstr("oom_kill 1"));
   EXPECT_TRUE(applier.plan(*desired)->empty());
 }
 

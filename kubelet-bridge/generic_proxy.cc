@@ -1,0 +1,179 @@
+#include "kubelet-bridge/generic_proxy.h"
+
+#include <grpcpp/client_context.h>
+#include <grpcpp/support/client_callback.h>
+
+#include <mutex>
+
+#include "cgroup-model/thread_annotations.h"
+
+namespace vri {
+
+bool isReservedMetadataKey(std::string_view key) {
+  return key.starts_with("grpc-") || key.starts_with(":") || key == "content-type" || key == "te" ||
+         key == "user-agent" || key == "host";
+}
+
+namespace {
+
+class ProxyCall;
+
+// The caller's side of one call.
+class Downstream final : public grpc::ServerGenericBidiReactor {
+ public:
+  explicit Downstream(ProxyCall& call) : call_(call) {}
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnCancel() override;
+  void OnDone() override;
+
+ private:
+  ProxyCall& call_;
+};
+
+// The upstream's side of the same call.
+class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  explicit Upstream(ProxyCall& call) : call_(call) {}
+  void OnReadInitialMetadataDone(bool ok) override;
+  void OnReadDone(bool ok) override;
+  void OnWriteDone(bool ok) override;
+  void OnDone(const grpc::Status& status) override;
+
+ private:
+  ProxyCall& call_;
+};
+
+// One forwarded call: its two sides, the message in flight each way, and
+// when to finish. Deletes itself once both sides are done. State changes
+// happen under the mutex; gRPC operations are started after it is released.
+class ProxyCall {
+ public:
+  ProxyCall(grpc::GenericStub& stub, grpc::GenericCallbackServerContext* server)
+      : server_(server), client_(grpc::ClientContext::FromCallbackServerContext(*server)) {
+    for (const auto& [key, value] : server->client_metadata()) {
+      const std::string name(key.data(), key.size());
+      if (!isReservedMetadataKey(name)) client_->AddMetadata(name, std::string(value.data(), value.size()));
+    }
+    stub.PrepareBidiStreamingCall(client_.get(), server->method(), grpc::StubOptions(), &up_);
+  }
+
+  grpc::ServerGenericBidiReactor* start() {
+    down_.StartRead(&fromClient_);
+    up_.StartCall();
+    return &down_;
+  }
+
+  // The caller sent a message (forward it) or half-closed (forward that).
+  void clientMessage(bool ok) {
+    {
+      MutexLock lock(mutex_);
+      if (!ok && (upstreamDone_ || halfClosed_)) return;
+      if (!ok) halfClosed_ = true;
+    }
+    if (ok) {
+      up_.StartWrite(&fromClient_);
+    } else {
+      up_.StartWritesDone();
+    }
+  }
+  void upstreamWritten(bool ok) {
+    if (ok) down_.StartRead(&fromClient_);  // else the upstream is going: its status follows
+  }
+  // The upstream's headers go to the caller before its first message.
+  void upstreamHeaders(bool ok) {
+    if (!ok) return;  // failed before any header: the status carries everything
+    for (const auto& [key, value] : client_->GetServerInitialMetadata()) {
+      const std::string name(key.data(), key.size());
+      if (!isReservedMetadataKey(name)) server_->AddInitialMetadata(name, std::string(value.data(), value.size()));
+    }
+    down_.StartSendInitialMetadata();
+    up_.StartRead(&fromUpstream_);
+  }
+  void upstreamMessage(bool ok) {
+    {
+      MutexLock lock(mutex_);
+      if (!ok) return;  // no more messages: the status follows
+      writingDown_ = true;
+    }
+    down_.StartWrite(&fromUpstream_);
+  }
+  void clientWritten(bool ok) {
+    bool read_more = false;
+    {
+      MutexLock lock(mutex_);
+      writingDown_ = false;
+      read_more = ok && !upstreamDone_;
+    }
+    if (!ok) client_->TryCancel();  // the caller is gone
+    if (read_more) up_.StartRead(&fromUpstream_);
+    finishIfReady();
+  }
+  void upstreamDone(const grpc::Status& status) {
+    {
+      MutexLock lock(mutex_);
+      upstreamDone_ = true;
+      status_ = status;
+    }
+    finishIfReady();
+    sideDone();
+  }
+  void clientCancelled() { client_->TryCancel(); }
+  void sideDone() {
+    bool last = false;
+    {
+      MutexLock lock(mutex_);
+      last = ++sidesDone_ == 2;
+    }
+    if (last) delete this;
+  }
+
+ private:
+  // Finish only once the upstream is done and the last message has been written to the caller.
+  void finishIfReady() {
+    grpc::Status status;
+    {
+      MutexLock lock(mutex_);
+      if (!upstreamDone_ || writingDown_ || finished_) return;
+      finished_ = true;
+      status = status_;
+    }
+    for (const auto& [key, value] : client_->GetServerTrailingMetadata()) {
+      const std::string name(key.data(), key.size());
+      if (!isReservedMetadataKey(name)) server_->AddTrailingMetadata(name, std::string(value.data(), value.size()));
+    }
+    down_.Finish(status);
+  }
+
+  grpc::GenericCallbackServerContext* server_;
+  std::unique_ptr<grpc::ClientContext> client_;
+  Downstream down_{*this};
+  Upstream up_{*this};
+  grpc::ByteBuffer fromClient_, fromUpstream_;
+  Mutex mutex_;
+  bool halfClosed_ VRI_GUARDED_BY(mutex_) = false;   // the caller's half-close was forwarded
+  bool writingDown_ VRI_GUARDED_BY(mutex_) = false;  // a message to the caller is in flight
+  bool upstreamDone_ VRI_GUARDED_BY(mutex_) = false;
+  bool finished_ VRI_GUARDED_BY(mutex_) = false;  // the caller has been given the status
+  grpc::Status status_ VRI_GUARDED_BY(mutex_);
+  int sidesDone_ VRI_GUARDED_BY(mutex_) = 0;
+};
+
+void Downstream::OnReadDone(bool ok) { call_.clientMessage(ok); }
+void Downstream::OnWriteDone(bool ok) { call_.clientWritten(ok); }
+void Downstream::OnCancel() { call_.clientCancelled(); }
+void Downstream::OnDone() { call_.sideDone(); }
+void Upstream::OnReadInitialMetadataDone(bool ok) { call_.upstreamHeaders(ok); }
+void Upstream::OnReadDone(bool ok) { call_.upstreamMessage(ok); }
+void Upstream::OnWriteDone(bool ok) { call_.upstreamWritten(ok); }
+void Upstream::OnDone(const grpc::Status& status) { call_.upstreamDone(status); }
+
+}  // namespace
+
+GenericProxy::GenericProxy(std::shared_ptr<grpc::Channel> upstream) : upstream_(upstream), stub_(upstream) {}
+
+grpc::ServerGenericBidiReactor* GenericProxy::CreateReactor(grpc::GenericCallbackServerContext* context) {
+  return (new ProxyCall(stub_, context))->start();
+}
+
+}  // namespace vri

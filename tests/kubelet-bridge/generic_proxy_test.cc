@@ -1,0 +1,279 @@
+// GenericProxy between a caller and an upstream that are both real gRPC
+// servers and clients on unix sockets, with methods no proto declares: unary
+// and server-streaming calls, metadata both ways (binary keys included),
+// deadlines, cancellation reaching the upstream, a failing status with details
+// and 16 MiB messages.
+#include "kubelet-bridge/generic_proxy.h"
+
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <future>
+
+#include "tests/support/eventually.h"
+#include "tests/support/temp_dir.h"
+
+namespace vri {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::Pair;
+
+constexpr int kBigBytes = 16 << 20;
+
+std::string text(const grpc::ByteBuffer& buffer) {
+  std::vector<grpc::Slice> slices;
+  (void)buffer.Dump(&slices);
+  std::string out;
+  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
+  return out;
+}
+
+grpc::ByteBuffer buffer(const std::string& s) {
+  grpc::Slice slice(s);
+  return grpc::ByteBuffer(&slice, 1);
+}
+
+// The upstream: methods chosen by name, none declared in any proto.
+class Upstream final : public grpc::CallbackGenericService {
+ public:
+  std::promise<void> cancelled;  // set when a Hang call is cancelled
+  std::atomic<int> calls{0};
+
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override {
+    ++calls;
+    return new Reactor(*this, context);
+  }
+
+ private:
+  class Reactor final : public grpc::ServerGenericBidiReactor {
+   public:
+    Reactor(Upstream& upstream, grpc::GenericCallbackServerContext* context)
+        : upstream_(upstream), method_(context->method()) {
+      // Echo the caller's metadata back in both headers and trailers.
+      for (const auto& [key, value] : context->client_metadata()) {
+        const std::string name(key.data(), key.size());
+        if (name.starts_with("x-")) {
+          context->AddInitialMetadata(name, std::string(value.data(), value.size()));
+          context->AddTrailingMetadata("x-trailer-" + name, std::string(value.data(), value.size()));
+        }
+      }
+      if (method_ == "/vri.test.Unknown/Fail") {
+        Finish(grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "upstream says no", std::string("\x01\x02", 2)));
+        return;
+      }
+      if (method_ == "/vri.test.Unknown/Deadline") {
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(context->deadline() -
+                                                                                std::chrono::system_clock::now());
+        reply_ = buffer(std::to_string(left.count()));
+        StartWriteAndFinish(&reply_, grpc::WriteOptions(), grpc::Status::OK);
+        return;
+      }
+      StartRead(&request_);
+    }
+    void OnReadDone(bool ok) override {
+      if (!ok) {
+        if (method_ != "/vri.test.Unknown/Hang") Finish(grpc::Status::OK);
+        return;
+      }
+      if (method_ == "/vri.test.Unknown/Stream") {
+        left_ = std::stoi(text(request_));
+        writeNext();
+      } else if (method_ == "/vri.test.Unknown/Echo") {
+        reply_ = request_;
+        StartWrite(&reply_);
+      }
+      // Hang: reads, answers nothing, waits to be cancelled.
+    }
+    void OnWriteDone(bool ok) override {
+      if (!ok) return;
+      if (method_ == "/vri.test.Unknown/Stream") {
+        writeNext();
+      } else {
+        StartRead(&request_);
+      }
+    }
+    void OnCancel() override {
+      if (method_ == "/vri.test.Unknown/Hang") {
+        upstream_.cancelled.set_value();
+        Finish(grpc::Status::CANCELLED);
+      }
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    void writeNext() {
+      if (sent_ == left_) {
+        Finish(grpc::Status::OK);
+        return;
+      }
+      reply_ = buffer("message " + std::to_string(sent_++));
+      StartWrite(&reply_);
+    }
+    Upstream& upstream_;
+    std::string method_;
+    grpc::ByteBuffer request_, reply_;
+    int left_ = 0, sent_ = 0;
+  };
+};
+
+// A caller that writes its messages, half-closes and collects everything.
+class Call final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
+ public:
+  Call(grpc::GenericStub& stub, grpc::ClientContext& context, const std::string& method,
+       std::vector<std::string> messages)
+      : context_(context), messages_(std::move(messages)) {
+    stub.PrepareBidiStreamingCall(&context, method, grpc::StubOptions(), this);
+    StartRead(&in_);
+    writeNext();
+    StartCall();
+  }
+  void OnWriteDone(bool ok) override {
+    if (ok) writeNext();
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    replies.push_back(text(in_));
+    StartRead(&in_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    status = s;
+    for (const auto& [k, v] : context_.GetServerInitialMetadata())
+      headers.emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
+    for (const auto& [k, v] : context_.GetServerTrailingMetadata())
+      trailers.emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
+    done_.set_value();
+  }
+  bool wait(std::chrono::seconds limit = std::chrono::seconds(15)) {
+    return done_.get_future().wait_for(limit) == std::future_status::ready;
+  }
+
+  std::vector<std::string> replies;
+  grpc::Status status;
+  std::vector<std::pair<std::string, std::string>> headers, trailers;
+
+ private:
+  void writeNext() {
+    if (next_ == messages_.size()) {
+      StartWritesDone();
+      return;
+    }
+    out_ = buffer(messages_[next_++]);
+    StartWrite(&out_);
+  }
+  grpc::ClientContext& context_;
+  std::vector<std::string> messages_;
+  size_t next_ = 0;
+  grpc::ByteBuffer in_, out_;
+  std::promise<void> done_;
+};
+
+std::unique_ptr<grpc::Server> serve(const std::string& socket, grpc::CallbackGenericService& service) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterCallbackGenericService(&service);
+  builder.SetMaxReceiveMessageSize(64 << 20);
+  builder.SetMaxSendMessageSize(64 << 20);
+  return builder.BuildAndStart();
+}
+
+std::shared_ptr<grpc::Channel> channel(const std::string& socket) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(64 << 20);
+  args.SetMaxSendMessageSize(64 << 20);
+  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+}
+
+class GenericProxyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    upstreamServer_ = serve(tmp_.sub("upstream.sock"), upstream_);
+    ASSERT_TRUE(upstreamServer_);
+    proxy_ = std::make_unique<GenericProxy>(channel(tmp_.sub("upstream.sock")));
+    proxyServer_ = serve(tmp_.sub("proxy.sock"), *proxy_);
+    ASSERT_TRUE(proxyServer_);
+    stub_ = std::make_unique<grpc::GenericStub>(channel(tmp_.sub("proxy.sock")));
+  }
+  void TearDown() override {
+    proxyServer_->Shutdown(std::chrono::system_clock::now());
+    upstreamServer_->Shutdown(std::chrono::system_clock::now());
+  }
+
+  testing::TempDir tmp_;
+  Upstream upstream_;
+  std::unique_ptr<grpc::Server> upstreamServer_, proxyServer_;
+  std::unique_ptr<GenericProxy> proxy_;
+  std::unique_ptr<grpc::GenericStub> stub_;
+};
+
+TEST_F(GenericProxyTest, AnUnknownUnaryMethodPassesWithItsMetadataBothWays) {
+  grpc::ClientContext context;
+  context.AddMetadata("x-plain", "hello");
+  context.AddMetadata("x-raw-bin", std::string("\x00\xff\x10", 3));
+  Call call(*stub_, context, "/vri.test.Unknown/Echo", {"ping"});
+  ASSERT_TRUE(call.wait());
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  EXPECT_THAT(call.replies, ElementsAre("ping"));
+  EXPECT_THAT(call.headers, ::testing::Contains(Pair("x-plain", "hello")));
+  EXPECT_THAT(call.headers, ::testing::Contains(Pair("x-raw-bin", std::string("\x00\xff\x10", 3))));
+  EXPECT_THAT(call.trailers, ::testing::Contains(Pair("x-trailer-x-plain", "hello")));
+}
+
+TEST_F(GenericProxyTest, AServerStreamPassesEveryMessageInOrder) {
+  grpc::ClientContext context;
+  Call call(*stub_, context, "/vri.test.Unknown/Stream", {"200"});
+  ASSERT_TRUE(call.wait());
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  ASSERT_EQ(call.replies.size(), 200u);
+  EXPECT_EQ(call.replies.front(), "message 0");
+  EXPECT_EQ(call.replies.back(), "message 199");
+}
+
+TEST_F(GenericProxyTest, AFailingStatusComesBackWithItsDetails) {
+  grpc::ClientContext context;
+  Call call(*stub_, context, "/vri.test.Unknown/Fail", {"x"});
+  ASSERT_TRUE(call.wait());
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(call.status.error_message(), "upstream says no");
+  EXPECT_EQ(call.status.error_details(), std::string("\x01\x02", 2));
+}
+
+TEST_F(GenericProxyTest, TheDeadlineReachesTheUpstream) {
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(7));
+  Call call(*stub_, context, "/vri.test.Unknown/Deadline", {});
+  ASSERT_TRUE(call.wait());
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  ASSERT_EQ(call.replies.size(), 1u);
+  const int left_ms = std::stoi(call.replies.front());
+  EXPECT_GT(left_ms, 5000);
+  EXPECT_LE(left_ms, 7100);  // grpc-timeout travels rounded up
+}
+
+TEST_F(GenericProxyTest, CancellingTheCallCancelsItUpstreamWithinASecond) {
+  grpc::ClientContext context;
+  auto cancelled = upstream_.cancelled.get_future();
+  Call call(*stub_, context, "/vri.test.Unknown/Hang", {"wait"});
+  ASSERT_TRUE(testing::eventually([&] { return upstream_.calls.load() > 0; }));  // the call reached the upstream
+  const auto start = std::chrono::steady_clock::now();
+  context.TryCancel();
+  ASSERT_EQ(cancelled.wait_for(std::chrono::seconds(5)), std::future_status::ready);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  ASSERT_TRUE(call.wait());
+  EXPECT_EQ(call.status.error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(GenericProxyTest, SixteenMebibyteMessagesPassBothWays) {
+  grpc::ClientContext context;
+  const std::string big(kBigBytes, 'v');
+  Call call(*stub_, context, "/vri.test.Unknown/Echo", {big});
+  ASSERT_TRUE(call.wait());
+  ASSERT_TRUE(call.status.ok()) << call.status.error_message();
+  ASSERT_EQ(call.replies.size(), 1u);
+  EXPECT_EQ(call.replies.front().size(), big.size());
+}
+
+}  // namespace
+}  // namespace vri

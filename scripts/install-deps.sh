@@ -13,6 +13,7 @@ packages=(
   libsqlite3-dev                                  # ledger
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   mmdebstrap kmod cpio e2fsprogs bc              # the cgroup v2 guest test bed (tests/v2guest/)
+  containerd runc                                # the containerd tests' real containerd (tests/containerd/)
 )
 
 missing=()

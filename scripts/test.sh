@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what VRI needs, builds it, and runs every test:
-#   1. the whole suite built with g++ (every label; libvirtd is started for the `libvirt` tests
-#      and stopped afterwards),
+#   1. the whole suite built with g++ (every label; libvirtd and containerd are started for the
+#      `libvirt` and `containerd` tests and stopped afterwards),
 #   2. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
 #      under QEMU's emulation once per suite (after the host tests: emulation takes both cores),
 #   3. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
@@ -37,9 +37,12 @@ stage "build (g++)" env CXX=g++ CC=gcc scripts/build.sh build
 # The `libvirt` tests need a real libvirtd with vri-hook installed before it starts.
 libvirt_fixture=tests/libvirt/libvirt-fixture.sh
 stage "start libvirtd (libvirt tests)" "$libvirt_fixture" up build/libvirt-bridge/vri-hook
-trap '"$libvirt_fixture" down' EXIT
+# The `containerd` tests need a real containerd with the CRI plugin and a local image.
+containerd_fixture=tests/containerd/containerd-fixture.sh
+trap '"$libvirt_fixture" down; "$containerd_fixture" down' EXIT
+stage "start containerd (containerd tests)" "$containerd_fixture" up
 stage "test (g++, all labels but v2guest)" ctest --test-dir build -j "$jobs" -LE v2guest --output-on-failure
-stage "stop libvirtd" "$libvirt_fixture" down
+stage "stop libvirtd and containerd" bash -c '"$1" down && "$2" down' _ "$libvirt_fixture" "$containerd_fixture"
 trap - EXIT
 stage "test (v2 guest)" ctest --test-dir build -L v2guest --output-on-failure
 stage "build (clang, ASan+UBSan)" env CXX=clang++ CC=clang scripts/build.sh build-asan \

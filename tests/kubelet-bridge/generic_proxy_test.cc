@@ -13,28 +13,19 @@
 #include <future>
 
 #include "tests/support/eventually.h"
+#include "tests/support/generic_call.h"
 #include "tests/support/temp_dir.h"
 
 namespace vri {
 namespace {
 
+using testing::buffer;
 using ::testing::ElementsAre;
+using testing::GenericCall;
 using ::testing::Pair;
+using testing::text;
 
 constexpr int kBigBytes = 16 << 20;
-
-std::string text(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  (void)buffer.Dump(&slices);
-  std::string out;
-  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return out;
-}
-
-grpc::ByteBuffer buffer(const std::string& s) {
-  grpc::Slice slice(s);
-  return grpc::ByteBuffer(&slice, 1);
-}
 
 // The upstream: methods chosen by name, none declared in any proto.
 class Upstream final : public grpc::CallbackGenericService {
@@ -119,57 +110,6 @@ class Upstream final : public grpc::CallbackGenericService {
   };
 };
 
-// A caller that writes its messages, half-closes and collects everything.
-class Call final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
- public:
-  Call(grpc::GenericStub& stub, grpc::ClientContext& context, const std::string& method,
-       std::vector<std::string> messages)
-      : context_(context), messages_(std::move(messages)) {
-    stub.PrepareBidiStreamingCall(&context, method, grpc::StubOptions(), this);
-    StartRead(&in_);
-    writeNext();
-    StartCall();
-  }
-  void OnWriteDone(bool ok) override {
-    if (ok) writeNext();
-  }
-  void OnReadDone(bool ok) override {
-    if (!ok) return;
-    replies.push_back(text(in_));
-    StartRead(&in_);
-  }
-  void OnDone(const grpc::Status& s) override {
-    status = s;
-    for (const auto& [k, v] : context_.GetServerInitialMetadata())
-      headers.emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
-    for (const auto& [k, v] : context_.GetServerTrailingMetadata())
-      trailers.emplace_back(std::string(k.data(), k.size()), std::string(v.data(), v.size()));
-    done_.set_value();
-  }
-  bool wait(std::chrono::seconds limit = std::chrono::seconds(15)) {
-    return done_.get_future().wait_for(limit) == std::future_status::ready;
-  }
-
-  std::vector<std::string> replies;
-  grpc::Status status;
-  std::vector<std::pair<std::string, std::string>> headers, trailers;
-
- private:
-  void writeNext() {
-    if (next_ == messages_.size()) {
-      StartWritesDone();
-      return;
-    }
-    out_ = buffer(messages_[next_++]);
-    StartWrite(&out_);
-  }
-  grpc::ClientContext& context_;
-  std::vector<std::string> messages_;
-  size_t next_ = 0;
-  grpc::ByteBuffer in_, out_;
-  std::promise<void> done_;
-};
-
 std::unique_ptr<grpc::Server> serve(const std::string& socket, grpc::CallbackGenericService& service) {
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
@@ -212,7 +152,7 @@ TEST_F(GenericProxyTest, AnUnknownUnaryMethodPassesWithItsMetadataBothWays) {
   grpc::ClientContext context;
   context.AddMetadata("x-plain", "hello");
   context.AddMetadata("x-raw-bin", std::string("\x00\xff\x10", 3));
-  Call call(*stub_, context, "/vri.test.Unknown/Echo", {"ping"});
+  GenericCall call(*stub_, context, "/vri.test.Unknown/Echo", {"ping"});
   ASSERT_TRUE(call.wait());
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   EXPECT_THAT(call.replies, ElementsAre("ping"));
@@ -223,7 +163,7 @@ TEST_F(GenericProxyTest, AnUnknownUnaryMethodPassesWithItsMetadataBothWays) {
 
 TEST_F(GenericProxyTest, AServerStreamPassesEveryMessageInOrder) {
   grpc::ClientContext context;
-  Call call(*stub_, context, "/vri.test.Unknown/Stream", {"200"});
+  GenericCall call(*stub_, context, "/vri.test.Unknown/Stream", {"200"});
   ASSERT_TRUE(call.wait());
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   ASSERT_EQ(call.replies.size(), 200u);
@@ -233,7 +173,7 @@ TEST_F(GenericProxyTest, AServerStreamPassesEveryMessageInOrder) {
 
 TEST_F(GenericProxyTest, AFailingStatusComesBackWithItsDetails) {
   grpc::ClientContext context;
-  Call call(*stub_, context, "/vri.test.Unknown/Fail", {"x"});
+  GenericCall call(*stub_, context, "/vri.test.Unknown/Fail", {"x"});
   ASSERT_TRUE(call.wait());
   EXPECT_EQ(call.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
   EXPECT_EQ(call.status.error_message(), "upstream says no");
@@ -243,7 +183,7 @@ TEST_F(GenericProxyTest, AFailingStatusComesBackWithItsDetails) {
 TEST_F(GenericProxyTest, TheDeadlineReachesTheUpstream) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(7));
-  Call call(*stub_, context, "/vri.test.Unknown/Deadline", {});
+  GenericCall call(*stub_, context, "/vri.test.Unknown/Deadline", {});
   ASSERT_TRUE(call.wait());
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   ASSERT_EQ(call.replies.size(), 1u);
@@ -255,7 +195,7 @@ TEST_F(GenericProxyTest, TheDeadlineReachesTheUpstream) {
 TEST_F(GenericProxyTest, CancellingTheCallCancelsItUpstreamWithinASecond) {
   grpc::ClientContext context;
   auto cancelled = upstream_.cancelled.get_future();
-  Call call(*stub_, context, "/vri.test.Unknown/Hang", {"wait"});
+  GenericCall call(*stub_, context, "/vri.test.Unknown/Hang", {"wait"});
   ASSERT_TRUE(testing::eventually([&] { return upstream_.calls.load() > 0; }));  // the call reached the upstream
   const auto start = std::chrono::steady_clock::now();
   context.TryCancel();
@@ -268,7 +208,7 @@ TEST_F(GenericProxyTest, CancellingTheCallCancelsItUpstreamWithinASecond) {
 TEST_F(GenericProxyTest, SixteenMebibyteMessagesPassBothWays) {
   grpc::ClientContext context;
   const std::string big(kBigBytes, 'v');
-  Call call(*stub_, context, "/vri.test.Unknown/Echo", {big});
+  GenericCall call(*stub_, context, "/vri.test.Unknown/Echo", {big});
   ASSERT_TRUE(call.wait());
   ASSERT_TRUE(call.status.ok()) << call.status.error_message();
   ASSERT_EQ(call.replies.size(), 1u);

@@ -1,0 +1,88 @@
+// vri-cri-shim in front of a real containerd (label `containerd`; start it with
+// tests/containerd/containerd-fixture.sh up): calls it does not change answer
+// byte for byte as containerd answers them directly, including a method
+// containerd does not implement.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "tests/support/eventually.h"
+#include "tests/support/generic_call.h"
+#include "tests/support/temp_dir.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+constexpr char kContainerd[] = "/var/tmp/vri-containerd/run/containerd.sock";
+
+struct Answer {
+  std::vector<std::string> replies;
+  grpc::StatusCode code;
+  std::string message;
+};
+
+Answer ask(const std::string& socket, const std::string& method) {
+  grpc::GenericStub stub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(10));
+  testing::GenericCall call(stub, context, method, {""});  // every request here is the empty message
+  EXPECT_TRUE(call.wait()) << method;
+  return {call.replies, call.status.error_code(), call.status.error_message()};
+}
+
+class CriPassthroughTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(std::filesystem::exists(kContainerd)) << "containerd is not running at " << kContainerd
+                                                      << ": start it with tests/containerd/containerd-fixture.sh up";
+    shim_ = testing::spawn({VRI_CRI_SHIM_BINARY, "--listen=" + socket(), std::string("--containerd=") + kContainerd},
+                           tmp_.sub("shim.log"), O_TRUNC, true);
+    ASSERT_TRUE(testing::eventually([&] { return std::filesystem::exists(socket()); }))
+        << testing::readFile(tmp_.sub("shim.log"));
+  }
+  void TearDown() override {
+    ::kill(shim_, SIGTERM);
+    int status = 0;
+    ::waitpid(shim_, &status, 0);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << testing::readFile(tmp_.sub("shim.log"));
+    EXPECT_FALSE(std::filesystem::exists(socket()));  // removed at exit
+  }
+  std::string socket() const { return tmp_.sub("cri.sock"); }
+
+  testing::TempDir tmp_;
+  pid_t shim_ = -1;
+};
+
+TEST_F(CriPassthroughTest, UnchangedCallsAnswerAsContainerdDoes) {
+  for (const std::string method :
+       {"/runtime.v1.RuntimeService/Version", "/runtime.v1.RuntimeService/Status",
+        "/runtime.v1.RuntimeService/ListContainers", "/runtime.v1.RuntimeService/ListPodSandbox",
+        "/runtime.v1.ImageService/ListImages", "/runtime.v1.RuntimeService/NoSuchMethod"}) {
+    const Answer direct = ask(kContainerd, method), through = ask(socket(), method);
+    EXPECT_EQ(through.code, direct.code) << method;
+    EXPECT_EQ(through.message, direct.message) << method;
+    EXPECT_EQ(through.replies, direct.replies) << method;
+    if (method.ends_with("/Version")) {
+      ASSERT_EQ(through.replies.size(), 1u);
+      EXPECT_THAT(through.replies.front(), ::testing::HasSubstr("containerd"));
+    }
+    if (method.ends_with("/NoSuchMethod")) {
+      EXPECT_EQ(through.code, grpc::StatusCode::UNIMPLEMENTED);
+    }
+  }
+}
+
+TEST_F(CriPassthroughTest, AStreamingMethodContainerdLacksComesBackAsContainerdSaysIt) {
+  // containerd 1.6 does not implement GetContainerEvents: its code and message pass unchanged.
+  const Answer direct = ask(kContainerd, "/runtime.v1.RuntimeService/GetContainerEvents");
+  const Answer through = ask(socket(), "/runtime.v1.RuntimeService/GetContainerEvents");
+  EXPECT_NE(direct.code, grpc::StatusCode::OK);
+  EXPECT_EQ(through.code, direct.code);
+  EXPECT_EQ(through.message, direct.message);
+}
+
+}  // namespace
+}  // namespace vri

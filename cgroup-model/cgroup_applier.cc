@@ -112,35 +112,51 @@ class Planner {
     ops_.push_back({kind, std::move(dir), std::move(file), std::move(value)});
   }
 
-  // v2: makes `dir` delegate `wanted` controllers to its children.
-  Result<void> delegate(const CgroupDir& dir, const std::set<std::string>& wanted) {
+  // v2: the controllers of `wanted` that `dir` does not delegate yet.
+  Result<std::set<std::string>> undelegated(const CgroupDir& dir, const std::set<std::string>& wanted) const {
     std::set<std::string> current;
     if (fs_.exists(dir)) {
       VRI_ASSIGN_OR_RETURN(std::string text, fs_.read(dir, "cgroup.subtree_control"));
       current = words(text);
     }
-    std::string missing;
+    std::set<std::string> missing;
     for (const std::string& c : wanted) {
-      if (!current.count(c)) missing += (missing.empty() ? "+" : " +") + c;
+      if (!current.count(c)) missing.insert(c);
     }
-    if (!missing.empty()) add(CgroupOp::Kind::kWrite, dir, "cgroup.subtree_control", missing);
+    return missing;
+  }
+
+  void addDelegation(const CgroupDir& dir, const std::set<std::string>& controllers) {
+    std::string value;
+    for (const std::string& c : controllers) value += (value.empty() ? "+" : " +") + c;
+    if (!value.empty()) add(CgroupOp::Kind::kWrite, dir, "cgroup.subtree_control", value);
+  }
+
+  // v2: makes `dir` delegate `wanted` controllers to its children.
+  Result<void> delegate(const CgroupDir& dir, const std::set<std::string>& wanted) {
+    VRI_ASSIGN_OR_RETURN(const std::set<std::string> missing, undelegated(dir, wanted));
+    addDelegation(dir, missing);
     return {};
   }
 
-  // v2: makes `dir` delegate `wanted`, after making its ancestors offer what it
-  // lacks: a pod placed alone under a QoS cgroup that delegates no memory yet
-  // needs its QoS cgroup and kubepods to delegate memory first.
+  // v2: as delegate(), after making the ancestors offer what `dir` lacks: a pod
+  // placed alone under a QoS cgroup that delegates no memory yet needs its QoS
+  // cgroup and kubepods to delegate memory first. Ancestors are only read when
+  // `dir` has something new to delegate.
   Result<void> delegateFromAbove(const CgroupDir& dir, const std::set<std::string>& wanted) {
+    VRI_ASSIGN_OR_RETURN(const std::set<std::string> missing, undelegated(dir, wanted));
+    if (missing.empty()) return {};
     if (!dir.path.isRoot() && fs_.exists(dir)) {
       VRI_ASSIGN_OR_RETURN(std::string offered_text, fs_.read(dir, "cgroup.controllers"));
       const std::set<std::string> offered = words(offered_text);
       std::set<std::string> lacking;
-      for (const std::string& c : wanted) {
+      for (const std::string& c : missing) {
         if (!offered.count(c)) lacking.insert(c);
       }
       if (!lacking.empty()) VRI_TRY(delegateFromAbove({dir.hierarchy, dir.path.parent()}, lacking));
     }
-    return delegate(dir, wanted);
+    addDelegation(dir, missing);
+    return {};
   }
 
   Result<void> createAndDelegate() {

@@ -9,12 +9,13 @@
 
 namespace vri {
 
+namespace {
+
+// A metadata key gRPC sets itself: never copied either way.
 bool isReservedMetadataKey(std::string_view key) {
   return key.starts_with("grpc-") || key.starts_with(":") || key == "content-type" || key == "te" ||
          key == "user-agent" || key == "host";
 }
-
-namespace {
 
 class ProxyCall;
 
@@ -170,7 +171,7 @@ void Upstream::OnDone(const grpc::Status& status) { call_.upstreamDone(status); 
 
 }  // namespace
 
-GenericProxy::GenericProxy(std::shared_ptr<grpc::Channel> upstream) : upstream_(upstream), stub_(upstream) {}
+GenericProxy::GenericProxy(std::shared_ptr<grpc::Channel> upstream) : stub_(std::move(upstream)) {}
 
 grpc::ServerGenericBidiReactor* GenericProxy::CreateReactor(grpc::GenericCallbackServerContext* context) {
   return (new ProxyCall(stub_, context))->start();

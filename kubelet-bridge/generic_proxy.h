@@ -23,11 +23,7 @@ class GenericProxy : public grpc::CallbackGenericService {
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
 
  private:
-  std::shared_ptr<grpc::Channel> upstream_;
-  grpc::GenericStub stub_;
+  grpc::GenericStub stub_;  // holds the upstream channel
 };
-
-// Whether a metadata key is one gRPC sets itself, never copied by the proxy.
-bool isReservedMetadataKey(std::string_view key);
 
 }  // namespace vri

@@ -23,14 +23,10 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::readFile;
+using testing::trimmed;
 
 constexpr char kHookPath[] = "/etc/libvirt/hooks/qemu";
 constexpr char kHookConfig[] = "/etc/vri/hook.conf";
-
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
-}
 
 using testing::eventually;
 

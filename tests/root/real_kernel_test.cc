@@ -97,16 +97,8 @@ class RealKernelTest : public ::testing::Test {
   // Starts this binary again as a sleeping or spinning child; argv[0] and
   // -uuid make it look like a QEMU process to the scanner.
   int spawn(const char* mode) {
-    const pid_t pid = testing::spawnSelf("qemu-system-x86_64", {mode, "-uuid", kVmUuid});
+    const pid_t pid = testing::spawnAsQemu(kVmUuid, {mode});
     children_.push_back(pid);
-    // The scanner recognises it by its command line: wait until the exec shows there.
-    EXPECT_TRUE(testing::eventually([&] {
-      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
-      std::string argv0;
-      std::getline(cmdline, argv0, '\0');
-      return argv0 == "qemu-system-x86_64";
-    })) << "child "
-        << pid << " did not exec";
     return pid;
   }
 

@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <gtest/gtest.h>
+
 #include "tests/support/eventually.h"
 
 namespace vri::testing {
@@ -44,6 +46,21 @@ inline pid_t spawnSelf(const std::string& argv0, const std::vector<std::string>&
     ::execv("/proc/self/exe", argv.data());
     ::_exit(127);
   }
+  return pid;
+}
+
+// As spawnSelf, looking like QEMU for `uuid` to vrid's scanner (argv[0] and
+// -uuid); returns once the exec shows in /proc/<pid>/cmdline.
+inline pid_t spawnAsQemu(const std::string& uuid, std::vector<std::string> args) {
+  args.insert(args.end(), {"-uuid", uuid});
+  const pid_t pid = spawnSelf("qemu-system-x86_64", args);
+  const bool execed = eventually([&] {
+    std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
+    std::string argv0;
+    std::getline(cmdline, argv0, '\0');
+    return argv0 == "qemu-system-x86_64";
+  });
+  EXPECT_TRUE(execed) << "child " << pid << " did not exec";
   return pid;
 }
 

@@ -26,14 +26,22 @@ namespace {
 
 using testing::readFile;
 using testing::removeCgroupTree;
+using testing::trimmed;
 using testing::VridProcess;
 
 constexpr char kPodUid[] = "0e000000-0000-4000-8000-0000000000b1";
 constexpr char kVmUuid[] = "0e000000-0000-4000-8000-0000000000f1";
 
-std::string trimmed(std::string s) {
-  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
-  return s;
+// A one-vCPU VM of `bytes` memory.
+v1::AdmitVmRequest vmRequest(v1::VmCpuPolicy policy, uint64_t bytes, uint64_t hugepageSize = 0) {
+  v1::AdmitVmRequest vm;
+  vm.set_uuid(kVmUuid);
+  vm.set_name("vm1");
+  vm.set_vcpus(1);
+  vm.set_cpu_policy(policy);
+  vm.set_memory_bytes(bytes);
+  vm.set_hugepage_size(hugepageSize);
+  return vm;
 }
 
 class VridV2Test : public ::testing::Test {
@@ -77,15 +85,8 @@ class VridV2Test : public ::testing::Test {
   }
   // A child that looks like QEMU for this VM to the scanner (argv[0] and -uuid).
   int spawn(std::vector<std::string> args) {
-    args.insert(args.end(), {"-uuid", kVmUuid});
-    const pid_t pid = testing::spawnSelf("qemu-system-x86_64", args);
+    const pid_t pid = testing::spawnAsQemu(kVmUuid, std::move(args));
     children_.push_back(pid);
-    EXPECT_TRUE(testing::eventually([&] {
-      std::ifstream cmdline("/proc/" + std::to_string(pid) + "/cmdline");
-      std::string argv0;
-      std::getline(cmdline, argv0, '\0');
-      return argv0 == "qemu-system-x86_64";
-    }));
     return pid;
   }
   void write(const std::string& path, const std::string& value) {
@@ -166,14 +167,8 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
 
   // A dedicated VM whose QEMU runs in a scope libvirt would have made (no systemd layout).
   grpc::ClientContext c2;
-  v1::AdmitVmRequest vm;
-  vm.set_uuid(kVmUuid);
-  vm.set_name("vm1");
-  vm.set_vcpus(1);
-  vm.set_cpu_policy(v1::DEDICATED);
-  vm.set_memory_bytes(64ULL << 20);
   v1::VmAllocation allocation;
-  const grpc::Status vm_admitted = stub_->AdmitVm(&c2, vm, &allocation);
+  const grpc::Status vm_admitted = stub_->AdmitVm(&c2, vmRequest(v1::DEDICATED, 64ULL << 20), &allocation);
   ASSERT_TRUE(vm_admitted.ok()) << vm_admitted.error_message() << "\n" << vrid_->log();
   ASSERT_EQ(allocation.vcpu_cpus(0), 1);
   const std::string scope = "machine/qemu-1-vm1.libvirt-qemu";
@@ -208,15 +203,8 @@ TEST_F(VridV2Test, AHugepageVmGetsItsPagesOnOneNodeAndNoMore) {
   // The guest has 32 pages of 2 MiB on each node; the VM asks for 8 (16 MiB).
   ASSERT_NO_FATAL_FAILURE(startVrid());
   grpc::ClientContext c1;
-  v1::AdmitVmRequest vm;
-  vm.set_uuid(kVmUuid);
-  vm.set_name("vm1");
-  vm.set_vcpus(1);
-  vm.set_cpu_policy(v1::SHARED);
-  vm.set_memory_bytes(16ULL << 20);
-  vm.set_hugepage_size(2ULL << 20);
   v1::VmAllocation allocation;
-  const grpc::Status admitted = stub_->AdmitVm(&c1, vm, &allocation);
+  const grpc::Status admitted = stub_->AdmitVm(&c1, vmRequest(v1::SHARED, 16ULL << 20, 2ULL << 20), &allocation);
   ASSERT_TRUE(admitted.ok()) << admitted.error_message() << vrid_->log();
   const CpuSet mems = *CpuSet::parse(allocation.cpuset_mems());
   ASSERT_EQ(mems.count(), 1) << "hugepages make the VM NUMA-bound to one node";

@@ -29,6 +29,12 @@ inline std::string readFile(const std::string& path) {
 }
 
 // Starts `argv` with stderr (and stdout too, when `bothStreams`) going to `logPath`.
+// `s` without the newlines and spaces a cgroup or proc file ends with.
+inline std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
 // Removes `dir` and the directories below it, deepest first (cgroups refuse rmdir with children).
 inline void removeCgroupTree(const std::string& dir) {
   std::error_code ec;

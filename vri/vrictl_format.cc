@@ -161,7 +161,8 @@ std::string formatVmInfo(const v1::VmInfo& vm) {
   out += row("Name", vm.name());
   out += row("UUID", vm.uuid());
   out += row("State", vm.reserved_only() ? "reserved (defined, not running)" : "admitted");
-  out += row("CPU policy", vmClass(vm) == "pinned" ? "pinned (the domain's own <vcpupin>)" : vmClass(vm));
+  const bool pinned = !vm.spec().pinned_vcpu_cpus().empty();
+  out += row("CPU policy", pinned ? "pinned (the domain's own <vcpupin>)" : vmClass(vm));
   const auto& online = vm.allocation().online_vcpus();
   out += row("vCPUs",
              std::to_string(vm.spec().vcpus()) + " online of " + std::to_string(vm.allocation().vcpu_cpus_size()));

@@ -58,7 +58,7 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
   }
   if (previous == stored.meta.end() || previous->second != policy) VRI_TRY(store_->setMeta("policy", policy));
 
-  LedgerState state{0, std::move(pool), std::move(numa), {}, {}, {}, {}};
+  LedgerState state{0, std::move(pool), std::move(numa), {}, {}, {}, {}, {}};
   for (auto& [uid, pod] : stored.pods) {
     for (auto it = pod.containers.begin(); it != pod.containers.end();) {
       const ContainerRecord& c = it->second;
@@ -73,6 +73,7 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
       ++it;
     }
     state.totals += podTotals(pod);
+    state.runtimeIds = reindexRuntimeIds(std::move(state.runtimeIds), nullptr, &pod);
     state.pods = state.pods.set(uid, std::move(pod));
   }
   for (auto& [uuid, vm] : stored.vms) {
@@ -175,9 +176,14 @@ Result<void> asVoid(Result<bool> done) {
 }
 }  // namespace
 
-Result<ContainerPlacement> Ledger::admitContainer(const PodSpec& pod, const ContainerSpec& container) {
+Result<ContainerPlacement> Ledger::admitContainer(const PodSpec& pod, const ContainerSpec& container,
+                                                  const std::vector<std::string>& finished) {
   Writer w = writer();
-  return settle(w, decideAdmitContainer(w.current(), pod, container));
+  return settle(w, decideAdmitContainer(w.current(), pod, container, finished));
+}
+Result<bool> Ledger::bindSandbox(const PodSpec& pod, const std::string& sandboxId) {
+  Writer w = writer();
+  return settle(w, decideBindSandbox(w.current(), pod, sandboxId));
 }
 Result<std::vector<ContainerPlacement>> Ledger::admitPod(const PodSpec& pod,
                                                          const std::vector<ContainerSpec>& containers) {
@@ -188,13 +194,13 @@ Result<ContainerPlacement> Ledger::resizeContainer(const std::string& podUid, co
   Writer w = writer();
   return settle(w, decideResizeContainer(w.current(), podUid, container));
 }
-Result<void> Ledger::releaseContainer(const std::string& podUid, const std::string& name) {
+Result<bool> Ledger::releaseContainer(const std::string& podUid, const std::string& name, const ReleaseGuard& guard) {
   Writer w = writer();
-  return asVoid(settle(w, decideReleaseContainer(w.current(), podUid, name)));
+  return settle(w, decideReleaseContainer(w.current(), podUid, name, guard));
 }
-Result<void> Ledger::releasePod(const std::string& podUid) {
+Result<bool> Ledger::releasePod(const std::string& podUid, const ReleaseGuard& guard) {
   Writer w = writer();
-  return asVoid(settle(w, decideReleasePod(w.current(), podUid)));
+  return settle(w, decideReleasePod(w.current(), podUid, guard));
 }
 Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
   Writer w = writer();

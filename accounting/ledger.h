@@ -47,6 +47,20 @@ struct ContainerPlacement {
   CpuSet exclusive;  // empty: runs in the shared pool
   CpuSet cpus;       // cpuset.cpus now: the exclusive CPUs or the shared pool
   CpuSet mems;       // cpuset.mems of a NUMA-pinned container; empty: all nodes
+  // The decision placed the container (first admit, or again after it handed
+  // its CPUs on); false for a retry or a new runtime id for the same placement.
+  bool placedNow = false;
+};
+
+// Which record a release means. Unset: the one named, which must exist. Set:
+// only while the record's runtime id is `runtimeId`, or only while it has none
+// (`onlyUnbound`: undoing an admit whose create failed); otherwise, or when the
+// record is gone, the release is a no-op answered `false`.
+struct ReleaseGuard {
+  std::string runtimeId;
+  bool onlyUnbound = false;
+  bool set() const { return !runtimeId.empty() || onlyUnbound; }
+  bool holdsFor(const std::string& boundId) const { return onlyUnbound ? boundId.empty() : boundId == runtimeId; }
 };
 
 using StatePtr = std::shared_ptr<const LedgerState>;
@@ -83,8 +97,17 @@ class Ledger {
   Writer writer() { return Writer(*this); }
 
   // Decisions: the next state and the delta from `from`, or a refusal.
+  // `finished`: containers of the pod that have exited for good (completed
+  // init containers, or every container of a replaced sandbox). A container
+  // placed now takes their exclusive CPUs first; what it leaves goes back to
+  // the shared pool, and a finished container admitted again is placed anew.
   Result<Decision<ContainerPlacement>> decideAdmitContainer(const StatePtr& from, const PodSpec& pod,
-                                                            const ContainerSpec& container) const;
+                                                            const ContainerSpec& container,
+                                                            const std::vector<std::string>& finished = {}) const;
+  // Records the pod (answer: it is new) and, when `sandboxId` is set, binds it
+  // as the pod's current sandbox, replacing an earlier one.
+  Result<Decision<bool>> decideBindSandbox(const StatePtr& from, const PodSpec& pod,
+                                           const std::string& sandboxId) const;
   // The topology manager's scope pod: a pod's containers together, their
   // exclusive CPUs and pinned memory aligned on the same NUMA nodes; all or nothing.
   Result<Decision<std::vector<ContainerPlacement>>> decideAdmitPod(const StatePtr& from, const PodSpec& pod,
@@ -92,9 +115,11 @@ class Ledger {
   // Changes a container's resources in place when the pool allows it.
   Result<Decision<ContainerPlacement>> decideResizeContainer(const StatePtr& from, const std::string& podUid,
                                                              const ContainerSpec& container) const;
+  // Answer: whether it was released (false only when `guard` did not hold).
   Result<Decision<bool>> decideReleaseContainer(const StatePtr& from, const std::string& podUid,
-                                                const std::string& name) const;
-  Result<Decision<bool>> decideReleasePod(const StatePtr& from, const std::string& podUid) const;
+                                                const std::string& name, const ReleaseGuard& guard = {}) const;
+  Result<Decision<bool>> decideReleasePod(const StatePtr& from, const std::string& podUid,
+                                          const ReleaseGuard& guard = {}) const;
 
   Result<Decision<VmCpuPlacement>> decideAdmitVm(const StatePtr& from, const VmSpec& vm) const;
   // Define-time placement: reserves CPUs and NUMA memory for a VM that is
@@ -123,11 +148,13 @@ class Ledger {
 
   // Decide, commit and publish in one step, writing no cgroups: the start-up
   // check, tests and tools. vrid's decisions go through its own pipeline.
-  Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container);
+  Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container,
+                                            const std::vector<std::string>& finished = {});
+  Result<bool> bindSandbox(const PodSpec& pod, const std::string& sandboxId);
   Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);
   Result<ContainerPlacement> resizeContainer(const std::string& podUid, const ContainerSpec& container);
-  Result<void> releaseContainer(const std::string& podUid, const std::string& name);
-  Result<void> releasePod(const std::string& podUid);
+  Result<bool> releaseContainer(const std::string& podUid, const std::string& name, const ReleaseGuard& guard = {});
+  Result<bool> releasePod(const std::string& podUid, const ReleaseGuard& guard = {});
   Result<VmCpuPlacement> admitVm(const VmSpec& vm);
   Result<VmCpuPlacement> reserveVm(const VmSpec& vm);
   Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
@@ -158,10 +185,16 @@ class Ledger {
   Result<void> checkSharedDemand(const LedgerState& state, int64_t more, const std::string& who) const;
   Result<Decision<VmCpuPlacement>> decideVm(const StatePtr& from, const VmSpec& vm, bool defined) const;
   // `podNodes`: the NUMA nodes the whole pod was aligned on (scope pod); null: align the container alone.
+  Result<void> checkSameQos(const PodRecord& known, const PodSpec& pod) const;
+  // A runtime id may name one sandbox or container only.
+  Result<void> checkRuntimeIdFree(const LedgerState& state, const std::string& id, const RuntimeOwner& owner) const;
+  // `handedOn`: CPUs finished containers left, taken first.
   Result<ContainerPlacement> placeContainer(NextState& next, PodRecord& pod, const ContainerSpec& container,
-                                            const std::string& who, const std::vector<int>* podNodes) const;
+                                            const std::string& who, const std::vector<int>* podNodes,
+                                            const CpuSet& handedOn) const;
   Result<ContainerPlacement> admitInto(NextState& next, const PodSpec& pod, const ContainerSpec& container,
-                                       const std::vector<int>* podNodes) const;
+                                       const std::vector<int>* podNodes,
+                                       const std::vector<std::string>& finished = {}) const;
   // The NUMA nodes a NUMA-bound tenant's CPUs and memory come from.
   Result<std::vector<int>> alignNodes(const LedgerState& state, const AlignmentRequest& request,
                                       const std::vector<int>& strictNodes) const;

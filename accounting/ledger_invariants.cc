@@ -32,6 +32,21 @@ Result<void> checkLedgerInvariants(const LedgerState& s, const Topology& topolog
   if (config.allocatableMemoryBytes > 0 && s.totals.admittedMemoryBytes > config.allocatableMemoryBytes) {
     return Error::internal("admitted memory above allocatable");
   }
+  // Runtime ids: each held by exactly the record that names it.
+  size_t runtime_ids = 0;
+  for (const auto& [uid, pod] : s.pods) {
+    const auto check = [&](const std::string& id, const RuntimeOwner& owner) -> Result<void> {
+      if (id.empty()) return {};
+      ++runtime_ids;
+      const RuntimeOwner* held = s.runtimeOwner(id);
+      if (held == nullptr || !(*held == owner))
+        return Error::internal("runtime id " + id + " of pod " + uid + " is not indexed");
+      return {};
+    };
+    VRI_TRY(check(pod.sandboxId, RuntimeOwner{uid, ""}));
+    for (const auto& [name, c] : pod.containers) VRI_TRY(check(c.spec.id, RuntimeOwner{uid, name}));
+  }
+  if (runtime_ids != s.runtimeIds.size()) return Error::internal("the runtime-id index holds ids no record names");
   size_t records_with_cpus = 0;
   for (const auto& [uid, pod] : s.pods) {
     for (const auto& [name, c] : pod.containers) {

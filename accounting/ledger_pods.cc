@@ -31,16 +31,17 @@ ContainerPlacement placementOf(const ContainerRecord& record, const CpuSet& shar
 }  // namespace
 
 Result<ContainerPlacement> Ledger::placeContainer(NextState& next, PodRecord& pod, const ContainerSpec& container,
-                                                  const std::string& who, const std::vector<int>* podNodes) const {
+                                                  const std::string& who, const std::vector<int>* podNodes,
+                                                  const CpuSet& handedOn) const {
   const int cpus = exclusiveCpusFor(pod.spec, container);
   ContainerRecord record{container, {}, {}};
   if (cpus == 0) {
     VRI_TRY(checkSharedDemand(next.now(), container.cpuRequestMilli, who));
     pod.containers[container.name] = record;
-    return ContainerPlacement{{}, next.now().shared(), {}};
+    return ContainerPlacement{{}, next.now().shared(), {}, true};
   }
   // As kubelet does, an app container first takes the CPUs its pod's init containers held.
-  CpuSet reusable;
+  CpuSet reusable = handedOn;
   if (!container.init) {
     for (auto& [name, other] : pod.containers) {
       if (!other.spec.init || other.exclusive.empty()) continue;
@@ -72,53 +73,113 @@ Result<ContainerPlacement> Ledger::placeContainer(NextState& next, PodRecord& po
   }
   record.exclusive = *chosen;
   pod.containers[container.name] = record;
-  return ContainerPlacement{*chosen, *chosen, NumaMemory::mems(record.memory)};
+  return ContainerPlacement{*chosen, *chosen, NumaMemory::mems(record.memory), true};
 }
 
 Result<ContainerPlacement> Ledger::admitInto(NextState& next, const PodSpec& pod, const ContainerSpec& container,
-                                             const std::vector<int>* podNodes) const {
+                                             const std::vector<int>* podNodes,
+                                             const std::vector<std::string>& finished) const {
   VRI_TRY(validatePodUid(pod.uid));
   VRI_TRY(validateContainerId(container.name).context("container name"));
-  if (!container.id.empty()) VRI_TRY(validateContainerId(container.id));
+  if (!container.id.empty()) {
+    VRI_TRY(validateContainerId(container.id));
+    VRI_TRY(checkRuntimeIdFree(next.now(), container.id, RuntimeOwner{pod.uid, container.name}));
+  }
   if (container.cpuRequestMilli < 0 || container.cpuLimitMilli < 0)
     return Error::invalidArgument("negative CPU amount");
   const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
   const PodRecord* existing = next.now().pod(pod.uid);
-  if (existing != nullptr && existing->spec.qos != pod.qos) {
-    return Error::failedPrecondition("pod " + quoteForMessage(pod.uid) + " was admitted as " +
-                                     std::string(qosClassName(existing->spec.qos)) + ", not " +
-                                     std::string(qosClassName(pod.qos)));
-  }
+  if (existing != nullptr) VRI_TRY(checkSameQos(*existing, pod));
   if (existing != nullptr) {
     const auto known = existing->containers.find(container.name);
     if (known != existing->containers.end()) {
       if (!sameResources(known->second.spec, container)) {
         return Error::failedPrecondition(who + " is admitted with other resources; resize it instead");
       }
-      const ContainerPlacement placement = placementOf(known->second, next.now().shared());
-      // A retry, or kubelet recreating the container under a new id: same placement.
-      if (known->second.spec.id != container.id && !container.id.empty()) {
-        PodRecord updated = *existing;
-        updated.containers[container.name].spec.id = container.id;
-        next.putPod(std::move(updated));
+      // One that handed its CPUs on (it had finished) and runs again is placed anew below.
+      const bool handed_on = known->second.exclusive.empty() && exclusiveCpusFor(existing->spec, container) > 0;
+      if (!handed_on) {
+        const ContainerPlacement placement = placementOf(known->second, next.now().shared());
+        // A retry, or kubelet recreating the container under a new id: same placement.
+        if (known->second.spec.id != container.id && !container.id.empty()) {
+          PodRecord updated = *existing;
+          updated.containers[container.name].spec.id = container.id;
+          next.putPod(std::move(updated));
+        }
+        return placement;
       }
-      return placement;
     }
   }
-  PodRecord updated = existing != nullptr ? *existing : PodRecord{pod, {}};
+  PodRecord updated = existing != nullptr ? *existing : PodRecord{pod, {}, {}};
   const uint64_t memory_before = existing != nullptr ? podMemoryBytes(*existing) : 0;
   PodRecord trial = updated;
   trial.containers[container.name] = ContainerRecord{container, {}, {}};
   VRI_TRY(checkMemory(next.now(), podMemoryBytes(trial) - memory_before, who));
-  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, placeContainer(next, updated, container, who, podNodes));
+  // Finished containers hand their CPUs on: to this one first, the rest back to the shared pool.
+  CpuSet handed_on;
+  for (const std::string& name : finished) {
+    const auto done = updated.containers.find(name);
+    if (name == container.name || done == updated.containers.end() || done->second.exclusive.empty()) continue;
+    const std::string owner = containerTenant(pod.uid, name);
+    next.pool().releaseOwner(owner);
+    if (!done->second.memory.empty()) VRI_TRY(next.numa().release(owner));
+    handed_on |= done->second.exclusive;
+    done->second.exclusive = CpuSet();
+    done->second.memory = {};
+  }
+  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement,
+                       placeContainer(next, updated, container, who, podNodes, handed_on));
   next.putPod(std::move(updated));
   return placement;
 }
 
-Result<Decision<ContainerPlacement>> Ledger::decideAdmitContainer(const StatePtr& from, const PodSpec& pod,
-                                                                  const ContainerSpec& container) const {
+Result<void> Ledger::checkSameQos(const PodRecord& known, const PodSpec& pod) const {
+  if (known.spec.qos == pod.qos) return {};
+  return Error::failedPrecondition("pod " + quoteForMessage(pod.uid) + " was admitted as " +
+                                   std::string(qosClassName(known.spec.qos)) + ", not " +
+                                   std::string(qosClassName(pod.qos)));
+}
+
+Result<void> Ledger::checkRuntimeIdFree(const LedgerState& state, const std::string& id,
+                                        const RuntimeOwner& owner) const {
+  const RuntimeOwner* holder = state.runtimeOwner(id);
+  if (holder == nullptr || *holder == owner) return {};
+  const std::string what = holder->isSandbox() ? "the sandbox of pod " + quoteForMessage(holder->podUid)
+                                               : "container " + quoteForMessage(holder->container) + " of pod " +
+                                                     quoteForMessage(holder->podUid);
+  return Error::failedPrecondition("runtime id " + quoteForMessage(id) + " belongs to " + what);
+}
+
+Result<Decision<bool>> Ledger::decideBindSandbox(const StatePtr& from, const PodSpec& pod,
+                                                 const std::string& sandboxId) const {
+  VRI_TRY(validatePodUid(pod.uid));
+  if (!sandboxId.empty()) {
+    VRI_TRY(validateContainerId(sandboxId).context("sandbox id"));
+    VRI_TRY(checkRuntimeIdFree(*from, sandboxId, RuntimeOwner{pod.uid, ""}));
+  }
+  if (pod.overheadCpuMilli < 0) return Error::invalidArgument("negative CPU overhead");
+  const PodRecord* existing = from->pod(pod.uid);
+  if (existing != nullptr) {
+    VRI_TRY(checkSameQos(*existing, pod));
+    if (sandboxId.empty() || existing->sandboxId == sandboxId) return unchanged(from, false);
+    NextState n = next(from);
+    PodRecord updated = *existing;
+    updated.sandboxId = sandboxId;  // a re-created sandbox: the pod keeps what it holds
+    n.putPod(std::move(updated));
+    return n.finish(false);
+  }
+  PodRecord record{pod, {}, sandboxId};
+  VRI_TRY(checkMemory(*from, podMemoryBytes(record), "pod " + (pod.name.empty() ? pod.uid : pod.name)));
   NextState n = next(from);
-  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, admitInto(n, pod, container, nullptr));
+  n.putPod(std::move(record));
+  return n.finish(true);
+}
+
+Result<Decision<ContainerPlacement>> Ledger::decideAdmitContainer(const StatePtr& from, const PodSpec& pod,
+                                                                  const ContainerSpec& container,
+                                                                  const std::vector<std::string>& finished) const {
+  NextState n = next(from);
+  VRI_ASSIGN_OR_RETURN(ContainerPlacement placement, admitInto(n, pod, container, nullptr, finished));
   if (n.delta().empty()) return unchanged(from, std::move(placement));
   Decision<ContainerPlacement> decision = n.finish(std::move(placement));
   if (decision.answer.exclusive.empty()) decision.answer.cpus = decision.after->shared();
@@ -161,15 +222,21 @@ Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
 }
 
 Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePtr& from, const std::string& podUid,
-                                                                   const ContainerSpec& container) const {
+                                                                   const ContainerSpec& request) const {
   const PodRecord* pod = from->pod(podUid);
   if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
-  const auto known = pod->containers.find(container.name);
+  const auto known = pod->containers.find(request.name);
   if (known == pod->containers.end()) {
-    return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(container.name));
+    return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(request.name));
   }
-  const std::string who = "container " + pod->spec.name + "/" + container.name;
+  const std::string who = "container " + pod->spec.name + "/" + request.name;
   const ContainerRecord& before = known->second;
+  ContainerSpec container = request;
+  if (container.id.empty()) container.id = before.spec.id;  // the runtime id stays bound
+  if (container.id != before.spec.id) {
+    return Error::failedPrecondition(who + " runs as " + quoteForMessage(before.spec.id) + ", not " +
+                                     quoteForMessage(container.id));
+  }
   if (!before.memory.empty()) {
     return Error::failedPrecondition(who + " has NUMA-pinned memory; release it and admit it again to change its size");
   }
@@ -189,7 +256,7 @@ Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePt
   ContainerPlacement placed;
   const int cpus = exclusiveCpusFor(updated.spec, container);
   if (cpus == 0) {
-    VRI_ASSIGN_OR_RETURN(placed, placeContainer(n, updated, container, who, nullptr));
+    VRI_ASSIGN_OR_RETURN(placed, placeContainer(n, updated, container, who, nullptr, {}));
   } else {
     auto chosen = n.pool().allocate(owner, {cpus, {}}, before.exclusive);
     if (!chosen.ok()) return std::move(chosen).context(who).error();
@@ -203,13 +270,19 @@ Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePt
 }
 
 Result<Decision<bool>> Ledger::decideReleaseContainer(const StatePtr& from, const std::string& podUid,
-                                                      const std::string& name) const {
+                                                      const std::string& name, const ReleaseGuard& guard) const {
   const PodRecord* pod = from->pod(podUid);
-  if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
+  if (pod == nullptr) {
+    if (guard.set()) return unchanged(from, false);
+    return Error::notFound("no pod " + quoteForMessage(podUid));
+  }
   const auto known = pod->containers.find(name);
   if (known == pod->containers.end()) {
+    if (guard.set()) return unchanged(from, false);
     return Error::notFound("pod " + quoteForMessage(podUid) + " has no container " + quoteForMessage(name));
   }
+  // kubelet removes a dead container after creating its replacement: that id is no longer the container's.
+  if (guard.set() && !guard.holdsFor(known->second.spec.id)) return unchanged(from, false);
   NextState n = next(from);
   const std::string owner = containerTenant(podUid, name);
   n.pool().releaseOwner(owner);
@@ -220,9 +293,17 @@ Result<Decision<bool>> Ledger::decideReleaseContainer(const StatePtr& from, cons
   return n.finish(true);
 }
 
-Result<Decision<bool>> Ledger::decideReleasePod(const StatePtr& from, const std::string& podUid) const {
+Result<Decision<bool>> Ledger::decideReleasePod(const StatePtr& from, const std::string& podUid,
+                                                const ReleaseGuard& guard) const {
   const PodRecord* pod = from->pod(podUid);
-  if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
+  if (pod == nullptr) {
+    if (guard.set()) return unchanged(from, false);
+    return Error::notFound("no pod " + quoteForMessage(podUid));
+  }
+  // An old sandbox removed after a new one exists leaves the pod alone; so does
+  // undoing a sandbox admit once the pod has a sandbox or containers.
+  if (guard.set() && (!guard.holdsFor(pod->sandboxId) || (guard.onlyUnbound && !pod->containers.empty())))
+    return unchanged(from, false);
   NextState n = next(from);
   for (const auto& [name, c] : pod->containers) {
     const std::string owner = containerTenant(podUid, name);
@@ -238,7 +319,7 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
   VRI_TRY(validatePodUid(pod.uid));
   VRI_TRY(validateContainerId(container.name).context("container name"));
   const PodRecord* known = from->pod(pod.uid);
-  PodRecord updated = known != nullptr ? *known : PodRecord{pod, {}};
+  PodRecord updated = known != nullptr ? *known : PodRecord{pod, {}, {}};
   if (updated.containers.count(container.name)) {
     return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");
   }

@@ -148,6 +148,7 @@ std::string encodePod(const PodRecord& pod) {
   std::ostringstream out;
   out << "uid=" << escape(pod.spec.uid) << "\nname=" << escape(pod.spec.name) << "\nqos=" << qosClassName(pod.spec.qos)
       << "\noverhead_cpu=" << pod.spec.overheadCpuMilli << "\noverhead_memory=" << pod.spec.overheadMemoryBytes << "\n";
+  if (!pod.sandboxId.empty()) out << "sandbox=" << escape(pod.sandboxId) << "\n";
   for (const auto& [name, c] : pod.containers) {
     // Escaped twice: the line is unescaped once as a whole, then each field.
     out << "container=" << escape(escape(c.spec.name)) << "|" << escape(escape(c.spec.id)) << "|"
@@ -172,6 +173,8 @@ Result<PodRecord> decodePod(std::string_view text) {
       VRI_ASSIGN_OR_RETURN(pod.spec.overheadCpuMilli, number<int64_t>(value, "overhead"));
     } else if (key == "overhead_memory") {
       VRI_ASSIGN_OR_RETURN(pod.spec.overheadMemoryBytes, number<uint64_t>(value, "overhead"));
+    } else if (key == "sandbox") {
+      pod.sandboxId = value;
     } else if (key == "container") {
       const auto parts = splitOn(value, '|');
       if (parts.size() != 8 && parts.size() != 9) {
@@ -195,6 +198,7 @@ Result<PodRecord> decodePod(std::string_view text) {
     }
   }
   VRI_TRY(validatePodUid(pod.spec.uid));
+  if (!pod.sandboxId.empty()) VRI_TRY(validateContainerId(pod.sandboxId).context("sandbox id"));
   return pod;
 }
 

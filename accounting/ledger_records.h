@@ -41,6 +41,9 @@ struct PodSpec {
 struct PodRecord {
   PodSpec spec;
   std::map<std::string, ContainerRecord> containers;  // by container name
+  // The runtime's id of the pod's current sandbox (its pause container);
+  // empty until the runtime names it. Its cgroup stays on the shared pool.
+  std::string sandboxId;
 };
 
 // A guest NUMA cell (<cpu><numa><cell>): its id and the vCPU ids in it.

@@ -81,9 +81,29 @@ LedgerTotals NextState::vmContribution(const VmRecord& vm, bool started) const {
   return vmTotals(vm, started, sharedVcpuMilli_, vmMemoryOverheadBytes_);
 }
 
+PersistentMap<std::string, RuntimeOwner> reindexRuntimeIds(PersistentMap<std::string, RuntimeOwner> ids,
+                                                           const PodRecord* before, const PodRecord* after) {
+  const auto each = [](const PodRecord& pod, const auto& visit) {
+    if (!pod.sandboxId.empty()) visit(pod.sandboxId, RuntimeOwner{pod.spec.uid, ""});
+    for (const auto& [name, c] : pod.containers) {
+      if (!c.spec.id.empty()) visit(c.spec.id, RuntimeOwner{pod.spec.uid, name});
+    }
+  };
+  if (before != nullptr) {
+    each(*before, [&](const std::string& id, const RuntimeOwner& owner) {
+      if (const RuntimeOwner* held = ids.find(id); held != nullptr && *held == owner) ids = ids.erase(id);
+    });
+  }
+  if (after != nullptr)
+    each(*after, [&](const std::string& id, const RuntimeOwner& owner) { ids = ids.set(id, owner); });
+  return ids;
+}
+
 void NextState::putPod(PodRecord pod) {
   const std::string uid = pod.spec.uid;
-  if (const PodRecord* old = next_.pods.find(uid)) next_.totals -= podTotals(*old);
+  const PodRecord* old = next_.pods.find(uid);
+  if (old != nullptr) next_.totals -= podTotals(*old);
+  next_.runtimeIds = reindexRuntimeIds(std::move(next_.runtimeIds), old, &pod);
   next_.totals += podTotals(pod);
   next_.pods = next_.pods.set(uid, std::move(pod));
   delta_.pods.insert(uid);
@@ -94,6 +114,7 @@ void NextState::erasePod(const std::string& uid) {
   const PodRecord* old = next_.pods.find(uid);
   if (old == nullptr) return;
   next_.totals -= podTotals(*old);
+  next_.runtimeIds = reindexRuntimeIds(std::move(next_.runtimeIds), old, nullptr);
   next_.pods = next_.pods.erase(uid);
   delta_.pods.insert(uid);
   delta_.storedPods.insert(uid);

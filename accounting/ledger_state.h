@@ -35,6 +35,14 @@ struct LedgerTotals {
   friend bool operator==(const LedgerTotals&, const LedgerTotals&) = default;
 };
 
+// Who holds a runtime id: a pod's sandbox (container empty) or one of its containers.
+struct RuntimeOwner {
+  std::string podUid;
+  std::string container;
+  bool isSandbox() const { return container.empty(); }
+  bool operator==(const RuntimeOwner&) const = default;
+};
+
 struct LedgerState {
   uint64_t sequence = 0;                       // decisions published since the ledger was opened
   CpuPool pool;                                // reserved, shared and exclusive CPUs
@@ -44,6 +52,9 @@ struct LedgerState {
   // Where each started VM's cgroups are, found through its QEMU pid. Runtime
   // knowledge: never stored, found again by the start-up scan.
   PersistentMap<std::string, CgroupPath> vmScopes;
+  // Every bound runtime id (sandboxes and containers), kept with the pods: a
+  // release or resize by id costs a lookup, not a walk over the node.
+  PersistentMap<std::string, RuntimeOwner> runtimeIds;
   LedgerTotals totals;
 
   const CpuSet& reserved() const { return pool.reserved(); }
@@ -54,7 +65,12 @@ struct LedgerState {
   const PodRecord* pod(const std::string& uid) const { return pods.find(uid); }
   const VmRecord* vm(const std::string& uuid) const { return vms.find(uuid); }
   const CgroupPath* vmScope(const std::string& uuid) const { return vmScopes.find(uuid); }
+  const RuntimeOwner* runtimeOwner(const std::string& id) const { return id.empty() ? nullptr : runtimeIds.find(id); }
 };
+
+// `ids` with the runtime ids of `before` (a pod's old record, or none) replaced by those of `after`.
+PersistentMap<std::string, RuntimeOwner> reindexRuntimeIds(PersistentMap<std::string, RuntimeOwner> ids,
+                                                           const PodRecord* before, const PodRecord* after);
 
 // What one decision changed: the tenants it touched (their records or scopes),
 // and of those the ones whose records the store must write. The shared pool

@@ -41,6 +41,8 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
         report.released.push_back("pod " + pod.spec.name + ": its cgroups are gone; released");
       continue;
     }
+    if (!pod.sandboxId.empty())
+      continue;  // the runtime's removals release its containers (an exited one has no cgroup)
     for (const auto& [name, c] : pod.containers) {
       if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;
       if (ledger.releaseContainer(uid, name).ok()) {
@@ -87,6 +89,7 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valid
   for (const ScannedPod& pod : scan.pods) {
     const auto known = snapshot->pods.find(pod.uid);
     for (const ScannedContainer& container : pod.containers) {
+      if (known != nullptr && container.id == known->sandboxId) continue;  // the sandbox is not a container
       if (known != nullptr) {
         const bool seen = std::any_of(known->containers.begin(), known->containers.end(),
                                       [&](const auto& entry) { return entry.second.spec.id == container.id; });

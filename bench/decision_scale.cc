@@ -252,7 +252,8 @@ Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const
             node.admitContainer(pod, {"app", "x" + std::to_string(i), false, 1000, 1000, 64 << 20, std::nullopt});
         if (!admitted.ok()) done = admitted.error();
       } else {
-        done = node.releasePod(pod.uid);
+        auto released = node.releasePod(pod.uid);
+        if (!released.ok()) done = released.error();
       }
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       if (!done.ok()) return done.error();

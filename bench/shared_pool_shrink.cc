@@ -75,7 +75,8 @@ int main(int argc, char** argv) {
                       vri::QosClass::kBurstable,
                       {{"c", 100, 0, std::nullopt, std::nullopt, std::nullopt}},
                       0,
-                      0});
+                      0,
+                      {}});
       continue;
     }
     vri::VmCgroup vm;

@@ -155,6 +155,11 @@ Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, 
     return Error::invalidArgument("pod " + quoteForMessage(pod.uid) + " is listed twice");
   CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(node.sharedCpus | podExclusiveCpus(pod), node);
   if (everything) addPodValues(pod, pod_spec.settings);
+  if (!pod.sandboxId.empty()) {
+    VRI_ASSIGN_OR_RETURN(CgroupPath path, namer.container(pod.qos, pod.uid, pod.sandboxId));
+    CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(node.sharedCpus, node);
+    if (everything) spec.settings.shares = CpuShares{CpuShares::kMin};
+  }
   for (const ContainerCgroup& container : pod.containers) {
     if (container.id.empty()) continue;  // no cgroup until the runtime names it
     VRI_ASSIGN_OR_RETURN(CgroupPath path, namer.container(pod.qos, pod.uid, container.id));

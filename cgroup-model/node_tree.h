@@ -45,6 +45,9 @@ struct PodCgroup {
   std::vector<ContainerCgroup> containers;
   int64_t overheadCpuMilli = 0;
   uint64_t overheadMemoryBytes = 0;
+  // The runtime's sandbox (pause) container: its cgroup is kept on the shared
+  // pool, with BestEffort's shares when VRI writes everything; empty: none known.
+  std::string sandboxId;
 };
 
 struct VmCgroup {

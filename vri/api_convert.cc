@@ -281,6 +281,7 @@ void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out) {
   out.set_overhead_cpu_milli(pod.spec.overheadCpuMilli);
   out.set_overhead_memory_bytes(pod.spec.overheadMemoryBytes);
   out.set_memory_bytes(podMemoryBytes(pod));
+  out.set_sandbox_id(pod.sandboxId);
   for (const auto& [name, c] : pod.containers) {
     v1::ContainerInfo& info = *out.add_containers();
     v1::ContainerResources& r = *info.mutable_resources();

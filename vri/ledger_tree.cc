@@ -11,7 +11,7 @@ CpuSet nodeMemoryNodes(const Topology& topology) {
 }
 
 PodCgroup podCgroup(const PodRecord& pod) {
-  PodCgroup out{pod.spec.uid, pod.spec.qos, {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes};
+  PodCgroup out{pod.spec.uid, pod.spec.qos, {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes, pod.sandboxId};
   for (const auto& [name, c] : pod.containers) {
     // Containers without a runtime id have no cgroup yet, but count towards the pod's values.
     ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {}};

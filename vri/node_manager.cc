@@ -37,6 +37,12 @@ Result<void> asVoid(const Result<bool>& done) {
   return {};
 }
 
+// Why a guarded release left the tenant alone, for the log.
+std::string describeGuard(const ReleaseGuard& guard) {
+  return guard.onlyUnbound ? "it has a runtime id or is gone"
+                           : "runtime id " + guard.runtimeId + " is not the one it holds (or it is gone)";
+}
+
 }  // namespace
 
 NodeManager::NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Logger& log, NodeFacts facts,
@@ -152,17 +158,34 @@ Result<T> NodeManager::finish(const std::string& action, const std::string& tena
   return result;
 }
 
-Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container) {
+Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container,
+                                                       const std::vector<std::string>& finished) {
   const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(pod.uid, container.name);
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
     Ledger::Writer writer = ledger_.writer();
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(writer.current(), pod, container));
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(writer.current(), pod, container, finished));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     return decision.answer;
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
+  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
+}
+
+Result<bool> NodeManager::bindSandbox(const PodSpec& pod, const std::string& sandboxId) {
+  const auto start = Stopwatch::now();
+  const std::string tenant = podTenant(pod.uid);
+  Result<bool> result = [&]() -> Result<bool> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideBindSandbox(writer.current(), pod, sandboxId));
+    if (!decision.changes()) return false;
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    return decision.answer;
+  }();
+  if (result.ok() && !*result && sandboxId.empty()) return result;  // known already: nothing to say
+  const std::string detail = sandboxId.empty() ? "recorded" : "sandbox " + sandboxId;
   return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
 }
 
@@ -200,30 +223,41 @@ Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUi
   return finish("resize", tenant, EventKind::kResized, std::move(result), detail, start);
 }
 
-Result<void> NodeManager::releaseContainer(const std::string& podUid, const std::string& name) {
+Result<bool> NodeManager::releaseContainer(const std::string& podUid, const std::string& name,
+                                           const ReleaseGuard& guard) {
   const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(podUid, name);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
     Ledger::Writer writer = ledger_.writer();
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseContainer(writer.current(), podUid, name));
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseContainer(writer.current(), podUid, name, guard));
+    if (!decision.answer) return false;
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     return true;
   }();
-  return asVoid(finish("release", tenant, EventKind::kReleased, std::move(result), "", start));
+  if (result.ok() && !*result) {
+    log_.info("release " + tenant + ": kept, " + describeGuard(guard));
+    return false;
+  }
+  return finish("release", tenant, EventKind::kReleased, std::move(result), "", start);
 }
 
-Result<void> NodeManager::releasePod(const std::string& podUid) {
+Result<bool> NodeManager::releasePod(const std::string& podUid, const ReleaseGuard& guard) {
   const auto start = Stopwatch::now();
   const std::string tenant = podTenant(podUid);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
     Ledger::Writer writer = ledger_.writer();
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleasePod(writer.current(), podUid));
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleasePod(writer.current(), podUid, guard));
+    if (!decision.answer) return false;
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     return true;
   }();
-  return asVoid(finish("release", tenant, EventKind::kReleased, std::move(result), "", start));
+  if (result.ok() && !*result) {
+    log_.info("release " + tenant + ": kept, " + describeGuard(guard));
+    return false;
+  }
+  return finish("release", tenant, EventKind::kReleased, std::move(result), "", start);
 }
 
 Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {

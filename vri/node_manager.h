@@ -79,11 +79,16 @@ class NodeManager {
   }
   std::shared_ptr<EventSubscription> subscribe() { return events_.subscribe(); }
 
-  Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container);
+  // `finished`: see Ledger::decideAdmitContainer.
+  Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container,
+                                            const std::vector<std::string>& finished = {});
+  // Records the pod (true: it is new) and binds its sandbox's runtime id when given.
+  Result<bool> bindSandbox(const PodSpec& pod, const std::string& sandboxId);
   Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);
   Result<ContainerPlacement> resizeContainer(const std::string& podUid, const ContainerSpec& container);
-  Result<void> releaseContainer(const std::string& podUid, const std::string& name);
-  Result<void> releasePod(const std::string& podUid);
+  // True when released; false when `guard` did not hold (logged, no event).
+  Result<bool> releaseContainer(const std::string& podUid, const std::string& name, const ReleaseGuard& guard = {});
+  Result<bool> releasePod(const std::string& podUid, const ReleaseGuard& guard = {});
 
   Result<VmCpuPlacement> admitVm(const VmSpec& vm);
   Result<VmCpuPlacement> reserveVm(const VmSpec& vm);

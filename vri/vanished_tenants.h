@@ -2,7 +2,9 @@
 // or a VM's QEMU process — for longer than a grace period, so that reconcile
 // releases them. A tenant seen again is forgotten; a VM that is only reserved
 // (defined, not running) is never due; a container whose runtime id is not
-// known yet has no cgroup of its own and is judged by its pod's.
+// known yet has no cgroup of its own and is judged by its pod's; the
+// containers of a pod with a bound sandbox are released by the runtime's
+// removals only (the CRI shim), never for a missing cgroup.
 #pragma once
 
 #include <chrono>

@@ -1,5 +1,6 @@
 #include "vri/vri_service.h"
 
+#include "cgroup-model/quote.h"
 #include "vri/api_convert.h"
 #include "vri/grpc_status.h"
 
@@ -91,18 +92,12 @@ VriService::Reactor* VriService::ResizeContainer(CallbackContext* c, const v1::A
 }
 
 VriService::Reactor* VriService::ReleaseContainer(CallbackContext* c, const v1::ReleaseContainerRequest* r,
-                                                  v1::Released*) {
-  return decide(c, "ReleaseContainer", [this, r] {
-    auto released = node_.releaseContainer(r->pod_uid(), r->container_name());
-    return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
-  });
+                                                  v1::Released* reply) {
+  return decide(c, "ReleaseContainer", [this, r, reply] { return releaseContainer(*r, *reply); });
 }
 
-VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const v1::ReleasePodRequest* r, v1::Released*) {
-  return decide(c, "ReleasePod", [this, r] {
-    auto released = node_.releasePod(r->pod_uid());
-    return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
-  });
+VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const v1::ReleasePodRequest* r, v1::Released* reply) {
+  return decide(c, "ReleasePod", [this, r, reply] { return releasePod(*r, *reply); });
 }
 
 VriService::Reactor* VriService::AdmitVm(CallbackContext* c, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
@@ -144,7 +139,12 @@ grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAll
   auto path = makeKubeletNamer(layout.driver, layout.kubeletParent)->pod(pod->qos, pod->uid);
   if (!path.ok()) return toGrpcStatus(path.error());
   reply_ptr->set_cgroup_path("/" + path->str());
-  if (containers.empty()) return grpc::Status::OK;  // the pod is recorded with its first container
+  if (!r->sandbox_id().empty() || containers.empty()) {
+    auto recorded = node_.bindSandbox(*pod, r->sandbox_id());
+    if (!recorded.ok()) return toGrpcStatus(recorded.error());
+    reply_ptr->set_is_new(*recorded);
+  }
+  if (containers.empty()) return grpc::Status::OK;
   auto placed = node_.admitPod(*pod, containers);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   for (size_t i = 0; i < containers.size(); ++i)
@@ -158,14 +158,70 @@ grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request
   if (!pod.ok()) return toGrpcStatus(pod.error());
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
-  auto placed = node_.admitContainer(*pod, *container);
+  for (const std::string& name : r->finished_containers()) {
+    if (auto valid = validateContainerId(name); !valid.ok())
+      return toGrpcStatus(std::move(valid).context("finished_containers").error());
+  }
+  const std::vector<std::string> finished(r->finished_containers().begin(), r->finished_containers().end());
+  auto placed = node_.admitContainer(*pod, *container, finished);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   fillContainerAllocation(*pod, *container, *placed, node_.layout(), reply);
+  reply.set_is_new(placed->placedNow);
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::releaseContainer(const v1::ReleaseContainerRequest& r, v1::Released& reply) {
+  std::string uid = r.pod_uid(), name = r.container_name();
+  ReleaseGuard guard{r.container_id(), r.only_unbound()};
+  if (uid.empty()) {
+    if (r.container_id().empty())
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "pod_uid: give pod_uid and container_name, or container_id");
+    const StatePtr state = node_.state();
+    const RuntimeOwner* owner = state->runtimeOwner(r.container_id());
+    if (owner == nullptr || owner->isSandbox()) return grpc::Status::OK;  // not held by any container: nothing to do
+    uid = owner->podUid;
+    name = owner->container;
+  } else if (name.empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "container_name: must not be empty");
+  }
+  auto released = node_.releaseContainer(uid, name, guard);
+  if (!released.ok()) return toGrpcStatus(released.error());
+  reply.set_released(*released);
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::releasePod(const v1::ReleasePodRequest& r, v1::Released& reply) {
+  std::string uid = r.pod_uid();
+  ReleaseGuard guard{r.sandbox_id(), r.only_unbound()};
+  if (uid.empty()) {
+    if (r.sandbox_id().empty())
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pod_uid: give pod_uid or sandbox_id");
+    const StatePtr state = node_.state();
+    const RuntimeOwner* owner = state->runtimeOwner(r.sandbox_id());
+    if (owner == nullptr || !owner->isSandbox()) return grpc::Status::OK;  // not a current sandbox: nothing to do
+    uid = owner->podUid;
+  }
+  auto released = node_.releasePod(uid, guard);
+  if (!released.ok()) return toGrpcStatus(released.error());
+  reply.set_released(*released);
   return grpc::Status::OK;
 }
 
 grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
+  v1::AdmitContainerRequest by_id;  // the request with the container found by its runtime id
   const v1::AdmitContainerRequest* r = &request;
+  if (request.pod_uid().empty() && !request.container_id().empty()) {
+    const StatePtr state = node_.state();
+    const RuntimeOwner* owner = state->runtimeOwner(request.container_id());
+    if (owner == nullptr || owner->isSandbox())
+      return grpc::Status(grpc::StatusCode::NOT_FOUND,
+                          "container_id: no container holds runtime id " + quoteForMessage(request.container_id()));
+    by_id = request;
+    by_id.set_pod_uid(owner->podUid);
+    by_id.set_container_name(owner->container);
+    r = &by_id;
+  }
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
   const StatePtr state = node_.state();

@@ -56,6 +56,8 @@ class VriService final : public VriServiceBase {
   grpc::Status admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply);
   grpc::Status admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
   grpc::Status resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
+  grpc::Status releaseContainer(const v1::ReleaseContainerRequest& request, v1::Released& reply);
+  grpc::Status releasePod(const v1::ReleasePodRequest& request, v1::Released& reply);
   grpc::Status vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
   grpc::Status denyOnReadOnly(const char* method) const;
   grpc::Status vmDecision(const v1::AdmitVmRequest& request, v1::VmAllocation& reply,

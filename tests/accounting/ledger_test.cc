@@ -91,7 +91,7 @@ TEST(LedgerTest, RefusesWithReasonsAndChangesNothing) {
   auto c = config(2, 8ULL << 30);
   auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2"), c);
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(ledger->admitContainer(burstable("b" + std::to_string(i)), shared("c", 1000)).ok());
+    ASSERT_TRUE(ledger->admitContainer(burstable("b" + std::to_string(i)), shared("c" + std::to_string(i), 1000)).ok());
   }
   const auto before = ledger->state();
   // 16 CPUs, 5 CPUs' worth requested by shared tenants: at most 11 can go exclusive.
@@ -304,7 +304,9 @@ TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
       std::mt19937 random(static_cast<unsigned>(t));
       for (int i = 0; i < 300; ++i) {
         const std::string uid = "t" + std::to_string(t) + "-" + std::to_string(i);
-        auto placed = ledger->admitContainer(guaranteed(uid), cpus("c", 1 + static_cast<int>(random() % 4)));
+        ContainerSpec container = cpus("c", 1 + static_cast<int>(random() % 4));
+        container.id = uid + "-c";  // runtime ids are unique on the node
+        auto placed = ledger->admitContainer(guaranteed(uid), container);
         if (!placed.ok()) continue;
         ++granted;
         for (int cpu : placed->exclusive) {

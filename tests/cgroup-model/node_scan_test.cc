@@ -178,7 +178,8 @@ TEST(DriftTest, ReportsHandWrittenValuesVanishedAndUnknownCgroups) {
                                         {{"app", 500, 0, std::nullopt, std::nullopt, std::nullopt},
                                          {"side", 0, 0, std::nullopt, std::nullopt, std::nullopt}},
                                         0,
-                                        0}};
+                                        0,
+                                        {}}};
   makeTree(fs, {"cpuset", "cpu,cpuacct"}, path("machine"));
   auto tree = buildDesiredTree(layout, node, pods, {});
   ASSERT_TRUE(tree.ok());

@@ -34,15 +34,17 @@ std::vector<PodCgroup> pods() {
                        QosClass::kGuaranteed,
                        {{"app", 2000, 2000, 1ULL << 30, cpus("4-5"), std::nullopt}},
                        100,
-                       64ULL << 20};
+                       64ULL << 20,
+                       {}};
   PodCgroup burstable{kBurstableUid,
                       QosClass::kBurstable,
                       {{"web", 500, 1000, 512ULL << 20, std::nullopt, std::nullopt},
                        {"log", 250, 0, std::nullopt, std::nullopt, std::nullopt}},
                       0,
-                      0};
+                      0,
+                      {}};
   PodCgroup besteffort{
-      kBestEffortUid, QosClass::kBestEffort, {{"batch", 0, 0, std::nullopt, std::nullopt, std::nullopt}}, 0, 0};
+      kBestEffortUid, QosClass::kBestEffort, {{"batch", 0, 0, std::nullopt, std::nullopt, std::nullopt}}, 0, 0, {}};
   return {guaranteed, burstable, besteffort};
 }
 
@@ -97,6 +99,24 @@ TEST(NodeTreeTest, KubeletValuesWhenVriOwnsEverything) {
   EXPECT_EQ(c.at(path("machine/qemu-3-web.libvirt-qemu/vcpu1")).settings.cpus->format(), "0-3");
   EXPECT_EQ(c.at(path("machine/qemu-3-web.libvirt-qemu/emulator")).settings.cpus->format(), "7");
   EXPECT_EQ(c.at(path("machine/qemu-3-web.libvirt-qemu/iothread1")).settings.cpus->format(), "0-3");
+}
+
+TEST(NodeTreeTest, ASandboxStaysOnTheSharedPoolAndIsNotAContainer) {
+  TreeLayout layout;
+  layout.ownership = Ownership::kEverything;
+  std::vector<PodCgroup> all = pods();
+  all[0].sandboxId = "pause01";
+  auto tree = buildDesiredTree(layout, node(), all, {});
+  ASSERT_TRUE(tree.ok()) << tree.error().message();
+  const std::string pod = std::string("kubepods/pod") + kGuaranteedUid;
+  const auto& sandbox = tree->cgroups.at(path(pod + "/pause01")).settings;
+  EXPECT_EQ(sandbox.cpus->format(), "0-3");  // the shared pool, not the pod's exclusive CPUs
+  EXPECT_EQ(sandbox.shares->value, 2u);
+  EXPECT_FALSE(sandbox.cpuMax.has_value());
+  // The pod's own values still come from its containers only: a quota and a memory limit.
+  const auto& g = tree->cgroups.at(path(pod)).settings;
+  EXPECT_EQ(*g.cpuMax->quotaUs, 210000);
+  EXPECT_EQ(*g.memoryMax->value, (1ULL << 30) + (64ULL << 20));
 }
 
 TEST(NodeTreeTest, ByDefaultOnlyCpusetsOnTheKubeletSide) {

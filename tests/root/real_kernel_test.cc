@@ -133,10 +133,10 @@ class RealKernelTest : public ::testing::Test {
 
   Result<DesiredTree> tree(const CpuSet& shared, std::optional<CpuSet> podExclusive, std::optional<int> vcpu0) {
     std::vector<PodCgroup> pods = {
-        {kPodUid, QosClass::kBurstable, {{"web", 250, 500, std::nullopt, std::nullopt, std::nullopt}}, 0, 0}};
+        {kPodUid, QosClass::kBurstable, {{"web", 250, 500, std::nullopt, std::nullopt, std::nullopt}}, 0, 0, {}}};
     if (podExclusive) {
       pods.push_back(
-          {"g1", QosClass::kGuaranteed, {{"app", 1000, 1000, std::nullopt, podExclusive, std::nullopt}}, 0, 0});
+          {"g1", QosClass::kGuaranteed, {{"app", 1000, 1000, std::nullopt, podExclusive, std::nullopt}}, 0, 0, {}});
     }
     VmCgroup vm;
     vm.scope = scope();

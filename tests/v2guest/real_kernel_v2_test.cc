@@ -87,8 +87,8 @@ TEST_F(RealKernelV2Test, TheKernelEnforcesWhatTheModelApplies) {
   layout.kubeletParent = root_;
   layout.machinePartition = *root_.child("machine");
   const std::vector<PodCgroup> pods = {
-      {kPodUid, QosClass::kBurstable, {{"web", 250, 500, 64ULL << 20, std::nullopt, std::nullopt}}, 0, 0},
-      {"g1", QosClass::kGuaranteed, {{"app", 1000, 1000, 32ULL << 20, exclusive_, std::nullopt}}, 0, 0}};
+      {kPodUid, QosClass::kBurstable, {{"web", 250, 500, 64ULL << 20, std::nullopt, std::nullopt}}, 0, 0, {}},
+      {"g1", QosClass::kGuaranteed, {{"app", 1000, 1000, 32ULL << 20, exclusive_, std::nullopt}}, 0, 0, {}}};
   NodeResources node{shared_, mems_, 2000, 1ULL << 30, {}, {}, {}};
   auto desired = buildDesiredTree(layout, node, pods, {});
   ASSERT_TRUE(desired.ok()) << desired.error().message();

@@ -223,6 +223,10 @@ TEST(DecisionPipelineTest, ReconcileReleasesTenantsGoneLongerThanTheGrace) {
 
 TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
   Pipeline p;
+  const auto outcomeOf = [](const Result<bool>& released) -> Result<void> {
+    if (!released.ok()) return released.error();
+    return {};
+  };
   const std::string uuid = "8f0c0001-0000-4000-8000-000000000001";
   ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 2)).ok());
   ASSERT_TRUE(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("c2", 100)).ok());
@@ -234,8 +238,8 @@ TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
       {"admit", [&] { return p.node->admitContainer(pod(uid(3), QosClass::kGuaranteed), exclusive("c3", 1)).error(); }},
       {"admit pod", [&] { return p.node->admitPod(pod(uid(4), QosClass::kBurstable), {shared("c4", 100)}).error(); }},
       {"resize", [&] { return p.node->resizeContainer(uid(2), shared("c2", 300)).error(); }},
-      {"release container", [&] { return p.node->releaseContainer(uid(2), "app"); }},
-      {"release pod", [&] { return p.node->releasePod(uid(1)); }},
+      {"release container", [&] { return outcomeOf(p.node->releaseContainer(uid(2), "app")); }},
+      {"release pod", [&] { return outcomeOf(p.node->releasePod(uid(1))); }},
       {"admit VM",
        [&] { return p.node->admitVm(vm("8f0c0002-0000-4000-8000-000000000001", 1, VmCpuPolicy::kShared)).error(); }},
       {"reserve VM",

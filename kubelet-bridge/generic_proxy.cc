@@ -6,16 +6,11 @@
 #include <mutex>
 
 #include "cgroup-model/thread_annotations.h"
+#include "kubelet-bridge/upstream_call.h"
 
 namespace vri {
 
 namespace {
-
-// A metadata key gRPC sets itself: never copied either way.
-bool isReservedMetadataKey(std::string_view key) {
-  return key.starts_with("grpc-") || key.starts_with(":") || key == "content-type" || key == "te" ||
-         key == "user-agent" || key == "host";
-}
 
 class ProxyCall;
 
@@ -51,11 +46,7 @@ class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
 class ProxyCall {
  public:
   ProxyCall(grpc::GenericStub& stub, grpc::GenericCallbackServerContext* server)
-      : server_(server), client_(grpc::ClientContext::FromCallbackServerContext(*server)) {
-    for (const auto& [key, value] : server->client_metadata()) {
-      const std::string name(key.data(), key.size());
-      if (!isReservedMetadataKey(name)) client_->AddMetadata(name, std::string(value.data(), value.size()));
-    }
+      : server_(server), client_(upstreamContext(*server)) {
     stub.PrepareBidiStreamingCall(client_.get(), server->method(), grpc::StubOptions(), &up_);
   }
 
@@ -169,11 +160,48 @@ void Upstream::OnReadDone(bool ok) { call_.upstreamMessage(ok); }
 void Upstream::OnWriteDone(bool ok) { call_.upstreamWritten(ok); }
 void Upstream::OnDone(const grpc::Status& status) { call_.upstreamDone(status); }
 
+// A unary call the proxy handles itself: its one request is read, the handler
+// runs on a worker (it may block), and the reply or status goes back.
+class HandledCall final : public grpc::ServerGenericBidiReactor {
+ public:
+  HandledCall(grpc::GenericCallbackServerContext* context, const UnaryHandler& handler, WorkerPool& workers)
+      : context_(*context), handler_(handler), workers_(workers) {
+    StartRead(&request_);
+  }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"));
+      return;
+    }
+    workers_.post([this] {
+      const grpc::Status status = handler_(context_, request_, &reply_);
+      if (status.ok()) {
+        StartWriteAndFinish(&reply_, grpc::WriteOptions(), status);
+      } else {
+        Finish(status);
+      }
+    });
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  grpc::GenericCallbackServerContext& context_;
+  const UnaryHandler& handler_;
+  WorkerPool& workers_;
+  grpc::ByteBuffer request_, reply_;
+};
+
 }  // namespace
 
-GenericProxy::GenericProxy(std::shared_ptr<grpc::Channel> upstream) : stub_(std::move(upstream)) {}
+GenericProxy::GenericProxy(std::shared_ptr<grpc::Channel> upstream, std::map<std::string, UnaryHandler> handlers,
+                           WorkerPool* workers)
+    : stub_(std::move(upstream)), handlers_(std::move(handlers)), workers_(workers) {}
 
 grpc::ServerGenericBidiReactor* GenericProxy::CreateReactor(grpc::GenericCallbackServerContext* context) {
+  if (workers_ != nullptr) {
+    if (const auto handled = handlers_.find(context->method()); handled != handlers_.end())
+      return new HandledCall(context, handled->second, *workers_);
+  }
   return (new ProxyCall(stub_, context))->start();
 }
 

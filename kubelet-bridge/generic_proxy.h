@@ -6,24 +6,40 @@
 // carried upstream, and the upstream's status, details and trailers returned
 // as they came. Nothing here blocks: every reaction starts the next operation
 // and returns.
+//
+// Unary methods named in `handlers` are not passed through: the handler gets
+// the request's bytes on one of `workers`' threads (where it may block on its
+// own calls upstream) and answers with the reply's bytes or a status.
 #pragma once
 
 #include <grpcpp/channel.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <functional>
+#include <map>
 #include <memory>
+#include <string>
+
+#include "kubelet-bridge/worker_pool.h"
 
 namespace vri {
 
+using UnaryHandler = std::function<grpc::Status(grpc::GenericCallbackServerContext& context,
+                                                const grpc::ByteBuffer& request, grpc::ByteBuffer* reply)>;
+
 class GenericProxy : public grpc::CallbackGenericService {
  public:
-  explicit GenericProxy(std::shared_ptr<grpc::Channel> upstream);
+  // `workers` (not owned) must outlive the server when `handlers` is not empty.
+  explicit GenericProxy(std::shared_ptr<grpc::Channel> upstream, std::map<std::string, UnaryHandler> handlers = {},
+                        WorkerPool* workers = nullptr);
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
 
  private:
   grpc::GenericStub stub_;  // holds the upstream channel
+  const std::map<std::string, UnaryHandler> handlers_;
+  WorkerPool* workers_;
 };
 
 }  // namespace vri

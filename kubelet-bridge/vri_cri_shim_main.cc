@@ -1,17 +1,24 @@
 // vri-cri-shim: the CRI endpoint kubelet talks to, in front of containerd's.
 //
 //   vri-cri-shim [--listen=/run/vri/cri.sock] [--containerd=/run/containerd/containerd.sock]
+//                [--vrid=/run/vri/admin.sock] [--vrid-timeout-ms=2000] [--cgroup-version=auto|v1|v2]
+//                [--workers=4]
 //
-// Every call passes through to containerd unchanged (kubelet-bridge/generic_proxy.h),
-// with message limits above kubelet's 16 MiB both ways. SIGTERM or SIGINT stops it.
+// Pod and container lifecycle calls take their allocations from vrid
+// (kubelet-bridge/cri_shim.h); every other call passes through to containerd
+// unchanged (kubelet-bridge/generic_proxy.h), with message limits above
+// kubelet's 16 MiB both ways. SIGTERM or SIGINT stops it.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <ctime>
 #include <filesystem>
 #include <string>
 
+#include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/generic_proxy.h"
 
 namespace {
@@ -19,26 +26,66 @@ namespace {
 constexpr int kMessageLimit = 64 << 20;
 
 int usage(const std::string& why) {
-  std::fprintf(stderr, "vri-cri-shim: %s\nusage: vri-cri-shim [--listen=PATH] [--containerd=PATH]\n", why.c_str());
+  std::fprintf(stderr,
+               "vri-cri-shim: %s\nusage: vri-cri-shim [--listen=PATH] [--containerd=PATH] [--vrid=PATH] "
+               "[--vrid-timeout-ms=N] [--cgroup-version=auto|v1|v2] [--workers=N]\n",
+               why.c_str());
   return 2;
+}
+
+void logLine(const std::string& line) {
+  char stamp[32];
+  const std::time_t now = std::time(nullptr);
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::gmtime(&now));
+  std::fprintf(stderr, "%s vri-cri-shim: %s\n", stamp, line.c_str());
+}
+
+std::shared_ptr<grpc::Channel> channelTo(const std::string& socket) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(kMessageLimit);
+  args.SetMaxSendMessageSize(kMessageLimit);
+  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
+}
+
+bool positive(const std::string& text, int* out) {
+  try {
+    size_t used = 0;
+    *out = std::stoi(text, &used);
+    return used == text.size() && *out > 0;
+  } catch (const std::exception&) {
+    return false;
+  }
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string listen = "/run/vri/cri.sock", containerd = "/run/containerd/containerd.sock";
+  std::string listen = "/run/vri/cri.sock", containerd = "/run/containerd/containerd.sock",
+              vrid = "/run/vri/admin.sock", version = "auto";
+  int timeout_ms = 2000, workers = 4;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
+    const auto value = [&](const char* flag) { return arg.substr(std::string(flag).size()); };
     if (arg.starts_with("--listen=")) {
-      listen = arg.substr(9);
+      listen = value("--listen=");
     } else if (arg.starts_with("--containerd=")) {
-      containerd = arg.substr(13);
+      containerd = value("--containerd=");
+    } else if (arg.starts_with("--vrid=")) {
+      vrid = value("--vrid=");
+    } else if (arg.starts_with("--vrid-timeout-ms=")) {
+      if (!positive(value("--vrid-timeout-ms="), &timeout_ms)) return usage("--vrid-timeout-ms: a positive number");
+    } else if (arg.starts_with("--workers=")) {
+      if (!positive(value("--workers="), &workers) || workers > 64) return usage("--workers: from 1 to 64");
+    } else if (arg.starts_with("--cgroup-version=")) {
+      version = value("--cgroup-version=");
+      if (version != "auto" && version != "v1" && version != "v2") return usage("--cgroup-version: auto, v1 or v2");
     } else {
       return usage("unknown argument " + arg);
     }
   }
-  if (listen.empty() || listen[0] != '/' || containerd.empty() || containerd[0] != '/')
-    return usage("socket paths must be absolute");
+  for (const std::string* path : {&listen, &containerd, &vrid}) {
+    if (path->empty() || (*path)[0] != '/') return usage("socket paths must be absolute");
+  }
 
   // Signals are taken by sigwait below, on this thread only.
   sigset_t stop;
@@ -47,10 +94,13 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(kMessageLimit);
-  args.SetMaxSendMessageSize(kMessageLimit);
-  vri::GenericProxy proxy(grpc::CreateCustomChannel("unix:" + containerd, grpc::InsecureChannelCredentials(), args));
+  vri::CriShimOptions options;
+  options.vridTimeout = std::chrono::milliseconds(timeout_ms);
+  options.cgroupV2 = version == "v2" || (version == "auto" && std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"));
+  options.log = logLine;
+  vri::WorkerPool pool(workers);
+  vri::CriShim shim(channelTo(containerd), channelTo(vrid), options);
+  vri::GenericProxy proxy(channelTo(containerd), shim.handlers(), &pool);
 
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(listen).parent_path(), ec);
@@ -65,7 +115,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vri-cri-shim: cannot serve on %s\n", listen.c_str());
     return 1;
   }
-  std::printf("vri-cri-shim: serving %s, forwarding to %s; ready\n", listen.c_str(), containerd.c_str());
+  std::printf("vri-cri-shim: serving %s, forwarding to %s, allocations from %s (cgroup %s); ready\n", listen.c_str(),
+              containerd.c_str(), vrid.c_str(), options.cgroupV2 ? "v2" : "v1");
   std::fflush(stdout);
   int received = 0;
   sigwait(&stop, &received);

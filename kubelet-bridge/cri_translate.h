@@ -1,0 +1,63 @@
+// Between CRI's messages, as kubelet sends them, and vrid's API: what a sandbox
+// or a container asks for, and vrid's allocation written back into the
+// runtime's resources. Pure functions; the shim's calls are in cri_shim.h.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cgroup-model/result.h"
+#include "kubelet-bridge/cri.pb.h"
+#include "proto/vri.pb.h"
+
+namespace vri::cri {
+
+// kubelet's CPU values turned back into milli-CPU: shares are milli * 1024 /
+// 1000 (at least 2, which means no request), the quota is milli * period / 1000.
+int64_t requestMilliFromShares(int64_t shares);
+int64_t limitMilliFromQuota(int64_t quota, int64_t period);
+
+// The QoS class kubelet chose, from the pod's cgroup parent: /…/kubepods/burstable/pod<uid>
+// (cgroupfs driver) or kubepods-burstable-pod<uid>.slice (systemd); Guaranteed pods have no QoS level.
+Result<v1::Qos> qosFromCgroupParent(std::string_view parent);
+
+// RunPodSandbox's config as a pod admit (no sandbox id yet).
+Result<v1::AdmitPodRequest> admitPodRequest(const runtime::v1::PodSandboxConfig& config);
+// CreateContainer as a container admit, keyed by the pod's UID and the container's name.
+Result<v1::AdmitContainerRequest> admitContainerRequest(const runtime::v1::CreateContainerRequest& request);
+// UpdateContainerResources as a resize of the container that holds the id.
+v1::AdmitContainerRequest resizeRequest(const runtime::v1::UpdateContainerResourcesRequest& request);
+// Whether the container may get exclusive CPUs (a Guaranteed pod's whole CPUs):
+// only then can CPUs of finished containers matter to it.
+bool mayGetExclusiveCpus(const v1::AdmitContainerRequest& request);
+
+// What the node looks like to the runtime's cgroup writer.
+struct NodeCgroups {
+  bool v2 = false;
+  std::string allMems;  // every memory node ("0-1"): cpuset.mems when vrid binds none
+};
+
+// vrid's allocation into the runtime's resources, with full explicit values:
+// containerd and runc read "" and 0 as "keep what is there". No quota is -1;
+// `unified` (cpu.weight, so runc and vrid agree) only on v2, where runc takes it.
+void applyAllocation(const v1::ContainerAllocation& allocation, const NodeCgroups& node,
+                     runtime::v1::LinuxContainerResources& resources);
+
+// One instance of a container of the pod, as the runtime lists it.
+struct SeenContainer {
+  std::string name;
+  std::string sandboxId;
+  runtime::v1::ContainerState state = runtime::v1::CONTAINER_CREATED;
+  int exitCode = 0;  // meaningful once exited
+};
+
+// The pod's containers that have exited for good when `creating` is created in
+// `currentSandbox`: every instance exited, and either in a replaced sandbox or
+// with exit code 0 (a completed init container; kubelet creates the next
+// container only once it has). A container with any instance running or
+// created is not finished (a sidecar, a restart in progress).
+std::vector<std::string> finishedContainers(const std::vector<SeenContainer>& seen, const std::string& creating,
+                                            const std::string& currentSandbox);
+
+}  // namespace vri::cri

@@ -1,0 +1,34 @@
+// Calls the shim makes on a caller's behalf, from its own threads: one request
+// and one reply as raw bytes through a generic stub, with the caller's
+// deadline, cancellation and metadata carried upstream.
+#pragma once
+
+#include <google/protobuf/message_lite.h>
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/generic/generic_stub.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace vri {
+
+// A metadata key gRPC sets itself: never copied either way.
+bool isReservedMetadataKey(std::string_view key);
+
+// A context for an upstream call made for `caller`: its deadline, its
+// cancellation and its metadata (less the reserved keys).
+std::unique_ptr<grpc::ClientContext> upstreamContext(grpc::GenericCallbackServerContext& caller);
+
+grpc::ByteBuffer toBytes(const google::protobuf::MessageLite& message);
+std::string bytesText(const grpc::ByteBuffer& buffer);
+bool fromBytes(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite& message);
+
+// Blocks the calling thread (never a gRPC reaction) until the upstream answers.
+grpc::Status callUpstream(grpc::GenericStub& stub, grpc::ClientContext& context, const std::string& method,
+                          const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);
+// The same with messages; a reply that does not parse is INTERNAL.
+grpc::Status callUpstream(grpc::GenericStub& stub, grpc::ClientContext& context, const std::string& method,
+                          const google::protobuf::MessageLite& request, google::protobuf::MessageLite* reply);
+
+}  // namespace vri

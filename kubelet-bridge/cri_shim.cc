@@ -15,8 +15,8 @@ constexpr auto kCleanupDeadline = std::chrono::seconds(10);
 std::string method(const char* name) { return std::string(kRuntime) + name; }
 
 grpc::Status unparsable(const char* what) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string("vri-cri-shim: the ") + what +
-                                                              " request does not parse as CRI runtime.v1");
+  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                      std::string("vri-cri-shim: the ") + what + " request does not parse as CRI runtime.v1");
 }
 
 grpc::Status invalid(const Error& error) {
@@ -29,9 +29,9 @@ grpc::Status fromVrid(const std::string& what, const grpc::Status& status) {
   const bool unreachable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
                            status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
   if (unreachable) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "vri-cri-shim: vrid did not answer " + what + " (" +
-                                                           status.error_message() +
-                                                           "); pods and containers are created only with vrid's allocation");
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
+                        "vri-cri-shim: vrid did not answer " + what + " (" + status.error_message() +
+                            "); pods and containers are created only with vrid's allocation");
   }
   return grpc::Status(status.error_code(), "vri: " + status.error_message());
 }
@@ -62,6 +62,7 @@ std::map<std::string, UnaryHandler> CriShim::handlers() {
 std::unique_ptr<grpc::ClientContext> CriShim::vridContext(const Caller& caller) const {
   auto context = std::make_unique<grpc::ClientContext>();
   context->set_deadline(std::min(caller.deadline(), std::chrono::system_clock::now() + options_.vridTimeout));
+  context->set_wait_for_ready(true);  // a vrid that is restarting answers within the deadline
   return context;
 }
 
@@ -212,7 +213,8 @@ grpc::Status CriShim::finishedContainers(Caller& caller, const std::string& podU
   std::vector<cri::SeenContainer> seen;
   for (const runtime::v1::Container& c : listed.containers()) {
     cri::SeenContainer one{c.metadata().name(), c.pod_sandbox_id(), c.state(), 0};
-    if (c.state() == runtime::v1::CONTAINER_EXITED && c.pod_sandbox_id() == sandboxId && c.metadata().name() != creating) {
+    if (c.state() == runtime::v1::CONTAINER_EXITED && c.pod_sandbox_id() == sandboxId &&
+        c.metadata().name() != creating) {
       runtime::v1::ContainerStatusRequest ask;
       ask.set_container_id(c.id());
       runtime::v1::ContainerStatusResponse answer;
@@ -222,7 +224,8 @@ grpc::Status CriShim::finishedContainers(Caller& caller, const std::string& podU
     }
     seen.push_back(std::move(one));
   }
-  for (const std::string& name : cri::finishedContainers(seen, creating, sandboxId)) admit.add_finished_containers(name);
+  for (const std::string& name : cri::finishedContainers(seen, creating, sandboxId))
+    admit.add_finished_containers(name);
   return grpc::Status::OK;
 }
 

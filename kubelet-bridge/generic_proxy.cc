@@ -164,15 +164,20 @@ void Upstream::OnDone(const grpc::Status& status) { call_.upstreamDone(status); 
 // runs on a worker (it may block), and the reply or status goes back.
 class HandledCall final : public grpc::ServerGenericBidiReactor {
  public:
-  HandledCall(grpc::GenericCallbackServerContext* context, const UnaryHandler& handler, WorkerPool& workers)
-      : context_(*context), handler_(handler), workers_(workers) {
+  HandledCall(grpc::GenericCallbackServerContext* context, const UnaryHandler& handler, WorkerPool& workers,
+              std::atomic<int>& inFlight)
+      : context_(*context), handler_(handler), workers_(workers), inFlight_(inFlight) {
+    ++inFlight_;
     StartRead(&request_);
   }
   void OnReadDone(bool ok) override {
+    if (requestRead_) return;  // the caller's half-close after its one message
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"));
       return;
     }
+    requestRead_ = true;
+    StartRead(&halfClose_);  // gRPC finishes the call only once the caller's side is read to the end
     workers_.post([this] {
       const grpc::Status status = handler_(context_, request_, &reply_);
       if (status.ok()) {
@@ -182,13 +187,18 @@ class HandledCall final : public grpc::ServerGenericBidiReactor {
       }
     });
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    --inFlight_;
+    delete this;
+  }
 
  private:
   grpc::GenericCallbackServerContext& context_;
   const UnaryHandler& handler_;
   WorkerPool& workers_;
-  grpc::ByteBuffer request_, reply_;
+  std::atomic<int>& inFlight_;
+  grpc::ByteBuffer request_, reply_, halfClose_;
+  bool requestRead_ = false;  // reactions on one call never run at once
 };
 
 }  // namespace
@@ -200,7 +210,7 @@ GenericProxy::GenericProxy(std::shared_ptr<grpc::Channel> upstream, std::map<std
 grpc::ServerGenericBidiReactor* GenericProxy::CreateReactor(grpc::GenericCallbackServerContext* context) {
   if (workers_ != nullptr) {
     if (const auto handled = handlers_.find(context->method()); handled != handlers_.end())
-      return new HandledCall(context, handled->second, *workers_);
+      return new HandledCall(context, handled->second, *workers_, handledInFlight_);
   }
   return (new ProxyCall(stub_, context))->start();
 }

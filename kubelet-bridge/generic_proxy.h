@@ -16,6 +16,7 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -36,10 +37,15 @@ class GenericProxy : public grpc::CallbackGenericService {
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
 
+  // Handled calls not finished yet: what a stop waits for before it cancels
+  // the rest (passed-through calls are the runtime's, and kubelet retries them).
+  int handledCallsInFlight() const { return handledInFlight_.load(); }
+
  private:
   grpc::GenericStub stub_;  // holds the upstream channel
   const std::map<std::string, UnaryHandler> handlers_;
   WorkerPool* workers_;
+  std::atomic<int> handledInFlight_{0};
 };
 
 }  // namespace vri

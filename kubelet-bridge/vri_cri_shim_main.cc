@@ -17,6 +17,7 @@
 #include <ctime>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/generic_proxy.h"
@@ -40,8 +41,15 @@ void logLine(const std::string& line) {
   std::fprintf(stderr, "%s vri-cri-shim: %s\n", stamp, line.c_str());
 }
 
-std::shared_ptr<grpc::Channel> channelTo(const std::string& socket) {
+// `quickReconnect`: vrid restarts in well under a second; a call waits for it
+// (within its deadline) instead of failing on gRPC's default back-off of up to 2 minutes.
+std::shared_ptr<grpc::Channel> channelTo(const std::string& socket, bool quickReconnect = false) {
   grpc::ChannelArguments args;
+  if (quickReconnect) {
+    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  }
   args.SetMaxReceiveMessageSize(kMessageLimit);
   args.SetMaxSendMessageSize(kMessageLimit);
   return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
@@ -96,10 +104,11 @@ int main(int argc, char** argv) {
 
   vri::CriShimOptions options;
   options.vridTimeout = std::chrono::milliseconds(timeout_ms);
-  options.cgroupV2 = version == "v2" || (version == "auto" && std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"));
+  options.cgroupV2 =
+      version == "v2" || (version == "auto" && std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"));
   options.log = logLine;
   vri::WorkerPool pool(workers);
-  vri::CriShim shim(channelTo(containerd), channelTo(vrid), options);
+  vri::CriShim shim(channelTo(containerd), channelTo(vrid, true), options);
   vri::GenericProxy proxy(channelTo(containerd), shim.handlers(), &pool);
 
   std::error_code ec;
@@ -120,7 +129,12 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   int received = 0;
   sigwait(&stop, &received);
-  server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(5));
+  // Calls that change vrid or containerd finish (up to 5 s); the rest, idle
+  // connections and open streams included, are cancelled at once.
+  const auto patience = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (proxy.handledCallsInFlight() > 0 && std::chrono::steady_clock::now() < patience)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  server->Shutdown(std::chrono::system_clock::now());
   server->Wait();
   std::filesystem::remove(listen, ec);
   return 0;

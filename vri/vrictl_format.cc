@@ -188,6 +188,7 @@ std::string formatPodInfo(const v1::PodInfo& pod) {
   out += row("UID", pod.uid());
   out += row("QoS", qosName(pod.qos()));
   out += row("Memory", formatBytes(pod.memory_bytes()));
+  if (!pod.sandbox_id().empty()) out += row("Sandbox", pod.sandbox_id().substr(0, 13));
   for (const v1::ContainerInfo& c : pod.containers()) {
     const v1::ContainerResources& r = c.resources();
     std::string line = "request " + cpuAmount(r.cpu_request_milli()) +
@@ -195,6 +196,7 @@ std::string formatPodInfo(const v1::PodInfo& pod) {
                        withCount(c.cpuset_cpus()) + (c.exclusive_cpus().empty() ? ", shared" : ", exclusive");
     if (!c.cpuset_mems().empty()) line += ", mems " + c.cpuset_mems();
     if (r.init()) line += ", init";
+    if (!r.id().empty()) line += ", id " + r.id().substr(0, 13);  // as crictl shortens it
     out += row("Container " + r.name(), line);
   }
   return out;

@@ -1,0 +1,281 @@
+// vri-cri-shim between a CRI client that calls as kubelet does and a real
+// containerd (label `containerd`; start it with tests/containerd/containerd-fixture.sh up),
+// with a real vrid on this machine's CPUs and a private kubepods: every
+// container's CPUs come from vrid and are what the kernel, containerd and vrictl say.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "proto/vri.grpc.pb.h"
+#include "tests/containerd/cri_client.h"
+#include "tests/support/eventually.h"
+#include "tests/support/temp_dir.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using testing::CriClient;
+using ::testing::HasSubstr;
+using testing::PodQos;
+namespace cri = ::runtime::v1;
+
+constexpr char kContainerd[] = "/var/tmp/vri-containerd/run/containerd.sock";
+constexpr int64_t kMemory = 64LL << 20;
+
+std::string procStatusField(int pid, const std::string& field) {
+  const std::string status = testing::readFile("/proc/" + std::to_string(pid) + "/status");
+  const size_t at = status.find(field + ":");
+  if (at == std::string::npos) return "";
+  const size_t start = status.find_first_not_of(" \t", at + field.size() + 1);
+  return status.substr(start, status.find('\n', start) - start);
+}
+
+class CriShimTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::geteuid(), 0u) << "the containerd tests run as root";
+    ASSERT_TRUE(std::filesystem::exists(kContainerd)) << "containerd is not running at " << kContainerd
+                                                      << ": start it with tests/containerd/containerd-fixture.sh up";
+    ASSERT_GE(std::thread::hardware_concurrency(), 2u) << "these tests need 2 CPUs";
+    vrid_ = std::make_unique<testing::VridProcess>(
+        tmp_, "vrid",
+        std::vector<std::string>{"--topology=live", "--kubelet-cgroup-root=/" + root_, "--reconcile-interval=0"});
+    ASSERT_TRUE(vrid_->start());
+    startShim();
+    vri_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->socket(), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    // Every pod this test made, through containerd directly, then the cgroups containerd leaves.
+    CriClient direct(kContainerd);
+    cri::ListPodSandboxResponse sandboxes;
+    if (direct.listPodSandboxes(&sandboxes).ok()) {
+      for (const cri::PodSandbox& s : sandboxes.items()) {
+        if (!s.metadata().uid().starts_with(uidPrefix())) continue;
+        EXPECT_TRUE(direct.stopPodSandbox(s.id()).ok());
+        EXPECT_TRUE(direct.removePodSandbox(s.id()).ok());
+      }
+    }
+    stopShim();
+    vrid_->stop();
+    for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
+      testing::removeCgroupTree(hierarchy.path().string() + "/" + root_);
+  }
+
+  void startShim() {
+    shim_ = testing::spawn({VRI_CRI_SHIM_BINARY, "--listen=" + socket(), std::string("--containerd=") + kContainerd,
+                            "--vrid=" + vrid_->adminSocket(), "--vrid-timeout-ms=1000"},
+                           tmp_.sub("shim.log"), O_APPEND, true);
+    ASSERT_TRUE(testing::eventually([&] { return std::filesystem::exists(socket()); }))
+        << testing::readFile(tmp_.sub("shim.log"));
+  }
+  void stopShim() {
+    if (shim_ <= 0) return;
+    ::kill(shim_, SIGTERM);
+    ::waitpid(shim_, nullptr, 0);
+    shim_ = -1;
+  }
+  std::string socket() const { return tmp_.sub("cri.sock"); }
+  std::string uidPrefix() const { return "vri-cri-test-" + std::to_string(::getpid()) + "-"; }
+  std::string uid(int n) const { return uidPrefix() + std::to_string(n); }
+  std::string kubepods() const { return "/" + root_ + "/kubepods"; }
+  std::string cpusetOf(const std::string& parent, const std::string& id) const {
+    return testing::trimmed(testing::readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
+  }
+
+  struct Pod {
+    cri::PodSandboxConfig config;
+    std::string sandbox;
+  };
+  Pod runPod(int n, PodQos qos, uint32_t attempt = 0) {
+    Pod pod{testing::sandboxConfig(uid(n), "pod" + std::to_string(n), testing::podCgroupParent(kubepods(), qos, uid(n)),
+                                   attempt),
+            ""};
+    const grpc::Status run = cri_.runPodSandbox(pod.config, &pod.sandbox);
+    EXPECT_TRUE(run.ok()) << run.error_message() << testing::readFile(tmp_.sub("shim.log"));
+    return pod;
+  }
+  // Creates and starts; returns the id.
+  std::string runContainer(const Pod& pod, const std::string& name, const cri::LinuxContainerResources& resources,
+                           std::vector<std::string> args = {}, uint32_t attempt = 0) {
+    std::string id;
+    const grpc::Status created = cri_.createContainer(
+        pod.sandbox, pod.config, testing::containerConfig(pod.config, name, resources, args, attempt), &id);
+    EXPECT_TRUE(created.ok()) << created.error_message() << testing::readFile(tmp_.sub("shim.log"));
+    if (!created.ok()) return "";
+    const grpc::Status started = cri_.startContainer(id);
+    EXPECT_TRUE(started.ok()) << started.error_message();
+    return id;
+  }
+  v1::PodInfo podInfo(const std::string& podUid) {
+    grpc::ClientContext context;
+    v1::GetTenantRequest request;
+    request.set_pod_uid(podUid);
+    v1::Tenant tenant;
+    const grpc::Status status = vri_->GetTenant(&context, request, &tenant);
+    return status.ok() ? tenant.pod() : v1::PodInfo();
+  }
+  std::string exclusiveOf(const std::string& podUid, const std::string& container) {
+    const v1::PodInfo info = podInfo(podUid);
+    for (const v1::ContainerInfo& c : info.containers()) {
+      if (c.resources().name() == container) return c.exclusive_cpus();
+    }
+    return "<none>";
+  }
+
+  testing::TempDir tmp_;
+  const std::string root_ = "vri-cri-" + std::to_string(::getpid());
+  std::unique_ptr<testing::VridProcess> vrid_;
+  std::unique_ptr<v1::Vri::Stub> vri_;
+  pid_t shim_ = -1;
+  CriClient cri_{tmp_.sub("cri.sock")};
+};
+
+TEST_F(CriShimTest, AGuaranteedContainerGetsAnExclusiveCpuEveryoneAgreesOnAndABurstableOneTheSharedPool) {
+  const Pod guaranteed = runPod(1, PodQos::kGuaranteed);
+  const std::string app = runContainer(guaranteed, "app", testing::kubeletResources(1000, 1000, kMemory));
+  ASSERT_FALSE(app.empty());
+  const std::string cpu = exclusiveOf(uid(1), "app");
+  ASSERT_EQ(cpu.size(), 1u) << "one exclusive CPU, got '" << cpu << "'";
+  const std::string shared = cpu == "0" ? "1" : "0";
+  // The kernel: the container's cgroup and its process.
+  EXPECT_EQ(cpusetOf(guaranteed.config.linux().cgroup_parent(), app), cpu);
+  EXPECT_EQ(procStatusField(cri_.pid(app), "Cpus_allowed_list"), cpu);
+  // containerd: the resources it holds, with no quota left unset.
+  cri::ContainerStatusResponse status;
+  ASSERT_TRUE(cri_.status(app, &status).ok());
+  EXPECT_EQ(status.status().resources().linux().cpuset_cpus(), cpu);
+  EXPECT_EQ(status.status().resources().linux().cpu_quota(), 100000);
+  // vrid: the sandbox is bound and is not a container; vrictl shows it.
+  const v1::PodInfo info = podInfo(uid(1));
+  EXPECT_EQ(info.sandbox_id(), guaranteed.sandbox);
+  ASSERT_EQ(info.containers_size(), 1);
+  EXPECT_EQ(info.containers(0).resources().id(), app);
+  EXPECT_EQ(cpusetOf(guaranteed.config.linux().cgroup_parent(), guaranteed.sandbox), shared);
+  std::string listed;
+  ASSERT_EQ(testing::runCommand({VRICTL_BINARY, "--socket", vrid_->socket(), "list"}, &listed, tmp_.sub("out")), 0);
+  EXPECT_THAT(listed, HasSubstr(uid(1)));
+  EXPECT_THAT(listed, HasSubstr("app=" + cpu));
+
+  const Pod burstable = runPod(2, PodQos::kBurstable);
+  const std::string web = runContainer(burstable, "web", testing::kubeletResources(250, 500, kMemory));
+  ASSERT_FALSE(web.empty());
+  EXPECT_EQ(exclusiveOf(uid(2), "web"), "");
+  EXPECT_EQ(cpusetOf(burstable.config.linux().cgroup_parent(), web), shared);
+  EXPECT_EQ(procStatusField(cri_.pid(web), "Cpus_allowed_list"), shared);
+  ASSERT_TRUE(cri_.status(web, &status).ok());
+  EXPECT_EQ(status.status().resources().linux().cpu_shares(), 256);
+  EXPECT_EQ(status.status().resources().linux().cpu_quota(), 50000);
+}
+
+TEST_F(CriShimTest, AContainerThatDoesNotFitIsRefusedWithTheReasonAndLeavesNothing) {
+  const Pod first = runPod(1, PodQos::kGuaranteed);
+  ASSERT_FALSE(runContainer(first, "app", testing::kubeletResources(1000, 1000, kMemory)).empty());
+  const Pod second = runPod(2, PodQos::kGuaranteed);
+  std::string id;
+  const grpc::Status refused = cri_.createContainer(
+      second.sandbox, second.config,
+      testing::containerConfig(second.config, "app", testing::kubeletResources(1000, 1000, kMemory)), &id);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("vri: "));
+  EXPECT_THAT(refused.error_message(), HasSubstr("CPU"));
+  cri::ListContainersResponse listed;
+  ASSERT_TRUE(cri_.listContainers(uid(2), &listed).ok());
+  EXPECT_EQ(listed.containers_size(), 0);                   // nothing in containerd
+  EXPECT_EQ(podInfo(uid(2)).containers_size(), 0);          // nothing in vrid
+  EXPECT_EQ(podInfo(uid(2)).sandbox_id(), second.sandbox);  // the pod itself stays admitted
+}
+
+TEST_F(CriShimTest, ACrashedContainerRecreatedKeepsItsCpuAndRemovingTheDeadOneFreesNothing) {
+  const Pod pod = runPod(1, PodQos::kGuaranteed);
+  const std::string first = runContainer(pod, "app", testing::kubeletResources(1000, 1000, kMemory), {"exit", "1"});
+  ASSERT_TRUE(cri_.waitFor(first, cri::CONTAINER_EXITED));
+  const std::string cpu = exclusiveOf(uid(1), "app");
+  ASSERT_EQ(cpu.size(), 1u);
+  // kubelet: the replacement first, then garbage collection removes the dead one.
+  const std::string second = runContainer(pod, "app", testing::kubeletResources(1000, 1000, kMemory), {}, 1);
+  ASSERT_FALSE(second.empty());
+  EXPECT_EQ(cpusetOf(pod.config.linux().cgroup_parent(), second), cpu);
+  ASSERT_TRUE(cri_.removeContainer(first).ok());
+  EXPECT_TRUE(cri_.removeContainer(first).ok());  // kubelet retries: idempotent
+  EXPECT_EQ(exclusiveOf(uid(1), "app"), cpu);
+  EXPECT_EQ(podInfo(uid(1)).containers(0).resources().id(), second);
+
+  // The same for a sandbox: kubelet stops the pod, runs a new sandbox, then removes the old one.
+  ASSERT_TRUE(cri_.stopContainer(second).ok());
+  ASSERT_TRUE(cri_.stopPodSandbox(pod.sandbox).ok());
+  const Pod again = runPod(1, PodQos::kGuaranteed, 1);
+  const std::string third = runContainer(again, "app", testing::kubeletResources(1000, 1000, kMemory));
+  ASSERT_FALSE(third.empty());
+  EXPECT_EQ(cpusetOf(pod.config.linux().cgroup_parent(), third), cpu);
+  ASSERT_TRUE(cri_.removeContainer(second).ok());
+  ASSERT_TRUE(cri_.removePodSandbox(pod.sandbox).ok());
+  EXPECT_EQ(exclusiveOf(uid(1), "app"), cpu);
+  EXPECT_EQ(podInfo(uid(1)).sandbox_id(), again.sandbox);
+
+  // Removing the current ones releases the pod.
+  ASSERT_TRUE(cri_.stopPodSandbox(again.sandbox).ok());
+  ASSERT_TRUE(cri_.removeContainer(third).ok());
+  ASSERT_TRUE(cri_.removePodSandbox(again.sandbox).ok());
+  EXPECT_EQ(podInfo(uid(1)).uid(), "");
+}
+
+TEST_F(CriShimTest, AnInitAndAnAppContainerOfOneCpuEachRunOnTheOneFreeCpu) {
+  const Pod pod = runPod(1, PodQos::kGuaranteed);
+  const std::string init = runContainer(pod, "setup", testing::kubeletResources(1000, 1000, kMemory), {"exit", "0"});
+  ASSERT_TRUE(cri_.waitFor(init, cri::CONTAINER_EXITED));
+  const std::string cpu = exclusiveOf(uid(1), "setup");
+  ASSERT_EQ(cpu.size(), 1u);
+  const std::string app = runContainer(pod, "app", testing::kubeletResources(1000, 1000, kMemory));
+  ASSERT_FALSE(app.empty());
+  EXPECT_EQ(exclusiveOf(uid(1), "app"), cpu);
+  EXPECT_EQ(exclusiveOf(uid(1), "setup"), "");
+  EXPECT_EQ(procStatusField(cri_.pid(app), "Cpus_allowed_list"), cpu);
+}
+
+TEST_F(CriShimTest, AnInPlaceResizeGoesThroughVrid) {
+  const Pod pod = runPod(1, PodQos::kBurstable);
+  const std::string web = runContainer(pod, "web", testing::kubeletResources(250, 500, kMemory));
+  ASSERT_FALSE(web.empty());
+  ASSERT_TRUE(cri_.updateResources(web, testing::kubeletResources(500, 1000, kMemory)).ok());
+  const v1::PodInfo info = podInfo(uid(1));
+  ASSERT_EQ(info.containers_size(), 1);
+  EXPECT_EQ(info.containers(0).resources().cpu_request_milli(), 500);
+  EXPECT_EQ(info.containers(0).resources().cpu_limit_milli(), 1000);
+  cri::ContainerStatusResponse status;
+  ASSERT_TRUE(cri_.status(web, &status).ok());
+  EXPECT_EQ(status.status().resources().linux().cpu_shares(), 512);
+  EXPECT_EQ(status.status().resources().linux().cpu_quota(), 100000);
+  // More than the node has is refused by vrid, and containerd keeps the old values.
+  const grpc::Status refused = cri_.updateResources(web, testing::kubeletResources(8000, 8000, kMemory));
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error_message(), HasSubstr("vri: "));
+  ASSERT_TRUE(cri_.status(web, &status).ok());
+  EXPECT_EQ(status.status().resources().linux().cpu_shares(), 512);
+}
+
+TEST_F(CriShimTest, WithVridDownCallsPassThroughAndCreateContainerFailsClearlyWithinItsDeadline) {
+  const Pod pod = runPod(1, PodQos::kBurstable);
+  ASSERT_EQ(vrid_->stop(), 0);
+  CriClient direct(kContainerd);
+  cri::ListContainersResponse through, straight;
+  ASSERT_TRUE(cri_.listContainers("", &through).ok());
+  ASSERT_TRUE(direct.listContainers("", &straight).ok());
+  EXPECT_EQ(through.SerializeAsString(), straight.SerializeAsString());
+  const auto start = std::chrono::steady_clock::now();
+  std::string id;
+  const grpc::Status refused = cri_.createContainer(
+      pod.sandbox, pod.config, testing::containerConfig(pod.config, "web", testing::kubeletResources(250, 0, 0)), &id);
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
+  EXPECT_THAT(refused.error_message(), HasSubstr("vrid did not answer"));
+  EXPECT_LT(took, std::chrono::seconds(5));  // the shim's vrid deadline is 1 s
+  ASSERT_TRUE(direct.listContainers(uid(1), &straight).ok());
+  EXPECT_EQ(straight.containers_size(), 0);
+  ASSERT_TRUE(vrid_->start());
+  EXPECT_FALSE(runContainer(pod, "web", testing::kubeletResources(250, 0, 0)).empty());  // kubelet's retry
+}
+
+}  // namespace
+}  // namespace vri

@@ -215,5 +215,58 @@ TEST_F(GenericProxyTest, SixteenMebibyteMessagesPassBothWays) {
   EXPECT_EQ(call.replies.front().size(), big.size());
 }
 
+// A handled method runs on the proxy's workers: while one blocks there, other
+// calls (handled or passed through) go on, and no reaction thread waits.
+TEST(GenericProxyHandlersTest, AHandledMethodRunsOnTheWorkersWhileOtherCallsGoOn) {
+  testing::TempDir tmp;
+  Upstream upstream;
+  auto upstream_server = serve(tmp.sub("upstream.sock"), upstream);
+  ASSERT_TRUE(upstream_server);
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::atomic<int> blocked{0};
+  WorkerPool workers(2);
+  std::map<std::string, UnaryHandler> handlers;
+  handlers["/vri.test.Unknown/Held"] = [&](grpc::GenericCallbackServerContext&, const grpc::ByteBuffer& request,
+                                           grpc::ByteBuffer* reply) {
+    ++blocked;
+    released.wait();
+    *reply = buffer("held " + text(request));
+    return grpc::Status::OK;
+  };
+  handlers["/vri.test.Unknown/Refused"] = [](grpc::GenericCallbackServerContext&, const grpc::ByteBuffer&,
+                                             grpc::ByteBuffer*) {
+    return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED, "no CPU left");
+  };
+  GenericProxy proxy(channel(tmp.sub("upstream.sock")), handlers, &workers);
+  auto proxy_server = serve(tmp.sub("proxy.sock"), proxy);
+  ASSERT_TRUE(proxy_server);
+  grpc::GenericStub stub(channel(tmp.sub("proxy.sock")));
+
+  grpc::ClientContext held_context;
+  GenericCall held(stub, held_context, "/vri.test.Unknown/Held", {"a"});
+  ASSERT_TRUE(testing::eventually([&] { return blocked.load() == 1; }));
+  EXPECT_EQ(proxy.handledCallsInFlight(), 1);
+  // Meanwhile: a pass-through call and another handled one answer.
+  grpc::ClientContext echo_context;
+  GenericCall echo(stub, echo_context, "/vri.test.Unknown/Echo", {"b"});
+  ASSERT_TRUE(echo.wait());
+  EXPECT_THAT(echo.replies, ElementsAre("b"));
+  grpc::ClientContext refused_context;
+  GenericCall refused(stub, refused_context, "/vri.test.Unknown/Refused", {"c"});
+  ASSERT_TRUE(refused.wait());
+  EXPECT_EQ(refused.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_EQ(refused.status.error_message(), "no CPU left");
+  EXPECT_EQ(upstream.calls.load(), 1);  // only the echo reached the upstream
+
+  release.set_value();
+  ASSERT_TRUE(held.wait());
+  EXPECT_TRUE(held.status.ok());
+  EXPECT_THAT(held.replies, ElementsAre("held a"));
+  EXPECT_TRUE(testing::eventually([&] { return proxy.handledCallsInFlight() == 0; }));
+  proxy_server->Shutdown(std::chrono::system_clock::now());
+  upstream_server->Shutdown(std::chrono::system_clock::now());
+}
+
 }  // namespace
 }  // namespace vri

@@ -1,0 +1,163 @@
+// Between CRI and vrid: the QoS class from kubelet's cgroup parent (either
+// driver), kubelet's CPU values turned back into milli-CPU, vrid's allocation
+// written with full explicit values, fields this proto does not declare kept
+// through a rewrite, and which containers have finished for good.
+#include "kubelet-bridge/cri_translate.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace vri::cri {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+
+TEST(CriTranslateTest, TheQosClassComesFromTheCgroupParentOfEitherDriver) {
+  EXPECT_EQ(*qosFromCgroupParent("/kubepods/pod1234"), v1::GUARANTEED);
+  EXPECT_EQ(*qosFromCgroupParent("/kubepods/burstable/pod1234"), v1::BURSTABLE);
+  EXPECT_EQ(*qosFromCgroupParent("/custom/root/kubepods/besteffort/pod1234/"), v1::BEST_EFFORT);
+  EXPECT_EQ(*qosFromCgroupParent("kubepods-burstable-pod12_34.slice"), v1::BURSTABLE);
+  EXPECT_EQ(*qosFromCgroupParent("kubepods-besteffort-pod12_34.slice"), v1::BEST_EFFORT);
+  EXPECT_EQ(*qosFromCgroupParent("kubepods-pod12_34.slice"), v1::GUARANTEED);
+  for (const char* bad : {"", "/", "/kubepods/burstable", "/system.slice/foo", "other.slice"}) {
+    auto qos = qosFromCgroupParent(bad);
+    ASSERT_FALSE(qos.ok()) << bad;
+    EXPECT_EQ(qos.error().code(), ErrorCode::kInvalidArgument);
+  }
+}
+
+TEST(CriTranslateTest, KubeletsCpuValuesTurnBackIntoTheMilliCpuTheyCameFrom) {
+  for (int64_t milli = 3; milli <= 64000; ++milli) {
+    const int64_t shares = milli * 1024 / 1000;  // kubelet's MilliCPUToShares
+    ASSERT_EQ(requestMilliFromShares(shares), milli) << milli;
+    const int64_t quota = std::max<int64_t>(1000, milli * 100000 / 1000);  // kubelet's MilliCPUToQuota
+    ASSERT_EQ(limitMilliFromQuota(quota, 100000), std::max<int64_t>(10, milli)) << milli;
+  }
+  EXPECT_EQ(requestMilliFromShares(2), 0);  // BestEffort: no request
+  EXPECT_EQ(requestMilliFromShares(0), 0);
+  EXPECT_EQ(limitMilliFromQuota(-1, 100000), 0);
+  EXPECT_EQ(limitMilliFromQuota(50000, 0), 500);  // no period given: the default
+}
+
+runtime::v1::CreateContainerRequest kubeletCreate(const std::string& parent, int64_t shares, int64_t quota) {
+  runtime::v1::CreateContainerRequest create;
+  create.set_pod_sandbox_id("sandbox1");
+  create.mutable_sandbox_config()->mutable_metadata()->set_uid("uid-1");
+  create.mutable_sandbox_config()->mutable_metadata()->set_name("web");
+  create.mutable_sandbox_config()->mutable_metadata()->set_namespace_("shop");
+  create.mutable_sandbox_config()->mutable_linux()->set_cgroup_parent(parent);
+  create.mutable_config()->mutable_metadata()->set_name("app");
+  runtime::v1::LinuxContainerResources& r = *create.mutable_config()->mutable_linux()->mutable_resources();
+  r.set_cpu_shares(shares);
+  r.set_cpu_quota(quota);
+  r.set_cpu_period(100000);
+  r.set_memory_limit_in_bytes(64 << 20);
+  return create;
+}
+
+TEST(CriTranslateTest, ACreateIsAnAdmitByPodUidAndContainerName) {
+  auto admit = admitContainerRequest(kubeletCreate("/kubepods/poduid-1", 2048, 200000));
+  ASSERT_TRUE(admit.ok()) << admit.error().message();
+  EXPECT_EQ(admit->pod_uid(), "uid-1");
+  EXPECT_EQ(admit->pod_name(), "shop/web");
+  EXPECT_EQ(admit->container_name(), "app");
+  EXPECT_EQ(admit->qos(), v1::GUARANTEED);
+  EXPECT_EQ(admit->cpu_request_milli(), 2000);
+  EXPECT_EQ(admit->cpu_limit_milli(), 2000);
+  EXPECT_EQ(admit->memory_limit_bytes(), 64u << 20);
+  EXPECT_TRUE(mayGetExclusiveCpus(*admit));
+  auto fraction = admitContainerRequest(kubeletCreate("/kubepods/poduid-1", 512, 50000));
+  EXPECT_FALSE(mayGetExclusiveCpus(*fraction));
+  auto burstable = admitContainerRequest(kubeletCreate("/kubepods/burstable/poduid-1", 1024, 0));
+  EXPECT_EQ(burstable->qos(), v1::BURSTABLE);
+  EXPECT_EQ(burstable->cpu_limit_milli(), 0);
+
+  runtime::v1::CreateContainerRequest nameless = kubeletCreate("/kubepods/poduid-1", 2, 0);
+  nameless.mutable_config()->clear_metadata();
+  EXPECT_FALSE(admitContainerRequest(nameless).ok());
+  EXPECT_FALSE(admitContainerRequest(kubeletCreate("/elsewhere", 2, 0)).ok());
+}
+
+TEST(CriTranslateTest, TheAllocationIsWrittenWithFullExplicitValues) {
+  v1::ContainerAllocation exclusive;
+  exclusive.set_cpuset_cpus("3");
+  exclusive.set_exclusive(true);
+  exclusive.set_cpu_shares(1024);
+  exclusive.set_cpu_weight(39);
+  exclusive.set_cpu_period_us(100000);
+  runtime::v1::LinuxContainerResources r;
+  r.set_memory_limit_in_bytes(64 << 20);
+  applyAllocation(exclusive, NodeCgroups{false, "0-1"}, r);
+  EXPECT_EQ(r.cpuset_cpus(), "3");
+  EXPECT_EQ(r.cpuset_mems(), "0-1");  // never "", which the runtime reads as "keep"
+  EXPECT_EQ(r.cpu_shares(), 1024);
+  EXPECT_EQ(r.cpu_quota(), -1);  // no quota, said explicitly
+  EXPECT_EQ(r.cpu_period(), 100000);
+  EXPECT_EQ(r.memory_limit_in_bytes(), 64 << 20);
+  EXPECT_THAT(r.unified(), IsEmpty());  // runc refuses `unified` on v1
+
+  v1::ContainerAllocation shared;
+  shared.set_cpuset_cpus("0-2");
+  shared.set_cpuset_mems("1");
+  shared.set_cpu_shares(256);
+  shared.set_cpu_weight(10);
+  shared.set_cpu_quota_us(50000);
+  shared.set_cpu_period_us(100000);
+  shared.set_memory_limit_bytes(128 << 20);
+  applyAllocation(shared, NodeCgroups{true, "0-1"}, r);
+  EXPECT_EQ(r.cpuset_mems(), "1");
+  EXPECT_EQ(r.cpu_quota(), 50000);
+  EXPECT_EQ(r.memory_limit_in_bytes(), 128 << 20);
+  EXPECT_EQ(r.unified().at("cpu.weight"), "10");
+}
+
+TEST(CriTranslateTest, ARewrittenRequestKeepsEveryFieldThisProtoDoesNotDeclare) {
+  runtime::v1::CreateContainerRequest create = kubeletCreate("/kubepods/poduid-1", 1024, 100000);
+  // Fields a newer kubelet might send: at the top, in the config and inside the resources being rewritten.
+  create.GetReflection()->MutableUnknownFields(&create)->AddLengthDelimited(99, "top");
+  runtime::v1::ContainerConfig& config = *create.mutable_config();
+  config.GetReflection()->MutableUnknownFields(&config)->AddVarint(18, 7);  // stop_signal
+  runtime::v1::LinuxContainerResources& resources = *config.mutable_linux()->mutable_resources();
+  resources.GetReflection()->MutableUnknownFields(&resources)->AddLengthDelimited(40, "future");
+
+  runtime::v1::CreateContainerRequest received;  // as the shim parses kubelet's bytes
+  ASSERT_TRUE(received.ParseFromString(create.SerializeAsString()));
+  v1::ContainerAllocation allocation;
+  allocation.set_cpuset_cpus("1");
+  allocation.set_cpu_shares(1024);
+  applyAllocation(allocation, NodeCgroups{false, "0"},
+                  *received.mutable_config()->mutable_linux()->mutable_resources());
+  runtime::v1::CreateContainerRequest sent;  // as containerd parses the shim's bytes
+  ASSERT_TRUE(sent.ParseFromString(received.SerializeAsString()));
+
+  const auto& top = sent.GetReflection()->GetUnknownFields(sent);
+  ASSERT_EQ(top.field_count(), 1);
+  EXPECT_EQ(top.field(0).number(), 99);
+  EXPECT_EQ(top.field(0).length_delimited(), "top");
+  const auto& in_config = sent.config().GetReflection()->GetUnknownFields(sent.config());
+  ASSERT_EQ(in_config.field_count(), 1);
+  EXPECT_EQ(in_config.field(0).varint(), 7u);
+  const auto& r = sent.config().linux().resources();
+  const auto& in_resources = r.GetReflection()->GetUnknownFields(r);
+  ASSERT_EQ(in_resources.field_count(), 1);
+  EXPECT_EQ(in_resources.field(0).length_delimited(), "future");
+  EXPECT_EQ(r.cpuset_cpus(), "1");
+}
+
+TEST(CriTranslateTest, AContainerHasFinishedWhenEveryInstanceExitedForGood) {
+  using runtime::v1::CONTAINER_EXITED;
+  using runtime::v1::CONTAINER_RUNNING;
+  const std::vector<SeenContainer> seen = {
+      {"setup", "s2", CONTAINER_EXITED, 0},                                           // a completed init container
+      {"crashed", "s2", CONTAINER_EXITED, 1},                                         // will be restarted
+      {"sidecar", "s2", CONTAINER_RUNNING, 0}, {"old", "s1", CONTAINER_EXITED, 137},  // a replaced sandbox's
+      {"both", "s1", CONTAINER_EXITED, 0},     {"both", "s2", CONTAINER_RUNNING, 0},  // runs again in the new sandbox
+      {"app", "s2", CONTAINER_EXITED, 0},                                             // the one being created
+  };
+  EXPECT_THAT(finishedContainers(seen, "app", "s2"), ElementsAre("old", "setup"));
+  EXPECT_THAT(finishedContainers({}, "app", "s2"), IsEmpty());
+}
+
+}  // namespace
+}  // namespace vri::cri

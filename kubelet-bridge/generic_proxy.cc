@@ -43,14 +43,25 @@ class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
 // One forwarded call: its two sides, the message in flight each way, and
 // when to finish. Deletes itself once both sides are done. State changes
 // happen under the mutex; gRPC operations are started after it is released.
+//
+// Upstream operations started from the caller's side (a write for each of its
+// messages, its half-close, the next read once a reply is written) are not
+// reactions of the upstream call, so the upstream call carries a hold until
+// they can no longer come: without it the upstream may finish, and be freed,
+// between deciding to start one and starting it (containerd answers a unary
+// call before the caller's half-close arrives).
 class ProxyCall {
  public:
   ProxyCall(grpc::GenericStub& stub, grpc::GenericCallbackServerContext* server)
-      : server_(server), client_(upstreamContext(*server)) {
+      // Not linked: the upstream call's context may outlive the caller's call
+      // (it goes with the last side done); the caller's cancellation is
+      // carried by Downstream::OnCancel.
+      : server_(server), client_(upstreamContext(*server, false)) {
     stub.PrepareBidiStreamingCall(client_.get(), server->method(), grpc::StubOptions(), &up_);
   }
 
   grpc::ServerGenericBidiReactor* start() {
+    up_.AddHold();
     down_.StartRead(&fromClient_);
     up_.StartCall();
     return &down_;
@@ -60,21 +71,28 @@ class ProxyCall {
   void clientMessage(bool ok) {
     {
       MutexLock lock(mutex_);
-      if (!ok && (upstreamDone_ || halfClosed_)) return;
+      if (!ok && halfClosed_) return;
       if (!ok) halfClosed_ = true;
     }
     if (ok) {
-      up_.StartWrite(&fromClient_);
+      startUpstream([this] { up_.StartWrite(&fromClient_); });
     } else {
-      up_.StartWritesDone();
+      startUpstream([this] { up_.StartWritesDone(); });
     }
   }
   void upstreamWritten(bool ok) {
-    if (ok) down_.StartRead(&fromClient_);  // else the upstream is going: its status follows
+    if (ok) {
+      down_.StartRead(&fromClient_);
+    } else {
+      releaseHold();  // the upstream is going: its status follows
+    }
   }
   // The upstream's headers go to the caller before its first message.
   void upstreamHeaders(bool ok) {
-    if (!ok) return;  // failed before any header: the status carries everything
+    if (!ok) {
+      releaseHold();  // failed before any header: the status carries everything
+      return;
+    }
     for (const auto& [key, value] : client_->GetServerInitialMetadata()) {
       const std::string name(key.data(), key.size());
       if (!isReservedMetadataKey(name)) server_->AddInitialMetadata(name, std::string(value.data(), value.size()));
@@ -83,9 +101,12 @@ class ProxyCall {
     up_.StartRead(&fromUpstream_);
   }
   void upstreamMessage(bool ok) {
+    if (!ok) {
+      releaseHold();  // no more messages: the status follows
+      return;
+    }
     {
       MutexLock lock(mutex_);
-      if (!ok) return;  // no more messages: the status follows
       writingDown_ = true;
     }
     down_.StartWrite(&fromUpstream_);
@@ -97,8 +118,11 @@ class ProxyCall {
       writingDown_ = false;
       read_more = ok && !upstreamDone_;
     }
-    if (!ok) client_->TryCancel();  // the caller is gone
-    if (read_more) up_.StartRead(&fromUpstream_);
+    if (!ok) {
+      client_->TryCancel();  // the caller is gone
+      releaseHold();
+    }
+    if (read_more) startUpstream([this] { up_.StartRead(&fromUpstream_); });
     finishIfReady();
   }
   void upstreamDone(const grpc::Status& status) {
@@ -111,6 +135,10 @@ class ProxyCall {
     sideDone();
   }
   void clientCancelled() { client_->TryCancel(); }
+  void clientDone() {
+    releaseHold();  // nothing more comes from the caller's side
+    sideDone();
+  }
   void sideDone() {
     bool last = false;
     {
@@ -121,6 +149,37 @@ class ProxyCall {
   }
 
  private:
+  // Starts an upstream operation from the caller's side, unless the hold is
+  // gone (the upstream has ended: the operation would be pointless).
+  template <typename Start>
+  void startUpstream(Start start) {
+    {
+      MutexLock lock(mutex_);
+      if (holdReleasing_) return;
+      ++starting_;
+    }
+    start();
+    bool release = false;
+    {
+      MutexLock lock(mutex_);
+      release = --starting_ == 0 && holdReleasing_ && !holdReleased_;
+      if (release) holdReleased_ = true;
+    }
+    if (release) up_.RemoveHold();
+  }
+  // No more upstream operations from the caller's side: once those being
+  // started are, the upstream may finish. Once only.
+  void releaseHold() {
+    bool release = false;
+    {
+      MutexLock lock(mutex_);
+      if (holdReleasing_) return;
+      holdReleasing_ = true;
+      release = starting_ == 0;
+      if (release) holdReleased_ = true;
+    }
+    if (release) up_.RemoveHold();
+  }
   // Finish only once the upstream is done and the last message has been written to the caller.
   void finishIfReady() {
     grpc::Status status;
@@ -147,6 +206,9 @@ class ProxyCall {
   bool writingDown_ VRI_GUARDED_BY(mutex_) = false;  // a message to the caller is in flight
   bool upstreamDone_ VRI_GUARDED_BY(mutex_) = false;
   bool finished_ VRI_GUARDED_BY(mutex_) = false;  // the caller has been given the status
+  int starting_ VRI_GUARDED_BY(mutex_) = 0;       // upstream operations being started from the caller's side
+  bool holdReleasing_ VRI_GUARDED_BY(mutex_) = false;
+  bool holdReleased_ VRI_GUARDED_BY(mutex_) = false;
   grpc::Status status_ VRI_GUARDED_BY(mutex_);
   int sidesDone_ VRI_GUARDED_BY(mutex_) = 0;
 };
@@ -154,7 +216,7 @@ class ProxyCall {
 void Downstream::OnReadDone(bool ok) { call_.clientMessage(ok); }
 void Downstream::OnWriteDone(bool ok) { call_.clientWritten(ok); }
 void Downstream::OnCancel() { call_.clientCancelled(); }
-void Downstream::OnDone() { call_.sideDone(); }
+void Downstream::OnDone() { call_.clientDone(); }
 void Upstream::OnReadInitialMetadataDone(bool ok) { call_.upstreamHeaders(ok); }
 void Upstream::OnReadDone(bool ok) { call_.upstreamMessage(ok); }
 void Upstream::OnWriteDone(bool ok) { call_.upstreamWritten(ok); }

@@ -9,8 +9,14 @@ bool isReservedMetadataKey(std::string_view key) {
          key == "user-agent" || key == "host";
 }
 
-std::unique_ptr<grpc::ClientContext> upstreamContext(grpc::GenericCallbackServerContext& caller) {
-  std::unique_ptr<grpc::ClientContext> context = grpc::ClientContext::FromCallbackServerContext(caller);
+std::unique_ptr<grpc::ClientContext> upstreamContext(grpc::GenericCallbackServerContext& caller, bool linked) {
+  std::unique_ptr<grpc::ClientContext> context;
+  if (linked) {
+    context = grpc::ClientContext::FromCallbackServerContext(caller);
+  } else {
+    context = std::make_unique<grpc::ClientContext>();
+    context->set_deadline(caller.deadline());
+  }
   for (const auto& [key, value] : caller.client_metadata()) {
     const std::string name(key.data(), key.size());
     if (!isReservedMetadataKey(name)) context->AddMetadata(name, std::string(value.data(), value.size()));

@@ -16,9 +16,12 @@ namespace vri {
 // A metadata key gRPC sets itself: never copied either way.
 bool isReservedMetadataKey(std::string_view key);
 
-// A context for an upstream call made for `caller`: its deadline, its
-// cancellation and its metadata (less the reserved keys).
-std::unique_ptr<grpc::ClientContext> upstreamContext(grpc::GenericCallbackServerContext& caller);
+// A context for an upstream call made for `caller`: its deadline and its
+// metadata (less the reserved keys). `linked`: gRPC also carries the caller's
+// cancellation, which ties the upstream call to the caller's, so it must be
+// destroyed before the caller's call finishes (a blocking call on a worker).
+// A call that may outlive that (the pass-through) carries cancellation itself.
+std::unique_ptr<grpc::ClientContext> upstreamContext(grpc::GenericCallbackServerContext& caller, bool linked = true);
 
 grpc::ByteBuffer toBytes(const google::protobuf::MessageLite& message);
 std::string bytesText(const grpc::ByteBuffer& buffer);

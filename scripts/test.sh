@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what VRI needs, builds it, and runs every test:
 #   1. the whole suite built with g++ (every label; libvirtd and containerd are started for the
-#      `libvirt` and `containerd` tests and stopped afterwards),
+#      `libvirt` and `containerd` tests and stopped afterwards), and the CRI pass-through benchmark
+#      against that containerd,
 #   2. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
 #      under QEMU's emulation once per suite (after the host tests: emulation takes both cores),
 #   3. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
@@ -42,6 +43,8 @@ containerd_fixture=tests/containerd/containerd-fixture.sh
 trap '"$libvirt_fixture" down; "$containerd_fixture" down' EXIT
 stage "start containerd (containerd tests)" "$containerd_fixture" up
 stage "test (g++, all labels but v2guest)" ctest --test-dir build -j "$jobs" -LE v2guest --output-on-failure
+stage "bench (CRI pass-through)" build/bench/cri_passthrough --containerd=/var/tmp/vri-containerd/run/containerd.sock \
+  --shim=build/kubelet-bridge/vri-cri-shim
 stage "stop libvirtd and containerd" bash -c '"$1" down && "$2" down' _ "$libvirt_fixture" "$containerd_fixture"
 trap - EXIT
 stage "test (v2 guest)" ctest --test-dir build -L v2guest --output-on-failure

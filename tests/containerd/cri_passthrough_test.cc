@@ -10,7 +10,7 @@
 
 #include <filesystem>
 
-#include "tests/containerd/cri_client.h"
+#include "kubelet-bridge/cri_client.h"
 #include "tests/support/eventually.h"
 #include "tests/support/generic_call.h"
 #include "tests/support/temp_dir.h"
@@ -110,14 +110,15 @@ TEST_F(CriPassthroughTest, CallsOnARunningContainerAnswerAsContainerdDoes) {
   // A pod made on containerd directly (vrid is not running here: the shim has no allocation to give).
   const std::string root = "vri-cri-pass-" + std::to_string(::getpid());
   const std::string uid = root + "-1";
-  testing::CriClient direct(kContainerd);
-  const auto pod = testing::sandboxConfig(
-      uid, "pass", testing::podCgroupParent("/" + root + "/kubepods", testing::PodQos::kBestEffort, uid));
+  cri_client::CriClient direct(kContainerd);
+  const auto pod = cri_client::sandboxConfig(
+      uid, "pass", cri_client::podCgroupParent("/" + root + "/kubepods", cri_client::PodQos::kBestEffort, uid));
   std::string sandbox, container;
   ASSERT_TRUE(direct.runPodSandbox(pod, &sandbox).ok());
   ASSERT_TRUE(direct
                   .createContainer(sandbox, pod,
-                                   testing::containerConfig(pod, "app", testing::kubeletResources(0, 0, 0)), &container)
+                                   cri_client::containerConfig(pod, "app", cri_client::kubeletResources(0, 0, 0)),
+                                   &container)
                   .ok());
   ASSERT_TRUE(direct.startContainer(container).ok());
 

@@ -7,8 +7,8 @@
 
 #include <filesystem>
 
+#include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
-#include "tests/containerd/cri_client.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 #include "tests/vri/vrid_process.h"
@@ -16,9 +16,9 @@
 namespace vri {
 namespace {
 
-using testing::CriClient;
+using cri_client::CriClient;
+using cri_client::PodQos;
 using ::testing::HasSubstr;
-using testing::PodQos;
 namespace cri = ::runtime::v1;
 
 constexpr char kContainerd[] = "/var/tmp/vri-containerd/run/containerd.sock";
@@ -89,8 +89,8 @@ class CriShimTest : public ::testing::Test {
     std::string sandbox;
   };
   Pod runPod(int n, PodQos qos, uint32_t attempt = 0) {
-    Pod pod{testing::sandboxConfig(uid(n), "pod" + std::to_string(n), testing::podCgroupParent(kubepods(), qos, uid(n)),
-                                   attempt),
+    Pod pod{cri_client::sandboxConfig(uid(n), "pod" + std::to_string(n),
+                                      cri_client::podCgroupParent(kubepods(), qos, uid(n)), attempt),
             ""};
     const grpc::Status run = cri_.runPodSandbox(pod.config, &pod.sandbox);
     EXPECT_TRUE(run.ok()) << run.error_message() << testing::readFile(tmp_.sub("shim.log"));
@@ -101,7 +101,7 @@ class CriShimTest : public ::testing::Test {
                            std::vector<std::string> args = {}, uint32_t attempt = 0) {
     std::string id;
     const grpc::Status created = cri_.createContainer(
-        pod.sandbox, pod.config, testing::containerConfig(pod.config, name, resources, args, attempt), &id);
+        pod.sandbox, pod.config, cri_client::containerConfig(pod.config, name, resources, args, attempt), &id);
     EXPECT_TRUE(created.ok()) << created.error_message() << testing::readFile(tmp_.sub("shim.log"));
     if (!created.ok()) return "";
     const grpc::Status started = cri_.startContainer(id);
@@ -134,7 +134,7 @@ class CriShimTest : public ::testing::Test {
 
 TEST_F(CriShimTest, AGuaranteedContainerGetsAnExclusiveCpuEveryoneAgreesOnAndABurstableOneTheSharedPool) {
   const Pod guaranteed = runPod(1, PodQos::kGuaranteed);
-  const std::string app = runContainer(guaranteed, "app", testing::kubeletResources(1000, 1000, kMemory));
+  const std::string app = runContainer(guaranteed, "app", cri_client::kubeletResources(1000, 1000, kMemory));
   ASSERT_FALSE(app.empty());
   const std::string cpu = exclusiveOf(uid(1), "app");
   ASSERT_EQ(cpu.size(), 1u) << "one exclusive CPU, got '" << cpu << "'";
@@ -159,7 +159,7 @@ TEST_F(CriShimTest, AGuaranteedContainerGetsAnExclusiveCpuEveryoneAgreesOnAndABu
   EXPECT_THAT(listed, HasSubstr("app=" + cpu));
 
   const Pod burstable = runPod(2, PodQos::kBurstable);
-  const std::string web = runContainer(burstable, "web", testing::kubeletResources(250, 500, kMemory));
+  const std::string web = runContainer(burstable, "web", cri_client::kubeletResources(250, 500, kMemory));
   ASSERT_FALSE(web.empty());
   EXPECT_EQ(exclusiveOf(uid(2), "web"), "");
   EXPECT_EQ(cpusetOf(burstable.config.linux().cgroup_parent(), web), shared);
@@ -171,12 +171,12 @@ TEST_F(CriShimTest, AGuaranteedContainerGetsAnExclusiveCpuEveryoneAgreesOnAndABu
 
 TEST_F(CriShimTest, AContainerThatDoesNotFitIsRefusedWithTheReasonAndLeavesNothing) {
   const Pod first = runPod(1, PodQos::kGuaranteed);
-  ASSERT_FALSE(runContainer(first, "app", testing::kubeletResources(1000, 1000, kMemory)).empty());
+  ASSERT_FALSE(runContainer(first, "app", cri_client::kubeletResources(1000, 1000, kMemory)).empty());
   const Pod second = runPod(2, PodQos::kGuaranteed);
   std::string id;
   const grpc::Status refused = cri_.createContainer(
       second.sandbox, second.config,
-      testing::containerConfig(second.config, "app", testing::kubeletResources(1000, 1000, kMemory)), &id);
+      cri_client::containerConfig(second.config, "app", cri_client::kubeletResources(1000, 1000, kMemory)), &id);
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(refused.error_message(), HasSubstr("vri: "));
   EXPECT_THAT(refused.error_message(), HasSubstr("CPU"));
@@ -189,12 +189,12 @@ TEST_F(CriShimTest, AContainerThatDoesNotFitIsRefusedWithTheReasonAndLeavesNothi
 
 TEST_F(CriShimTest, ACrashedContainerRecreatedKeepsItsCpuAndRemovingTheDeadOneFreesNothing) {
   const Pod pod = runPod(1, PodQos::kGuaranteed);
-  const std::string first = runContainer(pod, "app", testing::kubeletResources(1000, 1000, kMemory), {"exit", "1"});
+  const std::string first = runContainer(pod, "app", cri_client::kubeletResources(1000, 1000, kMemory), {"exit", "1"});
   ASSERT_TRUE(cri_.waitFor(first, cri::CONTAINER_EXITED));
   const std::string cpu = exclusiveOf(uid(1), "app");
   ASSERT_EQ(cpu.size(), 1u);
   // kubelet: the replacement first, then garbage collection removes the dead one.
-  const std::string second = runContainer(pod, "app", testing::kubeletResources(1000, 1000, kMemory), {}, 1);
+  const std::string second = runContainer(pod, "app", cri_client::kubeletResources(1000, 1000, kMemory), {}, 1);
   ASSERT_FALSE(second.empty());
   EXPECT_EQ(cpusetOf(pod.config.linux().cgroup_parent(), second), cpu);
   ASSERT_TRUE(cri_.removeContainer(first).ok());
@@ -206,7 +206,7 @@ TEST_F(CriShimTest, ACrashedContainerRecreatedKeepsItsCpuAndRemovingTheDeadOneFr
   ASSERT_TRUE(cri_.stopContainer(second).ok());
   ASSERT_TRUE(cri_.stopPodSandbox(pod.sandbox).ok());
   const Pod again = runPod(1, PodQos::kGuaranteed, 1);
-  const std::string third = runContainer(again, "app", testing::kubeletResources(1000, 1000, kMemory));
+  const std::string third = runContainer(again, "app", cri_client::kubeletResources(1000, 1000, kMemory));
   ASSERT_FALSE(third.empty());
   EXPECT_EQ(cpusetOf(pod.config.linux().cgroup_parent(), third), cpu);
   ASSERT_TRUE(cri_.removeContainer(second).ok());
@@ -223,11 +223,11 @@ TEST_F(CriShimTest, ACrashedContainerRecreatedKeepsItsCpuAndRemovingTheDeadOneFr
 
 TEST_F(CriShimTest, AnInitAndAnAppContainerOfOneCpuEachRunOnTheOneFreeCpu) {
   const Pod pod = runPod(1, PodQos::kGuaranteed);
-  const std::string init = runContainer(pod, "setup", testing::kubeletResources(1000, 1000, kMemory), {"exit", "0"});
+  const std::string init = runContainer(pod, "setup", cri_client::kubeletResources(1000, 1000, kMemory), {"exit", "0"});
   ASSERT_TRUE(cri_.waitFor(init, cri::CONTAINER_EXITED));
   const std::string cpu = exclusiveOf(uid(1), "setup");
   ASSERT_EQ(cpu.size(), 1u);
-  const std::string app = runContainer(pod, "app", testing::kubeletResources(1000, 1000, kMemory));
+  const std::string app = runContainer(pod, "app", cri_client::kubeletResources(1000, 1000, kMemory));
   ASSERT_FALSE(app.empty());
   EXPECT_EQ(exclusiveOf(uid(1), "app"), cpu);
   EXPECT_EQ(exclusiveOf(uid(1), "setup"), "");
@@ -236,9 +236,9 @@ TEST_F(CriShimTest, AnInitAndAnAppContainerOfOneCpuEachRunOnTheOneFreeCpu) {
 
 TEST_F(CriShimTest, AnInPlaceResizeGoesThroughVrid) {
   const Pod pod = runPod(1, PodQos::kBurstable);
-  const std::string web = runContainer(pod, "web", testing::kubeletResources(250, 500, kMemory));
+  const std::string web = runContainer(pod, "web", cri_client::kubeletResources(250, 500, kMemory));
   ASSERT_FALSE(web.empty());
-  ASSERT_TRUE(cri_.updateResources(web, testing::kubeletResources(500, 1000, kMemory)).ok());
+  ASSERT_TRUE(cri_.updateResources(web, cri_client::kubeletResources(500, 1000, kMemory)).ok());
   const v1::PodInfo info = podInfo(uid(1));
   ASSERT_EQ(info.containers_size(), 1);
   EXPECT_EQ(info.containers(0).resources().cpu_request_milli(), 500);
@@ -248,7 +248,7 @@ TEST_F(CriShimTest, AnInPlaceResizeGoesThroughVrid) {
   EXPECT_EQ(status.status().resources().linux().cpu_shares(), 512);
   EXPECT_EQ(status.status().resources().linux().cpu_quota(), 100000);
   // More than the node has is refused by vrid, and containerd keeps the old values.
-  const grpc::Status refused = cri_.updateResources(web, testing::kubeletResources(8000, 8000, kMemory));
+  const grpc::Status refused = cri_.updateResources(web, cri_client::kubeletResources(8000, 8000, kMemory));
   EXPECT_FALSE(refused.ok());
   EXPECT_THAT(refused.error_message(), HasSubstr("vri: "));
   ASSERT_TRUE(cri_.status(web, &status).ok());
@@ -266,7 +266,8 @@ TEST_F(CriShimTest, WithVridDownCallsPassThroughAndCreateContainerFailsClearlyWi
   const auto start = std::chrono::steady_clock::now();
   std::string id;
   const grpc::Status refused = cri_.createContainer(
-      pod.sandbox, pod.config, testing::containerConfig(pod.config, "web", testing::kubeletResources(250, 0, 0)), &id);
+      pod.sandbox, pod.config, cri_client::containerConfig(pod.config, "web", cri_client::kubeletResources(250, 0, 0)),
+      &id);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAVAILABLE);
   EXPECT_THAT(refused.error_message(), HasSubstr("vrid did not answer"));
@@ -274,7 +275,34 @@ TEST_F(CriShimTest, WithVridDownCallsPassThroughAndCreateContainerFailsClearlyWi
   ASSERT_TRUE(direct.listContainers(uid(1), &straight).ok());
   EXPECT_EQ(straight.containers_size(), 0);
   ASSERT_TRUE(vrid_->start());
-  EXPECT_FALSE(runContainer(pod, "web", testing::kubeletResources(250, 0, 0)).empty());  // kubelet's retry
+  EXPECT_FALSE(runContainer(pod, "web", cri_client::kubeletResources(250, 0, 0)).empty());  // kubelet's retry
+}
+
+TEST_F(CriShimTest, TheCriClientToolRunsListsAndRemovesPods) {
+  const std::string tool = VRI_CRI_CLIENT_BINARY, at = "--socket=" + socket(), under = "--kubepods=" + kubepods();
+  std::string out;
+  ASSERT_EQ(
+      testing::runCommand({tool, at, "run", "web", "--qos=guaranteed", "--cpu=1000", under}, &out, tmp_.sub("out")), 0)
+      << out;
+  EXPECT_THAT(out,
+              ::testing::MatchesRegex("pod default/web \\(uid .*\\): sandbox .*, container app .* on CPUs [01]\n"));
+  ASSERT_EQ(
+      testing::runCommand({tool, at, "run", "batch", "--qos=burstable", "--cpu=250:500", under}, &out, tmp_.sub("out")),
+      0)
+      << out;
+  EXPECT_NE(
+      testing::runCommand({tool, at, "run", "big", "--qos=guaranteed", "--cpu=1000", under}, &out, tmp_.sub("out")), 0);
+  EXPECT_THAT(out, HasSubstr("need 1 exclusive CPUs"));
+  ASSERT_EQ(testing::runCommand({tool, at, "ps"}, &out, tmp_.sub("out")), 0);
+  EXPECT_THAT(out, HasSubstr("web"));
+  EXPECT_THAT(out, HasSubstr("RUNNING"));
+  for (const char* pod : {"web", "batch", "big"}) {
+    EXPECT_EQ(testing::runCommand({tool, at, "rm", pod}, &out, tmp_.sub("out")), 0) << out;
+  }
+  grpc::ClientContext context;
+  v1::TenantList tenants;
+  ASSERT_TRUE(vri_->ListTenants(&context, v1::ListTenantsRequest(), &tenants).ok());
+  EXPECT_EQ(tenants.tenants_size(), 0);
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
-// A CRI client that makes kubelet's calls with kubelet's values, for the
-// shim's tests against a real containerd: host-network pods under a private
-// kubepods, containers of the test image (localhost/vri/pause:1.0) with CPU
-// shares, quota and memory limits computed as kubelet computes them, and
-// kubelet's labels (the pod UID label is how the shim finds a pod's containers).
+// A CRI client that makes kubelet's calls with kubelet's values (vri-cri-client
+// and the shim's tests against a real containerd): host-network pods, containers
+// of the test image (localhost/vri/pause:1.0, built by
+// tests/containerd/containerd-fixture.sh) with CPU shares, quota and memory
+// limits computed as kubelet computes them, and kubelet's labels (the pod UID
+// label is how the shim finds a pod's containers).
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -10,11 +11,12 @@
 #include <chrono>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kubelet-bridge/cri.grpc.pb.h"
 
-namespace vri::testing {
+namespace vri::cri_client {
 
 namespace cri = ::runtime::v1;
 
@@ -193,4 +195,4 @@ class CriClient {
   std::unique_ptr<cri::RuntimeService::Stub> stub_;
 };
 
-}  // namespace vri::testing
+}  // namespace vri::cri_client

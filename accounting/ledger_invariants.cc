@@ -34,7 +34,9 @@ Result<void> checkLedgerInvariants(const LedgerState& s, const Topology& topolog
   }
   // Runtime ids: each held by exactly the record that names it.
   size_t runtime_ids = 0;
-  for (const auto& [uid, pod] : s.pods) {
+  for (const auto& entry : s.pods) {
+    const std::string& uid = entry.first;  // named, not bound: lambdas capture it (clang 14)
+    const PodRecord& pod = entry.second;
     const auto check = [&](const std::string& id, const RuntimeOwner& owner) -> Result<void> {
       if (id.empty()) return {};
       ++runtime_ids;

@@ -166,40 +166,40 @@ grpc::Status CriShim::updateContainerResources(Caller& caller, const grpc::ByteB
 grpc::Status CriShim::removeContainer(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
   runtime::v1::RemoveContainerRequest remove;
   if (!fromBytes(request, remove)) return unparsable("RemoveContainer");
-  grpc::Status removed = callUpstream(containerd_, *upstreamContext(caller), method("RemoveContainer"), request, reply);
-  if (!removed.ok()) return removed;
-  v1::ReleaseContainerRequest release;
-  release.set_container_id(remove.container_id());
-  v1::Released released;
-  grpc::Status status = vrid_->ReleaseContainer(vridContext(caller).get(), release, &released);
-  if (!status.ok()) {
-    // kubelet retries a failed removal; containerd's part is idempotent, so the release lands then.
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "vri-cri-shim: container " + remove.container_id() +
-                                                           " is removed but vrid did not release it (" +
-                                                           status.error_message() + "); retry");
-  }
-  options_.log("RemoveContainer " + remove.container_id() +
-               (released.released() ? ": released" : ": not the id vrid holds, nothing released"));
-  return grpc::Status::OK;
+  return removeThenRelease(caller, "RemoveContainer", remove.container_id(), request, reply,
+                           [&](grpc::ClientContext* context, v1::Released* released) {
+                             v1::ReleaseContainerRequest release;
+                             release.set_container_id(remove.container_id());
+                             return vrid_->ReleaseContainer(context, release, released);
+                           });
 }
 
 grpc::Status CriShim::removePodSandbox(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
   runtime::v1::RemovePodSandboxRequest remove;
   if (!fromBytes(request, remove)) return unparsable("RemovePodSandbox");
-  grpc::Status removed =
-      callUpstream(containerd_, *upstreamContext(caller), method("RemovePodSandbox"), request, reply);
+  return removeThenRelease(caller, "RemovePodSandbox", remove.pod_sandbox_id(), request, reply,
+                           [&](grpc::ClientContext* context, v1::Released* released) {
+                             v1::ReleasePodRequest release;
+                             release.set_sandbox_id(remove.pod_sandbox_id());
+                             return vrid_->ReleasePod(context, release, released);
+                           });
+}
+
+grpc::Status CriShim::removeThenRelease(Caller& caller, const char* name, const std::string& id,
+                                        const grpc::ByteBuffer& request, grpc::ByteBuffer* reply,
+                                        const Release& release) {
+  grpc::Status removed = callUpstream(containerd_, *upstreamContext(caller), method(name), request, reply);
   if (!removed.ok()) return removed;
-  v1::ReleasePodRequest release;
-  release.set_sandbox_id(remove.pod_sandbox_id());
   v1::Released released;
-  grpc::Status status = vrid_->ReleasePod(vridContext(caller).get(), release, &released);
+  grpc::Status status = release(vridContext(caller).get(), &released);
   if (!status.ok()) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, "vri-cri-shim: sandbox " + remove.pod_sandbox_id() +
-                                                           " is removed but vrid did not release its pod (" +
+    // kubelet retries a failed removal; containerd's part is idempotent, so the release lands then.
+    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string("vri-cri-shim: ") + name + " " + id +
+                                                           " done, but vrid did not release it (" +
                                                            status.error_message() + "); retry");
   }
-  options_.log("RemovePodSandbox " + remove.pod_sandbox_id() +
-               (released.released() ? ": pod released" : ": not the pod's current sandbox, nothing released"));
+  options_.log(std::string(name) + " " + id +
+               (released.released() ? ": released" : ": not the id vrid holds now, nothing released"));
   return grpc::Status::OK;
 }
 

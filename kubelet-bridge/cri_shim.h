@@ -54,6 +54,10 @@ class CriShim {
   grpc::Status removeContainer(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);
   grpc::Status removePodSandbox(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply);
 
+  // containerd removes it, then vrid releases by its runtime id (a no-op for an id it no longer holds).
+  using Release = std::function<grpc::Status(grpc::ClientContext*, v1::Released*)>;
+  grpc::Status removeThenRelease(Caller& caller, const char* name, const std::string& id,
+                                 const grpc::ByteBuffer& request, grpc::ByteBuffer* reply, const Release& release);
   // A context for a vrid call: vridTimeout, or kubelet's deadline if sooner.
   std::unique_ptr<grpc::ClientContext> vridContext(const Caller& caller) const;
   // The pod's containers that finished for good, from containerd's list.

@@ -22,7 +22,7 @@
 #include <memory>
 #include <string>
 
-#include "kubelet-bridge/worker_pool.h"
+#include "cgroup-model/worker_pool.h"
 
 namespace vri {
 

@@ -6,17 +6,17 @@
 // refuses every mutating call itself, with PERMISSION_DENIED.
 #pragma once
 
+#include "cgroup-model/worker_pool.h"
 #include "proto/vri.grpc.pb.h"
 #include "vri/call_gate.h"
 #include "vri/node_manager.h"
-#include "vri/serial_executor.h"
 
 namespace vri {
 
 enum class SocketAccess { kReadOnly, kAdmin };
 
 // The calls that decide are served with gRPC's callback API and run on one
-// thread of the service's own (SerialExecutor), which finishes each call; the
+// thread of the service's own (a one-thread WorkerPool), which finishes each call; the
 // readers stay synchronous: they take the ledger's state in O(1) and never wait.
 using VriServiceBase = v1::Vri::WithCallbackMethod_AdmitPod<v1::Vri::WithCallbackMethod_AdmitContainer<
     v1::Vri::WithCallbackMethod_ResizeContainer<v1::Vri::WithCallbackMethod_ReleaseContainer<
@@ -66,7 +66,7 @@ class VriService final : public VriServiceBase {
   NodeManager& node_;
   SocketAccess access_;
   CallGate& gate_;
-  SerialExecutor decisions_;  // last: destroyed first, after running what is queued
+  WorkerPool decisions_{1};  // last: destroyed first, after running what is queued
 };
 
 }  // namespace vri

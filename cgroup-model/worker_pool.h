@@ -1,6 +1,10 @@
-// WorkerPool: the shim's own threads, for work that may block (calls to vrid
-// and containerd on kubelet's behalf). gRPC's callback reactions must never
-// block: on two cores a few blocked reactions starve its executor.
+// WorkerPool: threads of a service's own for work posted from gRPC's callback
+// reactions, which must never block (on two cores a few blocked reactions
+// starve gRPC's executor). With one thread the work runs in order: vrid runs
+// its decisions there, one at a time, and finishes each call from there, which
+// spares every waiting call a gRPC thread asleep on a lock; the CRI shim runs
+// its calls to vrid and containerd on several. The destructor runs what is
+// still queued, then joins.
 #pragma once
 
 #include <condition_variable>

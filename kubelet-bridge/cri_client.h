@@ -190,6 +190,7 @@ class CriClient {
   static std::unique_ptr<grpc::ClientContext> context() {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    c->set_wait_for_ready(true);  // an endpoint that is restarting answers once it is back
     return c;
   }
   std::unique_ptr<cri::RuntimeService::Stub> stub_;

@@ -241,11 +241,7 @@ grpc::Status CriShim::nodeCgroups(Caller& caller, cri::NodeCgroups* out) {
   v1::Node node;
   grpc::Status status = vrid_->GetNode(vridContext(caller).get(), v1::GetNodeRequest(), &node);
   if (!status.ok()) return status;
-  std::string mems;
-  for (const v1::NumaNodeInfo& numa : node.numa()) {
-    if (numa.memory_bytes() > 0) mems += (mems.empty() ? "" : ",") + std::to_string(numa.id());
-  }
-  if (mems.empty()) mems = "0";  // a node without NUMA information has node 0
+  const std::string mems = cri::memoryNodes(node);
   MutexLock lock(nodeMutex_);
   allMems_ = mems;
   out->allMems = mems;

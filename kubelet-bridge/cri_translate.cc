@@ -103,6 +103,14 @@ bool mayGetExclusiveCpus(const v1::AdmitContainerRequest& request) {
          request.cpu_request_milli() % 1000 == 0 && request.cpu_limit_milli() == request.cpu_request_milli();
 }
 
+std::string memoryNodes(const v1::Node& node) {
+  std::string mems;
+  for (const v1::NumaNodeInfo& numa : node.numa()) {
+    if (numa.memory_bytes() > 0) mems += (mems.empty() ? "" : ",") + std::to_string(numa.id());
+  }
+  return mems.empty() ? "0" : mems;  // a node without NUMA information has node 0
+}
+
 void applyAllocation(const v1::ContainerAllocation& allocation, const NodeCgroups& node,
                      runtime::v1::LinuxContainerResources& resources) {
   resources.set_cpuset_cpus(allocation.cpuset_cpus());

@@ -38,6 +38,9 @@ struct NodeCgroups {
   std::string allMems;  // every memory node ("0-1"): cpuset.mems when vrid binds none
 };
 
+// Every memory node of vrid's node ("0-1"; "0" when it knows of none).
+std::string memoryNodes(const v1::Node& node);
+
 // vrid's allocation into the runtime's resources, with full explicit values:
 // containerd and runc read "" and 0 as "keep what is there". No quota is -1;
 // `unified` (cpu.weight, so runc and vrid agree) only on v2, where runc takes it.

@@ -21,6 +21,7 @@
 
 #include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/generic_proxy.h"
+#include "kubelet-bridge/shared_pool_follower.h"
 
 namespace {
 
@@ -110,6 +111,11 @@ int main(int argc, char** argv) {
   vri::WorkerPool pool(workers);
   vri::CriShim shim(channelTo(containerd), channelTo(vrid, true), options);
   vri::GenericProxy proxy(channelTo(containerd), shim.handlers(), &pool);
+  vri::SharedPoolFollowerOptions following;
+  following.cgroupV2 = options.cgroupV2;
+  following.log = logLine;
+  vri::SharedPoolFollower follower(channelTo(vrid, true), channelTo(containerd), following);
+  follower.start();
 
   std::error_code ec;
   std::filesystem::create_directories(std::filesystem::path(listen).parent_path(), ec);

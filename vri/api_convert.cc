@@ -274,7 +274,7 @@ void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& p, cons
   out.set_shared_cpus(shared.format());
 }
 
-void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out) {
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const TreeLayout& layout, v1::PodInfo& out) {
   out.set_uid(pod.spec.uid);
   out.set_name(pod.spec.name);
   out.set_qos(qosTo(pod.spec.qos));
@@ -295,6 +295,9 @@ void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out) {
     info.set_exclusive_cpus(c.exclusive.format());
     info.set_cpuset_cpus((c.exclusive.empty() ? shared : c.exclusive).format());
     info.set_cpuset_mems(NumaMemory::mems(c.memory).format());
+    const ContainerPlacement placement{c.exclusive, c.exclusive.empty() ? shared : c.exclusive,
+                                       NumaMemory::mems(c.memory), false};
+    fillContainerAllocation(pod.spec, c.spec, placement, layout, *info.mutable_allocation());
   }
 }
 

@@ -28,7 +28,7 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& container,
 void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& placement, const CpuSet& shared,
                       v1::VmAllocation& out);
 v1::Event toEventMessage(const Event& event);
-void fillPodInfo(const PodRecord& pod, const CpuSet& shared, v1::PodInfo& out);
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const TreeLayout& layout, v1::PodInfo& out);
 void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
                 v1::VmInfo& out);
 

@@ -256,12 +256,14 @@ grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, 
   const StatePtr s = node_.state();
   const CpuSet shared = s->shared();
   if (r->kind() != v1::ListTenantsRequest::VMS) {
-    for (const auto& [uid, pod] : s->pods) fillPodInfo(pod, shared, *reply->add_tenants()->mutable_pod());
+    for (const auto& [uid, pod] : s->pods)
+      fillPodInfo(pod, shared, node_.layout(), *reply->add_tenants()->mutable_pod());
   }
   if (r->kind() != v1::ListTenantsRequest::PODS) {
     for (const auto& [uuid, vm] : s->vms)
       fillVmInfo(vm, shared, scopeOf(*s, uuid), vmMemory(vm, node_), *reply->add_tenants()->mutable_vm());
   }
+  reply->set_sequence(s->sequence);
   return grpc::Status::OK;
 }
 
@@ -272,7 +274,7 @@ grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::
     case v1::GetTenantRequest::kPodUid: {
       const PodRecord* pod = s->pod(r->pod_uid());
       if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " is admitted");
-      fillPodInfo(*pod, shared, *reply->mutable_pod());
+      fillPodInfo(*pod, shared, node_.layout(), *reply->mutable_pod());
       return grpc::Status::OK;
     }
     case v1::GetTenantRequest::kVm: {

@@ -6,6 +6,7 @@
 #
 #   tests/containerd/containerd-fixture.sh up      starts it (replacing one left running)
 #   tests/containerd/containerd-fixture.sh down    stops it and removes what it made
+#   tests/containerd/containerd-fixture.sh restart restarts containerd alone: running containers stay
 #
 # The CRI socket is /var/tmp/vri-containerd/run/containerd.sock.
 set -euo pipefail
@@ -34,9 +35,7 @@ up() {
   down >/dev/null
   mkdir -p "$root/run" "$root/image"
   sed "s|@ROOT@|$root|g" "$here/containerd.toml.in" > "$root/containerd.toml"
-  containerd --config "$root/containerd.toml" > "$root/containerd.log" 2>&1 &
-  echo $! > "$root/containerd.pid"
-  for _ in $(seq 200); do [ -S "$sock" ] && ctr -a "$sock" version >/dev/null 2>&1 && break; sleep 0.05; done
+  start_containerd
   ctr -a "$sock" plugins ls 2>/dev/null | grep -q "io.containerd.grpc.v1 *cri .*ok" || {
     say "the CRI plugin did not start"; tail -20 "$root/containerd.log"; exit 1; }
   gcc -static -O2 -s -o "$root/image/sleeper" "$here/sleeper.c"
@@ -45,8 +44,25 @@ up() {
   say "up (pid $(cat "$root/containerd.pid"), CRI at $sock)"
 }
 
+start_containerd() {
+  containerd --config "$root/containerd.toml" >> "$root/containerd.log" 2>&1 &
+  echo $! > "$root/containerd.pid"
+  for _ in $(seq 200); do [ -S "$sock" ] && ctr -a "$sock" version >/dev/null 2>&1 && return 0; sleep 0.05; done
+  say "containerd did not come back"; tail -20 "$root/containerd.log"; exit 1
+}
+
+restart() {
+  [ -f "$root/containerd.pid" ] || { say "not running"; exit 1; }
+  pid=$(cat "$root/containerd.pid")
+  kill "$pid"
+  for _ in $(seq 200); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  start_containerd
+  say "restarted (pid $(cat "$root/containerd.pid"))"
+}
+
 case "${1:-}" in
   up) up ;;
   down) down ;;
-  *) echo "usage: $0 up|down" >&2; exit 2 ;;
+  restart) restart ;;
+  *) echo "usage: $0 up|down|restart" >&2; exit 2 ;;
 esac

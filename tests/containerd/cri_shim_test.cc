@@ -45,6 +45,7 @@ class CriShimTest : public ::testing::Test {
     ASSERT_TRUE(vrid_->start());
     startShim();
     vri_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->socket(), grpc::InsecureChannelCredentials()));
+    admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
     // Every pod this test made, through containerd directly, then the cgroups containerd leaves.
@@ -116,6 +117,30 @@ class CriShimTest : public ::testing::Test {
     const grpc::Status status = vri_->GetTenant(&context, request, &tenant);
     return status.ok() ? tenant.pod() : v1::PodInfo();
   }
+  // A dedicated one-vCPU VM admitted through vrid's API: it takes the one CPU not reserved.
+  grpc::Status admitVm(const std::string& uuid) {
+    grpc::ClientContext context;
+    v1::AdmitVmRequest vm;
+    vm.set_uuid(uuid);
+    vm.set_name("vm-" + uuid.substr(0, 4));
+    vm.set_vcpus(1);
+    vm.set_cpu_policy(v1::DEDICATED);
+    vm.set_memory_bytes(64 << 20);
+    v1::VmAllocation allocation;
+    return admin_->AdmitVm(&context, vm, &allocation);
+  }
+  grpc::Status releaseVm(const std::string& uuid) {
+    grpc::ClientContext context;
+    v1::ReleaseVmRequest release;
+    release.set_uuid(uuid);
+    v1::Released released;
+    return admin_->ReleaseVm(&context, release, &released);
+  }
+  std::string containerdCpus(const std::string& id) {
+    cri::ContainerStatusResponse status;
+    const grpc::Status asked = cri_.status(id, &status);
+    return asked.ok() ? status.status().resources().linux().cpuset_cpus() : "<error: " + asked.error_message() + ">";
+  }
   std::string exclusiveOf(const std::string& podUid, const std::string& container) {
     const v1::PodInfo info = podInfo(podUid);
     for (const v1::ContainerInfo& c : info.containers()) {
@@ -127,7 +152,7 @@ class CriShimTest : public ::testing::Test {
   testing::TempDir tmp_;
   const std::string root_ = "vri-cri-" + std::to_string(::getpid());
   std::unique_ptr<testing::VridProcess> vrid_;
-  std::unique_ptr<v1::Vri::Stub> vri_;
+  std::unique_ptr<v1::Vri::Stub> vri_, admin_;
   pid_t shim_ = -1;
   CriClient cri_{tmp_.sub("cri.sock")};
 };
@@ -276,6 +301,87 @@ TEST_F(CriShimTest, WithVridDownCallsPassThroughAndCreateContainerFailsClearlyWi
   EXPECT_EQ(straight.containers_size(), 0);
   ASSERT_TRUE(vrid_->start());
   EXPECT_FALSE(runContainer(pod, "web", cri_client::kubeletResources(250, 0, 0)).empty());  // kubelet's retry
+}
+
+TEST_F(CriShimTest, ASharedContainerFollowsThePoolInTheKernelAndInContainerd) {
+  const Pod pod = runPod(1, PodQos::kBurstable);
+  const std::string web = runContainer(pod, "web", cri_client::kubeletResources(250, 500, kMemory));
+  ASSERT_FALSE(web.empty());
+  const std::string parent = pod.config.linux().cgroup_parent();
+  ASSERT_EQ(cpusetOf(parent, web), "0-1");
+  const std::string uuid = "8f0c0c01-0000-4000-8000-000000000001";
+  ASSERT_TRUE(admitVm(uuid).ok());
+  // vrid narrows the kernel at once (before answering); the shim brings containerd in line.
+  EXPECT_EQ(cpusetOf(parent, web), "0");
+  EXPECT_TRUE(testing::eventually([&] { return containerdCpus(web) == "0"; })) << containerdCpus(web);
+  EXPECT_EQ(procStatusField(cri_.pid(web), "Cpus_allowed_list"), "0");
+  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")),
+              HasSubstr("shared pool: container " + web.substr(0, 13) + " now on CPUs 0 in containerd too"));
+  ASSERT_TRUE(releaseVm(uuid).ok());
+  EXPECT_EQ(cpusetOf(parent, web), "0-1");
+  EXPECT_TRUE(testing::eventually([&] { return containerdCpus(web) == "0-1"; })) << containerdCpus(web);
+  EXPECT_EQ(procStatusField(cri_.pid(web), "Cpus_allowed_list"), "0-1");
+  // Two changes in a row: the container ends at the second.
+  ASSERT_TRUE(admitVm(uuid).ok());
+  ASSERT_TRUE(releaseVm(uuid).ok());
+  EXPECT_TRUE(testing::eventually([&] { return containerdCpus(web) == "0-1"; })) << containerdCpus(web);
+  EXPECT_TRUE(testing::eventually(
+      [&] { return cpusetOf(parent, web) == "0-1" && procStatusField(cri_.pid(web), "Cpus_allowed_list") == "0-1"; }));
+}
+
+TEST_F(CriShimTest, RestartingTheShimVridAndContainerdInTurnChangesNoCpuset) {
+  const Pod guaranteed = runPod(1, PodQos::kGuaranteed);
+  const std::string app = runContainer(guaranteed, "app", cri_client::kubeletResources(1000, 1000, kMemory));
+  const Pod burstable = runPod(2, PodQos::kBurstable);
+  const std::string web = runContainer(burstable, "web", cri_client::kubeletResources(250, 500, kMemory));
+  ASSERT_FALSE(app.empty());
+  ASSERT_FALSE(web.empty());
+  const auto cpusets = [&] {
+    return std::vector<std::string>{cpusetOf(guaranteed.config.linux().cgroup_parent(), app),
+                                    cpusetOf(guaranteed.config.linux().cgroup_parent(), guaranteed.sandbox),
+                                    cpusetOf(burstable.config.linux().cgroup_parent(), web), containerdCpus(app),
+                                    containerdCpus(web)};
+  };
+  const std::vector<std::string> before = cpusets();
+  ASSERT_EQ(before[0].size(), 1u);
+  const std::string log_before = testing::readFile(tmp_.sub("shim.log"));
+
+  stopShim();
+  startShim();
+  ASSERT_TRUE(testing::eventually([&] { return testing::readFile(tmp_.sub("shim.log")).size() > log_before.size(); }));
+  // The client's connection to the old shim fails once ("Broken pipe"), as kubelet's would; it then reconnects.
+  ASSERT_TRUE(testing::eventually([&] { return !containerdCpus(app).starts_with("<error"); }));
+  EXPECT_EQ(cpusets(), before) << "after the shim restarted";
+  ASSERT_EQ(vrid_->stop(), 0);
+  ASSERT_TRUE(vrid_->start());
+  EXPECT_EQ(cpusets(), before) << "after vrid restarted";
+  std::string out;
+  ASSERT_EQ(
+      testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart"}, &out, tmp_.sub("out")),
+      0)
+      << out;
+  EXPECT_TRUE(testing::eventually([&] { return containerdCpus(web) == before[4]; }));
+  EXPECT_EQ(cpusets(), before) << "after containerd restarted";
+  EXPECT_EQ(exclusiveOf(uid(1), "app"), before[0]);
+  EXPECT_EQ(podInfo(uid(2)).containers(0).resources().id(), web);
+  // The shim found containerd in line with vrid at each start and updated nothing.
+  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), ::testing::Not(HasSubstr("shared pool:")));
+  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), ::testing::Not(HasSubstr("UpdateContainerResources")));
+}
+
+TEST_F(CriShimTest, APodRemovedWhileTheShimWasDownIsReleasedAtItsStart) {
+  const Pod pod = runPod(1, PodQos::kGuaranteed);
+  ASSERT_FALSE(runContainer(pod, "app", cri_client::kubeletResources(1000, 1000, kMemory)).empty());
+  ASSERT_EQ(exclusiveOf(uid(1), "app").size(), 1u);
+  stopShim();
+  CriClient direct(kContainerd);
+  ASSERT_TRUE(direct.stopPodSandbox(pod.sandbox).ok());
+  ASSERT_TRUE(direct.removePodSandbox(pod.sandbox).ok());
+  EXPECT_EQ(podInfo(uid(1)).uid(), uid(1));  // vrid cannot know yet
+  startShim();
+  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid(1)).uid().empty(); }))
+      << testing::readFile(tmp_.sub("shim.log"));
+  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), HasSubstr("its sandbox is gone from containerd; released"));
 }
 
 TEST_F(CriShimTest, TheCriClientToolRunsListsAndRemovesPods) {

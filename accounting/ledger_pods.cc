@@ -318,7 +318,12 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
                                                     const ContainerSpec& container, const CpuSet& exclusive) const {
   VRI_TRY(validatePodUid(pod.uid));
   VRI_TRY(validateContainerId(container.name).context("container name"));
+  if (!container.id.empty()) {
+    VRI_TRY(validateContainerId(container.id));
+    VRI_TRY(checkRuntimeIdFree(*from, container.id, RuntimeOwner{pod.uid, container.name}));
+  }
   const PodRecord* known = from->pod(pod.uid);
+  if (known != nullptr) VRI_TRY(checkSameQos(*known, pod));
   PodRecord updated = known != nullptr ? *known : PodRecord{pod, {}, {}};
   if (updated.containers.count(container.name)) {
     return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");

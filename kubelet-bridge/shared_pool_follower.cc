@@ -1,6 +1,7 @@
 #include "kubelet-bridge/shared_pool_follower.h"
 
 #include "kubelet-bridge/cri.pb.h"
+#include "kubelet-bridge/ledger_sync.h"
 #include "kubelet-bridge/upstream_call.h"
 
 namespace vri {
@@ -76,7 +77,7 @@ void SharedPoolFollower::watchLoop() {
   }
 }
 
-void SharedPoolFollower::pass(bool releaseGone) {
+void SharedPoolFollower::pass(bool checkLedger) {
   v1::ListTenantsRequest request;
   request.set_kind(v1::ListTenantsRequest::PODS);
   v1::TenantList tenants;
@@ -86,7 +87,8 @@ void SharedPoolFollower::pass(bool releaseGone) {
     if (tenants.sequence() < listed_) return;  // an older list than one already taken
     listed_ = tenants.sequence();
   }
-  if (releaseGone) this->releaseGone(tenants);
+  if (checkLedger)
+    syncLedger(LedgerSyncCalls{*vrid_, containerd_, [this] { return context(); }, options_.log}, tenants);
   for (const v1::Tenant& tenant : tenants.tenants()) {
     for (const v1::ContainerInfo& c : tenant.pod().containers()) {
       if (c.resources().id().empty() || c.allocation().exclusive()) continue;  // only shared containers follow the pool
@@ -94,43 +96,6 @@ void SharedPoolFollower::pass(bool releaseGone) {
     }
   }
   ++passes_;
-}
-
-void SharedPoolFollower::releaseGone(const v1::TenantList& tenants) {
-  // vrid's list was taken first: every id it binds was created in containerd before, so it is in these lists.
-  runtime::v1::ListPodSandboxResponse sandboxes;
-  runtime::v1::ListContainersResponse containers;
-  if (!callUpstream(containerd_, *context(), method("ListPodSandbox"), runtime::v1::ListPodSandboxRequest(), &sandboxes)
-           .ok() ||
-      !callUpstream(containerd_, *context(), method("ListContainers"), runtime::v1::ListContainersRequest(),
-                    &containers)
-           .ok()) {
-    options_.log("containerd's lists are not available; nothing released this time");
-    return;
-  }
-  std::set<std::string> present;
-  for (const auto& s : sandboxes.items()) present.insert(s.id());
-  for (const auto& c : containers.containers()) present.insert(c.id());
-  for (const v1::Tenant& tenant : tenants.tenants()) {
-    const v1::PodInfo& pod = tenant.pod();
-    if (!pod.sandbox_id().empty() && !present.count(pod.sandbox_id())) {
-      v1::ReleasePodRequest release;
-      release.set_sandbox_id(pod.sandbox_id());
-      v1::Released released;
-      if (vrid_->ReleasePod(context().get(), release, &released).ok() && released.released())
-        options_.log("pod " + pod.name() + ": its sandbox is gone from containerd; released");
-      continue;
-    }
-    if (pod.sandbox_id().empty()) continue;  // not run by a shim: not ours to judge
-    for (const v1::ContainerInfo& c : pod.containers()) {
-      if (c.resources().id().empty() || present.count(c.resources().id())) continue;
-      v1::ReleaseContainerRequest release;
-      release.set_container_id(c.resources().id());
-      v1::Released released;
-      if (vrid_->ReleaseContainer(context().get(), release, &released).ok() && released.released())
-        options_.log("container " + pod.name() + "/" + c.resources().name() + ": gone from containerd; released");
-    }
-  }
 }
 
 void SharedPoolFollower::want(const std::string& id, Wanted wanted) {

@@ -18,9 +18,9 @@
 // NotFound from containerd means the container is gone.
 //
 // Every new Watch stream (the shim starting, vrid back) and every lost-events
-// notice starts with a full pass: pods and containers vrid holds that
-// containerd no longer has (removed while the shim was down) are released by
-// their runtime ids, and every shared container is checked.
+// notice starts with a full pass: the ledger against containerd's lists
+// (ledger_sync.h: release what is gone, adopt what runs unknown), then every
+// shared container checked.
 #pragma once
 
 #include <grpcpp/channel.h>
@@ -71,9 +71,8 @@ class SharedPoolFollower {
   };
   void watchLoop();
   // Lists vrid's pods and queues every shared container's values; with
-  // `releaseGone`, first releases what containerd no longer has.
-  void pass(bool releaseGone);
-  void releaseGone(const v1::TenantList& tenants);
+  // `checkLedger`, first brings the ledger in line with containerd (ledger_sync.h).
+  void pass(bool checkLedger);
   void want(const std::string& id, Wanted wanted);
   void dispatch() VRI_REQUIRES(mutex_);
   void apply(const std::string& id, const Wanted& wanted);

@@ -173,6 +173,21 @@ Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const
   return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
 }
 
+Result<ContainerPlacement> NodeManager::adoptContainer(const PodSpec& pod, const ContainerSpec& container,
+                                                       const CpuSet& exclusive) {
+  const auto start = Stopwatch::now();
+  const std::string tenant = containerTenant(pod.uid, container.name);
+  Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer = ledger_.writer();
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(writer.current(), pod, container, exclusive));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    return ContainerPlacement{exclusive, exclusive.empty() ? writer.current()->shared() : exclusive, {}, true};
+  }();
+  const std::string detail = result.ok() ? describeContainer(*result) : "";
+  return finish("adopt", tenant, EventKind::kAdopted, std::move(result), detail, start);
+}
+
 Result<bool> NodeManager::bindSandbox(const PodSpec& pod, const std::string& sandboxId) {
   const auto start = Stopwatch::now();
   const std::string tenant = podTenant(pod.uid);

@@ -82,6 +82,9 @@ class NodeManager {
   // `finished`: see Ledger::decideAdmitContainer.
   Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container,
                                             const std::vector<std::string>& finished = {});
+  // Takes over a container found running, on the CPUs it holds (exclusive: fewer than the shared pool).
+  Result<ContainerPlacement> adoptContainer(const PodSpec& pod, const ContainerSpec& container,
+                                            const CpuSet& exclusive);
   // Records the pod (true: it is new) and binds its sandbox's runtime id when given.
   Result<bool> bindSandbox(const PodSpec& pod, const std::string& sandboxId);
   Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);

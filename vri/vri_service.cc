@@ -163,6 +163,20 @@ grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request
       return toGrpcStatus(std::move(valid).context("finished_containers").error());
   }
   const std::vector<std::string> finished(r->finished_containers().begin(), r->finished_containers().end());
+  const StatePtr now = node_.state();
+  const PodRecord* known_pod = now->pod(pod->uid);
+  const bool known = known_pod != nullptr && known_pod->containers.count(container->name) > 0;
+  if (!r->running_cpus().empty() && !known) {
+    auto running = CpuSet::parse(r->running_cpus());
+    if (!running.ok()) return toGrpcStatus(std::move(running).context("running_cpus").error());
+    // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared.
+    const CpuSet exclusive = now->shared().isSubsetOf(*running) ? CpuSet() : *running;
+    auto adopted = node_.adoptContainer(*pod, *container, exclusive);
+    if (!adopted.ok()) return toGrpcStatus(adopted.error());
+    fillContainerAllocation(*pod, *container, *adopted, node_.layout(), reply);
+    reply.set_is_new(true);
+    return grpc::Status::OK;
+  }
   auto placed = node_.admitContainer(*pod, *container, finished);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   fillContainerAllocation(*pod, *container, *placed, node_.layout(), reply);

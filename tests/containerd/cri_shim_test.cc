@@ -384,6 +384,50 @@ TEST_F(CriShimTest, APodRemovedWhileTheShimWasDownIsReleasedAtItsStart) {
   EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), HasSubstr("its sandbox is gone from containerd; released"));
 }
 
+TEST_F(CriShimTest, PodsThatRanBeforeTheShimAreAdoptedOnTheCpusTheyHold) {
+  // Made on containerd directly, as a runtime without the shim would have: one container pinned to CPU 1.
+  CriClient direct(kContainerd);
+  const auto run = [&](int n, PodQos qos, const std::string& cpus, Pod* pod, std::string* container) {
+    *pod = Pod{cri_client::sandboxConfig(uid(n), "pod" + std::to_string(n),
+                                         cri_client::podCgroupParent(kubepods(), qos, uid(n))),
+               ""};
+    ASSERT_TRUE(direct.runPodSandbox(pod->config, &pod->sandbox).ok());
+    cri::LinuxContainerResources resources = qos == PodQos::kGuaranteed
+                                                 ? cri_client::kubeletResources(1000, 1000, kMemory)
+                                                 : cri_client::kubeletResources(250, 0, kMemory);
+    resources.set_cpuset_cpus(cpus);
+    ASSERT_TRUE(direct
+                    .createContainer(pod->sandbox, pod->config,
+                                     cri_client::containerConfig(pod->config, "app", resources), container)
+                    .ok());
+    ASSERT_TRUE(direct.startContainer(*container).ok());
+  };
+  Pod guaranteed, burstable;
+  std::string pinned, shared;
+  run(1, PodQos::kGuaranteed, "1", &guaranteed, &pinned);
+  run(2, PodQos::kBurstable, "0-1", &burstable, &shared);
+  EXPECT_EQ(podInfo(uid(1)).uid(), "");
+
+  stopShim();
+  startShim();  // its first pass adopts them
+  ASSERT_TRUE(testing::eventually([&] {
+    return exclusiveOf(uid(1), "app") == "1" && exclusiveOf(uid(2), "app") == "";
+  })) << testing::readFile(tmp_.sub("shim.log"));
+  EXPECT_EQ(podInfo(uid(1)).sandbox_id(), guaranteed.sandbox);  // the sandbox is the pod's, not a container
+  EXPECT_EQ(podInfo(uid(1)).containers_size(), 1);
+  EXPECT_EQ(podInfo(uid(1)).containers(0).resources().id(), pinned);
+  EXPECT_EQ(podInfo(uid(1)).containers(0).resources().cpu_request_milli(), 1000);
+  EXPECT_EQ(cpusetOf(guaranteed.config.linux().cgroup_parent(), pinned), "1");
+  // CPU 1 is the Guaranteed container's now: the shared one leaves it, in the kernel and in containerd.
+  EXPECT_TRUE(testing::eventually([&] {
+    return cpusetOf(burstable.config.linux().cgroup_parent(), shared) == "0" && containerdCpus(shared) == "0";
+  }));
+  // And kubelet's later calls find them: removal releases.
+  ASSERT_TRUE(cri_.stopPodSandbox(guaranteed.sandbox).ok());
+  ASSERT_TRUE(cri_.removePodSandbox(guaranteed.sandbox).ok());
+  EXPECT_EQ(podInfo(uid(1)).uid(), "");
+}
+
 TEST_F(CriShimTest, TheCriClientToolRunsListsAndRemovesPods) {
   const std::string tool = VRI_CRI_CLIENT_BINARY, at = "--socket=" + socket(), under = "--kubepods=" + kubepods();
   std::string out;

@@ -4,6 +4,10 @@
 // through a rewrite, and which containers have finished for good.
 #include "kubelet-bridge/cri_translate.h"
 
+#include <google/protobuf/util/json_util.h>
+
+#include "kubelet-bridge/ledger_sync.h"
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -161,3 +165,29 @@ TEST(CriTranslateTest, AContainerHasFinishedWhenEveryInstanceExitedForGood) {
 
 }  // namespace
 }  // namespace vri::cri
+
+namespace vri {
+namespace {
+
+TEST(LedgerSyncTest, TheConfigInContainerdsVerboseStatusIsFound) {
+  // The shape of containerd 1.6's PodSandboxStatus info: Go's JSON of its own state, the config among it.
+  const std::string info =
+      R"({"pid":1234,"processStatus":"running","config":{"metadata":{"name":"web","uid":"u-1","namespace":"shop",)"
+      R"("attempt":1},"linux":{"cgroup_parent":"/kubepods/burstable/podu-1","security_context":{"namespace_options":)"
+      R"({"network":2}}},"annotations":{"a":"b"}},"runtimeSpec":{"ociVersion":"1.0.2"}})";
+  const std::optional<std::string> config = jsonMember(info, "config");
+  ASSERT_TRUE(config.has_value());
+  runtime::v1::PodSandboxConfig parsed;
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = true;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(*config, &parsed, options).ok()) << *config;
+  EXPECT_EQ(parsed.metadata().uid(), "u-1");
+  EXPECT_EQ(parsed.metadata().attempt(), 1u);
+  EXPECT_EQ(parsed.linux().cgroup_parent(), "/kubepods/burstable/podu-1");
+  EXPECT_EQ(parsed.linux().security_context().namespace_options().network(), runtime::v1::NODE);
+  EXPECT_FALSE(jsonMember(info, "missing").has_value());
+  EXPECT_FALSE(jsonMember("not json", "config").has_value());
+}
+
+}  // namespace
+}  // namespace vri

@@ -85,14 +85,16 @@ void NodeManager::published(const LedgerState& before, const LedgerState& after)
 
 template <typename T>
 Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                                   OnWriteFailure onFailure, int* writes) {
+                                   OnWriteFailure onFailure, WriteStats* stats) {
   if (!decision.changes()) return {};
   VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
+  const auto writing = Stopwatch::now();
   auto written = sync_.write(decision.before, decision.after, decision.delta);
+  if (stats != nullptr) stats->took = std::chrono::duration_cast<std::chrono::microseconds>(Stopwatch::now() - writing);
   if (!written.ok() && onFailure == OnWriteFailure::kUndo) return undo(writer, decision, tenant, written.error());
   StatePtr next = decision.after;
   if (written.ok()) {
-    if (writes != nullptr) *writes = *written;
+    if (stats != nullptr) stats->writes = *written;
   } else {
     // The decision stands; the CPUs it freed wait out of every pool until its writes land.
     const CpuSet freed = decision.after->shared() - decision.before->shared();
@@ -159,14 +161,14 @@ Result<T> NodeManager::finish(const std::string& action, const std::string& tena
 }
 
 Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container,
-                                                       const std::vector<std::string>& finished) {
+                                                       const std::vector<std::string>& finished, WriteStats* stats) {
   const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(pod.uid, container.name);
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
     Ledger::Writer writer = ledger_.writer();
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(writer.current(), pod, container, finished));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, stats));
     return decision.answer;
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
@@ -328,9 +330,10 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
     if (vm == nullptr) return Error::notFound("uuid: no VM " + uuid + " was admitted");
     if (vm->defined) return Error::failedPrecondition("VM " + uuid + " is only reserved; admit it before it starts");
     const Decision<bool> decision = ledger_.decideVmScopes(writer.current(), {{uuid, scope}});
-    int writes = 0;
+    WriteStats stats;
+    int& writes = stats.writes;
     if (decision.changes()) {
-      VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, &writes));
+      VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, &stats));
     } else {
       // Known already (a reconcile found it first): its own cgroups are written again all the same.
       LedgerDelta own;

@@ -52,6 +52,12 @@ struct ReconcileReport {
   std::vector<std::string> notes;
 };
 
+// What a decision's cgroup writes cost: how many, and how long they took.
+struct WriteStats {
+  int writes = 0;
+  std::chrono::microseconds took{0};
+};
+
 struct NodeManagerOptions {
   // How soon writes that failed are tried again.
   std::chrono::milliseconds retryInterval = std::chrono::seconds(1);
@@ -79,9 +85,9 @@ class NodeManager {
   }
   std::shared_ptr<EventSubscription> subscribe() { return events_.subscribe(); }
 
-  // `finished`: see Ledger::decideAdmitContainer.
+  // `finished`: see Ledger::decideAdmitContainer. `stats`: the decision's cgroup writes.
   Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container,
-                                            const std::vector<std::string>& finished = {});
+                                            const std::vector<std::string>& finished = {}, WriteStats* stats = nullptr);
   // Takes over a container found running, on the CPUs it holds (exclusive: fewer than the shared pool).
   Result<ContainerPlacement> adoptContainer(const PodSpec& pod, const ContainerSpec& container,
                                             const CpuSet& exclusive);
@@ -120,7 +126,7 @@ class NodeManager {
   // decision's own cgroup-write count goes to `writes`.
   template <typename T>
   Result<void> carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                        OnWriteFailure onFailure, int* writes = nullptr);
+                        OnWriteFailure onFailure, WriteStats* stats = nullptr);
   // Undo of a decision whose writes failed: the inverse delta, committed and written.
   template <typename T>
   Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause);

@@ -177,10 +177,12 @@ grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request
     reply.set_is_new(true);
     return grpc::Status::OK;
   }
-  auto placed = node_.admitContainer(*pod, *container, finished);
+  WriteStats written;
+  auto placed = node_.admitContainer(*pod, *container, finished, &written);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   fillContainerAllocation(*pod, *container, *placed, node_.layout(), reply);
   reply.set_is_new(placed->placedNow);
+  reply.set_cgroup_write_us(static_cast<uint64_t>(written.took.count()));
   return grpc::Status::OK;
 }
 

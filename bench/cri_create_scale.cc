@@ -1,0 +1,270 @@
+// CreateContainer through vri-cri-shim with many shared tenants in vrid's
+// ledger, each with real cgroups (BestEffort pods with one container, as in
+// decision_scale's pod half): the time inside the shim (the shim and vrid,
+// containerd's calls left out, as the shim logs it), that time without vrid's
+// cgroup writes (an exclusive container shrinks the shared pool, and vrid
+// rewrites every shared tenant's cgroups before it answers), and the time the
+// CRI client sees end to end. Targets: p99 <= 5 ms inside the shim for shared
+// containers, and for exclusive ones without vrid's cgroup writes.
+//
+//   cri_create_scale [--tenants=1000] [--shared=50] [--exclusive=20]
+//                    [--containerd=SOCK] [--vrid=BINARY] [--shim=BINARY]
+//
+// Needs root, 2 or more CPUs, cgroup v1 (the cpuset and cpu hierarchies) and
+// the test containerd (tests/containerd/containerd-fixture.sh up). The last lines
+// are one JSON object per kind of container.
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "kubelet-bridge/cri_client.h"
+#include "proto/vri.grpc.pb.h"
+
+namespace {
+
+namespace cri = ::runtime::v1;
+using namespace vri::cri_client;
+using Clock = std::chrono::steady_clock;
+
+pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* out = std::fopen(log.c_str(), "a");
+    if (out != nullptr) {
+      dup2(fileno(out), 1);
+      dup2(fileno(out), 2);
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+bool waitFor(const std::string& path) {
+  for (int i = 0; i < 500 && !std::filesystem::exists(path); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return std::filesystem::exists(path);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(std::min<double>(v.size() - 1, std::floor(p * static_cast<double>(v.size()))))];
+}
+
+void write(const std::string& file, const std::string& value) { std::ofstream(file) << value; }
+
+// The shim's timing of each CreateContainer, from its log: inside, vrid's cgroup writes, containerd (ms).
+struct Timing {
+  std::vector<double> inside, writes, containerd;
+};
+Timing timingsIn(const std::string& log, const char* kind) {
+  Timing t;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("CreateContainer ") == std::string::npos || line.find(kind) == std::string::npos) continue;
+    const size_t at = line.find("; shim and vrid ");
+    double inside = 0, writes = 0, containerd = 0;
+    if (at != std::string::npos &&
+        std::sscanf(line.c_str() + at, "; shim and vrid %lf ms (vrid's cgroup writes %lf ms), containerd %lf ms",
+                    &inside, &writes, &containerd) == 3) {
+      t.inside.push_back(inside);
+      t.writes.push_back(writes);
+      t.containerd.push_back(containerd);
+    }
+  }
+  return t;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string containerd = "/var/tmp/vri-containerd/run/containerd.sock", vrid = "build/vri/vrid",
+              shim = "build/kubelet-bridge/vri-cri-shim";
+  int tenants = 1000, shared = 50, exclusive = 20;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    const auto value = [&](size_t n) { return arg.substr(n); };
+    if (arg.starts_with("--containerd="))
+      containerd = value(13);
+    else if (arg.starts_with("--vrid="))
+      vrid = value(7);
+    else if (arg.starts_with("--shim="))
+      shim = value(7);
+    else if (arg.starts_with("--tenants="))
+      tenants = std::stoi(value(10));
+    else if (arg.starts_with("--shared="))
+      shared = std::stoi(value(9));
+    else if (arg.starts_with("--exclusive="))
+      exclusive = std::stoi(value(12));
+    else {
+      std::fprintf(stderr,
+                   "usage: cri_create_scale [--tenants=N] [--shared=N] [--exclusive=N] [--containerd=SOCK] "
+                   "[--vrid=BINARY] [--shim=BINARY]\n");
+      return 2;
+    }
+  }
+  const std::string dir = "/tmp/vri-create-scale-" + std::to_string(getpid()),
+                    root = "vri-create-scale-" + std::to_string(getpid());
+  std::filesystem::create_directories(dir + "/run");
+  std::ofstream(dir + "/vrid.conf") << "# empty\n";
+  const pid_t vrid_pid =
+      spawn({vrid, "--config=" + dir + "/vrid.conf", "--topology=live", "--state-dir=" + dir + "/state",
+             "--socket=" + dir + "/run/vri.sock", "--admin-socket=" + dir + "/run/admin.sock",
+             "--kubelet-cgroup-root=/" + root, "--machine-partition=" + root + "/machine",
+             "--libvirt-layout=no-systemd", "--libvirt-uri=", "--vm-memory-overhead=0", "--reconcile-interval=0"},
+            dir + "/vrid.log");
+  int status = waitFor(dir + "/run/admin.sock") ? 0 : 1;
+  auto admin =
+      vri::v1::Vri::NewStub(grpc::CreateChannel("unix:" + dir + "/run/admin.sock", grpc::InsecureChannelCredentials()));
+
+  // The shared tenants: each container's cgroup made as runc would, then admitted with its id bound.
+  const auto started = Clock::now();
+  for (int n = 0; status == 0 && n < tenants; ++n) {
+    const std::string uid = root + "-t" + std::to_string(n), id = "tenant" + std::to_string(n);
+    for (const char* hierarchy : {"cpuset", "cpu"}) {  // vrid writes cpusets (and reads cpu)
+      std::string path = std::string("/sys/fs/cgroup/") + hierarchy;
+      for (const std::string& part : {root, std::string("kubepods"), std::string("besteffort"), "pod" + uid, id}) {
+        const std::string parent = path;
+        path += "/" + part;
+        std::error_code ec;
+        if (std::filesystem::create_directory(path, ec) && std::string(hierarchy) == "cpuset") {
+          for (const char* file : {"/cpuset.mems", "/cpuset.cpus"}) {  // the parent's, as runc makes them
+            std::ifstream in(parent + file);
+            std::string value;
+            std::getline(in, value);
+            write(path + file, value);
+          }
+        }
+      }
+    }
+    grpc::ClientContext context;
+    vri::v1::AdmitContainerRequest admit;
+    admit.set_pod_uid(uid);
+    admit.set_pod_name("bench/" + uid);
+    admit.set_qos(vri::v1::BEST_EFFORT);
+    admit.set_container_name("app");
+    admit.set_container_id(id);
+    vri::v1::ContainerAllocation allocation;
+    const grpc::Status admitted = admin->AdmitContainer(&context, admit, &allocation);
+    if (!admitted.ok()) {
+      std::fprintf(stderr, "cri_create_scale: tenant %d: %s\n", n, admitted.error_message().c_str());
+      status = 1;
+    }
+  }
+  std::printf("%d shared tenants with cgroups admitted in %.1f s\n", tenants,
+              std::chrono::duration<double>(Clock::now() - started).count());
+
+  const pid_t shim_pid =
+      spawn({shim, "--listen=" + dir + "/cri.sock", "--containerd=" + containerd, "--vrid=" + dir + "/run/admin.sock"},
+            dir + "/shim.log");
+  if (status == 0 && !waitFor(dir + "/cri.sock")) status = 1;
+  CriClient client(dir + "/cri.sock");
+  const std::string kubepods = "/" + root + "/kubepods";
+  std::vector<double> shared_e2e, exclusive_e2e;
+  std::vector<std::string> sandboxes;
+  if (status == 0) {  // shared: one Burstable pod, many containers
+    const std::string uid = root + "-shared";
+    const cri::PodSandboxConfig pod = sandboxConfig(uid, "shared", podCgroupParent(kubepods, PodQos::kBurstable, uid));
+    std::string sandbox;
+    if (!client.runPodSandbox(pod, &sandbox).ok()) status = 1;
+    sandboxes.push_back(sandbox);
+    for (int i = 0; status == 0 && i < shared; ++i) {
+      std::string id;
+      const auto start = Clock::now();
+      if (!client
+               .createContainer(sandbox, pod, containerConfig(pod, "c" + std::to_string(i), kubeletResources(10, 0, 0)),
+                                &id)
+               .ok())
+        status = 1;
+      shared_e2e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  }
+  for (int i = 0; status == 0 && i < exclusive; ++i) {  // exclusive: a Guaranteed pod each, removed again
+    const std::string uid = root + "-g" + std::to_string(i);
+    const cri::PodSandboxConfig pod =
+        sandboxConfig(uid, "g" + std::to_string(i), podCgroupParent(kubepods, PodQos::kGuaranteed, uid));
+    std::string sandbox, id;
+    if (!client.runPodSandbox(pod, &sandbox).ok()) {
+      status = 1;
+      break;
+    }
+    const auto start = Clock::now();
+    const grpc::Status created =
+        client.createContainer(sandbox, pod, containerConfig(pod, "app", kubeletResources(1000, 1000, 64 << 20)), &id);
+    exclusive_e2e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (!created.ok()) {
+      std::fprintf(stderr, "cri_create_scale: exclusive: %s\n", created.error_message().c_str());
+      status = 1;
+    }
+    client.stopPodSandbox(sandbox);
+    client.removeContainer(id);
+    client.removePodSandbox(sandbox);
+  }
+  for (const std::string& sandbox : sandboxes) {
+    client.stopPodSandbox(sandbox);
+    client.removePodSandbox(sandbox);
+  }
+  kill(shim_pid, SIGTERM);
+  waitpid(shim_pid, nullptr, 0);
+  kill(vrid_pid, SIGTERM);
+  waitpid(vrid_pid, nullptr, 0);
+
+  std::vector<std::string> json;
+  for (const auto& [kind, marker, e2e] :
+       {std::tuple{"shared", "(shared pool)", shared_e2e}, std::tuple{"exclusive", "(exclusive)", exclusive_e2e}}) {
+    const Timing t = timingsIn(dir + "/shim.log", marker);
+    std::vector<double> without_writes;
+    for (size_t i = 0; i < t.inside.size(); ++i) without_writes.push_back(t.inside[i] - t.writes[i]);
+    const double p99 = percentile(std::string(kind) == "shared" ? t.inside : without_writes, 0.99);
+    std::printf(
+        "%-9s %3zu creates: inside the shim p50 %.3f p99 %.3f ms; without vrid's cgroup writes p50 %.3f p99 %.3f ms; "
+        "vrid's writes p50 %.3f ms; containerd p50 %.1f ms; end to end p50 %.1f p99 %.1f ms; target %s\n",
+        kind, t.inside.size(), percentile(t.inside, 0.5), percentile(t.inside, 0.99), percentile(without_writes, 0.5),
+        percentile(without_writes, 0.99), percentile(t.writes, 0.5), percentile(t.containerd, 0.5),
+        percentile(e2e, 0.5), percentile(e2e, 0.99), p99 <= 5 ? "met" : "MISSED");
+    char line[512];
+    std::snprintf(line, sizeof line,
+                  "{\"kind\":\"%s\",\"tenants\":%d,\"creates\":%zu,\"inside_ms_p50\":%.3f,\"inside_ms_p99\":%.3f,"
+                  "\"without_writes_ms_p50\":%.3f,\"without_writes_ms_p99\":%.3f,\"vrid_writes_ms_p50\":%.3f,"
+                  "\"containerd_ms_p50\":%.1f,\"end_to_end_ms_p50\":%.1f,\"end_to_end_ms_p99\":%.1f,\"target_met\":%s}",
+                  kind, tenants, t.inside.size(), percentile(t.inside, 0.5), percentile(t.inside, 0.99),
+                  percentile(without_writes, 0.5), percentile(without_writes, 0.99), percentile(t.writes, 0.5),
+                  percentile(t.containerd, 0.5), percentile(e2e, 0.5), percentile(e2e, 0.99),
+                  p99 <= 5 ? "true" : "false");
+    json.push_back(line);
+  }
+  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup")) {
+    std::error_code ec;
+    const std::filesystem::path top = hierarchy.path() / root;
+    if (!std::filesystem::exists(top, ec)) continue;
+    std::vector<std::filesystem::path> dirs;  // deepest first: cgroups refuse rmdir with children
+    for (const auto& e : std::filesystem::recursive_directory_iterator(top, ec))
+      if (e.is_directory()) dirs.push_back(e.path());
+    std::sort(dirs.rbegin(), dirs.rend());
+    for (const auto& d : dirs) rmdir(d.c_str());
+    rmdir(top.c_str());
+  }
+  if (status != 0 || std::getenv("VRI_BENCH_KEEP") != nullptr) {
+    std::fprintf(stderr, "cri_create_scale: %s; logs in %s\n", status != 0 ? "failed" : "done", dir.c_str());
+  } else {
+    std::filesystem::remove_all(dir);
+  }
+  for (const std::string& line : json) std::printf("%s\n", line.c_str());
+  return status;
+}

@@ -56,10 +56,13 @@ void SharedPoolFollower::watchLoop() {
       MutexLock lock(mutex_);
       if (stopping_) return;
       watch_ = &stream;
+      // A new stream may be a new vrid, whose decisions count from zero again: its lists start the order anew.
+      listed_ = 0;
+      wanted_.clear();
     }
     std::unique_ptr<grpc::ClientReader<v1::Event>> events = vrid_->Watch(&stream, v1::WatchRequest());
     // Events from here on are seen; the pass covers everything before.
-    pass(true);
+    if (pass(true) && said_away) options_.log("following vrid's events again");
     v1::Event event;
     bool connected = false;
     while (events->Read(&event)) {
@@ -77,14 +80,14 @@ void SharedPoolFollower::watchLoop() {
   }
 }
 
-void SharedPoolFollower::pass(bool checkLedger) {
+bool SharedPoolFollower::pass(bool checkLedger) {
   v1::ListTenantsRequest request;
   request.set_kind(v1::ListTenantsRequest::PODS);
   v1::TenantList tenants;
-  if (!vrid_->ListTenants(context().get(), request, &tenants).ok()) return;  // vrid away: the next stream retries
+  if (!vrid_->ListTenants(context().get(), request, &tenants).ok()) return false;  // vrid away: the next stream retries
   {
     MutexLock lock(mutex_);
-    if (tenants.sequence() < listed_) return;  // an older list than one already taken
+    if (tenants.sequence() < listed_) return true;  // an older list than one already taken
     listed_ = tenants.sequence();
   }
   if (checkLedger)
@@ -96,6 +99,7 @@ void SharedPoolFollower::pass(bool checkLedger) {
     }
   }
   ++passes_;
+  return true;
 }
 
 void SharedPoolFollower::want(const std::string& id, Wanted wanted) {

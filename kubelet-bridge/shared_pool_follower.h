@@ -72,7 +72,8 @@ class SharedPoolFollower {
   void watchLoop();
   // Lists vrid's pods and queues every shared container's values; with
   // `checkLedger`, first brings the ledger in line with containerd (ledger_sync.h).
-  void pass(bool checkLedger);
+  // False when vrid could not be asked.
+  bool pass(bool checkLedger);
   void want(const std::string& id, Wanted wanted);
   void dispatch() VRI_REQUIRES(mutex_);
   void apply(const std::string& id, const Wanted& wanted);

@@ -14,6 +14,7 @@
 
 #include "cgroup-model/cpuset.h"
 #include "proto/vri.grpc.pb.h"
+#include "tests/libvirt/libvirt_harness.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 #include "tests/vri/vrid_process.h"
@@ -25,26 +26,8 @@ using ::testing::HasSubstr;
 using testing::readFile;
 using testing::trimmed;
 
-constexpr char kHookPath[] = "/etc/libvirt/hooks/qemu";
-constexpr char kHookConfig[] = "/etc/vri/hook.conf";
-
+using testing::domainXml;
 using testing::eventually;
-
-std::string domainXml(const std::string& name, int uuidTail, const std::string& policy,
-                      const std::string& cputune = "") {
-  char uuid[40];
-  std::snprintf(uuid, sizeof uuid, "5e1f0c2d-7a3b-4c5d-9e6f-%012d", uuidTail);
-  std::string xml = "<domain type='qemu'><name>" + name + "</name><uuid>" + uuid +
-                    "</uuid><memory unit='MiB'>96</memory><vcpu placement='static'>1</vcpu>" + cputune;
-  if (!policy.empty()) {
-    xml +=
-        "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='" + policy + "'/></vri:domain></metadata>";
-  }
-  return xml +
-         "<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>"
-         "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><serial type='pty'><target port='0'/></serial>"
-         "<memballoon model='none'/></devices></domain>";
-}
 
 class LibvirtEndToEndTest : public ::testing::Test {
  protected:
@@ -52,18 +35,10 @@ class LibvirtEndToEndTest : public ::testing::Test {
     ASSERT_EQ(::geteuid(), 0u) << "needs root";
     ASSERT_EQ(virsh({"version"}), 0) << "libvirtd is not running at qemu:///system: start it with "
                                         "tests/libvirt/libvirt-fixture.sh up <build>/libvirt-bridge/vri-hook";
-    ASSERT_TRUE(std::filesystem::exists(kHookPath))
-        << kHookPath << " is missing; libvirtd only finds hooks that exist when it starts (libvirt-fixture.sh up)";
-    // Replacing an installed hook takes effect at once: this build's vri-hook, pointed at this test's vrid.
-    std::filesystem::copy_file(VRI_HOOK_BINARY, std::string(kHookPath) + ".new",
-                               std::filesystem::copy_options::overwrite_existing);
-    std::filesystem::rename(std::string(kHookPath) + ".new", kHookPath);
-    std::filesystem::create_directories("/etc/vri");
-    if (std::filesystem::exists(kHookConfig)) {
-      savedHookConfig_ = readFile(kHookConfig);
-      hadHookConfig_ = true;
-    }
-    std::ofstream(kHookConfig) << "socket = " << tmp_.sub("run/admin.sock") << "\ntimeout_ms = 5000\n";
+    ASSERT_TRUE(std::filesystem::exists(testing::kHookPath))
+        << testing::kHookPath
+        << " is missing; libvirtd only finds hooks that exist when it starts (libvirt-fixture.sh up)";
+    hook_ = std::make_unique<testing::InstalledHook>(VRI_HOOK_BINARY, tmp_.sub("run/admin.sock"));
     cleanDomains();
     startVrid();
   }
@@ -74,11 +49,7 @@ class LibvirtEndToEndTest : public ::testing::Test {
     if (vrid_) {
       EXPECT_EQ(vrid_->stop(), 0) << vrid_->log();
     }
-    if (hadHookConfig_) {
-      std::ofstream(kHookConfig) << savedHookConfig_;
-    } else {
-      std::filesystem::remove(kHookConfig);
-    }
+    hook_.reset();
   }
 
   void startVrid(bool freshState = false) {
@@ -98,12 +69,7 @@ class LibvirtEndToEndTest : public ::testing::Test {
   }
 
   int virsh(const std::vector<std::string>& args, std::string* output = nullptr) {
-    std::vector<std::string> argv = {"/usr/bin/virsh", "-c", "qemu:///system"};
-    argv.insert(argv.end(), args.begin(), args.end());
-    std::string out;
-    const int rc = testing::runCommand(argv, &out, tmp_.sub("virsh.out"));
-    if (output) *output = out;
-    return rc;
+    return testing::virsh(args, tmp_.sub("virsh.out"), output);
   }
   void defineAndStart(const std::string& name, const std::string& xml) {
     std::ofstream(tmp_.sub(name + ".xml")) << xml;
@@ -111,16 +77,7 @@ class LibvirtEndToEndTest : public ::testing::Test {
     ASSERT_EQ(virsh({"define", tmp_.sub(name + ".xml")}, &out), 0) << out;
     ASSERT_EQ(virsh({"start", name}, &out), 0) << out << vrid_->log();
   }
-  void cleanDomains() {
-    std::string names;
-    virsh({"list", "--all", "--name"}, &names);
-    std::istringstream in(names);
-    for (std::string name; std::getline(in, name);) {
-      if (name.rfind("vri-test-", 0) != 0) continue;
-      virsh({"destroy", name});
-      virsh({"undefine", name});
-    }
-  }
+  void cleanDomains() { testing::cleanDomains(tmp_.sub("virsh.out")); }
 
   std::optional<v1::VmInfo> vm(const std::string& name) {
     grpc::ClientContext context;
@@ -181,8 +138,7 @@ class LibvirtEndToEndTest : public ::testing::Test {
   testing::TempDir tmp_;
   std::unique_ptr<testing::VridProcess> vrid_;
   std::unique_ptr<v1::Vri::Stub> admin_;
-  std::string savedHookConfig_;
-  bool hadHookConfig_ = false;
+  std::unique_ptr<testing::InstalledHook> hook_;
 };
 
 TEST_F(LibvirtEndToEndTest, DedicatedVmIsPlacedEverywhereASecondIsRefusedDestroyReleases) {

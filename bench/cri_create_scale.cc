@@ -29,6 +29,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cri_bench_support.h"
 #include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
 
@@ -37,35 +38,6 @@ namespace {
 namespace cri = ::runtime::v1;
 using namespace vri::cri_client;
 using Clock = std::chrono::steady_clock;
-
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* out = std::fopen(log.c_str(), "a");
-    if (out != nullptr) {
-      dup2(fileno(out), 1);
-      dup2(fileno(out), 2);
-    }
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-bool waitFor(const std::string& path) {
-  for (int i = 0; i < 500 && !std::filesystem::exists(path); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  return std::filesystem::exists(path);
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(std::min<double>(v.size() - 1, std::floor(p * static_cast<double>(v.size()))))];
-}
 
 void write(const std::string& file, const std::string& value) { std::ofstream(file) << value; }
 
@@ -121,15 +93,8 @@ int main(int argc, char** argv) {
   }
   const std::string dir = "/tmp/vri-create-scale-" + std::to_string(getpid()),
                     root = "vri-create-scale-" + std::to_string(getpid());
-  std::filesystem::create_directories(dir + "/run");
-  std::ofstream(dir + "/vrid.conf") << "# empty\n";
-  const pid_t vrid_pid =
-      spawn({vrid, "--config=" + dir + "/vrid.conf", "--topology=live", "--state-dir=" + dir + "/state",
-             "--socket=" + dir + "/run/vri.sock", "--admin-socket=" + dir + "/run/admin.sock",
-             "--kubelet-cgroup-root=/" + root, "--machine-partition=" + root + "/machine",
-             "--libvirt-layout=no-systemd", "--libvirt-uri=", "--vm-memory-overhead=0", "--reconcile-interval=0"},
-            dir + "/vrid.log");
-  int status = waitFor(dir + "/run/admin.sock") ? 0 : 1;
+  const pid_t vrid_pid = vri::bench::startVrid(vrid, dir, root);
+  int status = vrid_pid > 0 ? 0 : 1;
   auto admin =
       vri::v1::Vri::NewStub(grpc::CreateChannel("unix:" + dir + "/run/admin.sock", grpc::InsecureChannelCredentials()));
 
@@ -170,10 +135,10 @@ int main(int argc, char** argv) {
   std::printf("%d shared tenants with cgroups admitted in %.1f s\n", tenants,
               std::chrono::duration<double>(Clock::now() - started).count());
 
-  const pid_t shim_pid =
-      spawn({shim, "--listen=" + dir + "/cri.sock", "--containerd=" + containerd, "--vrid=" + dir + "/run/admin.sock"},
-            dir + "/shim.log");
-  if (status == 0 && !waitFor(dir + "/cri.sock")) status = 1;
+  const pid_t shim_pid = vri::bench::spawnLogged(
+      {shim, "--listen=" + dir + "/cri.sock", "--containerd=" + containerd, "--vrid=" + dir + "/run/admin.sock"},
+      dir + "/shim.log");
+  if (status == 0 && !vri::bench::waitForPath(dir + "/cri.sock")) status = 1;
   CriClient client(dir + "/cri.sock");
   const std::string kubepods = "/" + root + "/kubepods";
   std::vector<double> shared_e2e, exclusive_e2e;
@@ -222,8 +187,10 @@ int main(int argc, char** argv) {
   }
   kill(shim_pid, SIGTERM);
   waitpid(shim_pid, nullptr, 0);
-  kill(vrid_pid, SIGTERM);
-  waitpid(vrid_pid, nullptr, 0);
+  if (vrid_pid > 0) {
+    kill(vrid_pid, SIGTERM);
+    waitpid(vrid_pid, nullptr, 0);
+  }
 
   std::vector<std::string> json;
   for (const auto& [kind, marker, e2e] :
@@ -231,35 +198,27 @@ int main(int argc, char** argv) {
     const Timing t = timingsIn(dir + "/shim.log", marker);
     std::vector<double> without_writes;
     for (size_t i = 0; i < t.inside.size(); ++i) without_writes.push_back(t.inside[i] - t.writes[i]);
-    const double p99 = percentile(std::string(kind) == "shared" ? t.inside : without_writes, 0.99);
+    const double p99 = vri::bench::percentile(std::string(kind) == "shared" ? t.inside : without_writes, 0.99);
     std::printf(
         "%-9s %3zu creates: inside the shim p50 %.3f p99 %.3f ms; without vrid's cgroup writes p50 %.3f p99 %.3f ms; "
         "vrid's writes p50 %.3f ms; containerd p50 %.1f ms; end to end p50 %.1f p99 %.1f ms; target %s\n",
-        kind, t.inside.size(), percentile(t.inside, 0.5), percentile(t.inside, 0.99), percentile(without_writes, 0.5),
-        percentile(without_writes, 0.99), percentile(t.writes, 0.5), percentile(t.containerd, 0.5),
-        percentile(e2e, 0.5), percentile(e2e, 0.99), p99 <= 5 ? "met" : "MISSED");
+        kind, t.inside.size(), vri::bench::percentile(t.inside, 0.5), vri::bench::percentile(t.inside, 0.99),
+        vri::bench::percentile(without_writes, 0.5), vri::bench::percentile(without_writes, 0.99),
+        vri::bench::percentile(t.writes, 0.5), vri::bench::percentile(t.containerd, 0.5),
+        vri::bench::percentile(e2e, 0.5), vri::bench::percentile(e2e, 0.99), p99 <= 5 ? "met" : "MISSED");
     char line[512];
     std::snprintf(line, sizeof line,
                   "{\"kind\":\"%s\",\"tenants\":%d,\"creates\":%zu,\"inside_ms_p50\":%.3f,\"inside_ms_p99\":%.3f,"
                   "\"without_writes_ms_p50\":%.3f,\"without_writes_ms_p99\":%.3f,\"vrid_writes_ms_p50\":%.3f,"
                   "\"containerd_ms_p50\":%.1f,\"end_to_end_ms_p50\":%.1f,\"end_to_end_ms_p99\":%.1f,\"target_met\":%s}",
-                  kind, tenants, t.inside.size(), percentile(t.inside, 0.5), percentile(t.inside, 0.99),
-                  percentile(without_writes, 0.5), percentile(without_writes, 0.99), percentile(t.writes, 0.5),
-                  percentile(t.containerd, 0.5), percentile(e2e, 0.5), percentile(e2e, 0.99),
-                  p99 <= 5 ? "true" : "false");
+                  kind, tenants, t.inside.size(), vri::bench::percentile(t.inside, 0.5),
+                  vri::bench::percentile(t.inside, 0.99), vri::bench::percentile(without_writes, 0.5),
+                  vri::bench::percentile(without_writes, 0.99), vri::bench::percentile(t.writes, 0.5),
+                  vri::bench::percentile(t.containerd, 0.5), vri::bench::percentile(e2e, 0.5),
+                  vri::bench::percentile(e2e, 0.99), p99 <= 5 ? "true" : "false");
     json.push_back(line);
   }
-  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup")) {
-    std::error_code ec;
-    const std::filesystem::path top = hierarchy.path() / root;
-    if (!std::filesystem::exists(top, ec)) continue;
-    std::vector<std::filesystem::path> dirs;  // deepest first: cgroups refuse rmdir with children
-    for (const auto& e : std::filesystem::recursive_directory_iterator(top, ec))
-      if (e.is_directory()) dirs.push_back(e.path());
-    std::sort(dirs.rbegin(), dirs.rend());
-    for (const auto& d : dirs) rmdir(d.c_str());
-    rmdir(top.c_str());
-  }
+  vri::bench::removeCgroupRoot(root);
   if (status != 0 || std::getenv("VRI_BENCH_KEEP") != nullptr) {
     std::fprintf(stderr, "cri_create_scale: %s; logs in %s\n", status != 0 ? "failed" : "done", dir.c_str());
   } else {

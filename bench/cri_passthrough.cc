@@ -24,17 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cri_bench_support.h"
 #include "kubelet-bridge/cri.grpc.pb.h"
 
 namespace {
 
 namespace cri = ::runtime::v1;
 using Clock = std::chrono::steady_clock;
-
-double percentile(std::vector<double> v, double p) {
-  std::sort(v.begin(), v.end());
-  return v[static_cast<size_t>(std::min<double>(v.size() - 1, std::floor(p * static_cast<double>(v.size()))))];
-}
 
 std::unique_ptr<cri::RuntimeService::Stub> stubFor(const std::string& socket) {
   grpc::ChannelArguments args;
@@ -160,10 +156,10 @@ int main(int argc, char** argv) {
       }
     }
     if (status != 0) break;
-    const double d50 = percentile(paths[0].ms, 0.5), a50 = percentile(paths[1].ms, 0.5),
-                 s50 = percentile(paths[2].ms, 0.5);
-    const double d99 = percentile(paths[0].ms, 0.99), a99 = percentile(paths[1].ms, 0.99),
-                 s99 = percentile(paths[2].ms, 0.99);
+    const double d50 = vri::bench::percentile(paths[0].ms, 0.5), a50 = vri::bench::percentile(paths[1].ms, 0.5),
+                 s50 = vri::bench::percentile(paths[2].ms, 0.5);
+    const double d99 = vri::bench::percentile(paths[0].ms, 0.99), a99 = vri::bench::percentile(paths[1].ms, 0.99),
+                 s99 = vri::bench::percentile(paths[2].ms, 0.99);
     const double overhead = s50 - d50, p99_diff = s99 - d99, spread = std::abs(a99 - d99);
     const bool met = overhead <= 0.3 && p99_diff <= std::max(1.0, 2 * spread);
     std::printf("%-16s %10.3f %10.3f %10.3f %12.3f %12.3f %12.3f %12.3f %s\n", name.c_str(), d50, a50, s50, overhead,
@@ -190,17 +186,7 @@ int main(int argc, char** argv) {
   }
   kill(shim_pid, SIGTERM);
   waitpid(shim_pid, nullptr, 0);
-  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup")) {
-    std::error_code ec;
-    const std::filesystem::path top = hierarchy.path() / root;
-    if (!std::filesystem::exists(top, ec)) continue;
-    std::vector<std::filesystem::path> dirs;  // deepest first: cgroups refuse rmdir with children
-    for (const auto& e : std::filesystem::recursive_directory_iterator(top, ec))
-      if (e.is_directory()) dirs.push_back(e.path());
-    std::sort(dirs.rbegin(), dirs.rend());
-    for (const auto& d : dirs) rmdir(d.c_str());
-    rmdir(top.c_str());
-  }
+  vri::bench::removeCgroupRoot(root);
   std::filesystem::remove_all(dir);
   for (const std::string& line : json) std::printf("%s\n", line.c_str());
   return status;

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/cri_bench_support.h"
 #include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
 
@@ -32,36 +33,6 @@ namespace {
 namespace cri = ::runtime::v1;
 using namespace vri::cri_client;
 using Clock = std::chrono::steady_clock;
-
-pid_t spawn(const std::vector<std::string>& argv, const std::string& log) {
-  const pid_t pid = fork();
-  if (pid == 0) {
-    FILE* out = std::fopen(log.c_str(), "a");
-    if (out != nullptr) {
-      dup2(fileno(out), 1);
-      dup2(fileno(out), 2);
-    }
-    std::vector<char*> args;
-    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    execv(args[0], args.data());
-    _exit(127);
-  }
-  return pid;
-}
-
-bool waitFor(const std::string& path) {
-  for (int i = 0; i < 500; ++i) {
-    if (std::filesystem::exists(path)) return true;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return false;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Milliseconds until every container's status shows `cpus` (-1: not within 30 s).
 double untilAgreed(CriClient& client, const std::vector<std::string>& ids, const std::string& cpus,
@@ -106,22 +77,12 @@ int main(int argc, char** argv) {
   }
   const std::string dir = "/tmp/vri-pool-follow-" + std::to_string(getpid()),
                     root = "vri-pool-follow-" + std::to_string(getpid());
-  std::filesystem::create_directories(dir + "/run");
-  {
-    std::FILE* conf = std::fopen((dir + "/vrid.conf").c_str(), "w");
-    if (conf) std::fclose(conf);
-  }
-  const pid_t vrid_pid = spawn(
-      {vrid, "--config=" + dir + "/vrid.conf", "--topology=live", "--state-dir=" + dir + "/state",
-       "--socket=" + dir + "/run/vri.sock", "--admin-socket=" + dir + "/run/admin.sock",
-       "--kubelet-cgroup-root=/" + root, "--machine-partition=" + root + "/machine", "--libvirt-layout=no-systemd",
-       "--libvirt-uri=", "--vm-memory-overhead=0", "--reconcile-interval=0", "--log-level=warning"},
-      dir + "/vrid.log");
-  int status = waitFor(dir + "/run/admin.sock") ? 0 : 1;
-  const pid_t shim_pid =
-      spawn({shim, "--listen=" + dir + "/cri.sock", "--containerd=" + containerd, "--vrid=" + dir + "/run/admin.sock"},
-            dir + "/shim.log");
-  if (status == 0 && !waitFor(dir + "/cri.sock")) status = 1;
+  const pid_t vrid_pid = vri::bench::startVrid(vrid, dir, root);
+  int status = vrid_pid > 0 ? 0 : 1;
+  const pid_t shim_pid = vri::bench::spawnLogged(
+      {shim, "--listen=" + dir + "/cri.sock", "--containerd=" + containerd, "--vrid=" + dir + "/run/admin.sock"},
+      dir + "/shim.log");
+  if (status == 0 && !vri::bench::waitForPath(dir + "/cri.sock")) status = 1;
   CriClient client(dir + "/cri.sock");
   auto admin =
       vri::v1::Vri::NewStub(grpc::CreateChannel("unix:" + dir + "/run/admin.sock", grpc::InsecureChannelCredentials()));
@@ -187,10 +148,11 @@ int main(int argc, char** argv) {
     std::printf(
         "%4d shared containers: pool %s -> %s, containerd agrees after %.1f ms (median of %d); back to %s after %.1f "
         "ms\n",
-        n, wide.c_str(), narrow.c_str(), median(narrow_ms), rounds, wide.c_str(), median(widen_ms));
+        n, wide.c_str(), narrow.c_str(), vri::bench::percentile(narrow_ms, 0.5), rounds, wide.c_str(),
+        vri::bench::percentile(widen_ms, 0.5));
     char line[256];
     std::snprintf(line, sizeof line, "{\"containers\":%d,\"rounds\":%d,\"narrow_ms_p50\":%.1f,\"widen_ms_p50\":%.1f}",
-                  n, rounds, median(narrow_ms), median(widen_ms));
+                  n, rounds, vri::bench::percentile(narrow_ms, 0.5), vri::bench::percentile(widen_ms, 0.5));
     json.push_back(line);
     client.stopPodSandbox(sandbox);
     client.removePodSandbox(sandbox);
@@ -198,19 +160,11 @@ int main(int argc, char** argv) {
 
   kill(shim_pid, SIGTERM);
   waitpid(shim_pid, nullptr, 0);
-  kill(vrid_pid, SIGTERM);
-  waitpid(vrid_pid, nullptr, 0);
-  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup")) {
-    std::error_code ec;
-    const std::filesystem::path top = hierarchy.path() / root;
-    if (!std::filesystem::exists(top, ec)) continue;
-    std::vector<std::filesystem::path> dirs;  // deepest first: cgroups refuse rmdir with children
-    for (const auto& e : std::filesystem::recursive_directory_iterator(top, ec))
-      if (e.is_directory()) dirs.push_back(e.path());
-    std::sort(dirs.rbegin(), dirs.rend());
-    for (const auto& d : dirs) rmdir(d.c_str());
-    rmdir(top.c_str());
+  if (vrid_pid > 0) {
+    kill(vrid_pid, SIGTERM);
+    waitpid(vrid_pid, nullptr, 0);
   }
+  vri::bench::removeCgroupRoot(root);
   if (status != 0)
     std::fprintf(stderr, "cri_pool_follow: failed; logs in %s\n", dir.c_str());
   else

@@ -1,0 +1,81 @@
+// What the CRI benchmarks share: daemons started as children with their output
+// in a log, waiting for a socket, percentiles, and removing the cgroups a run
+// left under its private root in every hierarchy.
+#pragma once
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace vri::bench {
+
+// Starts `argv` with stdout and stderr appended to `log`.
+inline pid_t spawnLogged(const std::vector<std::string>& argv, const std::string& log) {
+  const pid_t pid = fork();
+  if (pid == 0) {
+    FILE* out = std::fopen(log.c_str(), "a");
+    if (out != nullptr) {
+      dup2(fileno(out), 1);
+      dup2(fileno(out), 2);
+    }
+    std::vector<char*> args;
+    for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+// Whether `path` exists within 5 s.
+inline bool waitForPath(const std::string& path) {
+  for (int i = 0; i < 500 && !std::filesystem::exists(path); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  return std::filesystem::exists(path);
+}
+
+inline double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(
+      std::min<double>(static_cast<double>(v.size() - 1), std::floor(p * static_cast<double>(v.size()))))];
+}
+
+// A vrid of the run's own under `dir` (state, sockets in dir/run, log), on this
+// machine's CPUs, with kubepods and the machine partition under the private
+// cgroup `root` and no libvirt; -1 when it is not ready within 5 s.
+inline pid_t startVrid(const std::string& binary, const std::string& dir, const std::string& root) {
+  std::filesystem::create_directories(dir + "/run");
+  if (FILE* conf = std::fopen((dir + "/vrid.conf").c_str(), "w")) std::fclose(conf);  // every option at its default
+  const pid_t pid =
+      spawnLogged({binary, "--config=" + dir + "/vrid.conf", "--topology=live", "--state-dir=" + dir + "/state",
+                   "--socket=" + dir + "/run/vri.sock", "--admin-socket=" + dir + "/run/admin.sock",
+                   "--kubelet-cgroup-root=/" + root, "--machine-partition=" + root + "/machine",
+                   "--libvirt-layout=no-systemd", "--libvirt-uri=", "--vm-memory-overhead=0", "--reconcile-interval=0"},
+                  dir + "/vrid.log");
+  return waitForPath(dir + "/run/admin.sock") ? pid : -1;
+}
+
+// Removes /sys/fs/cgroup/<every hierarchy>/<root>, deepest first (cgroups refuse rmdir with children).
+inline void removeCgroupRoot(const std::string& root) {
+  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup")) {
+    std::error_code ec;
+    const std::filesystem::path top = hierarchy.path() / root;
+    if (!std::filesystem::exists(top, ec)) continue;
+    std::vector<std::filesystem::path> dirs;
+    for (const auto& e : std::filesystem::recursive_directory_iterator(top, ec))
+      if (e.is_directory()) dirs.push_back(e.path());
+    std::sort(dirs.rbegin(), dirs.rend());
+    for (const auto& d : dirs) rmdir(d.c_str());
+    rmdir(top.c_str());
+  }
+}
+
+}  // namespace vri::bench

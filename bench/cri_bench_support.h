@@ -51,15 +51,24 @@ inline double percentile(std::vector<double> v, double p) {
 // A vrid of the run's own under `dir` (state, sockets in dir/run, log), on this
 // machine's CPUs, with kubepods and the machine partition under the private
 // cgroup `root` and no libvirt; -1 when it is not ready within 5 s.
-inline pid_t startVrid(const std::string& binary, const std::string& dir, const std::string& root) {
+inline pid_t startVrid(const std::string& binary, const std::string& dir, const std::string& root,
+                       const std::vector<std::string>& extra = {}) {
   std::filesystem::create_directories(dir + "/run");
   if (FILE* conf = std::fopen((dir + "/vrid.conf").c_str(), "w")) std::fclose(conf);  // every option at its default
-  const pid_t pid =
-      spawnLogged({binary, "--config=" + dir + "/vrid.conf", "--topology=live", "--state-dir=" + dir + "/state",
-                   "--socket=" + dir + "/run/vri.sock", "--admin-socket=" + dir + "/run/admin.sock",
-                   "--kubelet-cgroup-root=/" + root, "--machine-partition=" + root + "/machine",
-                   "--libvirt-layout=no-systemd", "--libvirt-uri=", "--vm-memory-overhead=0", "--reconcile-interval=0"},
-                  dir + "/vrid.log");
+  std::vector<std::string> argv = {binary,
+                                   "--config=" + dir + "/vrid.conf",
+                                   "--topology=live",
+                                   "--state-dir=" + dir + "/state",
+                                   "--socket=" + dir + "/run/vri.sock",
+                                   "--admin-socket=" + dir + "/run/admin.sock",
+                                   "--kubelet-cgroup-root=/" + root,
+                                   "--machine-partition=" + root + "/machine",
+                                   "--libvirt-layout=no-systemd",
+                                   "--libvirt-uri=",
+                                   "--vm-memory-overhead=0",
+                                   "--reconcile-interval=0"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  const pid_t pid = spawnLogged(argv, dir + "/vrid.log");
   return waitForPath(dir + "/run/admin.sock") ? pid : -1;
 }
 

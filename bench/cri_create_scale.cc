@@ -1,6 +1,7 @@
 // CreateContainer through vri-cri-shim with many shared tenants in vrid's
-// ledger, each with real cgroups (BestEffort pods with one container, as in
-// decision_scale's pod half): the time inside the shim (the shim and vrid,
+// ledger, each with real cgroups — decision_scale's mix: BestEffort pods with
+// one container, and shared one-vCPU VMs started with a live process in their
+// emulator group: the time inside the shim (the shim and vrid,
 // containerd's calls left out, as the shim logs it), that time without vrid's
 // cgroup writes (an exclusive container shrinks the shared pool, and vrid
 // rewrites every shared tenant's cgroups before it answers), and the time the
@@ -41,6 +42,74 @@ using Clock = std::chrono::steady_clock;
 
 void write(const std::string& file, const std::string& value) { std::ofstream(file) << value; }
 
+// A cgroup made as runc or libvirt makes it: created with its parent's cpuset.
+void makeCgroup(const std::string& hierarchy, const std::vector<std::string>& parts) {
+  std::string path = "/sys/fs/cgroup/" + hierarchy;
+  for (const std::string& part : parts) {
+    const std::string parent = path;
+    path += "/" + part;
+    std::error_code ec;
+    if (std::filesystem::create_directory(path, ec) && hierarchy == "cpuset") {
+      for (const char* file : {"/cpuset.mems", "/cpuset.cpus"}) {
+        std::ifstream in(parent + file);
+        std::string value;
+        std::getline(in, value);
+        write(path + file, value);
+      }
+    }
+  }
+}
+
+// decision_scale's mix, half each: a BestEffort pod with one container ...
+grpc::Status addPodTenant(vri::v1::Vri::Stub& admin, const std::string& root, int n) {
+  const std::string uid = root + "-t" + std::to_string(n), id = "tenant" + std::to_string(n);
+  for (const char* hierarchy : {"cpuset", "cpu"})
+    makeCgroup(hierarchy, {root, "kubepods", "besteffort", "pod" + uid, id});
+  grpc::ClientContext context;
+  vri::v1::AdmitContainerRequest admit;
+  admit.set_pod_uid(uid);
+  admit.set_pod_name("bench/" + uid);
+  admit.set_qos(vri::v1::BEST_EFFORT);
+  admit.set_container_name("app");
+  admit.set_container_id(id);
+  vri::v1::ContainerAllocation allocation;
+  return admin.AdmitContainer(&context, admit, &allocation);
+}
+
+// ... and a shared one-vCPU VM, started: its scope, emulator and vCPU groups as libvirt makes them (without
+// systemd), a live process standing in for QEMU in the emulator group, and VmStarted.
+grpc::Status addVmTenant(vri::v1::Vri::Stub& admin, const std::string& root, int n, std::vector<pid_t>& qemus) {
+  char uuid[40];
+  std::snprintf(uuid, sizeof uuid, "8f0c0e01-0000-4000-8000-%012d", n);
+  vri::v1::AdmitVmRequest vm;
+  vm.set_uuid(uuid);
+  vm.set_name("vm" + std::to_string(n));
+  vm.set_vcpus(1);
+  vm.set_memory_bytes(2 << 20);
+  vri::v1::VmAllocation placed;
+  grpc::ClientContext admit_context;
+  if (grpc::Status admitted = admin.AdmitVm(&admit_context, vm, &placed); !admitted.ok()) return admitted;
+  const std::string scope = "qemu-" + std::to_string(n) + "-vm" + std::to_string(n) + ".libvirt-qemu";
+  const pid_t qemu = fork();
+  if (qemu == 0) {
+    pause();
+    _exit(0);
+  }
+  qemus.push_back(qemu);
+  for (const char* hierarchy : {"cpuset", "cpu"}) {
+    makeCgroup(hierarchy, {root, "machine", scope, "vcpu0"});
+    makeCgroup(hierarchy, {root, "machine", scope, "emulator"});
+    write(std::string("/sys/fs/cgroup/") + hierarchy + "/" + root + "/machine/" + scope + "/emulator/cgroup.procs",
+          std::to_string(qemu));
+  }
+  grpc::ClientContext started_context;
+  vri::v1::VmStartedRequest started;
+  started.set_uuid(uuid);
+  started.set_qemu_pid(qemu);
+  vri::v1::VmStartedReply reply;
+  return admin.VmStarted(&started_context, started, &reply);
+}
+
 // The shim's timing of each CreateContainer, from its log: inside, vrid's cgroup writes, containerd (ms).
 struct Timing {
   std::vector<double> inside, writes, containerd;
@@ -68,7 +137,7 @@ Timing timingsIn(const std::string& log, const char* kind) {
 int main(int argc, char** argv) {
   std::string containerd = "/var/tmp/vri-containerd/run/containerd.sock", vrid = "build/vri/vrid",
               shim = "build/kubelet-bridge/vri-cri-shim";
-  int tenants = 1000, shared = 50, exclusive = 20;
+  int tenants = 1000, shared = 100, exclusive = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto value = [&](size_t n) { return arg.substr(n); };
@@ -93,40 +162,17 @@ int main(int argc, char** argv) {
   }
   const std::string dir = "/tmp/vri-create-scale-" + std::to_string(getpid()),
                     root = "vri-create-scale-" + std::to_string(getpid());
-  const pid_t vrid_pid = vri::bench::startVrid(vrid, dir, root);
+  // A shared vCPU asks 1m of the pool, as in decision_scale, so that 500 shared VMs fit on 2 CPUs.
+  const pid_t vrid_pid = vri::bench::startVrid(vrid, dir, root, {"--shared-vcpu-request=1m"});
   int status = vrid_pid > 0 ? 0 : 1;
   auto admin =
       vri::v1::Vri::NewStub(grpc::CreateChannel("unix:" + dir + "/run/admin.sock", grpc::InsecureChannelCredentials()));
 
   // The shared tenants: each container's cgroup made as runc would, then admitted with its id bound.
   const auto started = Clock::now();
+  std::vector<pid_t> qemus;  // the shared VMs' stand-in processes
   for (int n = 0; status == 0 && n < tenants; ++n) {
-    const std::string uid = root + "-t" + std::to_string(n), id = "tenant" + std::to_string(n);
-    for (const char* hierarchy : {"cpuset", "cpu"}) {  // vrid writes cpusets (and reads cpu)
-      std::string path = std::string("/sys/fs/cgroup/") + hierarchy;
-      for (const std::string& part : {root, std::string("kubepods"), std::string("besteffort"), "pod" + uid, id}) {
-        const std::string parent = path;
-        path += "/" + part;
-        std::error_code ec;
-        if (std::filesystem::create_directory(path, ec) && std::string(hierarchy) == "cpuset") {
-          for (const char* file : {"/cpuset.mems", "/cpuset.cpus"}) {  // the parent's, as runc makes them
-            std::ifstream in(parent + file);
-            std::string value;
-            std::getline(in, value);
-            write(path + file, value);
-          }
-        }
-      }
-    }
-    grpc::ClientContext context;
-    vri::v1::AdmitContainerRequest admit;
-    admit.set_pod_uid(uid);
-    admit.set_pod_name("bench/" + uid);
-    admit.set_qos(vri::v1::BEST_EFFORT);
-    admit.set_container_name("app");
-    admit.set_container_id(id);
-    vri::v1::ContainerAllocation allocation;
-    const grpc::Status admitted = admin->AdmitContainer(&context, admit, &allocation);
+    const grpc::Status admitted = n % 2 == 0 ? addPodTenant(*admin, root, n) : addVmTenant(*admin, root, n, qemus);
     if (!admitted.ok()) {
       std::fprintf(stderr, "cri_create_scale: tenant %d: %s\n", n, admitted.error_message().c_str());
       status = 1;
@@ -154,7 +200,7 @@ int main(int argc, char** argv) {
     sandboxes.push_back(sandbox);
     const auto start = Clock::now();
     if (status == 0 &&
-        !client.createContainer(sandbox, pod, containerConfig(pod, "app", kubeletResources(5, 0, 0)), &id).ok())
+        !client.createContainer(sandbox, pod, containerConfig(pod, "app", kubeletResources(4, 0, 0)), &id).ok())
       status = 1;
     shared_e2e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
   }
@@ -215,6 +261,10 @@ int main(int argc, char** argv) {
                   vri::bench::percentile(t.containerd, 0.5), vri::bench::percentile(e2e, 0.5),
                   vri::bench::percentile(e2e, 0.99), p99 <= 5 ? "true" : "false");
     json.push_back(line);
+  }
+  for (const pid_t qemu : qemus) {
+    kill(qemu, SIGKILL);
+    waitpid(qemu, nullptr, 0);
   }
   vri::bench::removeCgroupRoot(root);
   if (status != 0 || std::getenv("VRI_BENCH_KEEP") != nullptr) {

@@ -93,6 +93,7 @@ bool SharedPoolFollower::pass(bool checkLedger) {
   if (checkLedger)
     syncLedger(LedgerSyncCalls{*vrid_, containerd_, [this] { return context(); }, options_.log}, tenants);
   for (const v1::Tenant& tenant : tenants.tenants()) {
+    if (tenant.pod().sandbox_id().empty()) continue;  // not run through a CRI shim: not containerd's to update
     for (const v1::ContainerInfo& c : tenant.pod().containers()) {
       if (c.resources().id().empty() || c.allocation().exclusive()) continue;  // only shared containers follow the pool
       want(c.resources().id(), Wanted{tenant.pod().uid(), tenants.sequence()});

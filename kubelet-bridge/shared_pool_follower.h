@@ -6,8 +6,9 @@
 // an exclusive tenant must not start on CPUs still shared. containerd's stored
 // spec, its ContainerStatus and runc's next write learn of it only through
 // UpdateContainerResources, which the follower sends with full explicit values.
-// It watches vrid's events: on a shared-pool change it lists vrid's pods and
-// updates every shared container whose values differ from what containerd was
+// It watches vrid's events: on a shared-pool change it lists vrid's pods and,
+// in those run through a shim (their sandbox bound), updates every shared
+// container whose values differ from what containerd was
 // last given (or, for one it has not given anything yet, from what containerd
 // reports). Per container at most one update is in flight and the latest
 // request wins; a list older than one already taken is dropped, and the values

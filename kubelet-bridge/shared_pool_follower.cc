@@ -152,6 +152,12 @@ std::optional<v1::ContainerAllocation> SharedPoolFollower::current(const std::st
 }
 
 void SharedPoolFollower::apply(const std::string& id, const Wanted& wanted) {
+  {
+    const auto until = std::chrono::steady_clock::now() + options_.yieldAtMost;
+    MutexLock lock(mutex_);
+    while (!stopping_ && options_.callsInFlight() > 0 && std::chrono::steady_clock::now() < until)
+      lock.waitFor(wake_, std::chrono::milliseconds(2));
+  }
   const std::optional<v1::ContainerAllocation> allocation = current(id, wanted.podUid);
   const std::string mems = allMems();
   if (!allocation || mems.empty()) return;  // released, exclusive now, or vrid away: a later pass covers it

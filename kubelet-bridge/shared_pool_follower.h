@@ -50,6 +50,11 @@ struct SharedPoolFollowerOptions {
   std::chrono::milliseconds reconnect{500};  // between Watch attempts while vrid is away
   std::chrono::milliseconds callTimeout{10000};
   int workers = 4;  // containers updated at once
+  // kubelet's calls come first: while this says calls are in flight (the
+  // shim's handled calls), an update waits, up to `yieldAtMost`. The kernel
+  // already holds the new pool (vrid wrote it); containerd's copy can wait.
+  std::function<int()> callsInFlight = [] { return 0; };
+  std::chrono::milliseconds yieldAtMost{200};
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

@@ -114,6 +114,7 @@ int main(int argc, char** argv) {
   vri::SharedPoolFollowerOptions following;
   following.cgroupV2 = options.cgroupV2;
   following.log = logLine;
+  following.callsInFlight = [&proxy] { return proxy.handledCallsInFlight(); };
   vri::SharedPoolFollower follower(channelTo(vrid, true), channelTo(containerd), following);
   follower.start();
 

@@ -44,6 +44,12 @@ struct PodRecord {
   // The runtime's id of the pod's current sandbox (its pause container);
   // empty until the runtime names it. Its cgroup stays on the shared pool.
   std::string sandboxId;
+
+  // A pod run through a CRI shim (its sandbox bound) loses containers only by
+  // the runtime's removals, never for a missing cgroup: containerd drops an
+  // exited container's cgroup while kubelet may still restart it after minutes
+  // of back-off.
+  bool containersGoOnlyByRuntime() const { return !sandboxId.empty(); }
 };
 
 // A guest NUMA cell (<cpu><numa><cell>): its id and the vCPU ids in it.

@@ -41,8 +41,7 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
         report.released.push_back("pod " + pod.spec.name + ": its cgroups are gone; released");
       continue;
     }
-    if (!pod.sandboxId.empty())
-      continue;  // the runtime's removals release its containers (an exited one has no cgroup)
+    if (pod.containersGoOnlyByRuntime()) continue;
     for (const auto& [name, c] : pod.containers) {
       if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;
       if (ledger.releaseContainer(uid, name).ok()) {

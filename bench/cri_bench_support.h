@@ -3,6 +3,8 @@
 // left under its private root in every hierarchy.
 #pragma once
 
+#include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +34,13 @@ inline pid_t spawnLogged(const std::vector<std::string>& argv, const std::string
     _exit(127);
   }
   return pid;
+}
+
+// Stops a child started by spawnLogged (SIGTERM) and reaps it; -1 is no child.
+inline void stopChild(pid_t pid) {
+  if (pid <= 0) return;
+  kill(pid, SIGTERM);
+  waitpid(pid, nullptr, 0);
 }
 
 // Whether `path` exists within 5 s.

@@ -259,12 +259,8 @@ int main(int argc, char** argv) {
     client.stopPodSandbox(sandbox);
     client.removePodSandbox(sandbox);
   }
-  kill(shim_pid, SIGTERM);
-  waitpid(shim_pid, nullptr, 0);
-  if (vrid_pid > 0) {
-    kill(vrid_pid, SIGTERM);
-    waitpid(vrid_pid, nullptr, 0);
-  }
+  vri::bench::stopChild(shim_pid);
+  vri::bench::stopChild(vrid_pid);
 
   std::vector<std::string> json;
   for (const auto& [kind, marker, e2e] :

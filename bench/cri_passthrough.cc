@@ -184,8 +184,7 @@ int main(int argc, char** argv) {
     cri::RemovePodSandboxResponse removed;
     check(direct->RemovePodSandbox(context().get(), remove, &removed), "RemovePodSandbox");
   }
-  kill(shim_pid, SIGTERM);
-  waitpid(shim_pid, nullptr, 0);
+  vri::bench::stopChild(shim_pid);
   vri::bench::removeCgroupRoot(root);
   std::filesystem::remove_all(dir);
   for (const std::string& line : json) std::printf("%s\n", line.c_str());

@@ -158,12 +158,8 @@ int main(int argc, char** argv) {
     client.removePodSandbox(sandbox);
   }
 
-  kill(shim_pid, SIGTERM);
-  waitpid(shim_pid, nullptr, 0);
-  if (vrid_pid > 0) {
-    kill(vrid_pid, SIGTERM);
-    waitpid(vrid_pid, nullptr, 0);
-  }
+  vri::bench::stopChild(shim_pid);
+  vri::bench::stopChild(vrid_pid);
   vri::bench::removeCgroupRoot(root);
   if (status != 0)
     std::fprintf(stderr, "cri_pool_follow: failed; logs in %s\n", dir.c_str());

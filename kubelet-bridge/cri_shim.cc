@@ -250,21 +250,7 @@ grpc::Status CriShim::finishedContainers(Caller& caller, const std::string& podU
 
 grpc::Status CriShim::nodeCgroups(Caller& caller, cri::NodeCgroups* out) {
   out->v2 = options_.cgroupV2;
-  {
-    MutexLock lock(nodeMutex_);
-    if (allMems_) {
-      out->allMems = *allMems_;
-      return grpc::Status::OK;
-    }
-  }
-  v1::Node node;
-  grpc::Status status = vrid_->GetNode(vridContext(caller).get(), v1::GetNodeRequest(), &node);
-  if (!status.ok()) return status;
-  const std::string mems = cri::memoryNodes(node);
-  MutexLock lock(nodeMutex_);
-  allMems_ = mems;
-  out->allMems = mems;
-  return grpc::Status::OK;
+  return memoryNodes_.get(*vrid_, *vridContext(caller), &out->allMems);
 }
 
 void CriShim::undoContainer(const v1::AdmitContainerRequest& admit) {

@@ -29,6 +29,7 @@
 #include "cgroup-model/thread_annotations.h"
 #include "kubelet-bridge/cri_translate.h"
 #include "kubelet-bridge/generic_proxy.h"
+#include "kubelet-bridge/memory_nodes.h"
 #include "proto/vri.grpc.pb.h"
 
 namespace vri {
@@ -63,7 +64,7 @@ class CriShim {
   // The pod's containers that finished for good, from containerd's list.
   grpc::Status finishedContainers(Caller& caller, const std::string& podUid, const std::string& sandboxId,
                                   const std::string& creating, v1::AdmitContainerRequest& admit);
-  // Every memory node, from vrid once.
+  // The node's cgroup version and memory nodes.
   grpc::Status nodeCgroups(Caller& caller, cri::NodeCgroups* out);
   // Undoes what this call admitted; logs what it could not.
   void undoContainer(const v1::AdmitContainerRequest& admit);
@@ -74,8 +75,7 @@ class CriShim {
   grpc::GenericStub containerd_;
   std::unique_ptr<v1::Vri::Stub> vrid_;
   CriShimOptions options_;
-  Mutex nodeMutex_;
-  std::optional<std::string> allMems_ VRI_GUARDED_BY(nodeMutex_);
+  MemoryNodes memoryNodes_;
 };
 
 }  // namespace vri

@@ -233,13 +233,10 @@ class HandledCall final : public grpc::ServerGenericBidiReactor {
     StartRead(&request_);
   }
   void OnReadDone(bool ok) override {
-    if (requestRead_) return;  // the caller's half-close after its one message
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"));
       return;
     }
-    requestRead_ = true;
-    StartRead(&halfClose_);  // gRPC finishes the call only once the caller's side is read to the end
     workers_.post([this] {
       const grpc::Status status = handler_(context_, request_, &reply_);
       if (status.ok()) {
@@ -259,8 +256,7 @@ class HandledCall final : public grpc::ServerGenericBidiReactor {
   const UnaryHandler& handler_;
   WorkerPool& workers_;
   std::atomic<int>& inFlight_;
-  grpc::ByteBuffer request_, reply_, halfClose_;
-  bool requestRead_ = false;  // reactions on one call never run at once
+  grpc::ByteBuffer request_, reply_;
 };
 
 }  // namespace

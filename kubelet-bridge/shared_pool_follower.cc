@@ -127,19 +127,6 @@ void SharedPoolFollower::dispatch() {
   }
 }
 
-std::string SharedPoolFollower::allMems() {
-  {
-    MutexLock lock(mutex_);
-    if (!allMems_.empty()) return allMems_;
-  }
-  v1::Node node;
-  if (!vrid_->GetNode(context().get(), v1::GetNodeRequest(), &node).ok()) return "";
-  const std::string mems = cri::memoryNodes(node);
-  MutexLock lock(mutex_);
-  allMems_ = mems;
-  return mems;
-}
-
 std::optional<v1::ContainerAllocation> SharedPoolFollower::current(const std::string& id, const std::string& podUid) {
   v1::GetTenantRequest request;
   request.set_pod_uid(podUid);
@@ -159,8 +146,9 @@ void SharedPoolFollower::apply(const std::string& id, const Wanted& wanted) {
       lock.waitFor(wake_, std::chrono::milliseconds(2));
   }
   const std::optional<v1::ContainerAllocation> allocation = current(id, wanted.podUid);
-  const std::string mems = allMems();
-  if (!allocation || mems.empty()) return;  // released, exclusive now, or vrid away: a later pass covers it
+  std::string mems;
+  if (!allocation || !memoryNodes_.get(*vrid_, *context(), &mems).ok())
+    return;  // released, exclusive now, or vrid away: a later pass covers it
   runtime::v1::UpdateContainerResourcesRequest update;
   update.set_container_id(id);
   cri::applyAllocation(*allocation, cri::NodeCgroups{options_.cgroupV2, mems}, *update.mutable_linux());

@@ -41,6 +41,7 @@
 #include "cgroup-model/thread_annotations.h"
 #include "cgroup-model/worker_pool.h"
 #include "kubelet-bridge/cri_translate.h"
+#include "kubelet-bridge/memory_nodes.h"
 #include "proto/vri.grpc.pb.h"
 
 namespace vri {
@@ -86,7 +87,6 @@ class SharedPoolFollower {
   // vrid's values for the container now; nullopt: gone from vrid, or no longer shared.
   std::optional<v1::ContainerAllocation> current(const std::string& id, const std::string& podUid);
   std::unique_ptr<grpc::ClientContext> context() const;
-  std::string allMems();
 
   std::unique_ptr<v1::Vri::Stub> vrid_;
   grpc::GenericStub containerd_;
@@ -101,7 +101,7 @@ class SharedPoolFollower {
   std::map<std::string, Wanted> wanted_ VRI_GUARDED_BY(mutex_);  // by container id, not yet sent
   std::set<std::string> inFlight_ VRI_GUARDED_BY(mutex_);
   std::map<std::string, std::string> given_ VRI_GUARDED_BY(mutex_);  // id -> the resources containerd last took
-  std::string allMems_ VRI_GUARDED_BY(mutex_);
+  MemoryNodes memoryNodes_;
 
   WorkerPool pool_;  // before the thread: the thread posts to it
   std::thread watcher_;

@@ -207,7 +207,7 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm) {
 }
 
 void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& c, const ContainerPlacement& placement,
-                             const TreeLayout& layout, v1::ContainerAllocation& out) {
+                             const KubeletNamer& namer, v1::ContainerAllocation& out) {
   out.set_name(c.name);
   out.set_cpuset_cpus(placement.cpus.format());
   out.set_cpuset_mems(placement.mems.format());
@@ -221,7 +221,7 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& c, const C
   if (values.cpuMax) out.set_cpu_quota_us(values.cpuMax->quotaUs.value_or(0));
   out.set_memory_limit_bytes(values.memoryMax ? values.memoryMax->value.value_or(0) : 0);
   if (!c.id.empty()) {
-    auto path = makeKubeletNamer(layout.driver, layout.kubeletParent)->container(pod.qos, pod.uid, c.id);
+    auto path = namer.container(pod.qos, pod.uid, c.id);
     if (path.ok()) out.set_cgroup_path("/" + path->str());
   }
 }
@@ -274,7 +274,7 @@ void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& p, cons
   out.set_shared_cpus(shared.format());
 }
 
-void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const TreeLayout& layout, v1::PodInfo& out) {
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const KubeletNamer& namer, v1::PodInfo& out) {
   out.set_uid(pod.spec.uid);
   out.set_name(pod.spec.name);
   out.set_qos(qosTo(pod.spec.qos));
@@ -297,7 +297,7 @@ void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const TreeLayout& l
     info.set_cpuset_mems(NumaMemory::mems(c.memory).format());
     const ContainerPlacement placement{c.exclusive, c.exclusive.empty() ? shared : c.exclusive,
                                        NumaMemory::mems(c.memory), false};
-    fillContainerAllocation(pod.spec, c.spec, placement, layout, *info.mutable_allocation());
+    fillContainerAllocation(pod.spec, c.spec, placement, namer, *info.mutable_allocation());
   }
 }
 

@@ -5,6 +5,7 @@
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
 #include "cgroup-model/cgroup_mounts.h"
+#include "cgroup-model/kubelet_namer.h"
 #include "cgroup-model/node_tree.h"
 #include "proto/vri.pb.h"
 #include "vri/event_hub.h"
@@ -22,13 +23,14 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& request);
 v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm);
 
 // Everything the runtime writes for the container: cpuset, the cpu and memory
-// values kubelet would compute, and the cgroup path once the id is known.
+// values kubelet would compute, and the cgroup path once the id is known
+// (named by `namer`, the node's kubelet namer, made once by the caller).
 void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& container, const ContainerPlacement& placement,
-                             const TreeLayout& layout, v1::ContainerAllocation& out);
+                             const KubeletNamer& namer, v1::ContainerAllocation& out);
 void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& placement, const CpuSet& shared,
                       v1::VmAllocation& out);
 v1::Event toEventMessage(const Event& event);
-void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const TreeLayout& layout, v1::PodInfo& out);
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const KubeletNamer& namer, v1::PodInfo& out);
 void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
                 v1::VmInfo& out);
 

@@ -30,10 +30,7 @@ VanishedTenants::Due VanishedTenants::update(const LedgerState& state, const Nod
       if (missing(podTenant(uid), now, still_missing)) due.pods.push_back(uid);
       continue;
     }
-    // A pod the CRI shim runs (its sandbox is bound) loses containers only by the
-    // runtime's removals: containerd drops an exited container's cgroup while
-    // kubelet may still restart it after minutes of back-off.
-    if (!pod.sandboxId.empty()) continue;
+    if (pod.containersGoOnlyByRuntime()) continue;
     for (const auto& [name, c] : pod.containers) {
       if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;  // judged by the pod, or there
       if (missing(containerTenant(uid, name), now, still_missing)) due.containers.emplace_back(uid, name);

@@ -136,7 +136,7 @@ grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAll
     if (!spec.ok()) return toGrpcStatus(std::move(spec).error().addContext("containers"));
     containers.push_back(*spec);
   }
-  auto path = makeKubeletNamer(layout.driver, layout.kubeletParent)->pod(pod->qos, pod->uid);
+  auto path = kubeletNamer_->pod(pod->qos, pod->uid);
   if (!path.ok()) return toGrpcStatus(path.error());
   reply_ptr->set_cgroup_path("/" + path->str());
   if (!r->sandbox_id().empty() || containers.empty()) {
@@ -148,7 +148,7 @@ grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAll
   auto placed = node_.admitPod(*pod, containers);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   for (size_t i = 0; i < containers.size(); ++i)
-    fillContainerAllocation(*pod, containers[i], (*placed)[i], layout, *reply_ptr->add_containers());
+    fillContainerAllocation(*pod, containers[i], (*placed)[i], *kubeletNamer_, *reply_ptr->add_containers());
   return grpc::Status::OK;
 }
 
@@ -173,14 +173,14 @@ grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request
     const CpuSet exclusive = now->shared().isSubsetOf(*running) ? CpuSet() : *running;
     auto adopted = node_.adoptContainer(*pod, *container, exclusive);
     if (!adopted.ok()) return toGrpcStatus(adopted.error());
-    fillContainerAllocation(*pod, *container, *adopted, node_.layout(), reply);
+    fillContainerAllocation(*pod, *container, *adopted, *kubeletNamer_, reply);
     reply.set_is_new(true);
     return grpc::Status::OK;
   }
   WriteStats written;
   auto placed = node_.admitContainer(*pod, *container, finished, &written);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillContainerAllocation(*pod, *container, *placed, node_.layout(), reply);
+  fillContainerAllocation(*pod, *container, *placed, *kubeletNamer_, reply);
   reply.set_is_new(placed->placedNow);
   reply.set_cgroup_write_us(static_cast<uint64_t>(written.took.count()));
   return grpc::Status::OK;
@@ -245,7 +245,7 @@ grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& reques
   if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
   auto placed = node_.resizeContainer(r->pod_uid(), *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillContainerAllocation(pod->spec, *container, *placed, node_.layout(), reply);
+  fillContainerAllocation(pod->spec, *container, *placed, *kubeletNamer_, reply);
   return grpc::Status::OK;
 }
 
@@ -273,7 +273,7 @@ grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, 
   const CpuSet shared = s->shared();
   if (r->kind() != v1::ListTenantsRequest::VMS) {
     for (const auto& [uid, pod] : s->pods)
-      fillPodInfo(pod, shared, node_.layout(), *reply->add_tenants()->mutable_pod());
+      fillPodInfo(pod, shared, *kubeletNamer_, *reply->add_tenants()->mutable_pod());
   }
   if (r->kind() != v1::ListTenantsRequest::PODS) {
     for (const auto& [uuid, vm] : s->vms)
@@ -290,7 +290,7 @@ grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::
     case v1::GetTenantRequest::kPodUid: {
       const PodRecord* pod = s->pod(r->pod_uid());
       if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " is admitted");
-      fillPodInfo(*pod, shared, node_.layout(), *reply->mutable_pod());
+      fillPodInfo(*pod, shared, *kubeletNamer_, *reply->mutable_pod());
       return grpc::Status::OK;
     }
     case v1::GetTenantRequest::kVm: {

@@ -27,7 +27,11 @@ using VriServiceBase = v1::Vri::WithCallbackMethod_AdmitPod<v1::Vri::WithCallbac
 class VriService final : public VriServiceBase {
  public:
   // `gate` counts the deciding calls in flight for shutdown; it outlives the service.
-  VriService(NodeManager& node, SocketAccess access, CallGate& gate) : node_(node), access_(access), gate_(gate) {}
+  VriService(NodeManager& node, SocketAccess access, CallGate& gate)
+      : node_(node),
+        access_(access),
+        gate_(gate),
+        kubeletNamer_(makeKubeletNamer(node.layout().driver, node.layout().kubeletParent)) {}
 
   using Context = grpc::ServerContext;
   using CallbackContext = grpc::CallbackServerContext;
@@ -66,7 +70,8 @@ class VriService final : public VriServiceBase {
   NodeManager& node_;
   SocketAccess access_;
   CallGate& gate_;
-  WorkerPool decisions_{1};  // last: destroyed first, after running what is queued
+  const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
+  WorkerPool decisions_{1};                           // last: destroyed first, after running what is queued
 };
 
 }  // namespace vri

@@ -267,10 +267,3 @@ TEST_F(RealKernelV2Test, TheFixtureRefusesWhatTheKernelRefuses) {
 
 }  // namespace
 }  // namespace vri
-
-int main(int argc, char** argv) {
-  vri::testing::runChildMode(argc, argv);
-  ::testing::AddGlobalTestEnvironment(new vri::testing::DelegatedScope);
-  ::testing::InitGoogleTest(&argc, argv);
-  return RUN_ALL_TESTS();
-}

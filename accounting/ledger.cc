@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "accounting/spec_amounts.h"
+#include "cgroup-model/amount_limits.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
@@ -60,10 +62,18 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
 
   LedgerState state{0, std::move(pool), std::move(numa), {}, {}, {}, {}, {}};
   for (auto& [uid, pod] : stored.pods) {
+    // An amount no node could hold (written before VRI checked them) is
+    // reported, never fatal: the pod's overhead is dropped, a container kept out.
+    if (auto amounts = checkPodAmounts(pod.spec); !amounts.ok()) {
+      problems.push_back("pod " + pod.spec.name + ": overhead dropped: " + amounts.error().message());
+      pod.spec.overheadCpuMilli = 0;
+      pod.spec.overheadMemoryBytes = 0;
+    }
     for (auto it = pod.containers.begin(); it != pod.containers.end();) {
       const ContainerRecord& c = it->second;
-      auto restored =
-          restoreOwner(state.pool, state.numa, containerTenant(uid, c.spec.name), {c.exclusive, {}}, c.memory);
+      auto restored = checkContainerAmounts(c.spec);
+      if (restored.ok())
+        restored = restoreOwner(state.pool, state.numa, containerTenant(uid, c.spec.name), {c.exclusive, {}}, c.memory);
       if (!restored.ok()) {
         problems.push_back("container " + pod.spec.name + "/" + c.spec.name +
                            " kept out: " + restored.error().message());
@@ -78,7 +88,8 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
   }
   for (auto& [uuid, vm] : stored.vms) {
     const ExclusiveGrant grant{vm.placement.exclusive, vm.placement.heldBack};
-    auto restored = restoreOwner(state.pool, state.numa, vmTenant(uuid), grant, vm.memory);
+    auto restored = checkVmAmounts(vm.spec);
+    if (restored.ok()) restored = restoreOwner(state.pool, state.numa, vmTenant(uuid), grant, vm.memory);
     if (!restored.ok()) {
       problems.push_back("VM " + vm.spec.cpu.name + " kept out: " + restored.error().message());
       continue;
@@ -230,7 +241,7 @@ Result<void> Ledger::adoptVm(const VmSpec& vm, const VmCpuPlacement& placement) 
 Result<void> Ledger::checkMemory(const LedgerState& state, uint64_t more, const std::string& who) const {
   const uint64_t admitted = state.totals.admittedMemoryBytes;
   if (config_.allocatableMemoryBytes == 0 || more == 0) return {};
-  if (admitted + more <= config_.allocatableMemoryBytes) return {};
+  if (fitsWithin(admitted, more, config_.allocatableMemoryBytes)) return {};
   const uint64_t free = config_.allocatableMemoryBytes - std::min(admitted, config_.allocatableMemoryBytes);
   return Error::resourceExhausted(who + " needs " + std::to_string(more >> 20) + " MiB of memory; " +
                                   std::to_string(free >> 20) + " MiB of the " +
@@ -240,7 +251,7 @@ Result<void> Ledger::checkMemory(const LedgerState& state, uint64_t more, const 
 Result<void> Ledger::checkSharedDemand(const LedgerState& state, int64_t more, const std::string& who) const {
   if (more <= 0) return {};
   const int64_t capacity = static_cast<int64_t>(state.pool.shared().count()) * 1000;
-  if (state.totals.sharedDemandMilli + more <= capacity) return {};
+  if (fitsWithin(state.totals.sharedDemandMilli, more, capacity)) return {};
   return Error::resourceExhausted(who + " needs " + milli(more) + " of the shared pool; it has " +
                                   std::to_string(state.pool.shared().count()) + " CPUs and " +
                                   std::to_string(state.totals.sharedTenants) + " shared tenants already request " +

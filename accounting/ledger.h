@@ -184,6 +184,8 @@ class Ledger {
   Result<void> checkMemory(const LedgerState& state, uint64_t more, const std::string& who) const;
   Result<void> checkSharedDemand(const LedgerState& state, int64_t more, const std::string& who) const;
   Result<Decision<VmCpuPlacement>> decideVm(const StatePtr& from, const VmSpec& vm, bool defined) const;
+  // Every NUMA node the VM's memory is bound to is one of this host's.
+  Result<void> checkVmNodesExist(const VmSpec& vm) const;
   // `podNodes`: the NUMA nodes the whole pod was aligned on (scope pod); null: align the container alone.
   Result<void> checkSameQos(const PodRecord& known, const PodSpec& pod) const;
   // A runtime id may name one sandbox or container only.

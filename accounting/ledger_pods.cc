@@ -1,5 +1,7 @@
 // The ledger's decisions about pods and their containers.
 #include "accounting/ledger.h"
+#include "accounting/spec_amounts.h"
+#include "cgroup-model/amount_limits.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
@@ -81,12 +83,12 @@ Result<ContainerPlacement> Ledger::admitInto(NextState& next, const PodSpec& pod
                                              const std::vector<std::string>& finished) const {
   VRI_TRY(validatePodUid(pod.uid));
   VRI_TRY(validateContainerId(container.name).context("container name"));
+  VRI_TRY(checkPodAmounts(pod));
+  VRI_TRY(checkContainerAmounts(container));
   if (!container.id.empty()) {
     VRI_TRY(validateContainerId(container.id));
     VRI_TRY(checkRuntimeIdFree(next.now(), container.id, RuntimeOwner{pod.uid, container.name}));
   }
-  if (container.cpuRequestMilli < 0 || container.cpuLimitMilli < 0)
-    return Error::invalidArgument("negative CPU amount");
   const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
   const PodRecord* existing = next.now().pod(pod.uid);
   if (existing != nullptr) VRI_TRY(checkSameQos(*existing, pod));
@@ -157,7 +159,7 @@ Result<Decision<bool>> Ledger::decideBindSandbox(const StatePtr& from, const Pod
     VRI_TRY(validateContainerId(sandboxId).context("sandbox id"));
     VRI_TRY(checkRuntimeIdFree(*from, sandboxId, RuntimeOwner{pod.uid, ""}));
   }
-  if (pod.overheadCpuMilli < 0) return Error::invalidArgument("negative CPU overhead");
+  VRI_TRY(checkPodAmounts(pod));
   const PodRecord* existing = from->pod(pod.uid);
   if (existing != nullptr) {
     VRI_TRY(checkSameQos(*existing, pod));
@@ -190,22 +192,29 @@ Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
     const StatePtr& from, const PodSpec& pod, const std::vector<ContainerSpec>& containers) const {
   NextState n = next(from);
   // The pod's exclusive CPUs and pinned memory, aligned at once.
-  int cpus = 0;
+  VRI_TRY(checkPodAmounts(pod));
+  int64_t cpus = 0;
   uint64_t memory = 0;
   for (const ContainerSpec& c : containers) {
+    VRI_TRY(checkContainerAmounts(c).context("container " + quoteForMessage(c.name)));
     const int count = exclusiveCpusFor(pod, c);
     if (count == 0 || c.init) continue;  // init containers hand their CPUs on; the app containers count
     cpus += count;
-    if (config_.pinGuaranteedMemory) memory += c.memoryLimitBytes.value_or(0);
+    if (config_.pinGuaranteedMemory) {
+      VRI_ASSIGN_OR_RETURN(memory, addBytes("pod memory", memory, c.memoryLimitBytes.value_or(0)));
+    }
   }
+  const std::string pod_who = "pod " + (pod.name.empty() ? pod.uid : pod.name);
+  if (cpus > topology_->onlineCpus().count())
+    return Error::resourceExhausted(pod_who + " needs " + std::to_string(cpus) + " exclusive CPUs; the node has " +
+                                    std::to_string(topology_->onlineCpus().count()));
   std::vector<int> nodes;
   const bool align =
       cpus > 0 && (config_.pinGuaranteedMemory || config_.topologyManager.policy != TopologyPolicy::kNone);
   if (align) {
     MemoryRequest request;
     if (memory > 0) request[kRegularMemory] = memory;
-    VRI_ASSIGN_OR_RETURN(nodes,
-                         alignNodes(*from, {"pod " + (pod.name.empty() ? pod.uid : pod.name), cpus, request}, {}));
+    VRI_ASSIGN_OR_RETURN(nodes, alignNodes(*from, {pod_who, static_cast<int>(cpus), request}, {}));
   }
   std::vector<ContainerPlacement> placements;
   for (const ContainerSpec& c : containers) {
@@ -223,6 +232,7 @@ Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
 
 Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePtr& from, const std::string& podUid,
                                                                    const ContainerSpec& request) const {
+  VRI_TRY(checkContainerAmounts(request));
   const PodRecord* pod = from->pod(podUid);
   if (pod == nullptr) return Error::notFound("no pod " + quoteForMessage(podUid));
   const auto known = pod->containers.find(request.name);
@@ -317,6 +327,8 @@ Result<Decision<bool>> Ledger::decideReleasePod(const StatePtr& from, const std:
 Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const PodSpec& pod,
                                                     const ContainerSpec& container, const CpuSet& exclusive) const {
   VRI_TRY(validatePodUid(pod.uid));
+  VRI_TRY(checkPodAmounts(pod));
+  VRI_TRY(checkContainerAmounts(container));
   VRI_TRY(validateContainerId(container.name).context("container name"));
   if (!container.id.empty()) {
     VRI_TRY(validateContainerId(container.id));

@@ -216,8 +216,8 @@ Result<void> validateMemoryParts(const VmSpec& vm) {
       return Error::invalidArgument(who + "not a page size: " + std::to_string(part.pageSize));
     if (part.guestCell != VmMemoryPart::kNoCell &&
         std::none_of(vm.cells.begin(), vm.cells.end(), [&](const GuestCell& c) { return c.id == part.guestCell; })) {
-      return Error::invalidArgument(who + "memory of guest cell " + std::to_string(part.guestCell) +
-                                    ", which the VM does not have");
+      return Error::invalidArgument(who + "memory_parts.guest_cell: memory of guest cell " +
+                                    std::to_string(part.guestCell) + ", which the VM does not have (cells)");
     }
     for (int node : part.hostNodes) {
       if (node < 0 || node >= CpuSet::kMaxCpus)

@@ -2,6 +2,7 @@
 #include <algorithm>
 
 #include "accounting/ledger.h"
+#include "accounting/spec_amounts.h"
 #include "accounting/vm_cell_placement.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
@@ -72,8 +73,25 @@ Result<Decision<VmCpuPlacement>> Ledger::decideReserveVm(const StatePtr& from, c
   return decideVm(from, vm, true);
 }
 
+Result<void> Ledger::checkVmNodesExist(const VmSpec& vm) const {
+  const auto check = [&](std::string_view field, int node) -> Result<void> {
+    if (topology_->numaNode(node) != nullptr) return {};
+    std::string nodes;
+    for (const NumaNode& n : topology_->numaNodes()) nodes += (nodes.empty() ? "" : ",") + std::to_string(n.id);
+    return Error::invalidArgument(std::string(field) + ": this host has no NUMA node " + std::to_string(node) +
+                                  " (it has " + nodes + ")");
+  };
+  for (int node : vm.strictNumaNodes) VRI_TRY(check("strict_numa_nodes", node));
+  for (const VmMemoryPart& part : vm.memoryParts) {
+    for (int node : part.hostNodes) VRI_TRY(check("memory_parts.host_nodes", node));
+  }
+  return {};
+}
+
 Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const VmSpec& vm, bool defined) const {
   VRI_TRY(validateVmUuid(vm.uuid));
+  VRI_TRY(checkVmAmounts(vm));
+  VRI_TRY(checkVmNodesExist(vm));
   const std::string who = vmName(vm);
   NextState n = next(from);
   if (const VmRecord* existing = from->vm(vm.uuid)) {
@@ -179,6 +197,8 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
 }
 
 Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, const VmSpec& vm) const {
+  VRI_TRY(checkVmAmounts(vm));
+  VRI_TRY(checkVmNodesExist(vm));
   const VmRecord* known = from->vm(vm.uuid);
   if (known == nullptr) return Error::notFound("no VM " + quoteForMessage(vm.uuid));
   if (sameVm(*known, vm)) return unchanged(from, known->placement);
@@ -234,6 +254,7 @@ Result<Decision<bool>> Ledger::decideReleaseVm(const StatePtr& from, const std::
 Result<Decision<bool>> Ledger::decideAdoptVm(const StatePtr& from, const VmSpec& vm,
                                              const VmCpuPlacement& placement) const {
   VRI_TRY(validateVmUuid(vm.uuid));
+  VRI_TRY(checkVmAmounts(vm));
   if (from->vm(vm.uuid)) return Error(ErrorCode::kAlreadyExists, "VM " + vm.uuid + " is known");
   NextState n = next(from);
   const ExclusiveGrant grant{placement.exclusive, placement.heldBack};

@@ -162,42 +162,44 @@ std::vector<int> vcpuCpusById(const VmCpuRequest& request, const VmCpuPlacement&
 Result<void> validateVcpuIds(const VmCpuRequest& request) {
   const std::string who = "VM " + request.name + ": ";
   if (request.vcpus < 1 || request.vcpus > CpuSet::kMaxCpus) {
-    return Error::invalidArgument(who + "vCPU count " + std::to_string(request.vcpus) + " is out of range");
+    return Error::invalidArgument(who + "vcpus: vCPU count " + std::to_string(request.vcpus) + " is out of range");
   }
   if (request.maxVcpus < 0 || request.maxVcpus > CpuSet::kMaxCpus) {
-    return Error::invalidArgument(who + "vCPU id count " + std::to_string(request.maxVcpus) + " is out of range");
+    return Error::invalidArgument(who + "max_vcpus: vCPU id count " + std::to_string(request.maxVcpus) +
+                                  " is out of range");
   }
   if (!request.onlineVcpus.empty()) {
     if (request.onlineVcpus.size() != static_cast<size_t>(request.vcpus)) {
-      return Error::invalidArgument(who + std::to_string(request.onlineVcpus.size()) + " online vCPU ids (" +
-                                    idList(request.onlineVcpus) + ") for " + std::to_string(request.vcpus) +
-                                    " online vCPUs");
+      return Error::invalidArgument(who + "online_vcpus: " + std::to_string(request.onlineVcpus.size()) +
+                                    " online vCPU ids (" + idList(request.onlineVcpus) + ") for " +
+                                    std::to_string(request.vcpus) + " online vCPUs (vcpus)");
     }
     for (size_t i = 0; i < request.onlineVcpus.size(); ++i) {
       const int id = request.onlineVcpus[i];
       if (id < 0 || id >= CpuSet::kMaxCpus || (i > 0 && id <= request.onlineVcpus[i - 1])) {
         return Error::invalidArgument(
-            who + "online vCPU ids must ascend from 0 without repeats: " + idList(request.onlineVcpus));
+            who + "online_vcpus: online vCPU ids must ascend from 0 without repeats: " + idList(request.onlineVcpus));
       }
     }
   }
   if (request.maxVcpus != 0 && request.maxVcpus < vcpuIdCount(request)) {
-    return Error::invalidArgument(who + "vCPU " + std::to_string(vcpuIdCount(request) - 1) +
+    return Error::invalidArgument(who + "max_vcpus: vCPU " + std::to_string(vcpuIdCount(request) - 1) +
                                   " is online, and the VM has " + std::to_string(request.maxVcpus) + " vCPUs");
   }
   if (request.iothreads < 0 || request.iothreads > 1024) {
-    return Error::invalidArgument(who + "iothread count " + std::to_string(request.iothreads) + " is out of range");
+    return Error::invalidArgument(who + "iothreads: iothread count " + std::to_string(request.iothreads) +
+                                  " is out of range");
   }
   if (!request.iothreadIds.empty()) {
     if (request.iothreadIds.size() != static_cast<size_t>(request.iothreads)) {
-      return Error::invalidArgument(who + std::to_string(request.iothreadIds.size()) + " iothread ids for " +
-                                    std::to_string(request.iothreads) + " iothreads");
+      return Error::invalidArgument(who + "iothread_ids: " + std::to_string(request.iothreadIds.size()) +
+                                    " iothread ids for " + std::to_string(request.iothreads) + " iothreads");
     }
     for (size_t i = 0; i < request.iothreadIds.size(); ++i) {
       const int id = request.iothreadIds[i];
       if (id < 1 || (i > 0 && id <= request.iothreadIds[i - 1])) {
         return Error::invalidArgument(
-            who + "iothread ids must ascend from 1 without repeats: " + idList(request.iothreadIds));
+            who + "iothread_ids: iothread ids must ascend from 1 without repeats: " + idList(request.iothreadIds));
       }
     }
   }
@@ -236,11 +238,13 @@ Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request) {
       ids = request.mixedDedicatedVcpus;
       std::sort(ids.begin(), ids.end());
       if (ids.empty())
-        return Error::invalidArgument("VM " + request.name + ": mixed cpu policy lists no dedicated vCPU");
+        return Error::invalidArgument("VM " + request.name +
+                                      ": mixed_dedicated_vcpus: mixed cpu policy lists no dedicated vCPU");
       for (size_t i = 0; i < ids.size(); ++i) {
         if (ids[i] < 0 || ids[i] >= vcpuIdCount(request)) {
-          return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
-                                        " does not exist (the VM has " + std::to_string(vcpuIdCount(request)) + ")");
+          return Error::invalidArgument("VM " + request.name + ": mixed_dedicated_vcpus: dedicated vCPU " +
+                                        std::to_string(ids[i]) + " does not exist (the VM has " +
+                                        std::to_string(vcpuIdCount(request)) + ")");
         }
         if (!isOnline(ids[i])) {
           return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <limits>
 
 #include "cgroup-model/quote.h"
 
@@ -128,14 +129,18 @@ Result<Limit> Limit::parseV1Memory(std::string_view text) {
 
 CpuShares milliCpuToShares(int64_t milli) {
   if (milli <= 0) return {CpuShares::kMin};
+  // Past kMax's milli-CPU the answer is kMax; checked first so the product cannot wrap.
+  if (milli >= static_cast<int64_t>(CpuShares::kMax) * 1000 / 1024 + 1) return {CpuShares::kMax};
   const uint64_t shares = static_cast<uint64_t>(milli) * 1024 / 1000;
   return {std::clamp<uint64_t>(shares, CpuShares::kMin, CpuShares::kMax)};
 }
 
 std::optional<int64_t> milliCpuToQuota(int64_t milli, uint64_t periodUs) {
   if (milli <= 0) return std::nullopt;
-  const int64_t quota = milli * static_cast<int64_t>(periodUs) / 1000;
-  return std::max(quota, CpuMax::kMinQuotaUs);
+  // In 128 bits: callers check amounts where they enter, but a quota is never allowed to wrap.
+  const __int128 quota = static_cast<__int128>(milli) * periodUs / 1000;
+  if (quota > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
+  return std::max(static_cast<int64_t>(quota), CpuMax::kMinQuotaUs);
 }
 
 std::string hugepageSizeName(uint64_t bytes) {

@@ -166,8 +166,10 @@ grpc::Status CriShim::updateContainerResources(Caller& caller, const grpc::ByteB
                                                grpc::ByteBuffer* reply) {
   runtime::v1::UpdateContainerResourcesRequest update;
   if (!fromBytes(request, update)) return unparsable("UpdateContainerResources");
+  auto resize = cri::resizeRequest(update);
+  if (!resize.ok()) return invalid(resize.error());
   v1::ContainerAllocation allocation;
-  grpc::Status status = vrid_->ResizeContainer(vridContext(caller).get(), cri::resizeRequest(update), &allocation);
+  grpc::Status status = vrid_->ResizeContainer(vridContext(caller).get(), *resize, &allocation);
   if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
     // Not one of vrid's (created before the shim ran): the runtime's own business.
     options_.log("UpdateContainerResources " + update.container_id() + ": not known to vrid, passed through");

@@ -4,6 +4,7 @@
 #include <map>
 #include <set>
 
+#include "cgroup-model/amount_limits.h"
 #include "cgroup-model/quote.h"
 
 namespace vri::cri {
@@ -11,32 +12,59 @@ namespace vri::cri {
 namespace {
 
 constexpr int64_t kMinShares = 2;
+constexpr int64_t kMaxShares = 262144;  // the kernel's ceiling for cpu.shares
 constexpr int64_t kDefaultPeriodUs = 100000;
 
 int64_t ceilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 // The CPU a resource block asks for: its quota when it has one, else its shares.
-int64_t milliOf(const runtime::v1::LinuxContainerResources& r) {
-  const int64_t limit = limitMilliFromQuota(r.cpu_quota(), r.cpu_period());
-  return limit > 0 ? limit : requestMilliFromShares(r.cpu_shares());
+Result<int64_t> milliOf(const runtime::v1::LinuxContainerResources& r) {
+  VRI_ASSIGN_OR_RETURN(const int64_t limit, limitMilliFromQuota(r.cpu_quota(), r.cpu_period()));
+  if (limit > 0) return limit;
+  return requestMilliFromShares(r.cpu_shares());
 }
 
-void setResources(const runtime::v1::LinuxContainerResources& r, v1::AdmitContainerRequest& out) {
-  out.set_cpu_request_milli(requestMilliFromShares(r.cpu_shares()));
-  out.set_cpu_limit_milli(limitMilliFromQuota(r.cpu_quota(), r.cpu_period()));
-  out.set_memory_limit_bytes(r.memory_limit_in_bytes() > 0 ? static_cast<uint64_t>(r.memory_limit_in_bytes()) : 0);
+Result<uint64_t> memoryLimitOf(const runtime::v1::LinuxContainerResources& r) {
+  const int64_t limit = r.memory_limit_in_bytes();
+  if (limit < 0)
+    return Error::invalidArgument("memory_limit_in_bytes: must not be negative, got " + std::to_string(limit));
+  VRI_TRY(checkMemoryBytes("memory_limit_in_bytes", static_cast<uint64_t>(limit)));
+  return static_cast<uint64_t>(limit);
+}
+
+Result<void> setResources(const runtime::v1::LinuxContainerResources& r, v1::AdmitContainerRequest& out) {
+  VRI_ASSIGN_OR_RETURN(const int64_t request, requestMilliFromShares(r.cpu_shares()));
+  VRI_ASSIGN_OR_RETURN(const int64_t limit, limitMilliFromQuota(r.cpu_quota(), r.cpu_period()));
+  VRI_ASSIGN_OR_RETURN(const uint64_t memory, memoryLimitOf(r));
+  out.set_cpu_request_milli(request);
+  out.set_cpu_limit_milli(limit);
+  out.set_memory_limit_bytes(memory);
+  return {};
 }
 
 }  // namespace
 
-int64_t requestMilliFromShares(int64_t shares) {
+Result<int64_t> requestMilliFromShares(int64_t shares) {
+  if (shares < 0 || shares > kMaxShares)
+    return Error::invalidArgument("cpu_shares: " + std::to_string(shares) + " is outside [0, " +
+                                  std::to_string(kMaxShares) + "]");
   if (shares <= kMinShares) return 0;
   return ceilDiv(shares * 1000, 1024);  // the smallest milli-CPU kubelet turns into these shares
 }
 
-int64_t limitMilliFromQuota(int64_t quota, int64_t period) {
+Result<int64_t> limitMilliFromQuota(int64_t quota, int64_t period) {
+  if (period < 0 || period > kMaxCfsPeriodUs)
+    return Error::invalidArgument("cpu_period: " + std::to_string(period) + " µs is outside [0, " +
+                                  std::to_string(kMaxCfsPeriodUs) + "]");
+  if (quota < -1) return Error::invalidArgument("cpu_quota: " + std::to_string(quota) + " (-1 or 0: no limit)");
   if (quota <= 0) return 0;
-  return ceilDiv(quota * 1000, period > 0 ? period : kDefaultPeriodUs);
+  const int64_t over = period > 0 ? period : kDefaultPeriodUs;
+  // quota / period CPUs, checked before the product so it cannot wrap.
+  if (quota / over > kMaxCpuMilli / 1000)
+    return Error::invalidArgument("cpu_quota: " + std::to_string(quota) + " µs per " + std::to_string(over) +
+                                  " µs is beyond what any node holds (" + std::to_string(kMaxCpuMilli / 1000) +
+                                  " CPUs)");
+  return ceilDiv(quota * 1000, over);
 }
 
 Result<v1::Qos> qosFromCgroupParent(std::string_view parent) {
@@ -70,9 +98,10 @@ Result<v1::AdmitPodRequest> admitPodRequest(const runtime::v1::PodSandboxConfig&
   if (config.linux().cgroup_parent().empty()) return Error::invalidArgument("sandbox: no cgroup parent");
   if (config.linux().has_overhead()) {
     const runtime::v1::LinuxContainerResources& overhead = config.linux().overhead();
-    out.set_overhead_cpu_milli(milliOf(overhead));
-    if (overhead.memory_limit_in_bytes() > 0)
-      out.set_overhead_memory_bytes(static_cast<uint64_t>(overhead.memory_limit_in_bytes()));
+    VRI_ASSIGN_OR_RETURN(const int64_t cpu, milliOf(overhead).context("linux.overhead"));
+    VRI_ASSIGN_OR_RETURN(const uint64_t memory, memoryLimitOf(overhead).context("linux.overhead"));
+    out.set_overhead_cpu_milli(cpu);
+    out.set_overhead_memory_bytes(memory);
   }
   return out;
 }
@@ -87,14 +116,14 @@ Result<v1::AdmitContainerRequest> admitContainerRequest(const runtime::v1::Creat
   out.set_pod_name(sandbox.metadata().namespace_() + "/" + sandbox.metadata().name());
   out.set_qos(qos);
   out.set_container_name(request.config().metadata().name());
-  setResources(request.config().linux().resources(), out);
+  VRI_TRY(setResources(request.config().linux().resources(), out).context("config.linux.resources"));
   return out;
 }
 
-v1::AdmitContainerRequest resizeRequest(const runtime::v1::UpdateContainerResourcesRequest& request) {
+Result<v1::AdmitContainerRequest> resizeRequest(const runtime::v1::UpdateContainerResourcesRequest& request) {
   v1::AdmitContainerRequest out;
   out.set_container_id(request.container_id());
-  setResources(request.linux(), out);
+  VRI_TRY(setResources(request.linux(), out).context("linux"));
   return out;
 }
 

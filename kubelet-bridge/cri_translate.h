@@ -15,8 +15,11 @@ namespace vri::cri {
 
 // kubelet's CPU values turned back into milli-CPU: shares are milli * 1024 /
 // 1000 (at least 2, which means no request), the quota is milli * period / 1000.
-int64_t requestMilliFromShares(int64_t shares);
-int64_t limitMilliFromQuota(int64_t quota, int64_t period);
+// Values no kubelet writes (shares past 262144 or negative, a period past one
+// second, a quota below -1 or past what any node holds) are refused, naming
+// the CRI field, before any arithmetic on them.
+Result<int64_t> requestMilliFromShares(int64_t shares);
+Result<int64_t> limitMilliFromQuota(int64_t quota, int64_t period);
 
 // The QoS class kubelet chose, from the pod's cgroup parent: /…/kubepods/burstable/pod<uid>
 // (cgroupfs driver) or kubepods-burstable-pod<uid>.slice (systemd); Guaranteed pods have no QoS level.
@@ -27,7 +30,7 @@ Result<v1::AdmitPodRequest> admitPodRequest(const runtime::v1::PodSandboxConfig&
 // CreateContainer as a container admit, keyed by the pod's UID and the container's name.
 Result<v1::AdmitContainerRequest> admitContainerRequest(const runtime::v1::CreateContainerRequest& request);
 // UpdateContainerResources as a resize of the container that holds the id.
-v1::AdmitContainerRequest resizeRequest(const runtime::v1::UpdateContainerResourcesRequest& request);
+Result<v1::AdmitContainerRequest> resizeRequest(const runtime::v1::UpdateContainerResourcesRequest& request);
 // Whether the container may get exclusive CPUs (a Guaranteed pod's whole CPUs):
 // only then can CPUs of finished containers matter to it.
 bool mayGetExclusiveCpus(const v1::AdmitContainerRequest& request);

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <set>
 
+#include "cgroup-model/amount_limits.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
 #include "libvirt-bridge/xml_document.h"
@@ -33,7 +34,9 @@ Result<uint64_t> scaleUnit(uint64_t value, std::string unit, std::string_view wh
       {"t", 1ULL << 40}, {"tib", 1ULL << 40}};
   for (const auto& [name, factor] : kUnits) {
     if (unit == name) {
-      if (value > UINT64_MAX / factor) return Error::invalidArgument(std::string(what) + ": too large");
+      if (value > kMaxMemoryBytes / factor)
+        return Error::invalidArgument(std::string(what) + ": " + std::to_string(value) + " " + std::string(name) +
+                                      " is beyond what any host holds (" + std::to_string(kMaxMemoryBytes) + " bytes)");
       return value * factor;
     }
   }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "cgroup-model/amount_limits.h"
+
 namespace vri {
 
 namespace {
@@ -95,7 +97,9 @@ Result<void> addMemory(const DomainXml& domain, DomainRequest& request) {
   }
   // Per cell and per memory device, each at its own page size and binding.
   uint64_t devices = 0;
-  for (const DomainMemoryDevice& device : domain.memoryDevices) devices += device.sizeBytes;
+  for (const DomainMemoryDevice& device : domain.memoryDevices) {
+    VRI_ASSIGN_OR_RETURN(devices, addBytes("domain " + domain.name + ": memory devices", devices, device.sizeBytes));
+  }
   for (const DomainCell& cell : domain.cells) {
     request.cells.push_back({cell.id, cell.vcpus});
     request.memoryParts.push_back(
@@ -124,7 +128,10 @@ Result<void> addMemory(const DomainXml& domain, DomainRequest& request) {
     request.memoryParts.push_back(std::move(part));
   }
   request.memoryBytes = 0;
-  for (const DomainRequest::MemoryPart& part : request.memoryParts) request.memoryBytes += part.bytes;
+  for (const DomainRequest::MemoryPart& part : request.memoryParts) {
+    VRI_ASSIGN_OR_RETURN(request.memoryBytes,
+                         addBytes("domain " + domain.name + ": memory", request.memoryBytes, part.bytes));
+  }
   return {};
 }
 

@@ -1,5 +1,9 @@
 #include "vri/api_convert.h"
 
+#include <algorithm>
+
+#include "accounting/spec_amounts.h"
+#include "cgroup-model/amount_limits.h"
 #include "cgroup-model/cgroup_values.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
@@ -28,13 +32,13 @@ namespace {
 
 Result<void> checkPodUid(const std::string& uid) { return validatePodUid(uid).context("pod_uid"); }
 
-Result<void> checkCpu(int64_t request, int64_t limit) {
-  if (request < 0) return Error::invalidArgument("cpu_request_milli: must not be negative");
-  if (limit < 0) return Error::invalidArgument("cpu_limit_milli: must not be negative (0: no limit)");
-  if (limit > 0 && limit < request)
-    return Error::invalidArgument("cpu_limit_milli: " + std::to_string(limit) + " is below the request of " +
-                                  std::to_string(request));
-  return {};
+// "namespace/name": a namespace of at most 63 characters and a name of at most 253.
+Result<std::string> podName(const std::string& name, const std::string& uid) {
+  if (name.empty()) return uid;
+  if (name.size() > 63 + 1 + 253 ||
+      std::any_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
+    return Error::invalidArgument("pod_name: not a namespace/name: " + quoteForMessage(name));
+  return name;
 }
 
 Result<ContainerSpec> containerSpec(const std::string& name, const std::string& id, bool init, int64_t request,
@@ -46,10 +50,10 @@ Result<ContainerSpec> containerSpec(const std::string& name, const std::string& 
       (id.size() > 128 || id.starts_with(".") ||
        id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.:-") != std::string::npos))
     return Error::invalidArgument("container_id: not a runtime id: " + quoteForMessage(id));
-  VRI_TRY(checkCpu(request, limit));
   ContainerSpec spec{name, id, init, request, limit, std::nullopt, std::nullopt};
   if (memoryLimit > 0) spec.memoryLimitBytes = memoryLimit;
   if (memoryRequest > 0) spec.memoryRequestBytes = memoryRequest;
+  VRI_TRY(checkContainerAmounts(spec));
   return spec;
 }
 
@@ -58,12 +62,13 @@ Result<ContainerSpec> containerSpec(const std::string& name, const std::string& 
 Result<PodSpec> podFrom(const v1::AdmitContainerRequest& r) {
   VRI_TRY(checkPodUid(r.pod_uid()));
   VRI_ASSIGN_OR_RETURN(QosClass qos, qosFrom(r.qos()));
-  return PodSpec{r.pod_uid(), r.pod_name().empty() ? r.pod_uid() : r.pod_name(), qos, 0, 0};
+  VRI_ASSIGN_OR_RETURN(std::string name, podName(r.pod_name(), r.pod_uid()));
+  return PodSpec{r.pod_uid(), std::move(name), qos, 0, 0};
 }
 
 Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const TreeLayout& layout) {
   VRI_TRY(checkPodUid(r.pod_uid()));
-  if (r.overhead_cpu_milli() < 0) return Error::invalidArgument("overhead_cpu_milli: must not be negative");
+  VRI_ASSIGN_OR_RETURN(std::string name, podName(r.pod_name(), r.pod_uid()));
   std::optional<QosClass> qos;
   if (r.qos() != v1::QOS_UNSPECIFIED) {
     VRI_ASSIGN_OR_RETURN(qos, qosFrom(r.qos()));
@@ -88,8 +93,9 @@ Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const TreeLayout& layout) 
     qos = matched;
   }
   if (!qos) return Error::invalidArgument("qos: give the QoS class or the cgroup_parent");
-  return PodSpec{r.pod_uid(), r.pod_name().empty() ? r.pod_uid() : r.pod_name(), *qos, r.overhead_cpu_milli(),
-                 r.overhead_memory_bytes()};
+  PodSpec pod{r.pod_uid(), std::move(name), *qos, r.overhead_cpu_milli(), r.overhead_memory_bytes()};
+  VRI_TRY(checkPodAmounts(pod));
+  return pod;
 }
 
 Result<ContainerSpec> containerFrom(const v1::AdmitContainerRequest& r) {
@@ -111,8 +117,9 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
       r.name() == ".")
     return Error::invalidArgument("name: invalid domain name " + quoteForMessage(r.name()));
   vm.cpu.name = r.name().empty() ? r.uuid() : r.name();
-  if (r.vcpus() < 1 || r.vcpus() > 4096)
-    return Error::invalidArgument("vcpus: must be from 1 to 4096, got " + std::to_string(r.vcpus()));
+  if (r.vcpus() < 1 || r.vcpus() > kMaxVmVcpus)
+    return Error::invalidArgument("vcpus: must be from 1 to " + std::to_string(kMaxVmVcpus) + ", got " +
+                                  std::to_string(r.vcpus()));
   vm.cpu.vcpus = r.vcpus();
   switch (r.cpu_policy()) {
     case v1::VM_CPU_POLICY_UNSPECIFIED:
@@ -138,13 +145,8 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
   vm.cpu.iothreadPolicy = r.isolate_iothreads() ? HelperThreadPolicy::kIsolate : HelperThreadPolicy::kShared;
   if (r.memory_bytes() == 0) return Error::invalidArgument("memory_bytes: a VM needs memory");
   vm.memoryBytes = r.memory_bytes();
-  if (r.hugepage_size() != 0 && (r.hugepage_size() & (r.hugepage_size() - 1)) != 0)
-    return Error::invalidArgument("hugepage_size: not a page size: " + std::to_string(r.hugepage_size()));
   vm.hugepageSize = r.hugepage_size();
-  for (int node : r.strict_numa_nodes()) {
-    if (node < 0) return Error::invalidArgument("strict_numa_nodes: negative node " + std::to_string(node));
-    vm.strictNumaNodes.push_back(node);
-  }
+  vm.strictNumaNodes.assign(r.strict_numa_nodes().begin(), r.strict_numa_nodes().end());
   for (int cpu : r.pinned_vcpu_cpus()) {
     if (cpu < -1 || cpu >= CpuSet::kMaxCpus)
       return Error::invalidArgument("pinned_vcpu_cpus: CPU " + std::to_string(cpu) + " does not exist on this host");
@@ -164,6 +166,7 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
         {p.guest_cell(), p.bytes(), p.page_size(), {p.host_nodes().begin(), p.host_nodes().end()}});
   }
   vm.alignCells = r.align_cells();
+  VRI_TRY(checkVmAmounts(vm));
   if (auto valid = validateMemoryParts(vm); !valid.ok()) return valid.error();
   return vm;
 }

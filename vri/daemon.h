@@ -40,6 +40,8 @@ class Daemon {
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
 
   NodeManager& node() { return *node_; }
+  // What the ledger could not take back at start (kept out, dropped), as logged.
+  const std::vector<std::string>& loadProblems() const { return ledger_->loadProblems(); }
 
  private:
   Daemon(const DaemonConfig& config, CgroupFs& fs, Logger& log, const Clock& clock)

@@ -1,6 +1,7 @@
 #include "vri/vri_service.h"
 
 #include "cgroup-model/quote.h"
+#include "cgroup-model/uuid.h"
 #include "vri/api_convert.h"
 #include "vri/grpc_status.h"
 
@@ -119,6 +120,8 @@ VriService::Reactor* VriService::VmStarted(CallbackContext* c, const v1::VmStart
 
 VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const v1::ReleaseVmRequest* r, v1::Released*) {
   return decide(c, "ReleaseVm", [this, r] {
+    if (!isUuid(r->uuid()))
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "uuid: not a UUID: " + quoteForMessage(r->uuid()));
     auto released = node_.releaseVm(r->uuid());
     return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
   });
@@ -139,14 +142,24 @@ grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAll
   auto path = kubeletNamer_->pod(pod->qos, pod->uid);
   if (!path.ok()) return toGrpcStatus(path.error());
   reply_ptr->set_cgroup_path("/" + path->str());
+  bool recorded_now = false;
   if (!r->sandbox_id().empty() || containers.empty()) {
     auto recorded = node_.bindSandbox(*pod, r->sandbox_id());
     if (!recorded.ok()) return toGrpcStatus(recorded.error());
+    recorded_now = *recorded;
     reply_ptr->set_is_new(*recorded);
   }
   if (containers.empty()) return grpc::Status::OK;
   auto placed = node_.admitPod(*pod, containers);
-  if (!placed.ok()) return toGrpcStatus(placed.error());
+  if (!placed.ok()) {
+    // All or nothing: a pod this call recorded goes again (decisions run one at a
+    // time on this thread, so no other decision was taken on it in between).
+    if (recorded_now) {
+      if (auto undone = node_.releasePod(pod->uid, {}); !undone.ok())
+        return toGrpcStatus(std::move(placed).error().addContext("undo failed too (" + undone.error().message() + ")"));
+    }
+    return toGrpcStatus(placed.error());
+  }
   for (size_t i = 0; i < containers.size(); ++i)
     fillContainerAllocation(*pod, containers[i], (*placed)[i], *kubeletNamer_, *reply_ptr->add_containers());
   return grpc::Status::OK;
@@ -261,6 +274,12 @@ grpc::Status VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocatio
 
 grpc::Status VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply) {
   const v1::VmStartedRequest* r = &request;
+  if (!isUuid(r->uuid()))
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "uuid: not a UUID: " + quoteForMessage(r->uuid()));
+  // The kernel's pids run from 1 to PID_MAX_LIMIT (2^22).
+  if (r->qemu_pid() < 1 || r->qemu_pid() > (1 << 22))
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "qemu_pid: not a process id: " + std::to_string(r->qemu_pid()));
   auto started = node_.vmStarted(r->uuid(), r->qemu_pid());
   if (!started.ok()) return toGrpcStatus(started.error());
   reply.set_scope(started->first.str());

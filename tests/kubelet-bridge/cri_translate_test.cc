@@ -6,6 +6,8 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <limits>
+
 #include "kubelet-bridge/ledger_sync.h"
 
 #include <gmock/gmock.h>
@@ -15,6 +17,7 @@ namespace vri::cri {
 namespace {
 
 using ::testing::ElementsAre;
+using ::testing::HasSubstr;
 using ::testing::IsEmpty;
 
 TEST(CriTranslateTest, TheQosClassComesFromTheCgroupParentOfEitherDriver) {
@@ -34,14 +37,16 @@ TEST(CriTranslateTest, TheQosClassComesFromTheCgroupParentOfEitherDriver) {
 TEST(CriTranslateTest, KubeletsCpuValuesTurnBackIntoTheMilliCpuTheyCameFrom) {
   for (int64_t milli = 3; milli <= 64000; ++milli) {
     const int64_t shares = milli * 1024 / 1000;  // kubelet's MilliCPUToShares
-    ASSERT_EQ(requestMilliFromShares(shares), milli) << milli;
+    ASSERT_EQ(*requestMilliFromShares(shares), milli) << milli;
     const int64_t quota = std::max<int64_t>(1000, milli * 100000 / 1000);  // kubelet's MilliCPUToQuota
-    ASSERT_EQ(limitMilliFromQuota(quota, 100000), std::max<int64_t>(10, milli)) << milli;
+    ASSERT_EQ(*limitMilliFromQuota(quota, 100000), std::max<int64_t>(10, milli)) << milli;
   }
-  EXPECT_EQ(requestMilliFromShares(2), 0);  // BestEffort: no request
-  EXPECT_EQ(requestMilliFromShares(0), 0);
-  EXPECT_EQ(limitMilliFromQuota(-1, 100000), 0);
-  EXPECT_EQ(limitMilliFromQuota(50000, 0), 500);  // no period given: the default
+  EXPECT_EQ(*requestMilliFromShares(2), 0);  // BestEffort: no request
+  EXPECT_EQ(*requestMilliFromShares(0), 0);
+  EXPECT_EQ(*requestMilliFromShares(262144), 256000);
+  EXPECT_EQ(*limitMilliFromQuota(-1, 100000), 0);
+  EXPECT_EQ(*limitMilliFromQuota(50000, 0), 500);               // no period given: the default
+  EXPECT_EQ(*limitMilliFromQuota(819200000, 100000), 8192000);  // the most any node holds
 }
 
 runtime::v1::CreateContainerRequest kubeletCreate(const std::string& parent, int64_t shares, int64_t quota) {
@@ -58,6 +63,62 @@ runtime::v1::CreateContainerRequest kubeletCreate(const std::string& parent, int
   r.set_cpu_period(100000);
   r.set_memory_limit_in_bytes(64 << 20);
   return create;
+}
+
+// Every numeric field of the three CRI messages the shim reads, at the edges of
+// its type and just past what any node holds: refused with the field's name,
+// never wrapped into a small request or "no limit".
+TEST(CriTranslateTest, ExtremeCpuAndMemoryValuesAreRefusedNamingTheField) {
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  struct Case {
+    const char* field;
+    void (runtime::v1::LinuxContainerResources::*set)(int64_t);
+    std::vector<int64_t> refused, accepted;
+  };
+  const std::vector<Case> cases = {
+      {"cpu_shares",
+       &runtime::v1::LinuxContainerResources::set_cpu_shares,
+       {-1, kMin, kMax, 262145, 9300000000000000},
+       {0, 2, 262144}},
+      {"cpu_quota",
+       &runtime::v1::LinuxContainerResources::set_cpu_quota,
+       {-2, kMin, kMax, 819300000, 92233720368548},
+       {-1, 0, 1000, 819200000}},
+      {"cpu_period", &runtime::v1::LinuxContainerResources::set_cpu_period, {-1, kMin, kMax, 1000001}, {0, 1000000}},
+      {"memory_limit_in_bytes",
+       &runtime::v1::LinuxContainerResources::set_memory_limit_in_bytes,
+       {-1, kMin, kMax, (int64_t{1} << 52) + 1},
+       {0, int64_t{1} << 52}},
+  };
+  for (const Case& c : cases) {
+    auto check = [&](int64_t value, bool accepted) {
+      const std::string what = std::string(c.field) + "=" + std::to_string(value);
+      runtime::v1::CreateContainerRequest create = kubeletCreate("/kubepods/burstable/poduid-1", 1024, 0);
+      (create.mutable_config()->mutable_linux()->mutable_resources()->*c.set)(value);
+      runtime::v1::PodSandboxConfig sandbox = create.sandbox_config();
+      (sandbox.mutable_linux()->mutable_overhead()->*c.set)(value);
+      runtime::v1::UpdateContainerResourcesRequest update;
+      update.set_container_id("c1");
+      *update.mutable_linux() = create.config().linux().resources();
+      const std::vector<std::pair<std::string, Result<void>>> results = {
+          {"CreateContainer",
+           admitContainerRequest(create).ok() ? Result<void>() : admitContainerRequest(create).error()},
+          {"RunPodSandbox", admitPodRequest(sandbox).ok() ? Result<void>() : admitPodRequest(sandbox).error()},
+          {"UpdateContainerResources", resizeRequest(update).ok() ? Result<void>() : resizeRequest(update).error()},
+      };
+      for (const auto& [call, result] : results) {
+        if (accepted) {
+          EXPECT_TRUE(result.ok()) << call << " " << what << ": " << result.error().message();
+        } else {
+          ASSERT_FALSE(result.ok()) << call << " " << what;
+          EXPECT_EQ(result.error().code(), ErrorCode::kInvalidArgument) << call << " " << what;
+          EXPECT_THAT(result.error().message(), HasSubstr(c.field)) << call << " " << what;
+        }
+      }
+    };
+    for (int64_t value : c.refused) check(value, false);
+    for (int64_t value : c.accepted) check(value, true);
+  }
 }
 
 TEST(CriTranslateTest, ACreateIsAnAdmitByPodUidAndContainerName) {

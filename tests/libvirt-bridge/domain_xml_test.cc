@@ -220,6 +220,34 @@ TEST(DomainXmlTest, HostileAndBrokenXmlIsRefusedWithAReason) {
   }
 }
 
+// Sizes and counts past what any host holds are refused by the hook, before
+// any sum: a <memory> of 2^64-1 KiB, 4097 TiB, a vCPU count past 32 bits, and
+// memory devices whose sum would wrap.
+TEST(DomainXmlTest, AmountsBeyondAnyHostAreRefusedBeforeTheyAreSummed) {
+  const auto withMemory = [](const std::string& memory, const std::string& more = "") {
+    return "<domain><name>big</name><uuid>4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5d</uuid>" + memory + more + "</domain>";
+  };
+  for (const std::string& memory :
+       {std::string("<memory unit='KiB'>18446744073709551615</memory>"),
+        std::string("<memory unit='TiB'>4097</memory>"), std::string("<memory unit='b'>4503599627370497</memory>")}) {
+    auto parsed = parseDomainXml(withMemory(memory));
+    ASSERT_FALSE(parsed.ok()) << memory;
+    EXPECT_EQ(parsed.error().code(), ErrorCode::kInvalidArgument);
+    EXPECT_THAT(parsed.error().message(), HasSubstr("beyond what any host holds")) << memory;
+  }
+  EXPECT_FALSE(parseDomainXml(minimal("<vcpu>4294967297</vcpu>")).ok());
+  // Two 4 PiB DIMMs beside 4 PiB of <memory>: each fits the ceiling, their sum does not.
+  const std::string dimm = "<memory model='dimm'><target><size unit='TiB'>4096</size><node>0</node></target></memory>";
+  auto domain = parseDomainXml(withMemory("<memory unit='TiB'>4096</memory>",
+                                          "<cpu><numa><cell id='0' cpus='0' memory='1' unit='TiB'/></numa></cpu>"
+                                          "<devices>" +
+                                              dimm + dimm + "</devices>"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  auto request = vmRequestFromDomain(*domain);
+  ASSERT_FALSE(request.ok());
+  EXPECT_THAT(request.error().message(), HasSubstr("beyond what any"));
+}
+
 TEST(DomainXmlTest, EntityReferencesAreNotExpanded) {
   // Without a DOCTYPE only the five predefined entities exist; anything else is an error, not an expansion.
   EXPECT_FALSE(parseDomainXml(minimal("<description>&xxe;</description>")).ok());

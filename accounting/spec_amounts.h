@@ -1,0 +1,19 @@
+// Range checks of a tenant's amounts against what any node could ever hold
+// (cgroup-model/amount_limits.h). The ledger runs them on every decision that
+// takes a spec, and on every record it loads, so no caller (the API, the
+// start-up adoption, a tool, an old ledger file) can bring in an amount whose
+// sums or cgroup values would wrap. Errors name the API's field.
+#pragma once
+
+#include "accounting/ledger_records.h"
+#include "cgroup-model/result.h"
+
+namespace vri {
+
+Result<void> checkPodAmounts(const PodSpec& pod);
+Result<void> checkContainerAmounts(const ContainerSpec& container);
+// vcpus, memory_bytes, hugepage_size, strict_numa_nodes and memory_parts (each
+// part's bytes and page size, and their sum).
+Result<void> checkVmAmounts(const VmSpec& vm);
+
+}  // namespace vri

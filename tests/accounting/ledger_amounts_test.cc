@@ -1,0 +1,134 @@
+// Amounts at the edges of their types: the ledger refuses them on every
+// decision, with the field's name and nothing changed, and a ledger file that
+// already holds one (written before these checks) loads with the value reported.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <limits>
+
+#include "accounting/hwloc_topology.h"
+#include "accounting/ledger.h"
+#include "accounting/sqlite_ledger_store.h"
+#include "tests/support/temp_dir.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr int64_t kMaxInt64 = std::numeric_limits<int64_t>::max();
+constexpr uint64_t kMaxUint64 = std::numeric_limits<uint64_t>::max();
+
+std::shared_ptr<const Topology> eightCpus() {
+  return std::make_shared<const Topology>(
+      std::move(loadSyntheticTopology("pack:1 numa:2(memory=4GiB) core:2 pu:2")).value());
+}
+
+LedgerConfig config() {
+  LedgerConfig c;
+  c.pool.reserved.count = 1;
+  c.allocatableMemoryBytes = 8ULL << 30;
+  return c;
+}
+
+std::unique_ptr<Ledger> open(const std::string& file) {
+  auto store = SqliteLedgerStore::open(file, Durability::kNormal);
+  EXPECT_TRUE(store.ok()) << store.error().message();
+  auto ledger = Ledger::open(eightCpus(), config(), std::move(store).value());
+  EXPECT_TRUE(ledger.ok()) << ledger.error().message();
+  return std::move(ledger).value();
+}
+
+PodSpec pod(const std::string& uid, QosClass qos) { return {uid, "default/" + uid, qos, 0, 0}; }
+ContainerSpec container(int64_t request, int64_t limit) {
+  return {"app", "c0ffee", false, request, limit, std::nullopt, std::nullopt};
+}
+
+void expectRefused(const Result<void>& result, const char* field) {
+  ASSERT_FALSE(result.ok()) << field;
+  EXPECT_EQ(result.error().code(), ErrorCode::kInvalidArgument) << result.error().message();
+  EXPECT_THAT(result.error().message(), HasSubstr(field));
+}
+
+template <typename T>
+Result<void> dropValue(Result<T> r) {
+  if (!r.ok()) return std::move(r).error();
+  return {};
+}
+
+TEST(LedgerAmountsTest, SumsThatWouldWrapAreRefusedNamingTheField) {
+  testing::TempDir tmp;
+  auto ledger = open(tmp.sub("ledger.db"));
+  ASSERT_TRUE(ledger->admitContainer(pod("shared-a", QosClass::kBurstable), container(500, 0)).ok());
+  const StatePtr before = ledger->state();
+
+  // A Burstable request of 2^63-1 beside another shared tenant: the shared demand would wrap negative.
+  expectRefused(dropValue(ledger->admitContainer(pod("b", QosClass::kBurstable), container(kMaxInt64, 0))),
+                "cpu_request_milli");
+  // A Guaranteed request of 2^32+1 CPUs is not one CPU.
+  expectRefused(
+      dropValue(ledger->admitContainer(pod("g", QosClass::kGuaranteed), container(4294967297000, 4294967297000))),
+      "cpu_request_milli");
+  // A pod overhead of 2^63-1 would set the pod's shares to 2.
+  PodSpec overhead = pod("o", QosClass::kBurstable);
+  overhead.overheadCpuMilli = kMaxInt64;
+  expectRefused(dropValue(ledger->admitContainer(overhead, container(100, 0))), "overhead_cpu_milli");
+  expectRefused(dropValue(ledger->bindSandbox(overhead, "sandbox1")), "overhead_cpu_milli");
+  // A resize to a limit of 2^63-1 would overflow the quota at every restart.
+  expectRefused(dropValue(ledger->resizeContainer("shared-a", container(500, kMaxInt64))), "cpu_limit_milli");
+  // Memory of 2^64-1 bytes, and parts that wrap to the right total.
+  VmSpec vm;
+  vm.uuid = "7d7e0a2e-0000-4000-8000-0000000000f1";
+  vm.cpu.name = "huge";
+  vm.cpu.vcpus = 1;
+  vm.memoryBytes = kMaxUint64;
+  expectRefused(dropValue(ledger->admitVm(vm)), "memory_bytes");
+  vm.memoryBytes = 1ULL << 30;
+  vm.memoryParts = {{VmMemoryPart::kNoCell, kMaxUint64, 0, {}}, {VmMemoryPart::kNoCell, (1ULL << 30) + 1, 0, {}}};
+  expectRefused(dropValue(ledger->admitVm(vm)), "memory_parts");
+  vm.memoryParts.clear();
+  vm.strictNumaNodes = {7};  // this host has nodes 0 and 1
+  expectRefused(dropValue(ledger->admitVm(vm)), "strict_numa_nodes");
+
+  EXPECT_EQ(ledger->state(), before) << "a refusal published a state";
+  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 500);
+}
+
+TEST(LedgerAmountsTest, ALedgerHoldingAmountsNoNodeHoldsLoadsAndReportsThem) {
+  testing::TempDir tmp;
+  const std::string file = tmp.sub("ledger.db");
+  {
+    // Written straight into the store, as a VRI without these checks would have.
+    auto store = std::move(SqliteLedgerStore::open(file, Durability::kNormal)).value();
+    PodRecord poisoned{pod("poisoned", QosClass::kBurstable), {}, {}};
+    poisoned.spec.overheadCpuMilli = kMaxInt64;
+    poisoned.containers["app"] = ContainerRecord{container(500, kMaxInt64), {}, {}};
+    poisoned.containers["ok"] = ContainerRecord{{"ok", "0k0k", false, 250, 0, std::nullopt, std::nullopt}, {}, {}};
+    VmRecord vm;
+    vm.spec.uuid = "7d7e0a2e-0000-4000-8000-0000000000f2";
+    vm.spec.cpu.name = "wrapped";
+    vm.spec.cpu.vcpus = 1;
+    vm.spec.memoryBytes = kMaxUint64;
+    ASSERT_TRUE(store->apply({{poisoned}, {}, {vm}, {}}).ok());
+  }
+  auto ledger = open(file);
+  const std::vector<std::string>& problems = ledger->loadProblems();
+  EXPECT_THAT(problems, ::testing::Contains(HasSubstr("overhead_cpu_milli")));
+  EXPECT_THAT(problems, ::testing::Contains(HasSubstr("cpu_limit_milli")));
+  EXPECT_THAT(problems, ::testing::Contains(HasSubstr("memory_bytes")));
+  // What is sound stays: the pod and its other container; the sums count only it.
+  const PodRecord* kept = ledger->state()->pod("poisoned");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->containers.count("ok"), 1u);
+  EXPECT_EQ(kept->containers.count("app"), 0u);
+  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 250);
+  EXPECT_EQ(ledger->state()->totals.admittedMemoryBytes, 0u);
+  EXPECT_EQ(ledger->state()->vm("7d7e0a2e-0000-4000-8000-0000000000f2"), nullptr);
+  auto checked = checkLedgerInvariants(*ledger->state(), ledger->topology(), config());
+  EXPECT_TRUE(checked.ok()) << checked.error().message();
+  // And it takes decisions again.
+  EXPECT_TRUE(ledger->admitContainer(pod("next", QosClass::kGuaranteed), container(1000, 1000)).ok());
+}
+
+}  // namespace
+}  // namespace vri

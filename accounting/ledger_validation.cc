@@ -53,7 +53,8 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
   for (const ScannedVm& vm : scan.vms) running_vms.insert(vm.uuid);
   for (const auto& [uuid, vm] : snapshot->vms) {
     if (running_vms.count(uuid) || vm.defined) continue;  // a reservation waits for its VM to start
-    if (ledger.releaseVm(uuid).ok()) report.released.push_back("VM " + vm.spec.cpu.name + ": not running; released");
+    report.waiting.push_back("VM " + vm.spec.cpu.name +
+                             ": admitted, QEMU not running (yet); kept until it starts or the release grace passes");
   }
 }
 

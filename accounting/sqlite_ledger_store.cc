@@ -1,6 +1,7 @@
 #include "accounting/sqlite_ledger_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
@@ -40,25 +41,70 @@ constexpr EnumText<Durability, 2> kDurabilityText{"durability",
 Result<Durability> parseDurability(std::string_view text) { return kDurabilityText.parse(text); }
 std::string_view durabilityName(Durability durability) { return kDurabilityText.name(durability); }
 
-Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::string& path, Durability durability) {
+namespace {
+
+// Whether the open database has VRI's tables.
+Result<bool> hasLedgerTables(sqlite3* db) {
+  sqlite3_stmt* query = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('meta', 'tenants')",
+                         -1, &query, nullptr) != SQLITE_OK)
+    return sqliteError(db, "read the schema");
+  const int rc = sqlite3_step(query);
+  const int tables = rc == SQLITE_ROW ? sqlite3_column_int(query, 0) : -1;
+  sqlite3_finalize(query);
+  if (rc != SQLITE_ROW) return sqliteError(db, "read the schema");
+  return tables == 2;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::string& path, Durability durability,
+                                                                   LedgerFile file) {
+  const auto lost = [&](const std::string& what) {
+    return Error::failedPrecondition("ledger " + path + " " + what +
+                                     ": the tenants it held are not known. If it is lost for good, start vrid once "
+                                     "with --init-ledger to begin a new ledger (running tenants are adopted from "
+                                     "their cgroups; a damaged file is kept beside it)");
+  };
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (file == LedgerFile::kMustExist) {
+    if (!exists) return lost("does not exist");
+    if (st.st_size == 0) return lost("is empty (0 bytes)");
+  }
+  const int flags =
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX | (file == LedgerFile::kCreateIfAbsent ? SQLITE_OPEN_CREATE : 0);
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
-      SQLITE_OK) {
+  if (sqlite3_open_v2(path.c_str(), &db, flags, nullptr) != SQLITE_OK) {
     Error error = sqliteError(db, "open ledger " + path);
     sqlite3_close(db);
     return error;
   }
   std::unique_ptr<SqliteLedgerStore> store(new SqliteLedgerStore(db));
-  VRI_TRY(exec(db, "PRAGMA journal_mode=WAL"));
+  const auto damaged = [&](Error error) {
+    if ((sqlite3_errcode(db) & 0xff) == SQLITE_BUSY)
+      return Error::failedPrecondition("ledger " + path + " is in use by another process (" + error.message() + ")");
+    return Error::failedPrecondition("ledger " + path + " cannot be read (" + error.message() +
+                                     "). Restore it from a backup, or start vrid once with --init-ledger to set it "
+                                     "aside and begin a new one (running tenants are adopted from their cgroups)");
+  };
+  // Before the first WAL access: with exclusive locking, the WAL index lives in heap memory.
+  if (auto locked = exec(db, "PRAGMA locking_mode=EXCLUSIVE"); !locked.ok()) return damaged(locked.error());
+  if (auto wal = exec(db, "PRAGMA journal_mode=WAL"); !wal.ok()) return damaged(wal.error());
   VRI_TRY(exec(db, durability == Durability::kFull ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL"));
   VRI_TRY(exec(db, "PRAGMA busy_timeout=5000"));
+  auto tables = hasLedgerTables(db);
+  if (!tables.ok()) return damaged(tables.error());
+  if (!*tables && file == LedgerFile::kMustExist) return lost("has no ledger tables");
   VRI_TRY(exec(db,
                "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
                "CREATE TABLE IF NOT EXISTS tenants (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL,"
                " PRIMARY KEY (kind, id));"
                "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');"));
   VRI_TRY(store->prepare());
-  VRI_ASSIGN_OR_RETURN(StoredLedger stored, store->load());
+  auto loaded = store->load();
+  if (!loaded.ok()) return damaged(loaded.error());
+  StoredLedger& stored = *loaded;
   const std::string version = stored.meta.count("schema_version") ? stored.meta["schema_version"] : "";
   if (version != std::to_string(kSchemaVersion)) {
     // Version 1 is the first schema: anything else was written by a newer VRI.

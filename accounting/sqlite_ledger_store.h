@@ -20,11 +20,22 @@ enum class Durability { kNormal, kFull };
 Result<Durability> parseDurability(std::string_view text);  // "normal" | "full"
 std::string_view durabilityName(Durability durability);
 
+// What open() does with a path that holds no ledger (no file, 0 bytes, no tables).
+enum class LedgerFile {
+  kCreateIfAbsent,  // begins a new ledger there (a first start, tests, tools)
+  kMustExist,       // refuses: a ledger that was there is lost, and vrid must not silently start afresh
+};
+
 class SqliteLedgerStore : public LedgerStore {
  public:
   static constexpr int kSchemaVersion = 1;
 
-  static Result<std::unique_ptr<SqliteLedgerStore>> open(const std::string& path, Durability durability);
+  // The file is opened in exclusive locking mode: the process holds it alone,
+  // and WAL keeps its index in the process's memory, not in a -shm file that
+  // is mapped (a mapped file that cannot grow, on a full disk, would kill the
+  // process with SIGBUS). Errors name the file and say what to do.
+  static Result<std::unique_ptr<SqliteLedgerStore>> open(const std::string& path, Durability durability,
+                                                         LedgerFile file = LedgerFile::kCreateIfAbsent);
   ~SqliteLedgerStore() override;
   SqliteLedgerStore(const SqliteLedgerStore&) = delete;
   SqliteLedgerStore& operator=(const SqliteLedgerStore&) = delete;

@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 
+#include "cgroup-model/unix_socket.h"
 #include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/shared_pool_follower.h"
@@ -96,6 +97,14 @@ int main(int argc, char** argv) {
     if (path->empty() || (*path)[0] != '/') return usage("socket paths must be absolute");
   }
 
+  // The listening path first: a second shim on it stops here, before it follows
+  // the pool or adopts anything, and never removes a socket it did not create.
+  auto claim = vri::SocketClaim::take(listen);
+  if (!claim.ok()) {
+    std::fprintf(stderr, "vri-cri-shim: --listen: %s\n", claim.error().message().c_str());
+    return 1;
+  }
+
   // Signals are taken by sigwait below, on this thread only.
   sigset_t stop;
   sigemptyset(&stop);
@@ -118,9 +127,6 @@ int main(int argc, char** argv) {
   vri::SharedPoolFollower follower(channelTo(vrid, true), channelTo(containerd), following);
   follower.start();
 
-  std::error_code ec;
-  std::filesystem::create_directories(std::filesystem::path(listen).parent_path(), ec);
-  std::filesystem::remove(listen, ec);  // a socket left by an earlier run
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + listen, grpc::InsecureServerCredentials());
   builder.RegisterCallbackGenericService(&proxy);
@@ -129,6 +135,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
   if (!server) {
     std::fprintf(stderr, "vri-cri-shim: cannot serve on %s\n", listen.c_str());
+    return 1;
+  }
+  if (auto bound = (*claim)->bound(); !bound.ok()) {
+    std::fprintf(stderr, "vri-cri-shim: %s\n", bound.error().message().c_str());
     return 1;
   }
   std::printf("vri-cri-shim: serving %s, forwarding to %s, allocations from %s (cgroup %s); ready\n", listen.c_str(),
@@ -143,6 +153,6 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   server->Shutdown(std::chrono::system_clock::now());
   server->Wait();
-  std::filesystem::remove(listen, ec);
+  claim->reset();  // removes the socket this shim bound, if it is still that one
   return 0;
 }

@@ -12,7 +12,8 @@
 
 #include "accounting/hwloc_topology.h"
 #include "accounting/sqlite_ledger_store.h"
-#include "vri/unix_socket.h"
+#include "cgroup-model/unix_socket.h"
+#include "vri/state_directory.h"
 
 namespace vri {
 
@@ -39,6 +40,27 @@ std::map<std::string, std::string> optionValues(const DaemonConfig& config) {
   return values;
 }
 
+// The ledger: begun on a first start, otherwise it must be there and sound,
+// unless the operator says --init-ledger (a damaged file is then kept aside).
+Result<std::unique_ptr<SqliteLedgerStore>> openLedger(const DaemonConfig& config, bool firstStart, Logger& log) {
+  const std::string path = config.ledgerPath();
+  if (firstStart) {
+    log.info("first start on " + config.stateDir + ": beginning a new ledger at " + path);
+    return SqliteLedgerStore::open(path, config.durability, LedgerFile::kCreateIfAbsent);
+  }
+  auto store = SqliteLedgerStore::open(path, config.durability, LedgerFile::kMustExist);
+  if (store.ok() || !config.initLedger) return store;
+  const std::string aside = path + ".damaged-" + std::to_string(::time(nullptr));
+  for (const char* suffix : {"", "-wal", "-shm"}) {
+    const std::string from = path + suffix;
+    if (::access(from.c_str(), F_OK) == 0 && ::rename(from.c_str(), (aside + suffix).c_str()) != 0)
+      return Error::fromErrno(errno, "--init-ledger: setting " + from + " aside");
+  }
+  log.warning("--init-ledger: " + store.error().message() + "; a new ledger begins at " + path +
+              " (anything that was there is kept as " + aside + ")");
+  return SqliteLedgerStore::open(path, config.durability, LedgerFile::kCreateIfAbsent);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
@@ -51,17 +73,14 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   }
   VRI_ASSIGN_OR_RETURN(NodeAllocatable allocatable, computeAllocatable(*topology, config.reservations));
 
-  std::error_code ec;
-  std::filesystem::create_directories(config.stateDir, ec);
-  if (ec) return Error::fromErrno(ec.value(), "creating the state directory " + config.stateDir);
-  ::chmod(config.stateDir.c_str(), 0700);
-  // One vrid per ledger: a second one would check and repair the same tenants.
-  d->lockFd_ = ::open((config.stateDir + "/vrid.lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-  if (d->lockFd_ < 0) return Error::fromErrno(errno, "opening " + config.stateDir + "/vrid.lock");
-  if (::flock(d->lockFd_, LOCK_EX | LOCK_NB) != 0) {
-    return Error::failedPrecondition("another vrid is running on the state directory " + config.stateDir);
-  }
-  VRI_ASSIGN_OR_RETURN(auto store, SqliteLedgerStore::open(config.ledgerPath(), config.durability));
+  // Every exclusive resource before anything else: the state directory, then
+  // the sockets. A second vrid on either stops here, before it reads the ledger
+  // or touches a cgroup, and removes nothing that is not its own.
+  VRI_ASSIGN_OR_RETURN(StateDirectory state, StateDirectory::claim(config.stateDir));
+  d->stateDir_ = std::make_unique<StateDirectory>(std::move(state));
+  VRI_ASSIGN_OR_RETURN(d->readOnlyClaim_, SocketClaim::take(config.socket).context("socket"));
+  VRI_ASSIGN_OR_RETURN(d->adminClaim_, SocketClaim::take(config.adminSocket).context("admin_socket"));
+  VRI_ASSIGN_OR_RETURN(auto store, openLedger(config, d->stateDir_->firstStart(), log));
   VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfig(config, allocatable), std::move(store)));
 
   VRI_ASSIGN_OR_RETURN(auto backend,
@@ -103,12 +122,13 @@ Result<void> Daemon::serve() {
     const std::string& path;
     VriService& service;
     std::unique_ptr<grpc::Server>& server;
+    SocketClaim& claim;
     mode_t mode;
     std::string group;
   };
-  for (Endpoint e : {Endpoint{config_.socket, *readOnlyService_, readOnlyServer_, 0666, ""},
-                     Endpoint{config_.adminSocket, *adminService_, adminServer_, 0660, config_.adminGroup}}) {
-    VRI_TRY(prepareSocketPath(e.path));
+  for (Endpoint e :
+       {Endpoint{config_.socket, *readOnlyService_, readOnlyServer_, *readOnlyClaim_, 0666, ""},
+        Endpoint{config_.adminSocket, *adminService_, adminServer_, *adminClaim_, 0660, config_.adminGroup}}) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     builder.RegisterService(&e.service);
@@ -118,6 +138,7 @@ Result<void> Daemon::serve() {
     builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 64);
     e.server = builder.BuildAndStart();
     if (!e.server) return Error::failedPrecondition("could not serve on " + e.path);
+    VRI_TRY(e.claim.bound());
     // The socket appears with the umask's mode (vrid sets 077): nobody else can
     // connect before the intended mode is in place.
     VRI_TRY(setSocketAccess(e.path, e.mode, e.group));
@@ -192,15 +213,12 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   }
   loopWake_.notify_all();
   if (reconcileThread_.joinable()) reconcileThread_.join();
-  for (const std::string* path : {&config_.socket, &config_.adminSocket}) {
-    if (readOnlyServer_ || adminServer_) ::unlink(path->c_str());
-  }
+  // Only the sockets this vrid bound go, and only while they are still the ones it bound.
+  readOnlyClaim_.reset();
+  adminClaim_.reset();
   log_.info("stopped");
 }
 
-Daemon::~Daemon() {
-  shutdown(std::chrono::milliseconds(0));
-  if (lockFd_ >= 0) ::close(lockFd_);  // releases the state directory
-}
+Daemon::~Daemon() { shutdown(std::chrono::milliseconds(0)); }
 
 }  // namespace vri

@@ -13,9 +13,11 @@
 
 #include "cgroup-model/clock.h"
 #include "cgroup-model/thread_annotations.h"
+#include "cgroup-model/unix_socket.h"
 #include "vri/daemon_config.h"
 #include "vri/libvirt_sync.h"
 #include "vri/node_manager.h"
+#include "vri/state_directory.h"
 #include "vri/vri_service.h"
 
 namespace vri {
@@ -50,6 +52,9 @@ class Daemon {
   void reconcileLoop();
 
   DaemonConfig config_;
+  // Held for the daemon's life, and released last.
+  std::unique_ptr<StateDirectory> stateDir_;
+  std::unique_ptr<SocketClaim> readOnlyClaim_, adminClaim_;
   Logger& log_;
   CgroupFs& fs_;
   const Clock& clock_;
@@ -69,7 +74,6 @@ class Daemon {
   uint64_t loopWakeups_ VRI_GUARDED_BY(loopMutex_) = 0;  // a reload starts the interval again
   std::thread reconcileThread_;
   bool shutDown_ = false;
-  int lockFd_ = -1;
 };
 
 }  // namespace vri

@@ -7,11 +7,14 @@ namespace vri {
 
 std::string daemonUsage() {
   std::string out =
-      "usage: vrid [--config PATH] [--print-config] [--OPTION=VALUE ...]\n"
+      "usage: vrid [--config PATH] [--print-config] [--init-ledger] [--OPTION=VALUE ...]\n"
       "\n"
       "The VRI node resource manager. Options come from the config file (default /etc/vri/vrid.conf,\n"
       "`name = value` lines) and are overridden by flags of the same name (--reserved-cpus=0-1).\n"
-      "SIGHUP re-reads the file for the options marked (reload); SIGTERM stops after in-flight calls.\n\n";
+      "SIGHUP re-reads the file for the options marked (reload); SIGTERM stops after in-flight calls.\n"
+      "vrid refuses to start on a state directory whose ledger is missing or damaged; --init-ledger\n"
+      "begins a new one there (a damaged file is kept beside it) and adopts what runs from its cgroups.\n"
+      "A first start, on an empty or new state directory, begins its ledger by itself.\n\n";
   for (const ConfigOption& option : configOptions()) {
     std::string flag = option.name;
     for (char& c : flag) c = c == '_' ? '-' : c;
@@ -31,6 +34,10 @@ Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
     }
     if (flag == "--print-config") {
       command.printConfig = true;
+      continue;
+    }
+    if (flag == "--init-ledger") {
+      command.initLedger = true;
       continue;
     }
     if (!flag.starts_with("--")) return Error::invalidArgument("unexpected argument " + quoteForMessage(flag));
@@ -67,6 +74,7 @@ Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command) {
   }
   for (const auto& [name, value] : command.overrides)
     VRI_TRY(setConfigOption(config, name, value).context("flag --" + name));
+  config.initLedger = command.initLedger;
   return config;
 }
 

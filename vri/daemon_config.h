@@ -55,6 +55,9 @@ struct DaemonConfig {
   // May change at run time (SIGHUP).
   LogLevel logLevel = LogLevel::kInfo;
   int reconcileIntervalSeconds = 0;  // 0: only at start-up and on request
+  // From the command line only (--init-ledger): begin a new ledger where the
+  // state directory's is missing or damaged, setting a damaged file aside.
+  bool initLedger = false;
 
   std::string ledgerPath() const { return stateDir + "/ledger.sqlite"; }
 };
@@ -88,6 +91,7 @@ struct DaemonCommand {
   std::vector<std::pair<std::string, std::string>> overrides;  // flags, applied after the file
   bool help = false;
   bool printConfig = false;
+  bool initLedger = false;
 };
 
 Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args);

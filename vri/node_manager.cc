@@ -376,6 +376,7 @@ Result<ReconcileReport> NodeManager::startUp() {
     events_.publish(EventKind::kAdopted, "", line);
   }
   for (const std::string& line : validation.unresolved) log_.warning("start-up: " + line);
+  for (const std::string& line : validation.waiting) log_.info("start-up: " + line);
   for (const std::string& line : ledger_.loadProblems()) log_.warning("ledger: " + line);
   return reconcile(false);
 }

@@ -202,12 +202,19 @@ TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
     ASSERT_TRUE(ledger->admitVm(vm).ok());
     before = ledger->state();
   }
-  auto again = openLedger(tmp.sub("ledger.db"), topo, config());
-  const auto after = again->state();
-  EXPECT_EQ(after->grants().size(), before->grants().size());
-  for (const auto& [owner, grant] : before->grants()) EXPECT_EQ(after->grants().at(owner).all(), grant.all()) << owner;
-  EXPECT_EQ(after->totals.sharedDemandMilli, 700);
-  EXPECT_TRUE(again->loadProblems().empty());
+  {
+    auto again = openLedger(tmp.sub("ledger.db"), topo, config());
+    const auto after = again->state();
+    EXPECT_EQ(after->grants().size(), before->grants().size());
+    for (const auto& [owner, grant] : before->grants())
+      EXPECT_EQ(after->grants().at(owner).all(), grant.all()) << owner;
+    EXPECT_EQ(after->totals.sharedDemandMilli, 700);
+    EXPECT_TRUE(again->loadProblems().empty());
+    // One process at a time: a second opening of the file is refused while this one holds it.
+    auto second = SqliteLedgerStore::open(tmp.sub("ledger.db"), Durability::kNormal);
+    ASSERT_FALSE(second.ok());
+    EXPECT_THAT(second.error().message(), HasSubstr("in use by another process"));
+  }
   // Reserving more CPUs than before: what now collides is kept out and explained, not a crash loop.
   auto changed = config(8);
   auto third = openLedger(tmp.sub("ledger.db"), topo, changed);

@@ -227,6 +227,28 @@ TEST_F(VridApiTest, PodAdmissionResizeAndRelease) {
   EXPECT_FALSE(vrid_.fs().exists({"cpuset", *CgroupPath::parse(std::string("kubepods/burstable/pod") + kUid)}));
 }
 
+// libvirt's window between prepare (AdmitVm) and started (VmStarted): a
+// restart inside it keeps the VM and its CPUs, and QEMU's start then lands.
+TEST_F(VridApiTest, ARestartBetweenAdmitAndStartKeepsTheVm) {
+  grpc::ClientContext c1, c2, c3;
+  v1::VmAllocation placed;
+  ASSERT_TRUE(vrid_.admin->AdmitVm(&c1, vm(kVmUuid, "web", 2, v1::DEDICATED), &placed).ok());
+  ASSERT_TRUE(vrid_.restart());
+  v1::Tenant tenant;
+  v1::GetTenantRequest get;
+  get.set_vm(kVmUuid);
+  ASSERT_TRUE(vrid_.readOnly->GetTenant(&c2, get, &tenant).ok()) << "the restart released the VM";
+  EXPECT_EQ(tenant.vm().allocation().exclusive_cpus(), placed.exclusive_cpus());
+  const std::string scope = "machine/qemu-1-web.libvirt-qemu";
+  fakeQemu(scope, 4243, kVmUuid, 2);
+  v1::VmStartedRequest started;
+  started.set_uuid(kVmUuid);
+  started.set_qemu_pid(4243);
+  v1::VmStartedReply where;
+  ASSERT_TRUE(vrid_.admin->VmStarted(&c3, started, &where).ok());
+  EXPECT_EQ(cpus("cpuset", scope + "/vcpu0"), std::to_string(placed.vcpu_cpus(0)));
+}
+
 TEST_F(VridApiTest, DedicatedVmIsPlacedThenPinnedWhenItStarts) {
   grpc::ClientContext c1, c2, c3, c4, c5, c6, c7;
   v1::VmAllocation placed, again;

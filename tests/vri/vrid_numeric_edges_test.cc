@@ -9,13 +9,11 @@
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
 
-#include <filesystem>
-#include <fstream>
 #include <functional>
 #include <limits>
 #include <map>
-#include <sstream>
 
+#include "tests/support/directory_snapshot.h"
 #include "tests/vri/daemon_harness.h"
 
 namespace vri {
@@ -235,19 +233,7 @@ class VridNumericEdgesTest : public ::testing::Test {
     return tenants_text + "\n" + node_text;
   }
 
-  // Every file of the fixture's cgroupfs with its content.
-  std::map<std::string, std::string> cgroupView() {
-    std::map<std::string, std::string> files;
-    const std::filesystem::path root = vrid_.tmp().sub("fx/cgroup");
-    for (const auto& entry : std::filesystem::recursive_directory_iterator(root)) {
-      if (!entry.is_regular_file()) continue;
-      std::ifstream in(entry.path());
-      std::stringstream content;
-      content << in.rdbuf();
-      files[entry.path().lexically_relative(root)] = content.str();
-    }
-    return files;
-  }
+  std::map<std::string, std::string> cgroupView() { return testing::snapshotFiles(vrid_.tmp().sub("fx/cgroup")); }
 
   // The sums and values an answered request left: consistent, and writable by the kernel.
   void expectConsistent(const std::string& what) {

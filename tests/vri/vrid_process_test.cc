@@ -225,7 +225,7 @@ TEST(VridProcessTest, ReplacesAStaleSocketButNeitherALiveOneNorALockedLedger) {
   testing::TempDir other_state;
   VridProcess third_party(tmp, "third-party", {"--state-dir=" + other_state.sub("state")});
   EXPECT_FALSE(third_party.start());
-  EXPECT_THAT(third_party.log(), HasSubstr("another process is serving on " + first.socket()));
+  EXPECT_THAT(third_party.log(), HasSubstr("another process serves on " + first.socket()));
   EXPECT_EQ(first.stop(SIGKILL), 128 + SIGKILL);  // leaves both socket files behind
   VridProcess third(tmp, "third");
   ASSERT_TRUE(third.start());

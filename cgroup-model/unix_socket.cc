@@ -1,6 +1,8 @@
-#include "vri/unix_socket.h"
+#include "cgroup-model/unix_socket.h"
 
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -48,6 +50,49 @@ Result<void> prepareSocketPath(const std::string& path) {
     return Error::failedPrecondition("another process is serving on " + path + " (is vrid already running?)");
   if (::unlink(path.c_str()) != 0) return Error::fromErrno(errno, "removing the stale socket " + path);
   return {};
+}
+
+Result<std::unique_ptr<SocketClaim>> SocketClaim::take(const std::string& path) {
+  sockaddr_un address{};
+  if (path.empty() || path.size() >= sizeof address.sun_path)
+    return Error::invalidArgument("socket path " + quoteForMessage(path) + " is empty or too long for a unix socket");
+  const std::filesystem::path parent = std::filesystem::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && !std::filesystem::exists(parent, ec)) {
+    std::filesystem::create_directories(parent, ec);
+    if (ec) return Error::fromErrno(ec.value(), "creating " + parent.string());
+    ::chmod(parent.c_str(), 0755);  // made by this process: its mode is ours to set
+  }
+  const std::string lock_path = path + ".lock";
+  const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return Error::fromErrno(errno, "opening " + lock_path);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    ::close(fd);
+    if (err == EWOULDBLOCK)
+      return Error::failedPrecondition("another process serves on " + path + " (it holds " + lock_path + ")");
+    return Error::fromErrno(err, "locking " + lock_path);
+  }
+  std::unique_ptr<SocketClaim> claim(new SocketClaim(path, fd));
+  VRI_TRY(prepareSocketPath(path));
+  return claim;
+}
+
+Result<void> SocketClaim::bound() {
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) != 0) return Error::fromErrno(errno, "stat " + path_);
+  if (!S_ISSOCK(st.st_mode)) return Error::failedPrecondition(path_ + " is not a socket after binding");
+  created_ = true;
+  device_ = st.st_dev;
+  inode_ = st.st_ino;
+  return {};
+}
+
+SocketClaim::~SocketClaim() {
+  struct stat st {};
+  if (created_ && ::lstat(path_.c_str(), &st) == 0 && st.st_dev == device_ && st.st_ino == inode_)
+    ::unlink(path_.c_str());
+  ::close(lockFd_);  // the lock file stays: removing it would let two processes hold "the" lock at once
 }
 
 Result<void> setSocketAccess(const std::string& path, mode_t mode, const std::string& group) {

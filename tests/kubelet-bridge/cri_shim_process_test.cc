@@ -1,0 +1,94 @@
+// vri-cri-shim as a process: its listening path is its own. A second shim on a
+// live shim's path stops at once and leaves that socket alone; a file at the
+// path is neither served on nor removed; a stopped shim removes only the socket
+// it bound. No containerd or vrid is needed to start: their channels connect lazily.
+#include <gmock/gmock.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "cgroup-model/unix_socket.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::readFile;
+using testing::spawn;
+
+class Shim {
+ public:
+  Shim(const testing::TempDir& tmp, const std::string& name, const std::string& listen)
+      : log_(tmp.sub(name + ".log")),
+        pid_(spawn({VRI_CRI_SHIM_BINARY, "--listen=" + listen, "--containerd=" + tmp.sub("absent/containerd.sock"),
+                    "--vrid=" + tmp.sub("absent/vri.sock")},
+                   log_, O_TRUNC, true)) {}
+  ~Shim() { stop(SIGKILL); }
+
+  // Until it says "ready" (true) or exits (false).
+  bool ready() {
+    for (int i = 0; i < 200 * testing::timeScale(); ++i) {
+      if (readFile(log_).find("; ready") != std::string::npos) return true;
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        return false;
+      }
+      ::usleep(50000);
+    }
+    return false;
+  }
+  int stop(int signal = SIGTERM) {
+    if (pid_ > 0) {
+      ::kill(pid_, signal);
+      int status = 0;
+      ::waitpid(pid_, &status, 0);
+      pid_ = -1;
+      exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    }
+    return exitCode_;
+  }
+  std::string log() const { return readFile(log_); }
+
+ private:
+  std::string log_;
+  pid_t pid_;
+  int exitCode_ = -1;
+};
+
+TEST(CriShimProcessTest, ASecondShimOnALiveShimsPathStopsAndLeavesItsSocket) {
+  testing::TempDir tmp;
+  const std::string listen = tmp.sub("run/cri.sock");
+  Shim first(tmp, "first", listen);
+  ASSERT_TRUE(first.ready()) << first.log();
+  struct stat before {};
+  ASSERT_EQ(::stat(listen.c_str(), &before), 0);
+  Shim second(tmp, "second", listen);
+  EXPECT_FALSE(second.ready());
+  EXPECT_EQ(second.stop(), 1);
+  EXPECT_THAT(second.log(), HasSubstr("another process serves on " + listen));
+  struct stat after {};
+  ASSERT_EQ(::stat(listen.c_str(), &after), 0) << "the second shim removed the live socket";
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  EXPECT_TRUE(socketAcceptsConnections(listen));
+  EXPECT_EQ(first.stop(), 0);
+  EXPECT_FALSE(std::filesystem::exists(listen)) << "a stopped shim leaves its socket";
+}
+
+TEST(CriShimProcessTest, AFileAtTheListeningPathIsNeitherServedOnNorRemoved) {
+  testing::TempDir tmp;
+  const std::string listen = tmp.sub("cri.sock");
+  std::ofstream(listen) << "an operator's file\n";
+  Shim shim(tmp, "shim", listen);
+  EXPECT_FALSE(shim.ready());
+  EXPECT_EQ(shim.stop(), 1);
+  EXPECT_THAT(shim.log(), HasSubstr("exists and is not a socket; not removing it"));
+  EXPECT_EQ(readFile(listen), "an operator's file\n");
+}
+
+}  // namespace
+}  // namespace vri

@@ -252,7 +252,7 @@ std::string encodeParts(const std::vector<VmMemoryPart>& parts) {
   std::string out;
   for (const VmMemoryPart& p : parts) {
     out += (out.empty() ? "" : ";") + std::to_string(p.guestCell) + ":" + std::to_string(p.bytes) + ":" +
-           std::to_string(p.pageSize) + ":" + intList(p.hostNodes);
+           std::to_string(p.pageSize) + ":" + intList(p.hostNodes) + (p.device ? ":device" : "");
   }
   return out;
 }
@@ -282,12 +282,15 @@ Result<std::vector<VmMemoryPart>> decodeParts(std::string_view text) {
   if (text.empty()) return out;
   for (std::string_view entry : splitOn(text, ';')) {
     const auto fields = splitOn(entry, ':');
-    if (fields.size() != 4) return Error::invalidArgument("ledger record: bad memory part " + quoteForMessage(entry));
+    // A fifth field marks a memory device's part (records written before it have four).
+    if (fields.size() != 4 && !(fields.size() == 5 && fields[4] == "device"))
+      return Error::invalidArgument("ledger record: bad memory part " + quoteForMessage(entry));
     VmMemoryPart part;
     VRI_ASSIGN_OR_RETURN(part.guestCell, number<int>(fields[0], "guest cell"));
     VRI_ASSIGN_OR_RETURN(part.bytes, number<uint64_t>(fields[1], "memory part"));
     VRI_ASSIGN_OR_RETURN(part.pageSize, number<uint64_t>(fields[2], "page size"));
     VRI_ASSIGN_OR_RETURN(part.hostNodes, parseIntList(fields[3], "NUMA node"));
+    part.device = fields.size() == 5;
     out.push_back(std::move(part));
   }
   return out;

@@ -67,6 +67,7 @@ struct VmMemoryPart {
   uint64_t bytes = 0;
   uint64_t pageSize = 0;       // 0: regular memory
   std::vector<int> hostNodes;  // bound there (<memnode>, <numatune>, a device's nodemask); empty: VRI chooses
+  bool device = false;         // a memory device's, not the cell's own memory (never its <memnode>)
   bool operator==(const VmMemoryPart&) const = default;
 };
 

@@ -179,7 +179,8 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
           part.guestCell == VmMemoryPart::kNoCell ? "" : "guest cell " + std::to_string(part.guestCell) + "'s ";
       if (!part.hostNodes.empty()) p.what = cell.empty() ? "its numatune nodes" : cell + "<memnode> nodes";
       if (p.nodes.empty()) p.nodes = cells ? std::vector<int>{cells->nodeOfCell.at(part.guestCell)} : nodes;
-      if (part.guestCell != VmMemoryPart::kNoCell && (cells || !part.hostNodes.empty())) {
+      // A cell's <memnode> is where its own memory is: a memory device's nodemask is the device's alone.
+      if (part.guestCell != VmMemoryPart::kNoCell && !part.device && (cells || !part.hostNodes.empty())) {
         for (int node : p.nodes) cell_nodes[part.guestCell].add(node);
       }
       numa_parts.push_back(std::move(p));

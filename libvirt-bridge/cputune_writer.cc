@@ -85,6 +85,8 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
     xmlNodePtr numatune = ensureChild(domain, "numatune");
     xmlNodePtr memory = ensureChild(numatune, "memory");
     if (!attribute(memory, "mode")) setAttribute(memory, "mode", "strict");
+    // Under <memory mode='restrictive'> libvirt accepts only restrictive memnodes.
+    const char* memnode_mode = attribute(memory, "mode") == "restrictive" ? "restrictive" : "strict";
     setAttribute(memory, "nodeset", pins.mems.format());
     xmlUnsetProp(memory, text("placement"));
     // Each guest cell's memory where VRI placed it.
@@ -97,7 +99,7 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
         memnode = xmlNewChild(numatune, nullptr, text("memnode"), nullptr);
         setAttribute(memnode, "cellid", std::to_string(cell));
       }
-      if (!attribute(memnode, "mode")) setAttribute(memnode, "mode", "strict");
+      if (!attribute(memnode, "mode")) setAttribute(memnode, "mode", memnode_mode);
       setAttribute(memnode, "nodeset", nodes.format());
     }
   }

@@ -49,6 +49,33 @@ Result<uint64_t> sizeOf(xmlNodePtr node, std::string_view what, std::string_view
   return scaleUnit(value, attribute(node, "unit").value_or("KiB"), what);
 }
 
+// A CPU or node list as libvirt's virBitmapParse reads it: the kernel's list
+// format plus "^N" exclusions ("0-3,^2" is 0-1,3), in any order. libvirt
+// normalises what it prints, but a raw definition may hold them.
+Result<CpuSet> parseLibvirtBitmap(std::string_view text) {
+  CpuSet included, excluded;
+  bool any_exclusion = false;
+  for (size_t start = 0; start <= text.size();) {
+    const size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    if (item.starts_with("^")) {
+      VRI_ASSIGN_OR_RETURN(CpuSet one, CpuSet::parse(item.substr(1)));
+      if (one.count() != 1) return Error::invalidArgument("\"^\" excludes one number, not " + quoteForMessage(item));
+      excluded |= one;
+      any_exclusion = true;
+    } else {
+      VRI_ASSIGN_OR_RETURN(CpuSet part, CpuSet::parse(item));
+      if (part.empty() && !text.empty()) return Error::invalidArgument("empty item in " + quoteForMessage(text));
+      included |= part;
+    }
+    start = comma + 1;
+  }
+  const CpuSet result = included - excluded;
+  if (any_exclusion && result.empty())
+    return Error::invalidArgument(quoteForMessage(text) + " leaves nothing after its exclusions");
+  return result;
+}
+
 Result<CpuSet> cpusetAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
   const auto text = attribute(node, name);
   if (!text) return Error::invalidArgument(std::string(what) + ": no " + std::string(name) + " attribute");
@@ -62,8 +89,7 @@ Result<CpuSet> cpusetAttribute(xmlNodePtr node, std::string_view name, std::stri
     }
     i = end > i ? end : i + 1;
   }
-  // libvirt also accepts "^N" exclusions; VRI does not write them and refuses them rather than misread them.
-  auto parsed = CpuSet::parse(*text);
+  auto parsed = parseLibvirtBitmap(*text);
   if (!parsed.ok()) return std::move(parsed).context(std::string(what)).error();
   return parsed;
 }
@@ -310,8 +336,9 @@ Result<void> readMemoryDevices(xmlNodePtr domain, DomainXml& out) {
       VRI_ASSIGN_OR_RETURN(device.pageSizeBytes, sizeOf(pagesize, what, textOf(pagesize)));
     }
     if (xmlNodePtr nodemask = childElement(source, "nodemask")) {
-      VRI_ASSIGN_OR_RETURN(device.nodemask, CpuSet::parse(textOf(nodemask)));
+      VRI_ASSIGN_OR_RETURN(device.nodemask, parseLibvirtBitmap(textOf(nodemask)));
     }
+    if (xmlNodePtr path = childElement(source, "path")) device.sourcePath = textOf(path);
     out.memoryDevices.push_back(device);
   }
   return {};

@@ -64,6 +64,9 @@ struct DomainMemoryDevice {
   std::optional<int> cell;     // <target><node>
   uint64_t pageSizeBytes = 0;  // <source><pagesize>; 0: the cell's
   CpuSet nodemask;             // <source><nodemask>: host nodes; empty: the cell's binding
+  std::string sourcePath;      // <source><path>: a file QEMU maps (nvdimm, virtio-pmem), not RAM
+  // Backed by a file, not by the host's memory: nvdimm and virtio-pmem.
+  bool fileBacked() const { return model == "nvdimm" || model == "virtio-pmem" || !sourcePath.empty(); }
 };
 
 // The placement VRI wrote into <cputune>, as recorded in its metadata: if the

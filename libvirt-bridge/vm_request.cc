@@ -60,9 +60,12 @@ Result<void> addPolicy(const DomainXml& domain, DomainRequest& request) {
 uint64_t hugepageOrRegular(uint64_t size) { return size == kSystemPageBytes ? 0 : size; }
 
 // The page size of a guest cell's memory (-1: the guest without cells): the
-// <page> naming the cell, else the one naming no cells, else the host's default.
+// <page> naming the cell, else the one naming no cells; <hugepages/> with no
+// <page> at all is the host's default size. When every <page> names cells,
+// libvirt backs a cell none of them names with ordinary memory.
 uint64_t pageSizeOf(const DomainXml& domain, int cell) {
   if (!domain.hugepages) return 0;
+  if (domain.hugepagePages.empty()) return hugepageOrRegular(kDefaultHugepageBytes);
   const DomainHugepage* fallback = nullptr;
   for (const DomainHugepage& page : domain.hugepagePages) {
     if (page.cells.empty()) {
@@ -71,20 +74,26 @@ uint64_t pageSizeOf(const DomainXml& domain, int cell) {
       return hugepageOrRegular(page.sizeBytes);
     }
   }
-  return hugepageOrRegular(fallback != nullptr ? fallback->sizeBytes : kDefaultHugepageBytes);
+  return fallback != nullptr ? hugepageOrRegular(fallback->sizeBytes) : 0;
 }
+
+// Modes whose nodes VRI accounts the memory on: strict and restrictive keep it
+// there. "preferred" only prefers its nodes (the kernel falls back to others)
+// and "interleave" spreads it: VRI places that memory itself.
+bool bindsHard(const DomainNumatune& numatune) { return numatune.mode == "strict" || numatune.mode == "restrictive"; }
 
 // The host nodes the domain binds the whole guest's memory to.
 std::vector<int> wholeBinding(const DomainXml& domain) {
-  if (!domain.numatune || (domain.numatune->mode != "strict" && domain.numatune->mode != "restrictive")) return {};
+  if (!domain.numatune || !bindsHard(*domain.numatune)) return {};
   return {domain.numatune->nodeset.begin(), domain.numatune->nodeset.end()};
 }
 
-// A cell's binding: its <memnode> (any mode: libvirt binds the cell's memory
-// there), else the whole guest's.
+// A cell's binding: its <memnode> when that binds hard (a preferred one binds
+// nothing), else the whole guest's.
 std::vector<int> cellBinding(const DomainXml& domain, int cell) {
   const auto memnode = domain.memnodes.find(cell);
   if (memnode == domain.memnodes.end()) return wholeBinding(domain);
+  if (!bindsHard(memnode->second)) return {};
   return {memnode->second.nodeset.begin(), memnode->second.nodeset.end()};
 }
 
@@ -119,12 +128,15 @@ Result<void> addMemory(const DomainXml& domain, DomainRequest& request) {
     request.memoryParts.push_back({-1, domain.memoryBytes - devices, pageSizeOf(domain, -1), wholeBinding(domain)});
   }
   for (const DomainMemoryDevice& device : domain.memoryDevices) {
+    // A file QEMU maps (nvdimm, virtio-pmem) is counted in <memory> but takes no RAM or hugepages.
+    if (device.fileBacked()) continue;
     const int cell = device.cell.value_or(-1);
     DomainRequest::MemoryPart part{
         cell, device.sizeBytes,
         device.pageSizeBytes != 0 ? hugepageOrRegular(device.pageSizeBytes) : pageSizeOf(domain, cell),
         cellBinding(domain, cell)};
     if (!device.nodemask.empty()) part.hostNodes.assign(device.nodemask.begin(), device.nodemask.end());
+    part.device = true;
     request.memoryParts.push_back(std::move(part));
   }
   request.memoryBytes = 0;
@@ -192,6 +204,7 @@ v1::AdmitVmRequest admitVmRequest(const DomainRequest& r) {
     p.set_bytes(part.bytes);
     p.set_page_size(part.pageSize);
     for (int node : part.hostNodes) p.add_host_nodes(node);
+    p.set_device(part.device);
   }
   out.set_align_cells(r.alignCells);
   out.set_isolate_iothreads(r.isolateIothreads);

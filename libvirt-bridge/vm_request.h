@@ -49,6 +49,7 @@ struct DomainRequest {
     uint64_t bytes = 0;
     uint64_t pageSize = 0;  // 0: regular memory
     std::vector<int> hostNodes;
+    bool device = false;  // a memory device's (dimm, virtio-mem), not the cell's own memory
   };
   std::vector<Cell> cells;
   // Empty: memoryBytes at hugepageSize on strictNumaNodes. Otherwise they add up to memoryBytes.

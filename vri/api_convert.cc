@@ -163,7 +163,7 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
   }
   for (const v1::MemoryPart& p : r.memory_parts()) {
     vm.memoryParts.push_back(
-        {p.guest_cell(), p.bytes(), p.page_size(), {p.host_nodes().begin(), p.host_nodes().end()}});
+        {p.guest_cell(), p.bytes(), p.page_size(), {p.host_nodes().begin(), p.host_nodes().end()}, p.device()});
   }
   vm.alignCells = r.align_cells();
   VRI_TRY(checkVmAmounts(vm));
@@ -205,6 +205,7 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm) {
     p.set_bytes(part.bytes);
     p.set_page_size(part.pageSize);
     for (int node : part.hostNodes) p.add_host_nodes(node);
+    p.set_device(part.device);
   }
   return r;
 }

@@ -33,7 +33,7 @@ Result<VmSpec> vmSpecFrom(const DomainRequest& r) {
   vm.strictNumaNodes = r.strictNumaNodes;
   for (const DomainRequest::Cell& cell : r.cells) vm.cells.push_back({cell.id, cell.vcpus});
   for (const DomainRequest::MemoryPart& part : r.memoryParts)
-    vm.memoryParts.push_back({part.cell, part.bytes, part.pageSize, part.hostNodes});
+    vm.memoryParts.push_back({part.cell, part.bytes, part.pageSize, part.hostNodes, part.device});
   vm.alignCells = r.alignCells;
   return vm;
 }

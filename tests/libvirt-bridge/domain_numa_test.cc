@@ -45,13 +45,24 @@ class DomainNumaTest : public testing::HookTest {
   }
 };
 
-TEST_F(DomainNumaTest, MemnodesBindEachCellsMemoryWhereTheyNameAndCpusetMemsCoversThem) {
-  // Cell 0 strict on node 1, cell 1 preferred on node 0.
+TEST_F(DomainNumaTest, StrictMemnodesBindTheirCellsMemoryAndPreferredOnesBindNothing) {
+  // Cell 0 strict on node 1, cell 1 preferred on node 0: the kernel may put cell 1 anywhere, so it is VRI's to place.
   HookOutcome prepared = hook("two-cells-memnodes", "prepare", "begin", domainFile("two-cells-memnodes.xml"));
   ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
   const v1::VmAllocation placed = vm(kMemnodes).allocation();
-  EXPECT_EQ(placed.cpuset_mems(), "0-1");
-  EXPECT_THAT(placed.cell_nodes(), UnorderedElementsAre(Pair(0, "1"), Pair(1, "0")));
+  EXPECT_THAT(placed.cell_nodes(), UnorderedElementsAre(Pair(0, "1")));
+  const MemoryBlocks memory = memoryOf(kMemnodes);
+  ASSERT_TRUE(memory.count(1));
+  EXPECT_GE(memory.at(1).at(0), 256 * kMiB);
+  uint64_t total = 0;
+  for (const auto& [node, sizes] : memory) total += sizes.at(0);
+  EXPECT_EQ(total, 512 * kMiB);
+  // Both strict: each cell's memory where its memnode says.
+  std::string xml = domainFile("two-cells-memnodes.xml");
+  xml.replace(xml.find("mode='preferred'"), 16, "mode='strict'");
+  ASSERT_EQ(hook("two-cells-memnodes", "release", "end", xml).exitCode, 0);
+  ASSERT_EQ(hook("two-cells-memnodes", "prepare", "begin", xml).exitCode, 0);
+  EXPECT_THAT(vm(kMemnodes).allocation().cell_nodes(), UnorderedElementsAre(Pair(0, "1"), Pair(1, "0")));
   EXPECT_EQ(memoryOf(kMemnodes), (MemoryBlocks{{0, {{0, 256 * kMiB}}}, {1, {{0, 256 * kMiB}}}}));
 }
 
@@ -59,6 +70,7 @@ TEST_F(DomainNumaTest, AMemnodeThatCannotHoldItsCellIsRefusedWithTheNumbers) {
   std::string xml = domainFile("two-cells-memnodes.xml");
   // Both cells on node 1, 5 GiB each: node 1 has 8 GiB.
   for (const std::string from : {"nodeset='0'"}) xml.replace(xml.find(from), from.size(), "nodeset='1'");
+  xml.replace(xml.find("mode='preferred'"), 16, "mode='strict'");
   for (int i = 0; i < 2; ++i) xml.replace(xml.find("memory='262144'"), 15, "memory='5242880'");
   xml.replace(xml.find("<memory unit='KiB'>524288"), 25, "<memory unit='KiB'>10485760");
   HookOutcome refused = hook("two-cells-memnodes", "prepare", "begin", xml);
@@ -124,6 +136,76 @@ TEST_F(DomainNumaTest, TheSystemPageSizeIsOrdinaryMemory) {
   ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
   EXPECT_EQ(memoryOf(kSystemPages), (MemoryBlocks{{1, {{0, 256 * kMiB}}}}));
   EXPECT_EQ(vm(kSystemPages).spec().hugepage_size(), 0u);
+}
+
+// A two-cell dedicated domain of 512 MiB a cell, with `numatune`, `backing` and `devices` put in.
+std::string twoCells(const std::string& numatune, const std::string& backing = "", const std::string& devices = "",
+                     uint64_t memoryKiB = 1048576) {
+  return "<domain type='qemu'><name>corpus</name><uuid>5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a70</uuid>"
+         "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='dedicated'/></vri:domain></metadata>"
+         "<memory unit='KiB'>" +
+         std::to_string(memoryKiB) + "</memory><vcpu placement='static'>2</vcpu>" + numatune + backing +
+         "<cpu><numa><cell id='0' cpus='0' memory='524288' unit='KiB'/>"
+         "<cell id='1' cpus='1' memory='524288' unit='KiB'/></numa></cpu><devices>" +
+         devices + "</devices></domain>";
+}
+constexpr char kCorpus[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a70";
+
+TEST_F(DomainNumaTest, AMemoryDevicesNodemaskIsTheDevicesAloneNotItsCellsMemnode) {
+  const std::string dimm =
+      "<memory model='dimm'><source><nodemask>1</nodemask></source>"
+      "<target><size unit='KiB'>262144</size><node>0</node></target></memory>";
+  const std::string xml =
+      twoCells("<numatune><memnode cellid='0' mode='strict' nodeset='0'/></numatune>", "", dimm, 1048576 + 262144);
+  ASSERT_EQ(hook("corpus", "prepare", "begin", xml).exitCode, 0);
+  // Written back at restore as <memnode cellid='0' nodeset='0'>, not 0-1.
+  EXPECT_EQ(vm(kCorpus).allocation().cell_nodes().at(0), "0");
+  EXPECT_EQ(memoryOf(kCorpus).at(1).at(0), 256 * kMiB);  // the DIMM, on its nodemask's node
+}
+
+TEST_F(DomainNumaTest, ACellNoPageNamesIsOrdinaryMemory) {
+  // Every <page> names cells: cell 1 is backed by ordinary memory, as libvirt backs it.
+  const std::string xml =
+      twoCells("", "<memoryBacking><hugepages><page size='2048' unit='KiB' nodeset='0'/></hugepages></memoryBacking>");
+  HookOutcome prepared = hook("corpus", "prepare", "begin", xml);
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  uint64_t huge = 0, regular = 0;
+  for (const auto& [node, sizes] : memoryOf(kCorpus)) {
+    for (const auto& [size, bytes] : sizes) (size == 0 ? regular : huge) += bytes;
+  }
+  EXPECT_EQ(huge, 512 * kMiB);
+  EXPECT_EQ(regular, 512 * kMiB);
+}
+
+TEST_F(DomainNumaTest, FileBackedMemoryDevicesTakeNoRam) {
+  const std::string nvdimm =
+      "<memory model='nvdimm'><source><path>/var/lib/nvdimm.img</path></source>"
+      "<target><size unit='KiB'>524288</size><node>0</node></target></memory>"
+      "<memory model='virtio-pmem' access='shared'><source><path>/var/lib/pmem.img</path></source>"
+      "<target><size unit='KiB'>524288</size></target></memory>";
+  HookOutcome prepared = hook("corpus", "prepare", "begin", twoCells("", "", nvdimm, 2097152));
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  uint64_t total = 0;
+  for (const auto& [node, sizes] : memoryOf(kCorpus)) {
+    for (const auto& [size, bytes] : sizes) total += bytes;
+  }
+  EXPECT_EQ(total, 1024 * kMiB);  // the two cells; the files are not RAM
+}
+
+TEST_F(DomainNumaTest, NodesAreReadAsLibvirtReadsThemAndNodesTheHostLacksAreRefused) {
+  // "^N" excludes, as virBitmapParse reads it.
+  ASSERT_EQ(
+      hook("corpus", "prepare", "begin", twoCells("<numatune><memory mode='strict' nodeset='0-1,^0'/></numatune>"))
+          .exitCode,
+      0);
+  EXPECT_EQ(vm(kCorpus).allocation().cpuset_mems(), "1");
+  ASSERT_EQ(hook("corpus", "release", "end", twoCells("")).exitCode, 0);
+  // This host has nodes 0 and 1.
+  HookOutcome refused =
+      hook("corpus", "prepare", "begin", twoCells("<numatune><memory mode='strict' nodeset='0-7'/></numatune>"));
+  EXPECT_EQ(refused.exitCode, 1);
+  EXPECT_THAT(refused.err, HasSubstr("this host has no NUMA node 2"));
+  EXPECT_EQ(vmCount(), 0);
 }
 
 }  // namespace

@@ -96,7 +96,10 @@ Result<ContainerPlacement> Ledger::admitInto(NextState& next, const PodSpec& pod
     const auto known = existing->containers.find(container.name);
     if (known != existing->containers.end()) {
       if (!sameResources(known->second.spec, container)) {
-        return Error::failedPrecondition(who + " is admitted with other resources; resize it instead");
+        return Error::failedPrecondition(
+            who +
+            " is admitted already, with other resources: container names are unique in a pod, so a second "
+            "container of that name is refused (ResizeContainer changes the admitted one)");
       }
       // One that handed its CPUs on (it had finished) and runs again is placed anew below.
       const bool handed_on = known->second.exclusive.empty() && exclusiveCpusFor(existing->spec, container) > 0;

@@ -42,14 +42,20 @@ std::chrono::system_clock::time_point cleanupDeadline() { return std::chrono::sy
 }  // namespace
 
 CriShim::CriShim(std::shared_ptr<grpc::Channel> containerd, std::shared_ptr<grpc::Channel> vrid, CriShimOptions options)
-    : containerd_(std::move(containerd)), vrid_(v1::Vri::NewStub(std::move(vrid))), options_(std::move(options)) {}
+    : containerd_(std::move(containerd)),
+      vrid_(v1::Vri::NewStub(std::move(vrid))),
+      options_(std::move(options)),
+      refusals_([log = options_.log](const std::string& line) { log(line); }, steadyClock()) {}
 
 std::map<std::string, UnaryHandler> CriShim::handlers() {
   using Member = grpc::Status (CriShim::*)(Caller&, const grpc::ByteBuffer&, grpc::ByteBuffer*);
   std::map<std::string, UnaryHandler> out;
   const auto add = [&](const char* name, Member member) {
-    out[method(name)] = [this, member](Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
-      return (this->*member)(caller, request, reply);
+    out[method(name)] = [this, member, name](Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
+      grpc::Status status = (this->*member)(caller, request, reply);
+      // Every refusal leaves one line (rate-limited): kubelet only retries, and says little.
+      if (!status.ok()) refusals_.write(std::string(name) + " failed: " + status.error_message());
+      return status;
     };
   };
   add("RunPodSandbox", &CriShim::runPodSandbox);
@@ -180,8 +186,26 @@ grpc::Status CriShim::updateContainerResources(Caller& caller, const grpc::ByteB
   if (grpc::Status known = nodeCgroups(caller, &node); !known.ok()) return fromVrid("GetNode", known);
   cri::applyAllocation(allocation, node, *update.mutable_linux());
   options_.log("UpdateContainerResources " + update.container_id() + ": CPUs " + allocation.cpuset_cpus());
-  return callUpstream(containerd_, *upstreamContext(caller), method("UpdateContainerResources"), toBytes(update),
-                      reply);
+  grpc::Status updated =
+      callUpstream(containerd_, *upstreamContext(caller), method("UpdateContainerResources"), toBytes(update), reply);
+  if (!updated.ok()) undoResize(update.container_id(), allocation.previous());
+  return updated;
+}
+
+void CriShim::undoResize(const std::string& containerId, const v1::ContainerResources& previous) {
+  // containerd kept the old values: vrid's ledger goes back to them too.
+  v1::AdmitContainerRequest back;
+  back.set_container_id(containerId);
+  back.set_cpu_request_milli(previous.cpu_request_milli());
+  back.set_cpu_limit_milli(previous.cpu_limit_milli());
+  back.set_memory_limit_bytes(previous.memory_limit_bytes());
+  back.set_memory_request_bytes(previous.memory_request_bytes());
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + options_.vridTimeout);
+  v1::ContainerAllocation ignored;
+  const grpc::Status status = vrid_->ResizeContainer(&context, back, &ignored);
+  options_.log("UpdateContainerResources " + containerId + ": containerd refused it; vrid's resize " +
+               (status.ok() ? std::string("undone") : "not undone: " + status.error_message()));
 }
 
 grpc::Status CriShim::removeContainer(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
@@ -266,6 +290,8 @@ void CriShim::undoContainer(const v1::AdmitContainerRequest& admit) {
   const grpc::Status status = vrid_->ReleaseContainer(&context, release, &released);
   if (!status.ok())
     options_.log("undo " + admit.pod_name() + "/" + admit.container_name() + " failed: " + status.error_message());
+  // A pod that this create made known to vrid (no sandbox bound, no other container) goes with it.
+  undoPod(admit.pod_uid());
 }
 
 void CriShim::undoPod(const std::string& podUid) {

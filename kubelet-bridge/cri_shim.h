@@ -26,6 +26,7 @@
 #include <optional>
 #include <string>
 
+#include "cgroup-model/rate_limited_log.h"
 #include "cgroup-model/thread_annotations.h"
 #include "kubelet-bridge/cri_translate.h"
 #include "kubelet-bridge/generic_proxy.h"
@@ -68,6 +69,8 @@ class CriShim {
   grpc::Status nodeCgroups(Caller& caller, cri::NodeCgroups* out);
   // Undoes what this call admitted; logs what it could not.
   void undoContainer(const v1::AdmitContainerRequest& admit);
+  // Puts vrid back to `previous` after containerd refused a resize vrid had made.
+  void undoResize(const std::string& containerId, const v1::ContainerResources& previous);
   void undoPod(const std::string& podUid);
   // Takes down what containerd made when vrid could not record it.
   void removeFromContainerd(const std::string& method, const google::protobuf::MessageLite& request);
@@ -75,6 +78,7 @@ class CriShim {
   grpc::GenericStub containerd_;
   std::unique_ptr<v1::Vri::Stub> vrid_;
   CriShimOptions options_;
+  RateLimitedLog refusals_;
   MemoryNodes memoryNodes_;
 };
 

@@ -116,8 +116,9 @@ Result<void> Daemon::serve() {
   // Both are gRPC's own process-wide switches, set before any server is built.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
-  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_);
-  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_);
+  refusals_ = std::make_unique<RateLimitedLog>([this](const std::string& line) { log_.warning(line); }, clock_);
+  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_);
+  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_);
   struct Endpoint {
     const std::string& path;
     VriService& service;
@@ -181,6 +182,7 @@ void Daemon::reload(const DaemonConfig& next) {
   log_.setLevel(next.logLevel);
   config_.logLevel = next.logLevel;
   config_.reconcileIntervalSeconds = next.reconcileIntervalSeconds;
+  node_->setOptions(optionValues(config_));  // GetNode shows what is in effect now
   {
     MutexLock lock(loopMutex_);
     reconcileIntervalSeconds_ = next.reconcileIntervalSeconds;

@@ -63,6 +63,7 @@ class Daemon {
   EventHub events_;
   CallGate calls_;  // before the services, which count their calls in it
   std::unique_ptr<NodeManager> node_;
+  std::unique_ptr<RateLimitedLog> refusals_;  // every refused call, one line each, rate-limited
   std::unique_ptr<VriService> readOnlyService_, adminService_;
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
   std::unique_ptr<LibvirtSync> libvirt_;  // null without libvirt_uri

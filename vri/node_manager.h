@@ -77,7 +77,16 @@ class NodeManager {
   // node, where its cgroups are, and the events.
   StatePtr state() const { return ledger_.state(); }
   const Topology& topology() const { return ledger_.topology(); }
-  const NodeFacts& facts() const { return facts_; }
+  // A copy: the options change on SIGHUP.
+  NodeFacts facts() const {
+    MutexLock lock(factsMutex_);
+    return facts_;
+  }
+  // The effective configuration after a reload (what GetNode shows).
+  void setOptions(std::map<std::string, std::string> options) {
+    MutexLock lock(factsMutex_);
+    facts_.options = std::move(options);
+  }
   const TreeLayout& layout() const { return sync_.layout(); }
   // A VM's memory as admitted: its own and the configured overhead.
   uint64_t vmMemoryBytes(const VmRecord& vm) const {
@@ -145,7 +154,8 @@ class NodeManager {
   CgroupSync& sync_;
   EventHub& events_;
   Logger& log_;
-  NodeFacts facts_;
+  mutable Mutex factsMutex_;
+  NodeFacts facts_ VRI_GUARDED_BY(factsMutex_);
   NodeManagerOptions options_;
   VanishedTenants vanished_;  // used under the ledger's writer lock only
   std::atomic<bool> halted_{false};

@@ -60,10 +60,23 @@ grpc::Status VriService::GetNode(Context*, const v1::GetNodeRequest*, v1::Node* 
   return grpc::Status::OK;
 }
 
+void VriService::logRefusal(const char* method, const grpc::Status& status) const {
+  static constexpr const char* kCodes[] = {
+      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
+      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
+      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
+      "DATA_LOSS", "UNAUTHENTICATED"};
+  const int code = status.error_code();
+  refusals_.write(std::string(method) + " refused on the " + (access_ == SocketAccess::kAdmin ? "admin" : "read-only") +
+                  " socket: " + (code >= 0 && code <= 16 ? kCodes[code] : "code " + std::to_string(code)) + ": " +
+                  status.error_message());
+}
+
 VriService::Reactor* VriService::decide(CallbackContext* context, const char* method,
                                         std::function<grpc::Status()> call) {
   Reactor* reactor = context->DefaultReactor();
   if (auto denied = denyOnReadOnly(method); !denied.ok()) {
+    logRefusal(method, denied);
     reactor->Finish(denied);
     return reactor;
   }
@@ -71,8 +84,10 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down"));
     return reactor;
   }
-  decisions_.post([this, reactor, call = std::move(call)] {
-    reactor->Finish(call());
+  decisions_.post([this, reactor, method, call = std::move(call)] {
+    grpc::Status status = call();
+    if (!status.ok()) logRefusal(method, status);
+    reactor->Finish(std::move(status));
     gate_.leave();
   });
   return reactor;
@@ -256,9 +271,21 @@ grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& reques
   const StatePtr state = node_.state();
   const PodRecord* pod = state->pod(r->pod_uid());
   if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
+  v1::ContainerResources previous;
+  if (const auto known = pod->containers.find(container->name); known != pod->containers.end()) {
+    const ContainerSpec& before = known->second.spec;
+    previous.set_name(before.name);
+    previous.set_id(before.id);
+    previous.set_init(before.init);
+    previous.set_cpu_request_milli(before.cpuRequestMilli);
+    previous.set_cpu_limit_milli(before.cpuLimitMilli);
+    previous.set_memory_limit_bytes(before.memoryLimitBytes.value_or(0));
+    previous.set_memory_request_bytes(before.memoryRequestBytes.value_or(0));
+  }
   auto placed = node_.resizeContainer(r->pod_uid(), *container);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   fillContainerAllocation(pod->spec, *container, *placed, *kubeletNamer_, reply);
+  *reply.mutable_previous() = std::move(previous);
   return grpc::Status::OK;
 }
 
@@ -346,8 +373,11 @@ grpc::Status VriService::Watch(Context* context, const v1::WatchRequest*, grpc::
 }
 
 grpc::Status VriService::Reconcile(Context*, const v1::ReconcileRequest* r, v1::ReconcileReply* reply) {
-  if (!r->dry_run()) {
-    if (auto denied = denyOnReadOnly("Reconcile"); !denied.ok()) return denied;
+  // Even a dry run scans the whole node under the decision lock: the admin
+  // socket's alone, so that anyone on the read-only socket cannot slow every decision.
+  if (auto denied = denyOnReadOnly("Reconcile"); !denied.ok()) {
+    logRefusal("Reconcile", denied);
+    return denied;
   }
   if (!gate_.enter()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down");
   auto report = node_.reconcile(r->dry_run());

@@ -6,6 +6,7 @@
 // refuses every mutating call itself, with PERMISSION_DENIED.
 #pragma once
 
+#include "cgroup-model/rate_limited_log.h"
 #include "cgroup-model/worker_pool.h"
 #include "proto/vri.grpc.pb.h"
 #include "vri/call_gate.h"
@@ -26,11 +27,13 @@ using VriServiceBase = v1::Vri::WithCallbackMethod_AdmitPod<v1::Vri::WithCallbac
 
 class VriService final : public VriServiceBase {
  public:
-  // `gate` counts the deciding calls in flight for shutdown; it outlives the service.
-  VriService(NodeManager& node, SocketAccess access, CallGate& gate)
+  // `gate` counts the deciding calls in flight for shutdown; `refusals` takes one
+  // line per refused call (rate-limited). Both outlive the service.
+  VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals)
       : node_(node),
         access_(access),
         gate_(gate),
+        refusals_(refusals),
         kubeletNamer_(makeKubeletNamer(node.layout().driver, node.layout().kubeletParent)) {}
 
   using Context = grpc::ServerContext;
@@ -55,6 +58,8 @@ class VriService final : public VriServiceBase {
   grpc::Status Reconcile(Context*, const v1::ReconcileRequest* request, v1::ReconcileReply* reply) override;
 
  private:
+  // One line for a refused call: which call, on which socket, and why.
+  void logRefusal(const char* method, const grpc::Status& status) const;
   // Runs `call` on the decision thread and finishes the call with its status.
   Reactor* decide(CallbackContext* context, const char* method, std::function<grpc::Status()> call);
   grpc::Status admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply);
@@ -70,6 +75,7 @@ class VriService final : public VriServiceBase {
   NodeManager& node_;
   SocketAccess access_;
   CallGate& gate_;
+  RateLimitedLog& refusals_;
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
   WorkerPool decisions_{1};                           // last: destroyed first, after running what is queued
 };

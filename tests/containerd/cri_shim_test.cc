@@ -280,6 +280,39 @@ TEST_F(CriShimTest, AnInPlaceResizeGoesThroughVrid) {
   EXPECT_EQ(status.status().resources().linux().cpu_shares(), 512);
 }
 
+// containerd refuses what vrid allowed: vrid goes back to what containerd kept.
+TEST_F(CriShimTest, AResizeContainerdRefusesIsUndoneInVrid) {
+  const Pod pod = runPod(1, PodQos::kBurstable);
+  const std::string web = runContainer(pod, "web", cri_client::kubeletResources(250, 500, kMemory));
+  ASSERT_FALSE(web.empty());
+  // Gone from containerd behind the shim's back: containerd answers NotFound, after vrid said yes.
+  CriClient direct(kContainerd);
+  ASSERT_TRUE(direct.stopContainer(web).ok());
+  ASSERT_TRUE(direct.removeContainer(web).ok());
+  EXPECT_FALSE(cri_.updateResources(web, cri_client::kubeletResources(500, 1000, kMemory)).ok());
+  const v1::PodInfo info = podInfo(uid(1));
+  ASSERT_EQ(info.containers_size(), 1);
+  EXPECT_EQ(info.containers(0).resources().cpu_request_milli(), 250);
+  EXPECT_EQ(info.containers(0).resources().cpu_limit_milli(), 500);
+  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), HasSubstr("containerd refused it; vrid's resize undone"));
+}
+
+// A create for a pod vrid has never seen, which containerd then refuses, leaves no pod behind.
+TEST_F(CriShimTest, ACreateForAnUnknownPodThatFailsLeavesNoPod) {
+  const cri::PodSandboxConfig config =
+      cri_client::sandboxConfig(uid(7), "pod7", cri_client::podCgroupParent(kubepods(), PodQos::kBurstable, uid(7)));
+  std::string id;
+  const grpc::Status created = cri_.createContainer(
+      "no-such-sandbox", config,
+      cri_client::containerConfig(config, "app", cri_client::kubeletResources(250, 0, kMemory)), &id);
+  EXPECT_FALSE(created.ok());
+  grpc::ClientContext context;
+  v1::GetTenantRequest request;
+  request.set_pod_uid(uid(7));
+  v1::Tenant tenant;
+  EXPECT_EQ(vri_->GetTenant(&context, request, &tenant).error_code(), grpc::StatusCode::NOT_FOUND);
+}
+
 TEST_F(CriShimTest, WithVridDownCallsPassThroughAndCreateContainerFailsClearlyWithinItsDeadline) {
   const Pod pod = runPod(1, PodQos::kBurstable);
   ASSERT_EQ(vrid_->stop(), 0);

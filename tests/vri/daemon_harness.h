@@ -20,7 +20,7 @@ inline constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  /
 
 class DaemonHarness {
  public:
-  DaemonHarness() : log_(LogLevel::kWarning) {
+  DaemonHarness() : logFile_(std::fopen(tmp_.sub("vrid.log").c_str(), "a")), log_(LogLevel::kWarning, logFile_) {
     fs_ = std::make_unique<FixtureCgroupFs>(
         std::move(FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))).value());
     std::string mountinfo = "30 1 0:27 / " + tmp_.sub("fx/cgroup") + " rw - tmpfs tmpfs rw\n";
@@ -45,7 +45,16 @@ class DaemonHarness {
     config.logLevel = LogLevel::kWarning;
     config.libvirtUri = "";  // the libvirt side has its own tests
   }
-  ~DaemonHarness() { stop(); }
+  ~DaemonHarness() {
+    stop();
+    std::fclose(logFile_);
+  }
+  // What vrid logged (warnings and errors) since the harness was made.
+  std::string logText() const {
+    std::fflush(logFile_);
+    std::ifstream in(tmp_.sub("vrid.log"));
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
 
   ::testing::AssertionResult start() {
     auto started = Daemon::start(config, *fs_, log_, topology, *clock);
@@ -118,6 +127,7 @@ class DaemonHarness {
 
  private:
   TempDir tmp_;
+  std::FILE* logFile_;
   Logger log_;
   std::unique_ptr<FixtureCgroupFs> fs_;
   std::unique_ptr<Daemon> daemon_;

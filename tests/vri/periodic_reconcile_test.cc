@@ -91,6 +91,14 @@ TEST_F(PeriodicReconcileTest, AReloadStartsTheNewIntervalAtOnce) {
   clock_.advance(std::chrono::seconds(60));
   EXPECT_TRUE(testing::eventually([&] { return vrid_.daemon().node().reconciles() > before; }));
   EXPECT_TRUE(loopWaits(std::chrono::seconds(60)));
+  // GetNode shows the options in effect: the new interval, and not an option that waits for a restart.
+  changed.reservedCpus.count = 3;
+  vrid_.daemon().reload(changed);
+  grpc::ClientContext context;
+  v1::Node node;
+  ASSERT_TRUE(vrid_.readOnly->GetNode(&context, {}, &node).ok());
+  EXPECT_EQ(node.options().at("reconcile_interval"), "60");
+  EXPECT_EQ(node.options().at("reserved_cpu_count"), "0");
 }
 
 }  // namespace

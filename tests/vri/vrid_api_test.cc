@@ -110,6 +110,20 @@ TEST_F(VridApiTest, ExclusiveAdmitShrinksTheSharedPoolInTheCgroupsAndIsIdempoten
   EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), rest);
 }
 
+TEST_F(VridApiTest, EveryRefusalLeavesOneLogLineWithTheCallAndTheReason) {
+  grpc::ClientContext c1, c2;
+  v1::ContainerAllocation allocation;
+  EXPECT_FALSE(vrid_.admin->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 9000, 9000), &allocation).ok());
+  v1::ReleaseVmRequest forged;
+  forged.set_uuid("x\n2026-11-24T00:00:00.000Z info forged line");
+  v1::Released released;
+  EXPECT_FALSE(vrid_.readOnly->ReleaseVm(&c2, forged, &released).ok());
+  const std::string log = vrid_.logText();
+  EXPECT_THAT(log, HasSubstr("AdmitContainer refused on the admin socket: RESOURCE_EXHAUSTED: "));
+  EXPECT_THAT(log, HasSubstr("ReleaseVm refused on the read-only socket: PERMISSION_DENIED"));
+  EXPECT_EQ(log.find("\n2026-11-24T00:00:00.000Z info forged"), std::string::npos);
+}
+
 TEST_F(VridApiTest, ReadOnlySocketAnswersReadsAndRefusesEveryChange) {
   grpc::ClientContext c1, c2, c3, c4, c5;
   v1::ContainerAllocation allocation;
@@ -124,8 +138,8 @@ TEST_F(VridApiTest, ReadOnlySocketAnswersReadsAndRefusesEveryChange) {
   v1::ReconcileRequest repair;
   v1::ReconcileReply report;
   EXPECT_EQ(vrid_.readOnly->Reconcile(&c3, repair, &report).error_code(), grpc::StatusCode::PERMISSION_DENIED);
-  repair.set_dry_run(true);
-  EXPECT_TRUE(vrid_.readOnly->Reconcile(&c4, repair, &report).ok());
+  repair.set_dry_run(true);  // a dry run too: it holds the decision lock while it scans the node
+  EXPECT_EQ(vrid_.readOnly->Reconcile(&c4, repair, &report).error_code(), grpc::StatusCode::PERMISSION_DENIED);
   v1::TenantList list;
   EXPECT_TRUE(vrid_.readOnly->ListTenants(&c5, {}, &list).ok());
   EXPECT_EQ(list.tenants_size(), 0);
@@ -361,7 +375,7 @@ TEST_F(VridApiTest, ReconcileRepairsAHandWrittenCpusetAndSaysSo) {
   v1::ReconcileRequest dry;
   dry.set_dry_run(true);
   v1::ReconcileReply report;
-  ASSERT_TRUE(vrid_.readOnly->Reconcile(&c2, dry, &report).ok());
+  ASSERT_TRUE(vrid_.admin->Reconcile(&c2, dry, &report).ok());
   EXPECT_THAT(report.drift(), Contains(HasSubstr("cafe")));
   EXPECT_EQ(cpus("cpuset", path), "3");  // a dry run writes nothing
   ASSERT_TRUE(vrid_.admin->Reconcile(&c3, {}, &report).ok());

@@ -131,6 +131,11 @@ CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const Po
     auto path = kubeletNamer_->container(pod.spec.qos, uid, c.spec.id);
     if (path.ok()) cached.cgroups.push_back({{cpusetHierarchy_, *path}, true, false});
   }
+  // The sandbox (pause) cgroup runs on the shared pool too: it narrows and widens with it.
+  if (!pod.sandboxId.empty()) {
+    auto path = kubeletNamer_->container(pod.spec.qos, uid, pod.sandboxId);
+    if (path.ok()) cached.cgroups.push_back({{cpusetHierarchy_, *path}, true, false});
+  }
   return cached;
 }
 

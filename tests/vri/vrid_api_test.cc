@@ -124,6 +124,27 @@ TEST_F(VridApiTest, EveryRefusalLeavesOneLogLineWithTheCallAndTheReason) {
   EXPECT_EQ(log.find("\n2026-11-24T00:00:00.000Z info forged"), std::string::npos);
 }
 
+// A pod's sandbox (pause) cgroup runs on the shared pool: it narrows and widens with it at once.
+TEST_F(VridApiTest, ASandboxFollowsTheSharedPoolBothWays) {
+  grpc::ClientContext c1, c2, c3;
+  v1::AdmitPodRequest pod;
+  pod.set_pod_uid(kUid2);
+  pod.set_qos(v1::BURSTABLE);
+  pod.set_sandbox_id("5a5a");
+  v1::PodAllocation admitted;
+  ASSERT_TRUE(vrid_.admin->AdmitPod(&c1, pod, &admitted).ok());
+  const std::string sandbox = std::string("kubepods/burstable/pod") + kUid2 + "/5a5a";
+  ASSERT_EQ(cpus("cpuset", sandbox), "0-7");
+  v1::ContainerAllocation exclusive;
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c2, container(kUid, v1::GUARANTEED, 2000, 2000), &exclusive).ok());
+  EXPECT_EQ(cpus("cpuset", sandbox), node().shared_cpus());
+  v1::ReleasePodRequest release;
+  release.set_pod_uid(kUid);
+  v1::Released released;
+  ASSERT_TRUE(vrid_.admin->ReleasePod(&c3, release, &released).ok());
+  EXPECT_EQ(cpus("cpuset", sandbox), "0-7") << "the sandbox stayed narrow after the pool widened";
+}
+
 TEST_F(VridApiTest, ReadOnlySocketAnswersReadsAndRefusesEveryChange) {
   grpc::ClientContext c1, c2, c3, c4, c5;
   v1::ContainerAllocation allocation;

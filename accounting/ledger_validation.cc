@@ -19,8 +19,7 @@ ContainerSpec specFromCgroup(const ScannedContainer& container) {
   spec.id = container.id;
   const CgroupSettings& s = container.cgroup.settings;
   // kubelet's shares = milli * 1024 / 1000, turned back; 2 shares is BestEffort's "no request".
-  if (s.shares && s.shares->value > CpuShares::kMin)
-    spec.cpuRequestMilli = static_cast<int64_t>(s.shares->value) * 1000 / 1024;
+  if (s.shares) spec.cpuRequestMilli = milliCpuFromShares(*s.shares);
   if (s.cpuMax && s.cpuMax->quotaUs)
     spec.cpuLimitMilli = *s.cpuMax->quotaUs * 1000 / static_cast<int64_t>(s.cpuMax->periodUs);
   if (s.memoryMax && s.memoryMax->value) spec.memoryLimitBytes = s.memoryMax->value;

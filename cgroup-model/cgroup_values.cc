@@ -135,6 +135,12 @@ CpuShares milliCpuToShares(int64_t milli) {
   return {std::clamp<uint64_t>(shares, CpuShares::kMin, CpuShares::kMax)};
 }
 
+int64_t milliCpuFromShares(CpuShares shares) {
+  if (shares.value <= CpuShares::kMin) return 0;
+  const uint64_t value = std::min<uint64_t>(shares.value, CpuShares::kMax);
+  return static_cast<int64_t>((value * 1000 + 1023) / 1024);
+}
+
 std::optional<int64_t> milliCpuToQuota(int64_t milli, uint64_t periodUs) {
   if (milli <= 0) return std::nullopt;
   // In 128 bits: callers check amounts where they enter, but a quota is never allowed to wrap.

@@ -75,6 +75,9 @@ struct Limit {
 
 // kubelet's conversions from CPU milli-units.
 CpuShares milliCpuToShares(int64_t milli);
+// The inverse: the smallest milli-CPU kubelet turns into `shares` (7 shares are
+// 7m, not 6m); 2 shares or fewer are no request (0).
+int64_t milliCpuFromShares(CpuShares shares);
 // Quota for a limit at a period; kubelet's minimum of 1000 µs applies. nullopt for no limit (0).
 std::optional<int64_t> milliCpuToQuota(int64_t milli, uint64_t periodUs);
 

@@ -5,13 +5,13 @@
 #include <set>
 
 #include "cgroup-model/amount_limits.h"
+#include "cgroup-model/cgroup_values.h"
 #include "cgroup-model/quote.h"
 
 namespace vri::cri {
 
 namespace {
 
-constexpr int64_t kMinShares = 2;
 constexpr int64_t kMaxShares = 262144;  // the kernel's ceiling for cpu.shares
 constexpr int64_t kDefaultPeriodUs = 100000;
 
@@ -48,8 +48,7 @@ Result<int64_t> requestMilliFromShares(int64_t shares) {
   if (shares < 0 || shares > kMaxShares)
     return Error::invalidArgument("cpu_shares: " + std::to_string(shares) + " is outside [0, " +
                                   std::to_string(kMaxShares) + "]");
-  if (shares <= kMinShares) return 0;
-  return ceilDiv(shares * 1000, 1024);  // the smallest milli-CPU kubelet turns into these shares
+  return milliCpuFromShares(CpuShares{static_cast<uint64_t>(shares)});
 }
 
 Result<int64_t> limitMilliFromQuota(int64_t quota, int64_t period) {

@@ -76,3 +76,18 @@ TEST(CgroupValuesTest, KubeletConversions) {
 
 }  // namespace
 }  // namespace vri
+
+namespace vri {
+namespace {
+
+// A container adopted from its cgroup keeps the request kubelet gave it: 7 shares are 7m, never 6m.
+TEST(CgroupValuesTest, SharesTurnBackIntoTheMilliCpuTheyCameFrom) {
+  for (int64_t milli = 3; milli <= 256000; ++milli)
+    ASSERT_EQ(milliCpuFromShares(milliCpuToShares(milli)), milli) << milli;
+  EXPECT_EQ(milliCpuFromShares(CpuShares{7}), 7);
+  EXPECT_EQ(milliCpuFromShares(CpuShares{2}), 0);  // BestEffort: no request
+  EXPECT_EQ(milliCpuFromShares(CpuShares{1}), 0);
+}
+
+}  // namespace
+}  // namespace vri

@@ -93,6 +93,14 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valid
         const bool seen = std::any_of(known->containers.begin(), known->containers.end(),
                                       [&](const auto& entry) { return entry.second.spec.id == container.id; });
         if (seen) continue;
+        // A pod run through the CRI shim: its containers come and go by the runtime, which knows their
+        // names. One the ledger does not hold was released (its cgroup not yet removed) or is the shim's
+        // to adopt under its own name; taken here it would come back named by its runtime id.
+        if (known->containersGoOnlyByRuntime()) {
+          report.waiting.push_back("container " + container.id + " of pod " + pod.uid +
+                                   ": not adopted; the pod's runtime shim adopts or removes it");
+          continue;
+        }
       }
       const PodSpec spec{pod.uid, known != nullptr ? known->spec.name : "adopted/" + pod.uid, pod.qos, 0, 0};
       const CpuSet exclusive = exclusiveOf(container.cgroup, shared);

@@ -133,6 +133,36 @@ TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
   EXPECT_THAT(report.unresolved[2], HasSubstr("no QEMU process"));
 }
 
+// A release committed just before a crash, its cgroup still there: a pod run through the shim
+// does not get the container back under its runtime id; the shim adopts what containerd still runs.
+TEST(LedgerValidationTest, AShimRunPodsUnknownContainerIsLeftToTheShim) {
+  testing::TempDir tmp;
+  const auto topo =
+      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:2 pu:2")).value());
+  LedgerConfig config;
+  config.pool.reserved.cpus = CpuSet{0};
+  auto ledger =
+      std::move(
+          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
+  const PodSpec pod{"shim", "ns/shim", QosClass::kBurstable, 0, 0};
+  ASSERT_TRUE(ledger->bindSandbox(pod, "5a5a").ok());
+  ASSERT_TRUE(ledger->admitContainer(pod, {"web", "aaa1", false, 7, 0, std::nullopt, std::nullopt}).ok());
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
+  makeGroup(fs, path("kubepods/burstable/podshim/5a5a"), topo->onlineCpus());
+  makeGroup(fs, path("kubepods/burstable/podshim/aaa1"), topo->onlineCpus());
+  makeGroup(fs, path("kubepods/burstable/podshim/bbb1"), topo->onlineCpus());  // released before the crash
+  auto scan = scanNode(fs, *makeV1Backend({{"cpuset", "cpuset"}}), TreeLayout{});
+  ASSERT_TRUE(scan.ok());
+  const ValidationReport report = validateLedger(*ledger, *scan);
+  EXPECT_TRUE(report.adopted.empty()) << report.adopted.front();
+  EXPECT_THAT(report.waiting, Contains(HasSubstr("container bbb1 of pod shim: not adopted")));
+  const PodRecord* kept = ledger->state()->pod("shim");
+  ASSERT_NE(kept, nullptr);
+  EXPECT_EQ(kept->containers.size(), 1u);
+  EXPECT_EQ(kept->containers.at("web").spec.cpuRequestMilli, 7);
+}
+
 // A node taken over from kubelet: its shared containers already run without the
 // exclusive CPUs, which the ledger has never heard of.
 TEST(LedgerValidationTest, ReadsTheSharedPoolOffTheNode) {

@@ -116,6 +116,12 @@ Result<ContainerPlacement> Ledger::admitInto(NextState& next, const PodSpec& pod
     }
   }
   PodRecord updated = existing != nullptr ? *existing : PodRecord{pod, {}, {}};
+  if (existing == nullptr && pod.overheadCpuMilli > 0) {
+    // The pod's overhead runs in its own cgroup, on the shared pool: it is admitted with the pod.
+    VRI_TRY(checkSharedDemand(next.now(), pod.overheadCpuMilli,
+                              "pod " + (pod.name.empty() ? pod.uid : pod.name) + "'s overhead"));
+    next.putPod(PodRecord{pod, {}, {}});
+  }
   const uint64_t memory_before = existing != nullptr ? podMemoryBytes(*existing) : 0;
   PodRecord trial = updated;
   trial.containers[container.name] = ContainerRecord{container, {}, {}};
@@ -175,6 +181,9 @@ Result<Decision<bool>> Ledger::decideBindSandbox(const StatePtr& from, const Pod
   }
   PodRecord record{pod, {}, sandboxId};
   VRI_TRY(checkMemory(*from, podMemoryBytes(record), "pod " + (pod.name.empty() ? pod.uid : pod.name)));
+  // The pod's overhead runs in its own cgroup, on the shared pool.
+  VRI_TRY(
+      checkSharedDemand(*from, pod.overheadCpuMilli, "pod " + (pod.name.empty() ? pod.uid : pod.name) + "'s overhead"));
   NextState n = next(from);
   n.putPod(std::move(record));
   return n.finish(true);

@@ -38,6 +38,7 @@ LedgerTotals podTotals(const PodRecord& pod) {
   LedgerTotals t;
   t.admittedMemoryBytes = podMemoryBytes(pod);
   t.podRequestMilli = pod.spec.overheadCpuMilli;
+  t.sharedDemandMilli = pod.spec.overheadCpuMilli;  // it runs in the pod's cgroup, on the shared pool
   for (const auto& [name, c] : pod.containers) {
     t.podRequestMilli += c.spec.cpuRequestMilli;
     // An init container that handed its exclusive CPUs on runs no more: it asks nothing of the shared pool.

@@ -94,6 +94,27 @@ TEST(LedgerAmountsTest, SumsThatWouldWrapAreRefusedNamingTheField) {
   EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 500);
 }
 
+// A pod's overhead runs in its cgroup on the shared pool: it is admitted like a request.
+TEST(LedgerAmountsTest, APodsCpuOverheadIsAdmittedAgainstTheSharedPool) {
+  testing::TempDir tmp;
+  auto ledger = open(tmp.sub("ledger.db"));
+  PodSpec heavy = pod("heavy", QosClass::kBurstable);
+  heavy.overheadCpuMilli = 8500;  // the shared pool has 8 CPUs
+  auto refused = ledger->bindSandbox(heavy, "5a5a");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_THAT(refused.error().message(), HasSubstr("overhead"));
+  auto refused_container = ledger->admitContainer(heavy, container(100, 0));
+  ASSERT_FALSE(refused_container.ok());
+  EXPECT_EQ(refused_container.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(ledger->state()->pods.size(), 0u);
+  heavy.overheadCpuMilli = 500;
+  ASSERT_TRUE(ledger->admitContainer(heavy, container(100, 0)).ok());
+  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 600);
+  auto checked = checkLedgerInvariants(*ledger->state(), ledger->topology(), config());
+  EXPECT_TRUE(checked.ok()) << checked.error().message();
+}
+
 TEST(LedgerAmountsTest, ALedgerHoldingAmountsNoNodeHoldsLoadsAndReportsThem) {
   testing::TempDir tmp;
   const std::string file = tmp.sub("ledger.db");

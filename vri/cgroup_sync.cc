@@ -72,6 +72,20 @@ DesiredTree CgroupSync::nodeCgroups(const LedgerState& state) const {
   return tree;
 }
 
+void CgroupSync::dropExitedContainers(const LedgerState& state, DesiredTree& tree) const {
+  for (const auto& [uid, pod] : state.pods) {
+    if (!pod.containersGoOnlyByRuntime()) continue;
+    const auto drop_if_gone = [&](const std::string& id) {
+      auto path = kubeletNamer_->container(pod.spec.qos, uid, id);
+      if (path.ok() && !fs_.exists({cpusetHierarchy_, *path})) tree.cgroups.erase(*path);
+    };
+    for (const auto& [name, c] : pod.containers) {
+      if (!c.spec.id.empty()) drop_if_gone(c.spec.id);
+    }
+    drop_if_gone(pod.sandboxId);
+  }
+}
+
 void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
   if (backend_->version() != CgroupVersion::kV1) return;
   const auto managed = [&](const char* controller) {
@@ -258,6 +272,7 @@ Result<int> CgroupSync::write(const StatePtr& beforePtr, const StatePtr& afterPt
 Result<SyncResult> CgroupSync::reconcile(const LedgerState& state, bool withDrift, bool dryRun) {
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(state, inputs()));
   dropUnmanaged(desired);
+  dropExitedContainers(state, desired);
   SyncResult result;
   if (withDrift) {
     VRI_ASSIGN_OR_RETURN(result.drift, detectDrift(fs_, *backend_, desired));

@@ -67,6 +67,9 @@ class CgroupSync {
   };
   LedgerTreeInputs inputs() const { return {*topology_, layout_, allocatable_, sharedVcpuMilli_}; }
   void dropUnmanaged(DesiredTree& tree) const;
+  // A shim-run pod's container (or sandbox) whose cgroup is gone has exited: the runtime removed its
+  // cgroup, and it waits for kubelet's RemoveContainer. Reconcile neither recreates it nor calls it drift.
+  void dropExitedContainers(const LedgerState& state, DesiredTree& tree) const;
   // The node-level cgroups' values for `state`.
   DesiredTree nodeCgroups(const LedgerState& state) const;
   // Node-level cgroups and, when the shared pool moved, every untouched tenant in it.

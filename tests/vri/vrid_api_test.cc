@@ -145,6 +145,38 @@ TEST_F(VridApiTest, ASandboxFollowsTheSharedPoolBothWays) {
   EXPECT_EQ(cpus("cpuset", sandbox), "0-7") << "the sandbox stayed narrow after the pool widened";
 }
 
+// A shim-run pod's container exited: the runtime removed its cgroup, and kubelet has not removed the
+// container yet. Reconcile leaves it gone (ownership everything), and does not call it drift.
+TEST_F(VridApiTest, ReconcileDoesNotRecreateAnExitedContainersCgroup) {
+  grpc::ClientContext c1, c2, c3;
+  v1::AdmitPodRequest pod;
+  pod.set_pod_uid(kUid2);
+  pod.set_qos(v1::BURSTABLE);
+  pod.set_sandbox_id("5a5a");
+  v1::PodAllocation admitted;
+  ASSERT_TRUE(vrid_.admin->AdmitPod(&c1, pod, &admitted).ok());
+  v1::ContainerAllocation allocation;
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c2, container(kUid2, v1::BURSTABLE, 100, 0, "e7e7"), &allocation).ok());
+  const std::string path = std::string("kubepods/burstable/pod") + kUid2 + "/e7e7";
+  ASSERT_EQ(cpus("cpuset", path), "0-7");
+  for (const char* hierarchy : {"cpuset", "cpu,cpuacct", "memory", "hugetlb", "pids"}) {
+    if (vrid_.fs().exists({hierarchy, *CgroupPath::parse(path)})) {
+      ASSERT_TRUE(vrid_.fs().rmdir({hierarchy, *CgroupPath::parse(path)}).ok());
+    }
+  }
+  v1::ReconcileReply report;
+  ASSERT_TRUE(vrid_.admin->Reconcile(&c3, {}, &report).ok());
+  for (const std::string& line : report.drift()) EXPECT_EQ(line.find("e7e7"), std::string::npos) << line;
+  for (const std::string& line : report.operations()) EXPECT_EQ(line.find("e7e7"), std::string::npos) << line;
+  EXPECT_FALSE(vrid_.fs().exists({"cpuset", *CgroupPath::parse(path)}));
+  grpc::ClientContext c4;
+  v1::GetTenantRequest get;
+  get.set_pod_uid(kUid2);
+  v1::Tenant tenant;
+  ASSERT_TRUE(vrid_.readOnly->GetTenant(&c4, get, &tenant).ok());
+  EXPECT_EQ(tenant.pod().containers_size(), 1) << "the container stays admitted until the runtime removes it";
+}
+
 TEST_F(VridApiTest, ReadOnlySocketAnswersReadsAndRefusesEveryChange) {
   grpc::ClientContext c1, c2, c3, c4, c5;
   v1::ContainerAllocation allocation;

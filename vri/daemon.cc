@@ -51,13 +51,17 @@ Result<std::unique_ptr<SqliteLedgerStore>> openLedger(const DaemonConfig& config
   auto store = SqliteLedgerStore::open(path, config.durability, LedgerFile::kMustExist);
   if (store.ok() || !config.initLedger) return store;
   const std::string aside = path + ".damaged-" + std::to_string(::time(nullptr));
+  bool kept = false;
   for (const char* suffix : {"", "-wal", "-shm"}) {
     const std::string from = path + suffix;
-    if (::access(from.c_str(), F_OK) == 0 && ::rename(from.c_str(), (aside + suffix).c_str()) != 0)
+    if (::access(from.c_str(), F_OK) != 0) continue;
+    if (::rename(from.c_str(), (aside + suffix).c_str()) != 0)
       return Error::fromErrno(errno, "--init-ledger: setting " + from + " aside");
+    kept = true;
   }
-  log.warning("--init-ledger: " + store.error().message() + "; a new ledger begins at " + path +
-              " (anything that was there is kept as " + aside + ")");
+  log.warning("--init-ledger: beginning a new ledger at " + path +
+              (kept ? " (what was there is kept as " + aside + ")" : std::string(" (there was none)")) +
+              "; running tenants are adopted from their cgroups");
   return SqliteLedgerStore::open(path, config.durability, LedgerFile::kCreateIfAbsent);
 }
 

@@ -62,7 +62,8 @@ double run(vri::Ledger& ledger, int threads, int decisions, bool exclusive) {
       for (int i = 0; i < decisions / threads / 2; ++i) {
         const std::string uid = "t" + std::to_string(t) + "-" + std::to_string(i);
         vri::PodSpec pod{uid, "bench/" + uid, exclusive ? vri::QosClass::kGuaranteed : vri::QosClass::kBurstable, 0, 0};
-        vri::ContainerSpec c{"c",          "c1",        false, exclusive ? 2000 : 100, exclusive ? 2000 : 0,
+        // Runtime ids are unique on a node: each pod's container its own.
+        vri::ContainerSpec c{"c",          "c-" + uid,  false, exclusive ? 2000 : 100, exclusive ? 2000 : 0,
                              std::nullopt, std::nullopt};
         if (!ledger.admitContainer(pod, c).ok()) ++failures;
         if (!ledger.releasePod(uid).ok()) ++failures;
@@ -123,7 +124,8 @@ int main(int argc, char** argv) {
       const bool exclusive = i % 10 == 0 && i < 300;
       const std::string uid = "m" + std::to_string(i);
       vri::PodSpec pod{uid, "bench/" + uid, exclusive ? vri::QosClass::kGuaranteed : vri::QosClass::kBurstable, 0, 0};
-      vri::ContainerSpec c{"c", "c1", false, exclusive ? 1000 : 10, exclusive ? 1000 : 0, std::nullopt, std::nullopt};
+      vri::ContainerSpec c{"c",          "c-" + uid,  false, exclusive ? 1000 : 10, exclusive ? 1000 : 0,
+                           std::nullopt, std::nullopt};
       (void)ledger->admitContainer(pod, c);
     }
     std::printf("{\"tenants\":%zu,\"ledger_rss_kib\":%ld}\n", ledger->state()->pods.size(), residentKiB() - before);

@@ -65,6 +65,16 @@ class VridApiTest : public ::testing::Test {
     auto value = vrid_.fs().read(CgroupDir{hierarchy, *CgroupPath::parse(path)}, "cpuset.cpus");
     return value.ok() ? *value : "<" + value.error().message() + ">";
   }
+  // A Burstable pod as the CRI shim records it: with its sandbox bound.
+  bool admitShimPod(const std::string& uid, const std::string& sandbox) {
+    grpc::ClientContext context;
+    v1::AdmitPodRequest pod;
+    pod.set_pod_uid(uid);
+    pod.set_qos(v1::BURSTABLE);
+    pod.set_sandbox_id(sandbox);
+    v1::PodAllocation admitted;
+    return vrid_.admin->AdmitPod(&context, pod, &admitted).ok();
+  }
   void fakeQemu(const std::string& scope, int pid, const std::string& uuid, int vcpus) {
     vrid_.fakeQemu(scope, pid, uuid, vcpus);
   }
@@ -126,13 +136,8 @@ TEST_F(VridApiTest, EveryRefusalLeavesOneLogLineWithTheCallAndTheReason) {
 
 // A pod's sandbox (pause) cgroup runs on the shared pool: it narrows and widens with it at once.
 TEST_F(VridApiTest, ASandboxFollowsTheSharedPoolBothWays) {
-  grpc::ClientContext c1, c2, c3;
-  v1::AdmitPodRequest pod;
-  pod.set_pod_uid(kUid2);
-  pod.set_qos(v1::BURSTABLE);
-  pod.set_sandbox_id("5a5a");
-  v1::PodAllocation admitted;
-  ASSERT_TRUE(vrid_.admin->AdmitPod(&c1, pod, &admitted).ok());
+  grpc::ClientContext c2, c3;
+  ASSERT_TRUE(admitShimPod(kUid2, "5a5a"));
   const std::string sandbox = std::string("kubepods/burstable/pod") + kUid2 + "/5a5a";
   ASSERT_EQ(cpus("cpuset", sandbox), "0-7");
   v1::ContainerAllocation exclusive;
@@ -148,13 +153,8 @@ TEST_F(VridApiTest, ASandboxFollowsTheSharedPoolBothWays) {
 // A shim-run pod's container exited: the runtime removed its cgroup, and kubelet has not removed the
 // container yet. Reconcile leaves it gone (ownership everything), and does not call it drift.
 TEST_F(VridApiTest, ReconcileDoesNotRecreateAnExitedContainersCgroup) {
-  grpc::ClientContext c1, c2, c3;
-  v1::AdmitPodRequest pod;
-  pod.set_pod_uid(kUid2);
-  pod.set_qos(v1::BURSTABLE);
-  pod.set_sandbox_id("5a5a");
-  v1::PodAllocation admitted;
-  ASSERT_TRUE(vrid_.admin->AdmitPod(&c1, pod, &admitted).ok());
+  grpc::ClientContext c2, c3;
+  ASSERT_TRUE(admitShimPod(kUid2, "5a5a"));
   v1::ContainerAllocation allocation;
   ASSERT_TRUE(vrid_.admin->AdmitContainer(&c2, container(kUid2, v1::BURSTABLE, 100, 0, "e7e7"), &allocation).ok());
   const std::string path = std::string("kubepods/burstable/pod") + kUid2 + "/e7e7";

@@ -65,6 +65,26 @@ Result<std::unique_ptr<SqliteLedgerStore>> openLedger(const DaemonConfig& config
   return SqliteLedgerStore::open(path, config.durability, LedgerFile::kCreateIfAbsent);
 }
 
+// kubelet_cgroup_root must exist: kubelet refuses to start without its
+// --cgroup-root, and VRI, which makes kubepods below it when it owns
+// everything, does not make the root either. Said at start-up, by hierarchy.
+Result<void> checkKubeletRoot(const CgroupFs& fs, const CgroupBackend& backend, const DaemonConfig& config,
+                              Logger& log) {
+  const CgroupPath& root = config.layout.kubeletParent;
+  for (const std::string& hierarchy : backend.hierarchies()) {
+    if (fs.exists({hierarchy, root})) continue;
+    const std::string what = "kubelet_cgroup_root /" + root.str() + " does not exist in the " +
+                             (hierarchy.empty() ? std::string("unified") : hierarchy) + " hierarchy";
+    if (config.layout.ownership == Ownership::kEverything)
+      return Error::failedPrecondition(what +
+                                       ": VRI makes kubepods below it, not the root itself (kubelet, too, "
+                                       "refuses to start without its --cgroup-root); create it, or set "
+                                       "kubelet_cgroup_root to a cgroup that exists");
+    log.warning(what + ": pods are placed once kubelet has made it and kubepods below it");
+  }
+  return {};
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
@@ -90,6 +110,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_ASSIGN_OR_RETURN(auto backend,
                        backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion, config.v1Controllers));
   const CgroupVersion version = backend->version();
+  VRI_TRY(checkKubeletRoot(d->fs_, *backend, config, log));
   d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable, topology,
                                           config.sharedVcpuMilli, config.v1Controllers);
   NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything,

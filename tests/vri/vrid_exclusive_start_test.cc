@@ -125,6 +125,20 @@ TEST_F(VridExclusiveStartTest, AStateDirectoryThatIsNotVrisIsRefusedAndLeftAsItW
   EXPECT_EQ(modeOf(config.stateDir), 0700u);
 }
 
+// VRI makes kubepods below kubelet_cgroup_root when it owns everything, never the root itself: a root that does
+// not exist is named at start-up, with what to do; with kubelet owning its side, it is only a warning.
+TEST_F(VridExclusiveStartTest, AKubeletCgroupRootThatDoesNotExistIsNamedAtStartUp) {
+  vrid_.stop();
+  vrid_.config.layout.kubeletParent = *CgroupPath::parse("absent/root");
+  auto started = vrid_.start();
+  ASSERT_FALSE(started);
+  EXPECT_THAT(std::string(started.message()), HasSubstr("kubelet_cgroup_root /absent/root does not exist in the"));
+  EXPECT_THAT(std::string(started.message()), HasSubstr("create it"));
+  vrid_.config.layout.ownership = Ownership::kCpusetsAndMachine;
+  ASSERT_TRUE(vrid_.start());
+  EXPECT_THAT(vrid_.logText(), HasSubstr("pods are placed once kubelet has made it"));
+}
+
 TEST_F(VridExclusiveStartTest, ALostOrDamagedLedgerIsRefusedNamingTheFileUntilTheOperatorSaysInitLedger) {
   vrid_.stop();
   const std::string ledger = vrid_.config.ledgerPath();

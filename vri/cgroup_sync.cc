@@ -73,7 +73,9 @@ DesiredTree CgroupSync::nodeCgroups(const LedgerState& state) const {
 }
 
 void CgroupSync::dropExitedContainers(const LedgerState& state, DesiredTree& tree) const {
-  for (const auto& [uid, pod] : state.pods) {
+  for (const auto& entry : state.pods) {
+    const std::string& uid = entry.first;  // (clang 14's lambdas cannot capture bindings)
+    const PodRecord& pod = entry.second;
     if (!pod.containersGoOnlyByRuntime()) continue;
     const auto drop_if_gone = [&](const std::string& id) {
       auto path = kubeletNamer_->container(pod.spec.qos, uid, id);

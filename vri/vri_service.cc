@@ -55,8 +55,8 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
                       std::string(method) + " changes the ledger; use the admin socket");
 }
 
-grpc::Status VriService::GetNode(Context*, const v1::GetNodeRequest*, v1::Node* reply) {
-  fillNode(*node_.state(), node_.topology(), node_.facts(), *reply);
+grpc::Status VriService::getNode(v1::Node& reply) const {
+  fillNode(*node_.state(), node_.topology(), node_.facts(), reply);
   return grpc::Status::OK;
 }
 
@@ -93,53 +93,128 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
   return reactor;
 }
 
-VriService::Reactor* VriService::AdmitPod(CallbackContext* c, const v1::AdmitPodRequest* r, v1::PodAllocation* reply) {
-  return decide(c, "AdmitPod", [this, r, reply] { return admitPod(*r, *reply); });
+namespace {
+
+bool parseBytes(const grpc::ByteBuffer& in, google::protobuf::Message& message) {
+  std::vector<grpc::Slice> slices;
+  if (!in.Dump(&slices).ok()) return false;
+  std::string bytes;
+  for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  return message.ParseFromString(bytes);
 }
 
-VriService::Reactor* VriService::AdmitContainer(CallbackContext* c, const v1::AdmitContainerRequest* r,
-                                                v1::ContainerAllocation* reply) {
-  return decide(c, "AdmitContainer", [this, r, reply] { return admitContainer(*r, *reply); });
+grpc::ByteBuffer toBytes(const google::protobuf::Message& message) {
+  grpc::Slice slice(message.SerializeAsString());
+  return grpc::ByteBuffer(&slice, 1);
 }
 
-VriService::Reactor* VriService::ResizeContainer(CallbackContext* c, const v1::AdmitContainerRequest* r,
-                                                 v1::ContainerAllocation* reply) {
-  return decide(c, "ResizeContainer", [this, r, reply] { return resizeContainer(*r, *reply); });
+}  // namespace
+
+template <typename Request, typename Reply>
+VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
+                                       bool decides, std::function<grpc::Status(const Request&, Reply&)> call) {
+  auto request = std::make_shared<Request>();
+  if (!parseBytes(*in, *request)) {
+    const grpc::Status bad(
+        grpc::StatusCode::INVALID_ARGUMENT,
+        std::string(method) + ": the request does not parse as " + Request::descriptor()->full_name());
+    logRefusal(method, bad);
+    Reactor* reactor = context->DefaultReactor();
+    reactor->Finish(bad);
+    return reactor;
+  }
+  auto answer = [request, out, call = std::move(call)] {
+    Reply reply;
+    grpc::Status status = call(*request, reply);
+    if (status.ok()) *out = toBytes(reply);
+    return status;
+  };
+  if (decides) return decide(context, method, std::move(answer));
+  Reactor* reactor = context->DefaultReactor();
+  reactor->Finish(answer());
+  return reactor;
 }
 
-VriService::Reactor* VriService::ReleaseContainer(CallbackContext* c, const v1::ReleaseContainerRequest* r,
-                                                  v1::Released* reply) {
-  return decide(c, "ReleaseContainer", [this, r, reply] { return releaseContainer(*r, *reply); });
+VriService::Reactor* VriService::GetNode(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::GetNodeRequest, v1::Node>(c, "GetNode", in, out, false,
+                                             [this](const auto&, auto& reply) { return getNode(reply); });
 }
 
-VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const v1::ReleasePodRequest* r, v1::Released* reply) {
-  return decide(c, "ReleasePod", [this, r, reply] { return releasePod(*r, *reply); });
+VriService::Reactor* VriService::AdmitPod(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::AdmitPodRequest, v1::PodAllocation>(
+      c, "AdmitPod", in, out, true, [this](const auto& r, auto& reply) { return admitPod(r, reply); });
 }
 
-VriService::Reactor* VriService::AdmitVm(CallbackContext* c, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
-  return decide(c, "AdmitVm", [this, r, reply] { return vmDecision(*r, *reply, &NodeManager::admitVm); });
+VriService::Reactor* VriService::AdmitContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::AdmitContainerRequest, v1::ContainerAllocation>(
+      c, "AdmitContainer", in, out, true, [this](const auto& r, auto& reply) { return admitContainer(r, reply); });
 }
 
-VriService::Reactor* VriService::ReserveVm(CallbackContext* c, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
-  return decide(c, "ReserveVm", [this, r, reply] { return vmDecision(*r, *reply, &NodeManager::reserveVm); });
+VriService::Reactor* VriService::ResizeContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::AdmitContainerRequest, v1::ContainerAllocation>(
+      c, "ResizeContainer", in, out, true, [this](const auto& r, auto& reply) { return resizeContainer(r, reply); });
 }
 
-VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const v1::AdmitVmRequest* r, v1::VmAllocation* reply) {
-  return decide(c, "ResizeVm", [this, r, reply] { return vmDecision(*r, *reply, &NodeManager::resizeVm); });
+VriService::Reactor* VriService::ReleaseContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::ReleaseContainerRequest, v1::Released>(
+      c, "ReleaseContainer", in, out, true, [this](const auto& r, auto& reply) { return releaseContainer(r, reply); });
 }
 
-VriService::Reactor* VriService::VmStarted(CallbackContext* c, const v1::VmStartedRequest* r,
-                                           v1::VmStartedReply* reply) {
-  return decide(c, "VmStarted", [this, r, reply] { return vmStarted(*r, *reply); });
+VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::ReleasePodRequest, v1::Released>(
+      c, "ReleasePod", in, out, true, [this](const auto& r, auto& reply) { return releasePod(r, reply); });
 }
 
-VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const v1::ReleaseVmRequest* r, v1::Released*) {
-  return decide(c, "ReleaseVm", [this, r] {
-    if (!isUuid(r->uuid()))
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "uuid: not a UUID: " + quoteForMessage(r->uuid()));
-    auto released = node_.releaseVm(r->uuid());
-    return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
+VriService::Reactor* VriService::AdmitVm(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::AdmitVmRequest, v1::VmAllocation>(c, "AdmitVm", in, out, true, [this](const auto& r, auto& reply) {
+    return vmDecision(r, reply, &NodeManager::admitVm);
   });
+}
+
+VriService::Reactor* VriService::ReserveVm(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::AdmitVmRequest, v1::VmAllocation>(c, "ReserveVm", in, out, true, [this](const auto& r, auto& reply) {
+    return vmDecision(r, reply, &NodeManager::reserveVm);
+  });
+}
+
+VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::AdmitVmRequest, v1::VmAllocation>(c, "ResizeVm", in, out, true, [this](const auto& r, auto& reply) {
+    return vmDecision(r, reply, &NodeManager::resizeVm);
+  });
+}
+
+VriService::Reactor* VriService::VmStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::VmStartedRequest, v1::VmStartedReply>(
+      c, "VmStarted", in, out, true, [this](const auto& r, auto& reply) { return vmStarted(r, reply); });
+}
+
+VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::ReleaseVmRequest, v1::Released>(c, "ReleaseVm", in, out, true,
+                                                   [this](const auto& r, auto&) { return releaseVm(r); });
+}
+
+VriService::Reactor* VriService::ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::ListTenantsRequest, v1::TenantList>(
+      c, "ListTenants", in, out, false, [this](const auto& r, auto& reply) { return listTenants(r, reply); });
+}
+
+VriService::Reactor* VriService::GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::GetTenantRequest, v1::Tenant>(c, "GetTenant", in, out, false,
+                                                 [this](const auto& r, auto& reply) { return getTenant(r, reply); });
+}
+
+// Even a dry run scans the whole node under the decision lock: the admin
+// socket's alone, so that anyone on the read-only socket cannot slow every decision.
+VriService::Reactor* VriService::Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve<v1::ReconcileRequest, v1::ReconcileReply>(
+      c, "Reconcile", in, out, true, [this](const auto& r, auto& reply) { return reconcile(r, reply); });
+}
+
+grpc::Status VriService::releaseVm(const v1::ReleaseVmRequest& r) {
+  if (!isUuid(r.uuid()))
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "uuid: not a UUID: " + quoteForMessage(r.uuid()));
+  auto released = node_.releaseVm(r.uuid());
+  return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
 }
 
 grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply) {
@@ -314,7 +389,9 @@ grpc::Status VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmSt
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, v1::TenantList* reply) {
+grpc::Status VriService::listTenants(const v1::ListTenantsRequest& request, v1::TenantList& out) const {
+  const v1::ListTenantsRequest* r = &request;
+  v1::TenantList* reply = &out;
   const StatePtr s = node_.state();
   const CpuSet shared = s->shared();
   if (r->kind() != v1::ListTenantsRequest::VMS) {
@@ -329,7 +406,9 @@ grpc::Status VriService::ListTenants(Context*, const v1::ListTenantsRequest* r, 
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::GetTenant(Context*, const v1::GetTenantRequest* r, v1::Tenant* reply) {
+grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tenant& out) const {
+  const v1::GetTenantRequest* r = &request;
+  v1::Tenant* reply = &out;
   const StatePtr s = node_.state();
   const CpuSet shared = s->shared();
   switch (r->key_case()) {
@@ -372,20 +451,12 @@ grpc::Status VriService::Watch(Context* context, const v1::WatchRequest*, grpc::
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::Reconcile(Context*, const v1::ReconcileRequest* r, v1::ReconcileReply* reply) {
-  // Even a dry run scans the whole node under the decision lock: the admin
-  // socket's alone, so that anyone on the read-only socket cannot slow every decision.
-  if (auto denied = denyOnReadOnly("Reconcile"); !denied.ok()) {
-    logRefusal("Reconcile", denied);
-    return denied;
-  }
-  if (!gate_.enter()) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down");
-  auto report = node_.reconcile(r->dry_run());
-  gate_.leave();
+grpc::Status VriService::reconcile(const v1::ReconcileRequest& r, v1::ReconcileReply& reply) {
+  auto report = node_.reconcile(r.dry_run());
   if (!report.ok()) return toGrpcStatus(report.error());
-  for (const auto& line : report->drift) reply->add_drift(line);
-  for (const auto& line : report->operations) reply->add_operations(line);
-  for (const auto& line : report->notes) reply->add_notes(line);
+  for (const auto& line : report->drift) reply.add_drift(line);
+  for (const auto& line : report->operations) reply.add_operations(line);
+  for (const auto& line : report->notes) reply.add_notes(line);
   return grpc::Status::OK;
 }
 

@@ -16,14 +16,20 @@ namespace vri {
 
 enum class SocketAccess { kReadOnly, kAdmin };
 
-// The calls that decide are served with gRPC's callback API and run on one
-// thread of the service's own (a one-thread WorkerPool), which finishes each call; the
-// readers stay synchronous: they take the ledger's state in O(1) and never wait.
-using VriServiceBase = v1::Vri::WithCallbackMethod_AdmitPod<v1::Vri::WithCallbackMethod_AdmitContainer<
-    v1::Vri::WithCallbackMethod_ResizeContainer<v1::Vri::WithCallbackMethod_ReleaseContainer<
-        v1::Vri::WithCallbackMethod_ReleasePod<v1::Vri::WithCallbackMethod_AdmitVm<
-            v1::Vri::WithCallbackMethod_ReserveVm<v1::Vri::WithCallbackMethod_ResizeVm<
-                v1::Vri::WithCallbackMethod_VmStarted<v1::Vri::WithCallbackMethod_ReleaseVm<v1::Vri::Service>>>>>>>>>>;
+// Every unary call is served raw: vrid parses the request itself, so bytes
+// that are not the call's message get INVALID_ARGUMENT with the reason (gRPC's
+// own parsing answers UNIMPLEMENTED or INTERNAL, with no message). The calls
+// that decide run on one thread of the service's own (a one-thread
+// WorkerPool), which finishes each call; the readers answer at once: they take
+// the ledger's state in O(1) and never wait. Watch streams, synchronously.
+using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
+    v1::Vri::WithRawCallbackMethod_AdmitPod<v1::Vri::WithRawCallbackMethod_AdmitContainer<
+        v1::Vri::WithRawCallbackMethod_ResizeContainer<v1::Vri::WithRawCallbackMethod_ReleaseContainer<
+            v1::Vri::WithRawCallbackMethod_ReleasePod<v1::Vri::WithRawCallbackMethod_AdmitVm<
+                v1::Vri::WithRawCallbackMethod_ReserveVm<v1::Vri::WithRawCallbackMethod_ResizeVm<
+                    v1::Vri::WithRawCallbackMethod_VmStarted<v1::Vri::WithRawCallbackMethod_ReleaseVm<
+                        v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
+                            v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::Service>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -39,29 +45,38 @@ class VriService final : public VriServiceBase {
   using Context = grpc::ServerContext;
   using CallbackContext = grpc::CallbackServerContext;
   using Reactor = grpc::ServerUnaryReactor;
-  grpc::Status GetNode(Context*, const v1::GetNodeRequest*, v1::Node* reply) override;
-  Reactor* AdmitPod(CallbackContext*, const v1::AdmitPodRequest* request, v1::PodAllocation* reply) override;
-  Reactor* AdmitContainer(CallbackContext*, const v1::AdmitContainerRequest* request,
-                          v1::ContainerAllocation* reply) override;
-  Reactor* ResizeContainer(CallbackContext*, const v1::AdmitContainerRequest* request,
-                           v1::ContainerAllocation* reply) override;
-  Reactor* ReleaseContainer(CallbackContext*, const v1::ReleaseContainerRequest* request, v1::Released*) override;
-  Reactor* ReleasePod(CallbackContext*, const v1::ReleasePodRequest* request, v1::Released*) override;
-  Reactor* AdmitVm(CallbackContext*, const v1::AdmitVmRequest* request, v1::VmAllocation* reply) override;
-  Reactor* ReserveVm(CallbackContext*, const v1::AdmitVmRequest* request, v1::VmAllocation* reply) override;
-  Reactor* ResizeVm(CallbackContext*, const v1::AdmitVmRequest* request, v1::VmAllocation* reply) override;
-  Reactor* VmStarted(CallbackContext*, const v1::VmStartedRequest* request, v1::VmStartedReply* reply) override;
-  Reactor* ReleaseVm(CallbackContext*, const v1::ReleaseVmRequest* request, v1::Released*) override;
-  grpc::Status ListTenants(Context*, const v1::ListTenantsRequest* request, v1::TenantList* reply) override;
-  grpc::Status GetTenant(Context*, const v1::GetTenantRequest* request, v1::Tenant* reply) override;
+  using Bytes = grpc::ByteBuffer;
+  Reactor* GetNode(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* AdmitPod(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* AdmitContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ResizeContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ReleaseContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ReleasePod(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* AdmitVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ReserveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ResizeVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* VmStarted(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ReleaseVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status Watch(Context* context, const v1::WatchRequest*, grpc::ServerWriter<v1::Event>* writer) override;
-  grpc::Status Reconcile(Context*, const v1::ReconcileRequest* request, v1::ReconcileReply* reply) override;
 
  private:
   // One line for a refused call: which call, on which socket, and why.
   void logRefusal(const char* method, const grpc::Status& status) const;
   // Runs `call` on the decision thread and finishes the call with its status.
   Reactor* decide(CallbackContext* context, const char* method, std::function<grpc::Status()> call);
+  // Parses `in` as `Request` (INVALID_ARGUMENT, logged, when it is not one), runs `call` on the decision
+  // thread (`decides`) or at once, and serializes its reply into `out`.
+  template <typename Request, typename Reply>
+  Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, bool decides,
+                 std::function<grpc::Status(const Request&, Reply&)> call);
+  grpc::Status getNode(v1::Node& reply) const;
+  grpc::Status listTenants(const v1::ListTenantsRequest& request, v1::TenantList& reply) const;
+  grpc::Status getTenant(const v1::GetTenantRequest& request, v1::Tenant& reply) const;
+  grpc::Status reconcile(const v1::ReconcileRequest& request, v1::ReconcileReply& reply);
+  grpc::Status releaseVm(const v1::ReleaseVmRequest& request);
   grpc::Status admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply);
   grpc::Status admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
   grpc::Status resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);

@@ -128,7 +128,8 @@ class VridV2Test : public ::testing::Test {
     v1::ReconcileRequest request;
     request.set_dry_run(dryRun);
     v1::ReconcileReply reply;
-    EXPECT_TRUE(stub_->Reconcile(&context, request, &reply).ok());
+    const grpc::Status status = stub_->Reconcile(&context, request, &reply);
+    EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message() << "\n" << vrid_->log();
     return reply;
   }
 

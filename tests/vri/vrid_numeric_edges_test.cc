@@ -5,6 +5,7 @@
 // names the field) and leave the ledger and the cgroupfs exactly as they were;
 // an answer must leave the ledger's sums consistent and every cgroup value
 // writable, and is undone before the next case. The ledger then loads again.
+#include <gmock/gmock.h>
 #include <google/protobuf/descriptor.h>
 #include <google/protobuf/text_format.h>
 #include <gtest/gtest.h>
@@ -14,6 +15,7 @@
 #include <map>
 
 #include "tests/support/directory_snapshot.h"
+#include "tests/support/generic_call.h"
 #include "tests/vri/daemon_harness.h"
 
 namespace vri {
@@ -358,6 +360,25 @@ TEST_F(VridNumericEdgesTest, EveryNumericFieldAtItsEdgesIsRefusedClearlyOrAnswer
   // What the sweep left loads again, with nothing to report.
   ASSERT_TRUE(vrid_.restart());
   EXPECT_TRUE(vrid_.daemon().loadProblems().empty());
+}
+
+// Bytes that are not the call's message: INVALID_ARGUMENT with the reason, on either socket, and nothing decided.
+TEST_F(VridNumericEdgesTest, UnparsableRequestsAreInvalidArgumentWithTheReason) {
+  const std::string before = ledgerView();
+  for (const std::string& socket : {vrid_.config.socket, vrid_.config.adminSocket}) {
+    grpc::GenericStub stub(testing::DaemonHarness::channel(socket));
+    for (const char* method : {"AdmitContainer", "AdmitVm", "ReleaseVm", "GetNode", "ListTenants", "Reconcile"}) {
+      grpc::ClientContext context;
+      testing::GenericCall call(stub, context, std::string("/vri.v1.Vri/") + method,
+                                {std::string("\xff\xff\xff\x0f", 4)});
+      ASSERT_TRUE(call.wait());
+      EXPECT_EQ(call.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+          << socket << " " << method << ": " << call.status.error_message();
+      EXPECT_THAT(call.status.error_message(), ::testing::HasSubstr("does not parse as vri.v1.")) << method;
+    }
+  }
+  EXPECT_EQ(ledgerView(), before);
+  EXPECT_THAT(vrid_.logText(), ::testing::HasSubstr("AdmitContainer refused on the admin socket: INVALID_ARGUMENT"));
 }
 
 }  // namespace

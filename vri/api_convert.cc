@@ -35,9 +35,13 @@ Result<void> checkPodUid(const std::string& uid) { return validatePodUid(uid).co
 // "namespace/name": a namespace of at most 63 characters and a name of at most 253.
 Result<std::string> podName(const std::string& name, const std::string& uid) {
   if (name.empty()) return uid;
-  if (name.size() > 63 + 1 + 253 ||
+  const size_t slash = name.find('/');
+  const size_t namespace_length = slash == std::string::npos ? 0 : slash;
+  const size_t name_length = slash == std::string::npos ? name.size() : name.size() - slash - 1;
+  if (namespace_length > 63 || name_length > 253 ||
       std::any_of(name.begin(), name.end(), [](unsigned char c) { return c < 0x20 || c == 0x7f; }))
-    return Error::invalidArgument("pod_name: not a namespace/name: " + quoteForMessage(name));
+    return Error::invalidArgument("pod_name: not a namespace (at most 63 characters) / name (at most 253): " +
+                                  quoteForMessage(name));
   return name;
 }
 

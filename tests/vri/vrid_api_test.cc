@@ -444,6 +444,25 @@ TEST_F(VridApiTest, ServesHealth) {
   EXPECT_EQ(status.status(), grpc::health::v1::HealthCheckResponse::SERVING);
 }
 
+// Six 900 KB names each fit a request, and together would make every list too large to answer.
+TEST_F(VridApiTest, APodNameIsANamespaceAndANameAndNoLonger) {
+  for (const std::string& name :
+       {std::string(900 << 10, 'x'), "shop/" + std::string(254, 'w'), std::string("a/b\nc")}) {
+    grpc::ClientContext context;
+    v1::AdmitContainerRequest r = container(kUid, v1::BURSTABLE, 100, 0);
+    r.set_pod_name(name);
+    v1::ContainerAllocation reply;
+    const grpc::Status status = vrid_.admin->AdmitContainer(&context, r, &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << name.size();
+    EXPECT_THAT(status.error_message(), HasSubstr("pod_name"));
+  }
+  grpc::ClientContext context;
+  v1::AdmitContainerRequest r = container(kUid, v1::BURSTABLE, 100, 0);
+  r.set_pod_name(std::string(63, 'n') + "/" + std::string(253, 'p'));
+  v1::ContainerAllocation reply;
+  EXPECT_TRUE(vrid_.admin->AdmitContainer(&context, r, &reply).ok());
+}
+
 TEST_F(VridApiTest, SurvivesOversizedMessagesAndGarbageBytes) {
   grpc::ClientContext c1;
   v1::AdmitContainerRequest huge = container(kUid, v1::BURSTABLE, 100, 0);

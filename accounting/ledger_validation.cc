@@ -41,12 +41,18 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
       continue;
     }
     if (pod.containersGoOnlyByRuntime()) continue;
+    size_t released = 0;
     for (const auto& [name, c] : pod.containers) {
       if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;
       if (ledger.releaseContainer(uid, name).ok()) {
+        ++released;
         report.released.push_back("container " + pod.spec.name + "/" + name + ": its cgroup is gone; released");
       }
     }
+    // Its last containers gone (an admit cut off before its writes, with only the pod's cgroup made): nothing
+    // is left of the pod either, and no runtime will release an empty pod it never ran.
+    if (released > 0 && released == pod.containers.size() && ledger.releasePod(uid).ok())
+      report.released.push_back("pod " + pod.spec.name + ": none of its containers is left; released");
   }
   std::set<std::string> running_vms;
   for (const ScannedVm& vm : scan.vms) running_vms.insert(vm.uuid);

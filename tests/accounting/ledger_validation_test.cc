@@ -133,6 +133,30 @@ TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
   EXPECT_THAT(report.unresolved[2], HasSubstr("no QEMU process"));
 }
 
+// An admit cut off after its commit, before its container's cgroup was made: the pod's cgroup exists, the
+// container's does not. Both go, not an empty pod that nothing would ever release.
+TEST(LedgerValidationTest, APodWhoseContainersAreAllGoneGoesWithThem) {
+  testing::TempDir tmp;
+  const auto topo =
+      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:2 pu:2")).value());
+  LedgerConfig config;
+  config.pool.reserved.cpus = CpuSet{0};
+  auto ledger =
+      std::move(
+          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
+  const PodSpec pod{"cut", "ns/cut", QosClass::kBurstable, 0, 0};
+  ASSERT_TRUE(ledger->admitContainer(pod, {"web", "aaa1", false, 100, 0, std::nullopt, std::nullopt}).ok());
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
+  makeGroup(fs, path("kubepods/burstable/podcut"), topo->onlineCpus());
+  auto scan = scanNode(fs, *makeV1Backend({{"cpuset", "cpuset"}}), TreeLayout{});
+  ASSERT_TRUE(scan.ok());
+  const ValidationReport report = validateLedger(*ledger, *scan);
+  EXPECT_THAT(report.released, Contains(HasSubstr("container ns/cut/web: its cgroup is gone")));
+  EXPECT_THAT(report.released, Contains(HasSubstr("pod ns/cut: none of its containers is left")));
+  EXPECT_EQ(ledger->state()->pod("cut"), nullptr);
+}
+
 // A release committed just before a crash, its cgroup still there: a pod run through the shim
 // does not get the container back under its runtime id; the shim adopts what containerd still runs.
 TEST(LedgerValidationTest, AShimRunPodsUnknownContainerIsLeftToTheShim) {

@@ -6,6 +6,7 @@
 #include <sstream>
 #include <vector>
 
+#include "cgroup-model/amount_limits.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/text.h"
 
@@ -212,22 +213,16 @@ Result<void> validateMemoryParts(const VmSpec& vm) {
   const std::string who = "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name) + ": ";
   uint64_t sum = 0;
   for (const VmMemoryPart& part : vm.memoryParts) {
-    if (part.pageSize != 0 && (part.pageSize & (part.pageSize - 1)) != 0)
-      return Error::invalidArgument(who + "not a page size: " + std::to_string(part.pageSize));
     if (part.guestCell != VmMemoryPart::kNoCell &&
         std::none_of(vm.cells.begin(), vm.cells.end(), [&](const GuestCell& c) { return c.id == part.guestCell; })) {
       return Error::invalidArgument(who + "memory_parts.guest_cell: memory of guest cell " +
                                     std::to_string(part.guestCell) + ", which the VM does not have (cells)");
     }
-    for (int node : part.hostNodes) {
-      if (node < 0 || node >= CpuSet::kMaxCpus)
-        return Error::invalidArgument(who + "no NUMA node " + std::to_string(node));
-    }
-    sum += part.bytes;
+    VRI_ASSIGN_OR_RETURN(sum, addBytes(who + "memory_parts.bytes: their sum", sum, part.bytes));
   }
   if (!vm.memoryParts.empty() && sum != vm.memoryBytes) {
-    return Error::invalidArgument(who + "its memory parts add up to " + std::to_string(sum) + " bytes, not " +
-                                  std::to_string(vm.memoryBytes));
+    return Error::invalidArgument(who + "memory_parts: they add up to " + std::to_string(sum) +
+                                  " bytes, not memory_bytes " + std::to_string(vm.memoryBytes));
   }
   for (size_t i = 0; i < vm.cells.size(); ++i) {
     for (size_t j = 0; j < i; ++j) {

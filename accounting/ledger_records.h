@@ -88,7 +88,8 @@ struct VmSpec {
 
 // The spec's memory as parts, in either form.
 std::vector<VmMemoryPart> memoryPartsOf(const VmSpec& vm);
-// Refuses parts that do not add up to memoryBytes or name cells the VM lacks.
+// Refuses parts that do not add up to memoryBytes, name cells the VM lacks, or
+// cells that overlap. (Each part's own amounts: checkVmAmounts.)
 Result<void> validateMemoryParts(const VmSpec& vm);
 
 struct VmRecord {

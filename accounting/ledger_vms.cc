@@ -199,6 +199,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
 
 Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, const VmSpec& vm) const {
   VRI_TRY(checkVmAmounts(vm));
+  VRI_TRY(validateMemoryParts(vm));
   VRI_TRY(checkVmNodesExist(vm));
   const VmRecord* known = from->vm(vm.uuid);
   if (known == nullptr) return Error::notFound("no VM " + quoteForMessage(vm.uuid));

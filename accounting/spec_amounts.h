@@ -12,8 +12,8 @@ namespace vri {
 
 Result<void> checkPodAmounts(const PodSpec& pod);
 Result<void> checkContainerAmounts(const ContainerSpec& container);
-// vcpus, memory_bytes, hugepage_size, strict_numa_nodes and memory_parts (each
-// part's bytes and page size, and their sum).
+// vcpus, memory_bytes, hugepage_size, strict_numa_nodes and each memory part's
+// bytes, page size and nodes (their sum is validateMemoryParts').
 Result<void> checkVmAmounts(const VmSpec& vm);
 
 }  // namespace vri

@@ -24,23 +24,6 @@ std::unique_ptr<grpc::ClientContext> upstreamContext(grpc::GenericCallbackServer
   return context;
 }
 
-grpc::ByteBuffer toBytes(const google::protobuf::MessageLite& message) {
-  grpc::Slice slice(message.SerializeAsString());
-  return grpc::ByteBuffer(&slice, 1);
-}
-
-std::string bytesText(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  (void)buffer.Dump(&slices);
-  std::string out;
-  for (const grpc::Slice& s : slices) out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return out;
-}
-
-bool fromBytes(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite& message) {
-  return message.ParseFromString(bytesText(buffer));
-}
-
 grpc::Status callUpstream(grpc::GenericStub& stub, grpc::ClientContext& context, const std::string& method,
                           const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
   std::promise<grpc::Status> done;

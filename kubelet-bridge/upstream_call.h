@@ -7,6 +7,8 @@
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/generic/generic_stub.h>
 
+#include "proto/grpc_bytes.h"
+
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,10 +24,6 @@ bool isReservedMetadataKey(std::string_view key);
 // destroyed before the caller's call finishes (a blocking call on a worker).
 // A call that may outlive that (the pass-through) carries cancellation itself.
 std::unique_ptr<grpc::ClientContext> upstreamContext(grpc::GenericCallbackServerContext& caller, bool linked = true);
-
-grpc::ByteBuffer toBytes(const google::protobuf::MessageLite& message);
-std::string bytesText(const grpc::ByteBuffer& buffer);
-bool fromBytes(const grpc::ByteBuffer& buffer, google::protobuf::MessageLite& message);
 
 // Blocks the calling thread (never a gRPC reaction) until the upstream answers.
 grpc::Status callUpstream(grpc::GenericStub& stub, grpc::ClientContext& context, const std::string& method,

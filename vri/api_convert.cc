@@ -2,7 +2,6 @@
 
 #include <algorithm>
 
-#include "accounting/spec_amounts.h"
 #include "cgroup-model/amount_limits.h"
 #include "cgroup-model/cgroup_values.h"
 #include "cgroup-model/quote.h"
@@ -54,10 +53,10 @@ Result<ContainerSpec> containerSpec(const std::string& name, const std::string& 
       (id.size() > 128 || id.starts_with(".") ||
        id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.:-") != std::string::npos))
     return Error::invalidArgument("container_id: not a runtime id: " + quoteForMessage(id));
+  // Amounts are checked by the ledger, on every decision that takes them.
   ContainerSpec spec{name, id, init, request, limit, std::nullopt, std::nullopt};
   if (memoryLimit > 0) spec.memoryLimitBytes = memoryLimit;
   if (memoryRequest > 0) spec.memoryRequestBytes = memoryRequest;
-  VRI_TRY(checkContainerAmounts(spec));
   return spec;
 }
 
@@ -97,9 +96,7 @@ Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const TreeLayout& layout) 
     qos = matched;
   }
   if (!qos) return Error::invalidArgument("qos: give the QoS class or the cgroup_parent");
-  PodSpec pod{r.pod_uid(), std::move(name), *qos, r.overhead_cpu_milli(), r.overhead_memory_bytes()};
-  VRI_TRY(checkPodAmounts(pod));
-  return pod;
+  return PodSpec{r.pod_uid(), std::move(name), *qos, r.overhead_cpu_milli(), r.overhead_memory_bytes()};
 }
 
 Result<ContainerSpec> containerFrom(const v1::AdmitContainerRequest& r) {
@@ -170,8 +167,6 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
         {p.guest_cell(), p.bytes(), p.page_size(), {p.host_nodes().begin(), p.host_nodes().end()}, p.device()});
   }
   vm.alignCells = r.align_cells();
-  VRI_TRY(checkVmAmounts(vm));
-  if (auto valid = validateMemoryParts(vm); !valid.ok()) return valid.error();
   return vm;
 }
 

@@ -159,9 +159,6 @@ Result<void> Daemon::serve() {
     builder.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     builder.RegisterService(&e.service);
     builder.SetMaxReceiveMessageSize(config_.maxRequestBytes);
-    // Decisions wait their turn: a sync server that lets its idle pollers exit (the default keeps 2) starts and
-    // ends a thread for nearly every call under concurrent callers. Keep enough of them alive.
-    builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 64);
     e.server = builder.BuildAndStart();
     if (!e.server) return Error::failedPrecondition("could not serve on " + e.path);
     VRI_TRY(e.claim.bound());

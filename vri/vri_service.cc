@@ -2,6 +2,7 @@
 
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
+#include "proto/grpc_bytes.h"
 #include "vri/api_convert.h"
 #include "vri/grpc_status.h"
 
@@ -55,7 +56,7 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
                       std::string(method) + " changes the ledger; use the admin socket");
 }
 
-grpc::Status VriService::getNode(v1::Node& reply) const {
+grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
   fillNode(*node_.state(), node_.topology(), node_.facts(), reply);
   return grpc::Status::OK;
 }
@@ -93,28 +94,11 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
   return reactor;
 }
 
-namespace {
-
-bool parseBytes(const grpc::ByteBuffer& in, google::protobuf::Message& message) {
-  std::vector<grpc::Slice> slices;
-  if (!in.Dump(&slices).ok()) return false;
-  std::string bytes;
-  for (const grpc::Slice& slice : slices) bytes.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
-  return message.ParseFromString(bytes);
-}
-
-grpc::ByteBuffer toBytes(const google::protobuf::Message& message) {
-  grpc::Slice slice(message.SerializeAsString());
-  return grpc::ByteBuffer(&slice, 1);
-}
-
-}  // namespace
-
 template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
                                        bool decides, std::function<grpc::Status(const Request&, Reply&)> call) {
   auto request = std::make_shared<Request>();
-  if (!parseBytes(*in, *request)) {
+  if (!fromBytes(*in, *request)) {
     const grpc::Status bad(
         grpc::StatusCode::INVALID_ARGUMENT,
         std::string(method) + ": the request does not parse as " + Request::descriptor()->full_name());
@@ -135,82 +119,84 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
   return reactor;
 }
 
+template <typename Request, typename Reply>
+VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
+                                       bool decides, grpc::Status (VriService::*call)(const Request&, Reply&)) {
+  return serve<Request, Reply>(context, method, in, out, decides,
+                               [this, call](const Request& r, Reply& reply) { return (this->*call)(r, reply); });
+}
+
 VriService::Reactor* VriService::GetNode(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::GetNodeRequest, v1::Node>(c, "GetNode", in, out, false,
-                                             [this](const auto&, auto& reply) { return getNode(reply); });
+  return serve(c, "GetNode", in, out, false, &VriService::getNode);
 }
 
 VriService::Reactor* VriService::AdmitPod(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::AdmitPodRequest, v1::PodAllocation>(
-      c, "AdmitPod", in, out, true, [this](const auto& r, auto& reply) { return admitPod(r, reply); });
+  return serve(c, "AdmitPod", in, out, true, &VriService::admitPod);
 }
 
 VriService::Reactor* VriService::AdmitContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::AdmitContainerRequest, v1::ContainerAllocation>(
-      c, "AdmitContainer", in, out, true, [this](const auto& r, auto& reply) { return admitContainer(r, reply); });
+  return serve(c, "AdmitContainer", in, out, true, &VriService::admitContainer);
 }
 
 VriService::Reactor* VriService::ResizeContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::AdmitContainerRequest, v1::ContainerAllocation>(
-      c, "ResizeContainer", in, out, true, [this](const auto& r, auto& reply) { return resizeContainer(r, reply); });
+  return serve(c, "ResizeContainer", in, out, true, &VriService::resizeContainer);
 }
 
 VriService::Reactor* VriService::ReleaseContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::ReleaseContainerRequest, v1::Released>(
-      c, "ReleaseContainer", in, out, true, [this](const auto& r, auto& reply) { return releaseContainer(r, reply); });
+  return serve(c, "ReleaseContainer", in, out, true, &VriService::releaseContainer);
 }
 
 VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::ReleasePodRequest, v1::Released>(
-      c, "ReleasePod", in, out, true, [this](const auto& r, auto& reply) { return releasePod(r, reply); });
+  return serve(c, "ReleasePod", in, out, true, &VriService::releasePod);
 }
 
 VriService::Reactor* VriService::AdmitVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::AdmitVmRequest, v1::VmAllocation>(c, "AdmitVm", in, out, true, [this](const auto& r, auto& reply) {
-    return vmDecision(r, reply, &NodeManager::admitVm);
-  });
+  return serve(c, "AdmitVm", in, out, true, &VriService::admitVm);
 }
 
 VriService::Reactor* VriService::ReserveVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::AdmitVmRequest, v1::VmAllocation>(c, "ReserveVm", in, out, true, [this](const auto& r, auto& reply) {
-    return vmDecision(r, reply, &NodeManager::reserveVm);
-  });
+  return serve(c, "ReserveVm", in, out, true, &VriService::reserveVm);
 }
 
 VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::AdmitVmRequest, v1::VmAllocation>(c, "ResizeVm", in, out, true, [this](const auto& r, auto& reply) {
-    return vmDecision(r, reply, &NodeManager::resizeVm);
-  });
+  return serve(c, "ResizeVm", in, out, true, &VriService::resizeVm);
 }
 
 VriService::Reactor* VriService::VmStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::VmStartedRequest, v1::VmStartedReply>(
-      c, "VmStarted", in, out, true, [this](const auto& r, auto& reply) { return vmStarted(r, reply); });
+  return serve(c, "VmStarted", in, out, true, &VriService::vmStarted);
 }
 
 VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::ReleaseVmRequest, v1::Released>(c, "ReleaseVm", in, out, true,
-                                                   [this](const auto& r, auto&) { return releaseVm(r); });
+  return serve(c, "ReleaseVm", in, out, true, &VriService::releaseVm);
 }
 
 VriService::Reactor* VriService::ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::ListTenantsRequest, v1::TenantList>(
-      c, "ListTenants", in, out, false, [this](const auto& r, auto& reply) { return listTenants(r, reply); });
+  return serve(c, "ListTenants", in, out, false, &VriService::listTenants);
 }
 
 VriService::Reactor* VriService::GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::GetTenantRequest, v1::Tenant>(c, "GetTenant", in, out, false,
-                                                 [this](const auto& r, auto& reply) { return getTenant(r, reply); });
+  return serve(c, "GetTenant", in, out, false, &VriService::getTenant);
 }
 
 // Even a dry run scans the whole node under the decision lock: the admin
 // socket's alone, so that anyone on the read-only socket cannot slow every decision.
 VriService::Reactor* VriService::Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve<v1::ReconcileRequest, v1::ReconcileReply>(
-      c, "Reconcile", in, out, true, [this](const auto& r, auto& reply) { return reconcile(r, reply); });
+  return serve(c, "Reconcile", in, out, true, &VriService::reconcile);
 }
 
-grpc::Status VriService::releaseVm(const v1::ReleaseVmRequest& r) {
+grpc::Status VriService::admitVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
+  return vmDecision(r, reply, &NodeManager::admitVm);
+}
+
+grpc::Status VriService::reserveVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
+  return vmDecision(r, reply, &NodeManager::reserveVm);
+}
+
+grpc::Status VriService::resizeVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
+  return vmDecision(r, reply, &NodeManager::resizeVm);
+}
+
+grpc::Status VriService::releaseVm(const v1::ReleaseVmRequest& r, v1::Released&) {
   if (!isUuid(r.uuid()))
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "uuid: not a UUID: " + quoteForMessage(r.uuid()));
   auto released = node_.releaseVm(r.uuid());
@@ -389,7 +375,7 @@ grpc::Status VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmSt
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::listTenants(const v1::ListTenantsRequest& request, v1::TenantList& out) const {
+grpc::Status VriService::listTenants(const v1::ListTenantsRequest& request, v1::TenantList& out) {
   const v1::ListTenantsRequest* r = &request;
   v1::TenantList* reply = &out;
   const StatePtr s = node_.state();
@@ -406,7 +392,7 @@ grpc::Status VriService::listTenants(const v1::ListTenantsRequest& request, v1::
   return grpc::Status::OK;
 }
 
-grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tenant& out) const {
+grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tenant& out) {
   const v1::GetTenantRequest* r = &request;
   v1::Tenant* reply = &out;
   const StatePtr s = node_.state();

@@ -72,11 +72,18 @@ class VriService final : public VriServiceBase {
   template <typename Request, typename Reply>
   Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, bool decides,
                  std::function<grpc::Status(const Request&, Reply&)> call);
-  grpc::Status getNode(v1::Node& reply) const;
-  grpc::Status listTenants(const v1::ListTenantsRequest& request, v1::TenantList& reply) const;
-  grpc::Status getTenant(const v1::GetTenantRequest& request, v1::Tenant& reply) const;
+  template <typename Request, typename Reply>
+  Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, bool decides,
+                 grpc::Status (VriService::*call)(const Request&, Reply&));
+  // What each call does, from its request to its reply.
+  grpc::Status getNode(const v1::GetNodeRequest& request, v1::Node& reply);
+  grpc::Status listTenants(const v1::ListTenantsRequest& request, v1::TenantList& reply);
+  grpc::Status getTenant(const v1::GetTenantRequest& request, v1::Tenant& reply);
   grpc::Status reconcile(const v1::ReconcileRequest& request, v1::ReconcileReply& reply);
-  grpc::Status releaseVm(const v1::ReleaseVmRequest& request);
+  grpc::Status admitVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
+  grpc::Status reserveVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
+  grpc::Status resizeVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
+  grpc::Status releaseVm(const v1::ReleaseVmRequest& request, v1::Released& reply);
   grpc::Status admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply);
   grpc::Status admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
   grpc::Status resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);

@@ -34,6 +34,20 @@ void makeGroup(FixtureCgroupFs& fs, const CgroupPath& p, const CpuSet& cpus) {
   ASSERT_TRUE(fs.write({"cpuset", p}, "cpuset.cpus", cpus.format()).ok());
 }
 
+// Two cores of two threads, CPU 0 reserved: the node of the smaller cases.
+std::shared_ptr<const Topology> fourCpus() {
+  return std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:2 pu:2")).value());
+}
+
+std::unique_ptr<Ledger> openLedger(const testing::TempDir& tmp, std::shared_ptr<const Topology> topo,
+                                   const CpuSet& reserved) {
+  LedgerConfig config;
+  config.pool.reserved.cpus = reserved;
+  return std::move(Ledger::open(std::move(topo), config,
+                                std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+      .value();
+}
+
 TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
   testing::TempDir tmp;
   const auto topo =
@@ -110,14 +124,8 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
 
 TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
   testing::TempDir tmp;
-  const auto topo =
-      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:2 pu:2")).value());
-  LedgerConfig config;
-  config.pool.reserved.cpus = CpuSet{0};
-  auto ledger =
-      std::move(
-          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
-          .value();
+  const auto topo = fourCpus();
+  auto ledger = openLedger(tmp, topo, CpuSet{0});
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
   makeGroup(fs, path("kubepods/podx/eee1"), CpuSet{0});                     // pinned to a reserved CPU
   makeGroup(fs, path("kubepods/burstable/pody/fff1"), topo->onlineCpus());  // the shared pool, as the node runs it
@@ -137,14 +145,8 @@ TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
 // container's does not. Both go, not an empty pod that nothing would ever release.
 TEST(LedgerValidationTest, APodWhoseContainersAreAllGoneGoesWithThem) {
   testing::TempDir tmp;
-  const auto topo =
-      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:2 pu:2")).value());
-  LedgerConfig config;
-  config.pool.reserved.cpus = CpuSet{0};
-  auto ledger =
-      std::move(
-          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
-          .value();
+  const auto topo = fourCpus();
+  auto ledger = openLedger(tmp, topo, CpuSet{0});
   const PodSpec pod{"cut", "ns/cut", QosClass::kBurstable, 0, 0};
   ASSERT_TRUE(ledger->admitContainer(pod, {"web", "aaa1", false, 100, 0, std::nullopt, std::nullopt}).ok());
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
@@ -161,14 +163,8 @@ TEST(LedgerValidationTest, APodWhoseContainersAreAllGoneGoesWithThem) {
 // does not get the container back under its runtime id; the shim adopts what containerd still runs.
 TEST(LedgerValidationTest, AShimRunPodsUnknownContainerIsLeftToTheShim) {
   testing::TempDir tmp;
-  const auto topo =
-      std::make_shared<const Topology>(std::move(loadSyntheticTopology("pack:1 numa:1 core:2 pu:2")).value());
-  LedgerConfig config;
-  config.pool.reserved.cpus = CpuSet{0};
-  auto ledger =
-      std::move(
-          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
-          .value();
+  const auto topo = fourCpus();
+  auto ledger = openLedger(tmp, topo, CpuSet{0});
   const PodSpec pod{"shim", "ns/shim", QosClass::kBurstable, 0, 0};
   ASSERT_TRUE(ledger->bindSandbox(pod, "5a5a").ok());
   ASSERT_TRUE(ledger->admitContainer(pod, {"web", "aaa1", false, 7, 0, std::nullopt, std::nullopt}).ok());

@@ -10,6 +10,7 @@
 #include <fstream>
 
 #include "cgroup-model/unix_socket.h"
+#include "tests/support/eventually.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {
@@ -28,19 +29,21 @@ class Shim {
                    log_, O_TRUNC, true)) {}
   ~Shim() { stop(SIGKILL); }
 
-  // Until it says "ready" (true) or exits (false).
+  // Until it says "ready" (true) or exits (false), within a deadline.
   bool ready() {
-    for (int i = 0; i < 200 * testing::timeScale(); ++i) {
-      if (readFile(log_).find("; ready") != std::string::npos) return true;
-      int status = 0;
-      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        return false;
-      }
-      ::usleep(50000);
-    }
-    return false;
+    bool exited = false;
+    testing::eventually(
+        [&] {
+          int status = 0;
+          if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+            pid_ = -1;
+            exitCode_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+            exited = true;
+          }
+          return exited || readFile(log_).find("; ready") != std::string::npos;
+        },
+        std::chrono::seconds(10 * testing::timeScale()));
+    return !exited && readFile(log_).find("; ready") != std::string::npos;
   }
   int stop(int signal = SIGTERM) {
     if (pid_ > 0) {

@@ -17,9 +17,11 @@
 #include <ctime>
 #include <filesystem>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "cgroup-model/unix_socket.h"
+#include "cgroup-model/version.h"
 #include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/shared_pool_follower.h"
@@ -52,6 +54,8 @@ std::shared_ptr<grpc::Channel> channelTo(const std::string& socket, bool quickRe
     args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
     args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   }
+  // vrid learns from it which shim version calls it.
+  args.SetUserAgentPrefix(vri::clientUserAgent("vri-cri-shim"));
   args.SetMaxReceiveMessageSize(kMessageLimit);
   args.SetMaxSendMessageSize(kMessageLimit);
   return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
@@ -70,6 +74,10 @@ bool positive(const std::string& text, int* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("%s\n", vri::versionLine("vri-cri-shim").c_str());
+    return 0;
+  }
   std::string listen = "/run/vri/cri.sock", containerd = "/run/containerd/containerd.sock",
               vrid = "/run/vri/admin.sock", version = "auto";
   int timeout_ms = 2000, workers = 4;

@@ -8,8 +8,10 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "cgroup-model/version.h"
 #include "libvirt-bridge/hook.h"
 #include "libvirt-bridge/xml_document.h"
 
@@ -30,6 +32,10 @@ std::string readStdin(size_t limit) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("%s\n", vri::versionLine("vri-hook").c_str());
+    return 0;
+  }
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "usage: vri-hook DOMAIN OPERATION SUB-OPERATION EXTRA < domain.xml\n"
@@ -48,6 +54,8 @@ int main(int argc, char** argv) {
   }
   grpc::ChannelArguments channel_args;
   channel_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
+  // vrid learns from it which hook version calls it.
+  channel_args.SetUserAgentPrefix(vri::clientUserAgent("vri-hook"));
   auto channel = grpc::CreateCustomChannel("unix:" + config->socket, grpc::InsecureChannelCredentials(), channel_args);
   auto stub = vri::v1::Vri::NewStub(channel);
   const vri::HookOutcome outcome = vri::runHook(*config, args, xml, *stub);

@@ -13,6 +13,7 @@
 #include "accounting/hwloc_topology.h"
 #include "accounting/sqlite_ledger_store.h"
 #include "cgroup-model/unix_socket.h"
+#include "cgroup-model/version.h"
 #include "vri/state_directory.h"
 
 namespace vri {
@@ -91,6 +92,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
                                               std::shared_ptr<const Topology> topology, const Clock& clock) {
   std::unique_ptr<Daemon> d(new Daemon(config, fs, log, clock));
   log.setLevel(config.logLevel);
+  log.info("vrid " + std::string(packageVersion()) + " starting");
   if (!topology) {
     VRI_ASSIGN_OR_RETURN(Topology loaded, loadTopology(config.topology).context("topology"));
     topology = std::make_shared<const Topology>(std::move(loaded));
@@ -142,8 +144,8 @@ Result<void> Daemon::serve() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   refusals_ = std::make_unique<RateLimitedLog>([this](const std::string& line) { log_.warning(line); }, clock_);
-  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_);
-  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_);
+  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_, clients_);
+  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_, clients_);
   struct Endpoint {
     const std::string& path;
     VriService& service;

@@ -47,7 +47,7 @@ class Daemon {
 
  private:
   Daemon(const DaemonConfig& config, CgroupFs& fs, Logger& log, const Clock& clock)
-      : config_(config), log_(log), fs_(fs), clock_(clock), events_(clock), calls_(clock) {}
+      : config_(config), log_(log), fs_(fs), clock_(clock), events_(clock), calls_(clock), clients_(clock) {}
   Result<void> serve();
   void reconcileLoop();
 
@@ -64,6 +64,7 @@ class Daemon {
   CallGate calls_;  // before the services, which count their calls in it
   std::unique_ptr<NodeManager> node_;
   std::unique_ptr<RateLimitedLog> refusals_;  // every refused call, one line each, rate-limited
+  ClientVersions clients_;                    // which clients called, in which version
   std::unique_ptr<VriService> readOnlyService_, adminService_;
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
   std::unique_ptr<LibvirtSync> libvirt_;  // null without libvirt_uri

@@ -7,7 +7,7 @@ namespace vri {
 
 std::string daemonUsage() {
   std::string out =
-      "usage: vrid [--config PATH] [--print-config] [--init-ledger] [--OPTION=VALUE ...]\n"
+      "usage: vrid [--config PATH] [--print-config] [--init-ledger] [--version] [--OPTION=VALUE ...]\n"
       "\n"
       "The VRI node resource manager. Options come from the config file (default /etc/vri/vrid.conf,\n"
       "`name = value` lines) and are overridden by flags of the same name (--reserved-cpus=0-1).\n"
@@ -30,6 +30,10 @@ Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
     std::string flag = args[i];
     if (flag == "--help" || flag == "-h") {
       command.help = true;
+      continue;
+    }
+    if (flag == "--version") {
+      command.version = true;
       continue;
     }
     if (flag == "--print-config") {

@@ -92,6 +92,7 @@ struct DaemonCommand {
   bool help = false;
   bool printConfig = false;
   bool initLedger = false;
+  bool version = false;
 };
 
 Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args);

@@ -2,6 +2,7 @@
 
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
+#include "cgroup-model/version.h"
 #include "proto/grpc_bytes.h"
 #include "vri/api_convert.h"
 #include "vri/grpc_status.h"
@@ -58,6 +59,13 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
 
 grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
   fillNode(*node_.state(), node_.topology(), node_.facts(), reply);
+  reply.set_version(std::string(packageVersion()));
+  for (const ClientVersion& client : clients_.list()) {
+    v1::ClientVersion& out = *reply.add_clients();
+    out.set_program(client.program);
+    out.set_version(client.version);
+    out.set_seconds_since_last_call(std::chrono::duration_cast<std::chrono::seconds>(client.sinceLastCall).count());
+  }
   return grpc::Status::OK;
 }
 
@@ -97,6 +105,8 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
 template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
                                        bool decides, std::function<grpc::Status(const Request&, Reply&)> call) {
+  if (const auto agent = context->client_metadata().find("user-agent"); agent != context->client_metadata().end())
+    clients_.record(std::string_view(agent->second.data(), agent->second.size()));
   auto request = std::make_shared<Request>();
   if (!fromBytes(*in, *request)) {
     const grpc::Status bad(

@@ -10,6 +10,7 @@
 #include "cgroup-model/worker_pool.h"
 #include "proto/vri.grpc.pb.h"
 #include "vri/call_gate.h"
+#include "vri/client_versions.h"
 #include "vri/node_manager.h"
 
 namespace vri {
@@ -34,12 +35,14 @@ using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
 class VriService final : public VriServiceBase {
  public:
   // `gate` counts the deciding calls in flight for shutdown; `refusals` takes one
-  // line per refused call (rate-limited). Both outlive the service.
-  VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals)
+  // line per refused call (rate-limited); `clients` learns each caller's version.
+  // All three outlive the service.
+  VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals, ClientVersions& clients)
       : node_(node),
         access_(access),
         gate_(gate),
         refusals_(refusals),
+        clients_(clients),
         kubeletNamer_(makeKubeletNamer(node.layout().driver, node.layout().kubeletParent)) {}
 
   using Context = grpc::ServerContext;
@@ -98,6 +101,7 @@ class VriService final : public VriServiceBase {
   SocketAccess access_;
   CallGate& gate_;
   RateLimitedLog& refusals_;
+  ClientVersions& clients_;
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
   WorkerPool decisions_{1};                           // last: destroyed first, after running what is queued
 };

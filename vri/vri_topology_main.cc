@@ -1,14 +1,20 @@
 // vri-topology: prints the topology VRI discovers and the CPU pools it would keep.
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "accounting/cpu_pools.h"
 #include "accounting/hwloc_topology.h"
+#include "cgroup-model/version.h"
 #include "vri/topology_command.h"
 #include "vri/topology_report.h"
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("%s\n", vri::versionLine("vri-topology").c_str());
+    return 0;
+  }
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto command = vri::parseTopologyCommand(args);
   if (!command.ok()) {

@@ -101,6 +101,12 @@ std::string formatNodeInfo(const v1::Node& n) {
   out += row("Allocator", std::string(option(n, "numa_fit") == "true" ? "VRI placement" : "kubelet packed") +
                               (option(n, "full_pcpus_only") == "true" ? ", full-pcpus-only" : ""));
   out += row("Tenants", std::to_string(n.pods()) + " pods, " + std::to_string(n.vms()) + " VMs");
+  out += row("vrid version", n.version());
+  // The clients that called this vrid since it started: after an upgrade, whether the hook
+  // and the shim that run are the ones installed.
+  for (const v1::ClientVersion& client : n.clients())
+    out += row("  " + client.program(),
+               client.version() + " (last call " + std::to_string(client.seconds_since_last_call()) + " s ago)");
   return out;
 }
 

@@ -6,8 +6,10 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
+#include "cgroup-model/version.h"
 #include "proto/vri.grpc.pb.h"
 #include "vri/vrictl_format.h"
 
@@ -57,6 +59,10 @@ int print(const Message& message, bool json, std::string (*format)(const Message
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc == 2 && std::string_view(argv[1]) == "--version") {
+    std::printf("%s\n", vri::versionLine("vrictl").c_str());
+    return 0;
+  }
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -77,7 +83,10 @@ int main(int argc, char** argv) {
   if (o.words.empty()) return usageError("no command given");
   const std::string command = o.words[0];
   const std::string target = "unix:" + o.socket;
-  auto stub = vri::v1::Vri::NewStub(grpc::CreateChannel(target, grpc::InsecureChannelCredentials()));
+  grpc::ChannelArguments channel_args;
+  channel_args.SetUserAgentPrefix(vri::clientUserAgent("vrictl"));
+  auto stub =
+      vri::v1::Vri::NewStub(grpc::CreateCustomChannel(target, grpc::InsecureChannelCredentials(), channel_args));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   const auto failed = [&](const grpc::Status& status) {

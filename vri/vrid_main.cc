@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/version.h"
 #include "vri/daemon.h"
 
 namespace {
@@ -30,6 +31,10 @@ int main(int argc, char** argv) {
   if (!command.ok()) return fail(command.error().message());
   if (command->help) {
     std::cout << vri::daemonUsage();
+    return 0;
+  }
+  if (command->version) {
+    std::cout << vri::versionLine("vrid") << "\n";
     return 0;
   }
   auto config = vri::loadDaemonConfig(*command);

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "cgroup-model/version.h"
 #include "proto/grpc_health_v1.grpc.pb.h"
 #include "tests/support/eventually.h"
 #include "tests/vri/vrid_api_fixture.h"
@@ -42,6 +43,25 @@ TEST_F(VridApiTest, NodeReportsTopologyCapacityPoolsAndOptions) {
   EXPECT_EQ(n.allocatable_memory_bytes(), (16ULL << 30) - (100ULL << 20));
   EXPECT_EQ(n.options().at("topology_manager_policy"), "none");
   EXPECT_EQ(n.options().at("ownership"), "everything");
+}
+
+TEST_F(VridApiTest, NodeReportsVridsVersionAndEachClientsFromItsUserAgent) {
+  EXPECT_EQ(node().version(), packageVersion());
+  EXPECT_EQ(node().clients_size(), 0);  // the harness's stubs send gRPC's own user agent only
+  grpc::ChannelArguments args;
+  args.SetUserAgentPrefix("vri-hook/9.9.9-1");
+  auto hook = v1::Vri::NewStub(
+      grpc::CreateCustomChannel("unix:" + vrid_.config.adminSocket, grpc::InsecureChannelCredentials(), args));
+  grpc::ClientContext context;
+  v1::ReleaseVmRequest release;
+  release.set_uuid(kVmUuid);
+  v1::Released released;
+  hook->ReleaseVm(&context, release, &released);  // any call counts, answered or refused
+  const v1::Node n = node();
+  ASSERT_EQ(n.clients_size(), 1);
+  EXPECT_EQ(n.clients(0).program(), "vri-hook");
+  EXPECT_EQ(n.clients(0).version(), "9.9.9-1");
+  EXPECT_LT(n.clients(0).seconds_since_last_call(), 60);
 }
 
 TEST_F(VridApiTest, ExclusiveAdmitShrinksTheSharedPoolInTheCgroupsAndIsIdempotent) {

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "accounting/sqlite_ledger_store.h"
+#include "cgroup-model/version.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/proto/reflection_client.grpc.pb.h"
 #include "tests/support/eventually.h"
@@ -19,6 +20,25 @@ using ::testing::HasSubstr;
 using testing::readFile;
 using testing::runCommand;
 using testing::VridProcess;
+
+TEST(ProgramVersionTest, EveryProgramAnswersVersionWithThePackagesVersion) {
+  testing::TempDir tmp;
+  std::string programs = VRI_PROGRAMS;
+  int seen = 0;
+  for (size_t start = 0; start < programs.size();) {
+    size_t end = programs.find(',', start);
+    if (end == std::string::npos) end = programs.size();
+    const std::string entry = programs.substr(start, end - start);
+    start = end + 1;
+    const std::string name = entry.substr(0, entry.find('=')), path = entry.substr(entry.find('=') + 1);
+    std::string out;
+    EXPECT_EQ(runCommand({path, "--version"}, &out, tmp.sub("out")), 0) << name << ": " << out;
+    EXPECT_EQ(out, name + " " + std::string(packageVersion()) + "\n");
+    ++seen;
+  }
+  EXPECT_EQ(seen, 6);
+  EXPECT_FALSE(packageVersion().empty());
+}
 
 std::unique_ptr<v1::Vri::Stub> stub(const std::string& socket) {
   return v1::Vri::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
@@ -109,6 +129,9 @@ TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "nodeinfo"}, &out, tmp.sub("out")), 0) << out;
   EXPECT_THAT(out, HasSubstr("CPUs online:"));
   EXPECT_THAT(out, HasSubstr("8 (0-7)"));
+  // vrid's version, and vrictl's own, learned from this very call's user agent.
+  EXPECT_THAT(out, ::testing::ContainsRegex("vrid version: +" + std::string(packageVersion()) + "\n"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("  vrictl: +" + std::string(packageVersion()) + " \\(last call"));
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "pool"}, &out, tmp.sub("out")), 0) << out;
   EXPECT_THAT(out, HasSubstr("Shared:"));
   EXPECT_THAT(out, HasSubstr("(8 CPUs)"));  // every cpuset with its count: "0" alone reads as "none"

@@ -1,10 +1,15 @@
 #include "accounting/sqlite_ledger_store.h"
 
+#include <fcntl.h>
 #include <sqlite3.h>
 #include <sys/stat.h>
+#include <unistd.h>
+
+#include <charconv>
 
 #include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
+#include "cgroup-model/version.h"
 
 namespace vri {
 
@@ -56,10 +61,109 @@ Result<bool> hasLedgerTables(sqlite3* db) {
   return tables == 2;
 }
 
+// The version the file says it has (meta.schema_version, a positive number).
+Result<int> readSchemaVersion(sqlite3* db) {
+  sqlite3_stmt* query = nullptr;
+  if (sqlite3_prepare_v2(db, "SELECT value FROM meta WHERE key = 'schema_version'", -1, &query, nullptr) != SQLITE_OK)
+    return sqliteError(db, "read the schema version");
+  const int rc = sqlite3_step(query);
+  const std::string text = rc == SQLITE_ROW && sqlite3_column_text(query, 0)
+                               ? reinterpret_cast<const char*>(sqlite3_column_text(query, 0))
+                               : "";
+  sqlite3_finalize(query);
+  if (rc != SQLITE_ROW && rc != SQLITE_DONE) return sqliteError(db, "read the schema version");
+  int version = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), version);
+  if (rc == SQLITE_DONE || error != std::errc() || end != text.data() + text.size() || version < 1)
+    return Error::failedPrecondition("its schema version " + quoteForMessage(text) + " is not a version");
+  return version;
+}
+
+Result<void> syncPath(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0) return Error::fromErrno(errno, "open " + path);
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  if (rc != 0) return Error::fromErrno(saved, "fsync " + path);
+  return {};
+}
+
+// A consistent copy of the open database at `to`, on the disk before it takes that name.
+Result<void> copyDatabase(sqlite3* db, const std::string& to) {
+  const std::string partial = to + ".partial";
+  ::unlink(partial.c_str());
+  sqlite3_stmt* vacuum = nullptr;
+  if (sqlite3_prepare_v2(db, "VACUUM INTO ?", -1, &vacuum, nullptr) != SQLITE_OK)
+    return sqliteError(db, "copy to " + to);
+  sqlite3_bind_text(vacuum, 1, partial.c_str(), -1, SQLITE_TRANSIENT);
+  const int rc = sqlite3_step(vacuum);
+  sqlite3_finalize(vacuum);
+  if (rc != SQLITE_DONE) {
+    ::unlink(partial.c_str());
+    return sqliteError(db, "copy to " + to);
+  }
+  VRI_TRY(syncPath(partial, O_RDONLY));
+  if (::rename(partial.c_str(), to.c_str()) != 0) return Error::fromErrno(errno, "rename " + partial + " to " + to);
+  const size_t slash = to.rfind('/');
+  return syncPath(slash == std::string::npos ? "." : to.substr(0, slash + 1), O_RDONLY | O_DIRECTORY);
+}
+
+// Brings the file from `from` up to `schema`: the copy first, then every step and the new
+// version in one transaction, so a failure leaves the file as it was.
+Result<void> migrate(sqlite3* db, const std::string& path, int from, const LedgerSchema& schema) {
+  VRI_TRY(copyDatabase(db, schemaBackupPath(path, from)).context("keeping the ledger before its upgrade"));
+  VRI_TRY(exec(db, "BEGIN IMMEDIATE"));
+  Result<void> done;
+  int at = from;
+  for (const SchemaStep& step : schema.steps) {
+    if (step.from < at) continue;
+    if (step.from != at) {
+      done = Error::internal("no schema step from version " + std::to_string(at));
+      break;
+    }
+    done = exec(db, step.sql.c_str()).context("schema step from version " + std::to_string(at));
+    if (!done.ok()) break;
+    ++at;
+  }
+  if (done.ok() && at != schema.version)
+    done = Error::internal("the schema steps end at version " + std::to_string(at) + ", not " +
+                           std::to_string(schema.version));
+  if (done.ok()) {
+    const std::string set =
+        "UPDATE meta SET value = '" + std::to_string(schema.version) + "' WHERE key = 'schema_version'";
+    done = exec(db, set.c_str());
+  }
+  if (done.ok()) done = exec(db, "COMMIT");
+  if (!done.ok()) {
+    (void)exec(db, "ROLLBACK");
+    return std::move(done).context("upgrading ledger " + path + " from schema version " + std::to_string(from) +
+                                   " (unchanged; its copy is " + schemaBackupPath(path, from) + ")");
+  }
+  return {};
+}
+
+// A file a newer VRI wrote: refused, with the way back.
+Error newerSchema(const std::string& path, int version, int known) {
+  const std::string backup = schemaBackupPath(path, known);
+  std::string message = "ledger " + path + " has schema version " + std::to_string(version) + ", and this vrid (" +
+                        std::string(packageVersion()) + ") reads up to version " + std::to_string(known) +
+                        ": a newer VRI upgraded it. Install that VRI again, or go back to this one with the copy "
+                        "made before the upgrade: ";
+  if (::access(backup.c_str(), F_OK) == 0)
+    message += "stop vrid, remove " + path + " and " + path + "-wal, and move " + backup + " to " + path +
+               " (tenants admitted since the upgrade are then adopted from their cgroups)";
+  else
+    message += "there is none at " + backup +
+               "; start vrid once with --init-ledger to set the file aside and "
+               "begin a new ledger (running tenants are adopted from their cgroups)";
+  return Error::failedPrecondition(message);
+}
+
 }  // namespace
 
 Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::string& path, Durability durability,
-                                                                   LedgerFile file) {
+                                                                   LedgerFile file, const LedgerSchema& schema) {
   const auto lost = [&](const std::string& what) {
     return Error::failedPrecondition("ledger " + path + " " + what +
                                      ": the tenants it held are not known. If it is lost for good, start vrid once "
@@ -96,22 +200,24 @@ Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::st
   auto tables = hasLedgerTables(db);
   if (!tables.ok()) return damaged(tables.error());
   if (!*tables && file == LedgerFile::kMustExist) return lost("has no ledger tables");
-  VRI_TRY(exec(db,
-               "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
-               "CREATE TABLE IF NOT EXISTS tenants (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL,"
-               " PRIMARY KEY (kind, id));"
-               "INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', '1');"));
-  VRI_TRY(store->prepare());
-  auto loaded = store->load();
-  if (!loaded.ok()) return damaged(loaded.error());
-  StoredLedger& stored = *loaded;
-  const std::string version = stored.meta.count("schema_version") ? stored.meta["schema_version"] : "";
-  if (version != std::to_string(kSchemaVersion)) {
-    // Version 1 is the first schema: anything else was written by a newer VRI.
-    return Error::failedPrecondition("ledger " + path + " has schema version " + quoteForMessage(version) +
-                                     "; this VRI reads version " + std::to_string(kSchemaVersion) +
-                                     " (it was written by a newer VRI)");
+  if (!*tables) {
+    const std::string create =
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+        "CREATE TABLE tenants (kind TEXT NOT NULL, id TEXT NOT NULL, body TEXT NOT NULL, PRIMARY KEY (kind, id));"
+        "INSERT INTO meta (key, value) VALUES ('schema_version', '" +
+        std::to_string(schema.version) + "');";
+    VRI_TRY(exec(db, ("BEGIN;" + create + "COMMIT;").c_str()));
+  } else {
+    auto version = readSchemaVersion(db);
+    if (!version.ok()) return damaged(version.error());
+    if (*version > schema.version) return newerSchema(path, *version, schema.version);
+    if (*version < schema.version) {
+      VRI_TRY(migrate(db, path, *version, schema));
+      store->upgradedFrom_ = *version;
+    }
   }
+  VRI_TRY(store->prepare());
+  if (auto loaded = store->load(); !loaded.ok()) return damaged(loaded.error());
   return store;
 }
 

@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "accounting/ledger_schema.h"
 #include "accounting/ledger_store.h"
 
 struct sqlite3;
@@ -28,14 +29,14 @@ enum class LedgerFile {
 
 class SqliteLedgerStore : public LedgerStore {
  public:
-  static constexpr int kSchemaVersion = 1;
-
   // The file is opened in exclusive locking mode: the process holds it alone,
   // and WAL keeps its index in the process's memory, not in a -shm file that
   // is mapped (a mapped file that cannot grow, on a full disk, would kill the
-  // process with SIGBUS). Errors name the file and say what to do.
+  // process with SIGBUS). Errors name the file and say what to do. An older
+  // file is brought up to `schema` (see ledger_schema.h); a newer one is refused.
   static Result<std::unique_ptr<SqliteLedgerStore>> open(const std::string& path, Durability durability,
-                                                         LedgerFile file = LedgerFile::kCreateIfAbsent);
+                                                         LedgerFile file = LedgerFile::kCreateIfAbsent,
+                                                         const LedgerSchema& schema = currentLedgerSchema());
   ~SqliteLedgerStore() override;
   SqliteLedgerStore(const SqliteLedgerStore&) = delete;
   SqliteLedgerStore& operator=(const SqliteLedgerStore&) = delete;
@@ -43,6 +44,9 @@ class SqliteLedgerStore : public LedgerStore {
   Result<StoredLedger> load() override;
   Result<void> apply(const LedgerChange& change) override;
   Result<void> setMeta(const std::string& key, const std::string& value) override;
+  // The schema version this open upgraded the file from (its copy is at
+  // schemaBackupPath(path, version)), or 0 when it was current.
+  int upgradedFrom() const { return upgradedFrom_; }
   // The smallest transaction that reaches the disk: the benchmarks' measure of it.
   Result<void> emptyCommit();
 
@@ -54,6 +58,7 @@ class SqliteLedgerStore : public LedgerStore {
   Result<void> applyInTransaction(const LedgerChange& change);
 
   sqlite3* db_;
+  int upgradedFrom_ = 0;
   sqlite3_stmt* put_ = nullptr;
   sqlite3_stmt* delete_ = nullptr;
   sqlite3_stmt* meta_ = nullptr;

@@ -107,6 +107,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_ASSIGN_OR_RETURN(d->readOnlyClaim_, SocketClaim::take(config.socket).context("socket"));
   VRI_ASSIGN_OR_RETURN(d->adminClaim_, SocketClaim::take(config.adminSocket).context("admin_socket"));
   VRI_ASSIGN_OR_RETURN(auto store, openLedger(config, d->stateDir_->firstStart(), log));
+  if (const int from = store->upgradedFrom(); from != 0)
+    log.warning("ledger " + config.ledgerPath() + " upgraded from schema version " + std::to_string(from) + " to " +
+                std::to_string(currentLedgerSchema().version) + "; the file as it was is kept at " +
+                schemaBackupPath(config.ledgerPath(), from) + " (an older vrid needs it back)");
   VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfig(config, allocatable), std::move(store)));
 
   VRI_ASSIGN_OR_RETURN(auto backend,

@@ -14,6 +14,7 @@ packages=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   mmdebstrap kmod cpio e2fsprogs bc              # the cgroup v2 guest test bed (tests/v2guest/)
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)
+  debhelper dpkg-dev fakeroot lintian            # the Debian package (scripts/build-package.sh)
 )
 
 missing=()

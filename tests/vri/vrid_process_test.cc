@@ -40,6 +40,16 @@ TEST(ProgramVersionTest, EveryProgramAnswersVersionWithThePackagesVersion) {
   EXPECT_FALSE(packageVersion().empty());
 }
 
+// A package version as a regular expression that matches only itself ("0.1.0-1+git3.abc").
+std::string regexQuote(const std::string& text) {
+  std::string out;
+  for (char c : text) {
+    if (std::string_view(".+*?()[]{}|^$\\").find(c) != std::string_view::npos) out += '\\';
+    out += c;
+  }
+  return out;
+}
+
 std::unique_ptr<v1::Vri::Stub> stub(const std::string& socket) {
   return v1::Vri::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()));
 }
@@ -130,8 +140,9 @@ TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   EXPECT_THAT(out, HasSubstr("CPUs online:"));
   EXPECT_THAT(out, HasSubstr("8 (0-7)"));
   // vrid's version, and vrictl's own, learned from this very call's user agent.
-  EXPECT_THAT(out, ::testing::ContainsRegex("vrid version: +" + std::string(packageVersion()) + "\n"));
-  EXPECT_THAT(out, ::testing::ContainsRegex("  vrictl: +" + std::string(packageVersion()) + " \\(last call"));
+  EXPECT_THAT(out, ::testing::ContainsRegex("vrid version: +" + regexQuote(std::string(packageVersion())) + "\n"));
+  EXPECT_THAT(out,
+              ::testing::ContainsRegex("  vrictl: +" + regexQuote(std::string(packageVersion())) + " \\(last call"));
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "pool"}, &out, tmp.sub("out")), 0) << out;
   EXPECT_THAT(out, HasSubstr("Shared:"));
   EXPECT_THAT(out, HasSubstr("(8 CPUs)"));  // every cpuset with its count: "0" alone reads as "none"

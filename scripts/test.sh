@@ -3,10 +3,13 @@
 #   1. the whole suite built with g++ (every label; libvirtd and containerd are started for the
 #      `libvirt` and `containerd` tests and stopped afterwards), and the CRI pass-through benchmark
 #      against that containerd,
-#   2. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
-#      under QEMU's emulation once per suite (after the host tests: emulation takes both cores),
-#   3. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
-#   4. a formatting check against .clang-format.
+#   2. the Debian package (dpkg-buildpackage, its unit tests, lintian), and the first packaged
+#      release, built once and cached (upgrades are tested from it),
+#   3. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
+#      under QEMU's emulation once per suite (after the host tests: emulation takes both cores);
+#      the `node` suite installs the package there beside libvirt, machined and AppArmor,
+#   4. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
+#   5. a formatting check against .clang-format.
 # Prints how long each stage took.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,6 +50,8 @@ stage "bench (CRI pass-through)" build/bench/cri_passthrough --containerd=/var/t
   --shim=build/kubelet-bridge/vri-cri-shim
 stage "stop libvirtd and containerd" bash -c '"$1" down && "$2" down' _ "$libvirt_fixture" "$containerd_fixture"
 trap - EXIT
+stage "package (dpkg-buildpackage, lintian)" scripts/build-package.sh build/package
+stage "first package (cached by its tag)" tests/v2guest/first-package.sh build
 stage "test (v2 guest)" ctest --test-dir build -L v2guest --output-on-failure
 stage "build (clang, ASan+UBSan)" env CXX=clang++ CC=clang scripts/build.sh build-asan \
   -DVRI_SANITIZE=address,undefined -DVRI_BUILD_BENCHMARKS=OFF

@@ -5,23 +5,24 @@
 #
 #   tests/v2guest/testbed.sh <build-dir> <suite>     suite: a script in tests/v2guest/suites/
 #
-# The kernel and the image are cached in <build-dir>/v2guest/ and rebuilt when
-# the package list or these scripts change. The build directory is shared
-# read-only at its own absolute path, so host-built binaries run as they are;
-# results (output.log, rc, journal.txt, console.log) land in
-# <build-dir>/v2guest/out-<suite>/. Failures name the stage: image, boot or suite.
+# A suite may ask for more than the base guest in its header:
+#   # guest-packages: a,b,c      Debian packages baked into its image (the guest has no apt source)
+#   # guest-package-depends: yes the runtime Depends of VRI's package (<build-dir>/package/vri_*.deb)
+#   # guest-smp: 4               vCPUs (default 2)     # guest-mem: 4096   MiB (default 2048)
+#   # guest-timeout: 1800        seconds (default 900)
+# The kernel and each image are cached outside the clone, in $VRI_CACHE_DIR (default
+# /var/cache/vri-test)/v2guest/, keyed by the package list and these scripts. The build directory
+# is shared read-only at its own absolute path, so host-built binaries run as they are;
+# results (output.log, rc, journal.txt, console.log) land in <build-dir>/v2guest/out-<suite>/.
+# Failures name the stage: image, boot or suite.
 # Needs root (mmdebstrap's root mode) and the packages scripts/install-deps.sh installs.
 set -euo pipefail
 build=$(readlink -f "${1:?usage: testbed.sh <build-dir> <suite>}")
 suite=${2:?usage: testbed.sh <build-dir> <suite>}
 here=$(dirname "$(readlink -f "$0")")
-cache=$build/v2guest
-mkdir -p "$cache"
-
-# What the guest runs besides systemd: the libraries vrid and the tests link.
-packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2
-key=$( (echo "$packages"; cat "$here"/prepare-kernel.sh "$here"/mk-initramfs.sh "$here"/build-image.sh \
-          "$here"/guest-customize.sh) | sha256sum | cut -d' ' -f1)
+script=$here/suites/$suite.sh
+cache=${VRI_CACHE_DIR:-/var/cache/vri-test}/v2guest
+mkdir -p "$cache" "$build/v2guest"
 
 stage() { printf '[v2guest] %-6s %s\n' "$1" "$2"; }
 fail() {
@@ -29,32 +30,59 @@ fail() {
   [ -n "${3:-}" ] && [ -f "$3" ] && { echo "----- last lines of $3"; tail -n 60 "$3"; }
   exit 1
 }
+[ -f "$script" ] || fail suite "no suite $suite in $here/suites"
+header() { sed -n "s/^# guest-$1: *//p" "$script" | head -1; }
+
+# What the guest runs besides systemd: the libraries vrid and the tests link, and what the suite asks for.
+packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2
+[ -n "$(header packages)" ] && packages="$packages,$(header packages)"
+if [ "$(header package-depends)" = yes ]; then
+  deb=$(ls "$build"/package/vri_*.deb 2>/dev/null | head -1)
+  [ -n "$deb" ] || fail image "suite $suite installs VRI's package: build it first (scripts/build-package.sh $build/package)"
+  # "libc6 (>= 2.34), libgrpc++1.51, libvirt0 (>= 6.5.0) | foo" -> libc6,libgrpc++1.51,libvirt0
+  packages="$packages,$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/ //g' | paste -sd,)"
+fi
+kernel_key=$(cat "$here"/prepare-kernel.sh "$here"/mk-initramfs.sh | sha256sum | cut -c1-16)
+image_key=$( (echo "$packages"; cat "$here"/prepare-kernel.sh "$here"/mk-initramfs.sh "$here"/build-image.sh \
+                "$here"/guest-customize.sh) | sha256sum | cut -c1-16)
+kernel=$cache/kernel-$kernel_key
+image=$cache/image-$image_key
 
 start=$(date +%s)
-if [ "$(cat "$cache/image.key" 2>/dev/null)" != "$key" ] || [ ! -f "$cache/img/rootfs.img" ]; then
-  stage image "building the kernel and the image (cached afterwards)"
-  rm -f "$cache/image.key"
-  "$here/prepare-kernel.sh" "$cache/kernel" > "$cache/image.log" 2>&1 || fail image "preparing the kernel" "$cache/image.log"
-  KROOT="$cache/kernel/kroot" CACHE="$cache/apt-cache" "$here/build-image.sh" "$cache/img" "$packages" \
-    >> "$cache/image.log" 2>&1 || fail image "building the image" "$cache/image.log"
-  echo "$key" > "$cache/image.key"
+# One builder at a time: two suites asking for the same image build it once.
+exec 9>"$cache/.lock"
+flock 9
+if [ ! -f "$kernel/initrd.cpio.gz" ]; then
+  stage image "preparing the kernel (cached afterwards)"
+  rm -rf "$kernel"
+  "$here/prepare-kernel.sh" "$kernel.partial" > "$cache/kernel.log" 2>&1 || fail image "preparing the kernel" "$cache/kernel.log"
+  mv "$kernel.partial" "$kernel"
+fi
+if [ ! -f "$image/rootfs.img" ]; then
+  stage image "building the image for $packages (cached afterwards)"
+  rm -rf "$image.partial"
+  KROOT="$kernel/kroot" CACHE="$cache/apt-cache" "$here/build-image.sh" "$image.partial" "$packages" \
+    > "$cache/image-$image_key.log" 2>&1 || fail image "building the image" "$cache/image-$image_key.log"
+  mv "$image.partial" "$image"
   stage image "built in $(( $(date +%s) - start )) s"
 else
-  stage image "cached"
+  stage image "cached ($image)"
 fi
+flock -u 9
 
 # The suite runs from the shared build directory, so it is copied there.
-[ -f "$here/suites/$suite.sh" ] || fail suite "no suite $suite in $here/suites"
-mkdir -p "$cache/suites"
-cp "$here/suites/$suite.sh" "$cache/suites/$suite.sh"
-out=$cache/out-$suite
+mkdir -p "$build/v2guest/suites"
+cp "$script" "$build/v2guest/suites/$suite.sh"
+out=$build/v2guest/out-$suite
 rm -rf "$out"
+timeout=$(header timeout); timeout=${TIMEOUT:-${timeout:-900}}
+smp=$(header smp); mem=$(header mem)
 boot=$(date +%s)
-stage boot "suite $suite (timeout ${TIMEOUT:-900} s)"
+stage boot "suite $suite (timeout $timeout s)"
 set +e
-TIMEOUT=${TIMEOUT:-900} KERNEL="$cache/kernel/vmlinux" INITRD="$cache/kernel/initrd.cpio.gz" \
-  "$here/run-guest.sh" "$cache/img/rootfs.img" "$build" "$out" \
-  "guest.in=$build" "guest.run=$cache/suites/$suite.sh" hugepagesz=2M hugepages=64
+TIMEOUT=$timeout SMP=${smp:-2} MEM=${mem:-2048} KERNEL="$kernel/vmlinux" INITRD="$kernel/initrd.cpio.gz" \
+  "$here/run-guest.sh" "$image/rootfs.img" "$build" "$out" \
+  "guest.in=$build" "guest.run=$build/v2guest/suites/$suite.sh" hugepagesz=2M hugepages=64
 rc=$?
 set -e
 [ -f "$out/output.log" ] && cat "$out/output.log"

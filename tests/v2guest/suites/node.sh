@@ -162,6 +162,7 @@ systemctl is-active -q vri-cri-shim || fail "the shim stopped"
 step "apt remove: services stopped, the hook's link gone, the state kept, VMs startable"
 apt-get remove -y -q vri > /tmp/remove.out 2>&1 || { cat /tmp/remove.out; fail "apt-get remove"; }
 ! systemctl is-active -q vrid || fail "vrid still runs"
+! systemctl is-active -q vri-cri-shim || fail "the shim still runs"
 [ ! -e /etc/libvirt/hooks/qemu.d/vri ] || fail "the hook's link is still there"
 [ -f /var/lib/vri/ledger.sqlite ] || fail "remove took the ledger"
 v destroy ded-a >/dev/null

@@ -6,15 +6,18 @@
 #   tests/v2guest/first-package.sh <build-dir>
 set -euo pipefail
 tag=debian/0.1.0-1
+tagged_commit=97f3b862d73ddd629a28a4247584ec81483763ee  # what the tag points to, for a clone made without tags
 build=$(readlink -f "${1:?usage: first-package.sh <build-dir>}")
 repo=$(cd "$(dirname "$0")/../.." && pwd)
-commit=$(git -C "$repo" rev-parse -q --verify "$tag^{commit}") ||
-  { echo "first-package: no tag $tag in $repo (git fetch --tags)" >&2; exit 1; }
+commit=$(git -C "$repo" rev-parse -q --verify "$tag^{commit}") || commit=$tagged_commit
+[ "$commit" = "$tagged_commit" ] || { echo "first-package: $tag is $commit, not $tagged_commit" >&2; exit 1; }
+git -C "$repo" cat-file -e "$commit^{commit}" ||
+  { echo "first-package: $commit ($tag) is not in this clone's history" >&2; exit 1; }
 cache=${VRI_CACHE_DIR:-/var/cache/vri-test}/packages/$commit
 if ! ls "$cache"/vri_*.deb >/dev/null 2>&1; then
   echo "first-package: building $tag ($commit) once"
   rm -rf "$cache.partial"
-  "$repo/scripts/build-package.sh" "$cache.partial" "$tag" > "$build/first-package.log" 2>&1 ||
+  "$repo/scripts/build-package.sh" "$cache.partial" "$commit" > "$build/first-package.log" 2>&1 ||
     { tail -n 40 "$build/first-package.log"; echo "first-package: building $tag failed" >&2; exit 1; }
   rm -rf "$cache.partial/src"  # the .deb is what is kept
   mv "$cache.partial" "$cache"

@@ -213,11 +213,7 @@ class Planner {
 
   Result<std::string> currentValue(const CgroupDir& dir, const std::string& file) const {
     if (created_.count(dir) || !fs_.exists(dir)) return std::string();
-    auto value = fs_.read(dir, file);
-    // v2: the controller is not enabled here yet; the delegation written before this file enables it.
-    if (!value.ok() && value.error().code() == ErrorCode::kNotFound && backend_.version() == CgroupVersion::kV2)
-      return std::string();
-    return value;
+    return readControlValue(fs_, backend_, dir, file);
   }
 
   bool hasChildren(const CgroupDir& dir) const {

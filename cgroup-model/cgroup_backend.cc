@@ -211,4 +211,12 @@ bool sameControlValue(const ControlFile& desired, std::string_view current) {
   return desired.value == current;
 }
 
+Result<std::string> readControlValue(const CgroupFs& fs, const CgroupBackend& backend, const CgroupDir& dir,
+                                     const std::string& file) {
+  auto value = fs.read(dir, file);
+  if (!value.ok() && value.error().code() == ErrorCode::kNotFound && backend.version() == CgroupVersion::kV2)
+    return std::string();
+  return value;
+}
+
 }  // namespace vri

@@ -64,4 +64,11 @@ std::unique_ptr<CgroupBackend> makeV2Backend();
 // store: cpusets as sets, v1 memory limits in whole pages, cpu.max parsed.
 bool sameControlValue(const ControlFile& desired, std::string_view current);
 
+// A control file's value as drift detection and the applier compare it. On v2 a
+// cgroup without the file lacks the controller (systemd enables cpuset in
+// machine.slice only once a unit asks for it): that reads as empty, a value the
+// applier sets after delegating the controller from above.
+Result<std::string> readControlValue(const CgroupFs& fs, const CgroupBackend& backend, const CgroupDir& dir,
+                                     const std::string& file);
+
 }  // namespace vri

@@ -56,11 +56,7 @@ Result<std::vector<Drift>> detectDrift(const CgroupFs& fs, const CgroupBackend& 
         if (missing_in.insert(file.hierarchy).second) drift.push_back({Drift::Kind::kMissing, dir, {}, {}, {}});
         continue;
       }
-      auto current = fs.read(dir, file.file);
-      // v2: a cgroup without the file lacks the controller (systemd enables cpuset in machine.slice only
-      // once a unit asks for it): drift, which the applier repairs by delegating it from above.
-      if (!current.ok() && current.error().code() == ErrorCode::kNotFound && backend.version() == CgroupVersion::kV2)
-        current = std::string();
+      auto current = readControlValue(fs, backend, dir, file.file);
       if (!current.ok()) return std::move(current).context("read " + dir.describe() + "/" + file.file).error();
       if (!sameControlValue(file, *current))
         drift.push_back({Drift::Kind::kValue, dir, file.file, *current, file.value});

@@ -14,7 +14,6 @@
 #include <fstream>
 #include <map>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "cgroup-model/version.h"
@@ -138,10 +137,7 @@ int rm(CriClient& client, const std::string& name) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string_view(argv[1]) == "--version") {
-    std::printf("%s\n", vri::versionLine("vri-cri-client").c_str());
-    return 0;
-  }
+  if (vri::answeredVersion(argc, argv, "vri-cri-client")) return 0;
   std::string socket = "/run/vri/cri.sock";
   std::vector<std::string> words;
   std::map<std::string, std::string> flags;

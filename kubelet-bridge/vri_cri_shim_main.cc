@@ -17,7 +17,6 @@
 #include <ctime>
 #include <filesystem>
 #include <string>
-#include <string_view>
 #include <thread>
 
 #include "cgroup-model/unix_socket.h"
@@ -74,10 +73,7 @@ bool positive(const std::string& text, int* out) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string_view(argv[1]) == "--version") {
-    std::printf("%s\n", vri::versionLine("vri-cri-shim").c_str());
-    return 0;
-  }
+  if (vri::answeredVersion(argc, argv, "vri-cri-shim")) return 0;
   std::string listen = "/run/vri/cri.sock", containerd = "/run/containerd/containerd.sock",
               vrid = "/run/vri/admin.sock", version = "auto";
   int timeout_ms = 2000, workers = 4;

@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <iostream>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "cgroup-model/version.h"
@@ -32,10 +31,7 @@ std::string readStdin(size_t limit) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string_view(argv[1]) == "--version") {
-    std::printf("%s\n", vri::versionLine("vri-hook").c_str());
-    return 0;
-  }
+  if (vri::answeredVersion(argc, argv, "vri-hook")) return 0;
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
     std::cout << "usage: vri-hook DOMAIN OPERATION SUB-OPERATION EXTRA < domain.xml\n"

@@ -1,7 +1,6 @@
 // vri-topology: prints the topology VRI discovers and the CPU pools it would keep.
 #include <cstdio>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "accounting/cpu_pools.h"
@@ -11,10 +10,7 @@
 #include "vri/topology_report.h"
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string_view(argv[1]) == "--version") {
-    std::printf("%s\n", vri::versionLine("vri-topology").c_str());
-    return 0;
-  }
+  if (vri::answeredVersion(argc, argv, "vri-topology")) return 0;
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto command = vri::parseTopologyCommand(args);
   if (!command.ok()) {

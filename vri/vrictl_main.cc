@@ -6,7 +6,6 @@
 #include <cstdio>
 #include <iostream>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "cgroup-model/version.h"
@@ -59,10 +58,7 @@ int print(const Message& message, bool json, std::string (*format)(const Message
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc == 2 && std::string_view(argv[1]) == "--version") {
-    std::printf("%s\n", vri::versionLine("vrictl").c_str());
-    return 0;
-  }
+  if (vri::answeredVersion(argc, argv, "vrictl")) return 0;
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

@@ -21,6 +21,9 @@ class Clock {
   // clock. May return early without either (callers re-check what they wait
   // for). Returns whether the deadline has passed.
   virtual bool waitUntil(MutexLock& lock, std::condition_variable_any& cv, TimePoint deadline) const = 0;
+  // Releases `lock` and waits on `cv` until notified, however long that takes
+  // (an idle thread: its wake-up is a notify, never a time).
+  virtual void wait(MutexLock& lock, std::condition_variable_any& cv) const { lock.wait(cv); }
 };
 
 class SteadyClock final : public Clock {

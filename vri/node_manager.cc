@@ -67,10 +67,15 @@ NodeManager::~NodeManager() {
 }
 
 Result<void> NodeManager::checkNotHalted() const {
-  if (!halted_) return {};
+  if (!halted()) return {};
   return Error(ErrorCode::kUnavailable,
                "vrid takes no decisions: an undo could not be committed and the ledger could not be reloaded; "
                "see vrid's log (a restart reloads it)");
+}
+
+void NodeManager::setHalted(bool halted) {
+  MutexLock lock(retryMutex_);
+  halted_ = halted;
 }
 
 bool NodeManager::writesPending() const {
@@ -119,16 +124,16 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
                         const Error& cause) {
   if (auto reverted = writer.commit(decision.delta, *decision.before); !reverted.ok()) {
     // The store holds a decision nobody was told of: take no more until the ledger is read back and written out.
-    halted_ = true;
+    setHalted(true);
     const std::string detail = "the undo of a failed cgroup write could not be committed (" +
                                reverted.error().message() + "); reloading the ledger";
     log_.error(tenant + ": " + detail);
     events_.publish(EventKind::kHalted, tenant, detail);
     if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
-      halted_ = false;
+      setHalted(false);
       log_.info("ledger reloaded from the store and reconciled; taking decisions again");
     } else {
-      retryWake_.notify_all();
+      retryWake_.notify_all();  // the retry thread reloads until it can
     }
     return Error(ErrorCode::kUnavailable,
                  "writing the cgroups failed (" + cause.message() +
@@ -469,7 +474,7 @@ void NodeManager::retryLoop() {
   while (true) {
     {
       MutexLock lock(retryMutex_);
-      while (!stopping_ && !pending_ && !halted_) lock.wait(retryWake_);
+      while (!stopping_ && !pending_ && !halted_) options_.clock->wait(lock, retryWake_);
       // Pending: try again after the interval (a stop ends the wait early).
       const auto retry_at = options_.clock->now() + options_.retryInterval;
       while (!stopping_ && !options_.clock->waitUntil(lock, retryWake_, retry_at)) {
@@ -477,9 +482,9 @@ void NodeManager::retryLoop() {
       if (stopping_) return;
     }
     Ledger::Writer writer = ledger_.writer();
-    if (halted_) {
+    if (halted()) {
       if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
-        halted_ = false;
+        setHalted(false);
         log_.info("ledger reloaded from the store and reconciled; taking decisions again");
       }
     } else {

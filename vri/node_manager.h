@@ -125,7 +125,10 @@ class NodeManager {
   // Whether writes that failed are still waiting to land.
   bool writesPending() const;
   // Whether decisions are refused (an undo could not be committed and the reload failed).
-  bool halted() const { return halted_.load(); }
+  bool halted() const {
+    MutexLock lock(retryMutex_);
+    return halted_;
+  }
   // Reconciles finished so far (periodic, asked for, retries), whatever their outcome.
   uint64_t reconciles() const { return reconciles_.load(); }
 
@@ -141,6 +144,9 @@ class NodeManager {
   Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause);
   void published(const LedgerState& before, const LedgerState& after);
   Result<void> checkNotHalted() const;
+  // Under retryMutex_: the retry thread checks, then waits, and a halt set
+  // between the two without the mutex would never wake it.
+  void setHalted(bool halted);
   // The one log line and the event of a decision.
   template <typename T>
   Result<T> finish(const std::string& action, const std::string& tenant, EventKind kind, Result<T> result,
@@ -158,10 +164,13 @@ class NodeManager {
   NodeFacts facts_ VRI_GUARDED_BY(factsMutex_);
   NodeManagerOptions options_;
   VanishedTenants vanished_;  // used under the ledger's writer lock only
-  std::atomic<bool> halted_{false};
   std::atomic<uint64_t> reconciles_{0};
+  // The retry thread's state. Whatever it waits for is set under this mutex
+  // and notified after: it checks, then waits, and a change that slips between
+  // the two (made without the mutex) is a lost wake-up.
   mutable Mutex retryMutex_;
   std::condition_variable_any retryWake_;
+  bool halted_ VRI_GUARDED_BY(retryMutex_) = false;  // decisions refused until the ledger is reloaded
   bool pending_ VRI_GUARDED_BY(retryMutex_) = false;  // writes failed and not landed yet
   bool stopping_ VRI_GUARDED_BY(retryMutex_) = false;
   std::thread retryThread_;

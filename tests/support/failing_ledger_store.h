@@ -1,6 +1,8 @@
 // Puts a LedgerStore behind switches: the next N applies fail, loads fail.
 #pragma once
 
+#include <atomic>
+
 #include "accounting/ledger_store.h"
 
 namespace vri::testing {
@@ -25,10 +27,10 @@ class FailingLedgerStore : public LedgerStore {
   }
   Result<void> setMeta(const std::string& key, const std::string& value) override { return inner_.setMeta(key, value); }
 
-  int failApplies = 0;        // this many applies fail...
-  int skipBeforeFailing = 0;  // ...after this many succeed
-  bool failLoads = false;
-  int applies = 0;
+  std::atomic<int> failApplies{0};      // this many applies fail...
+  std::atomic<int> skipBeforeFailing{0};// ...after this many succeed
+  std::atomic<bool> failLoads{false};
+  std::atomic<int> applies{0};
 
  private:
   LedgerStore& inner_;

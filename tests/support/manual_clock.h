@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <iterator>
 #include <mutex>
 #include <optional>
@@ -32,6 +33,24 @@ class ManualClock final : public Clock {
     return now() >= deadline;
   }
 
+  // An idle wait, as the steady clock's, after `beforeIdleWait` (with the
+  // waiter's lock held): a test makes something happen exactly between a
+  // waiter's last check and its wait, where a notify not sent under that
+  // lock would be lost.
+  void wait(MutexLock& lock, std::condition_variable_any& cv) const override {
+    std::function<void()> before;
+    {
+      std::lock_guard guard(waitersMutex_);
+      before = beforeIdleWait_;
+    }
+    if (before) before();
+    lock.wait(cv);
+  }
+  void setBeforeIdleWait(std::function<void()> before) {
+    std::lock_guard guard(waitersMutex_);
+    beforeIdleWait_ = std::move(before);
+  }
+
   void advance(Duration by) { offset_ += by.count(); }
   void advanceTo(TimePoint when) {
     if (when > now()) advance(when - now());
@@ -50,6 +69,7 @@ class ManualClock final : public Clock {
   std::atomic<Duration::rep> offset_{0};
   mutable std::mutex waitersMutex_;
   mutable std::multiset<TimePoint> deadlines_;
+  std::function<void()> beforeIdleWait_;  // guarded by waitersMutex_
 };
 
 }  // namespace vri::testing

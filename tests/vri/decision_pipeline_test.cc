@@ -5,6 +5,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -303,6 +305,44 @@ TEST(DecisionPipelineTest, AnUndoThatCannotBeCommittedStopsDecisionsUntilTheLedg
   EXPECT_TRUE(p.ledger->findPod(uid(1)).has_value());
   EXPECT_TRUE(p.pendingOps().empty());
   EXPECT_TRUE(p.node->admitContainer(pod(uid(2), QosClass::kBurstable), shared("c2", 100)).ok());
+}
+
+TEST(DecisionPipelineTest, AHaltDecidedBetweenTheRetryThreadsCheckAndItsWaitIsNotLost) {
+  // The retry thread checks for a halt, then waits. A halt whose notify falls between the two
+  // must still wake it, or vrid refuses every decision until it is restarted.
+  Pipeline p;
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 1)).ok());
+  std::atomic<bool> armed{false}, decided{false};
+  std::promise<void> hooked;
+  std::thread halting;
+  p.clock.setBeforeIdleWait([&] {
+    if (!armed.exchange(false)) return;
+    // The next decision commits, its undo does not, and the ledger cannot be reloaded: vrid halts.
+    p.fs.failing = true;
+    p.store.skipBeforeFailing = 1;
+    p.store.failApplies = 1;
+    p.store.failLoads = true;
+    halting = std::thread([&] {
+      (void)p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 1));
+      decided = true;
+    });
+    // The halt may land here, while this thread holds its mutex between check and wait, only
+    // if it does not need that mutex; then its notify finds nobody waiting.
+    for (int i = 0; i < 200 && !decided; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    hooked.set_value();
+  });
+  // A release whose write fails makes the retry thread run once and come back to its idle wait.
+  p.fs.failOnceAfter(0);
+  ASSERT_TRUE(p.node->releasePod(uid(1)).ok());
+  armed = true;
+  ASSERT_TRUE(p.retriedUntil([&] { return !p.node->writesPending(); }));
+  hooked.get_future().wait();
+  halting.join();
+  ASSERT_TRUE(p.node->halted());
+  p.fs.failing = false;
+  p.store.failLoads = false;
+  EXPECT_TRUE(p.retriedUntil([&] { return !p.node->halted(); })) << "the halt was never seen by the retry thread";
+  EXPECT_TRUE(p.node->admitContainer(pod(uid(3), QosClass::kBurstable), shared("c3", 100)).ok());
 }
 
 TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands) {

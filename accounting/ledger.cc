@@ -103,7 +103,7 @@ Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
                        std::to_string(state.pool.shared().count()) + " CPUs");
   }
   state.pool.followSharedDemand(sharedMinimumFor(state.totals, state.pool));
-  return std::make_shared<const LedgerState>(std::move(state));
+  return StatePtr(std::make_shared<const LedgerState>(std::move(state)));
 }
 
 StatePtr Ledger::state() const {
@@ -158,14 +158,15 @@ Result<void> Ledger::Writer::reload() {
   VRI_ASSIGN_OR_RETURN(StatePtr loaded, ledger_->loadState(problems));
   // Scopes are runtime knowledge the store does not hold: keep the ones still known.
   LedgerState state = *loaded;
-  for (const auto& [uuid, scope] : current()->vmScopes) {
+  const StatePtr now = current();
+  for (const auto& [uuid, scope] : now->vmScopes) {
     if (const VmRecord* vm = state.vm(uuid)) {
       state.totals -= vmTotals(*vm, false, ledger_->config_.sharedVcpuMilli, ledger_->config_.vmMemoryOverheadBytes);
       state.totals += vmTotals(*vm, true, ledger_->config_.sharedVcpuMilli, ledger_->config_.vmMemoryOverheadBytes);
       state.vmScopes = state.vmScopes.set(uuid, scope);
     }
   }
-  state.sequence = current()->sequence + 1;
+  state.sequence = now->sequence + 1;
   publish(std::make_shared<const LedgerState>(std::move(state)));
   return {};
 }

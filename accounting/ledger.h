@@ -63,8 +63,6 @@ struct ReleaseGuard {
   bool holdsFor(const std::string& boundId) const { return onlyUnbound ? boundId.empty() : boundId == runtimeId; }
 };
 
-using StatePtr = std::shared_ptr<const LedgerState>;
-
 class Ledger {
  public:
   // Loads what the store holds. Tenants whose placement no longer fits (CPUs

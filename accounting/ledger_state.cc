@@ -72,7 +72,7 @@ int sharedMinimumFor(const LedgerTotals& totals, const CpuPool& pool) {
   return std::min(minimum, pool.shared().count());
 }
 
-NextState::NextState(std::shared_ptr<const LedgerState> from, int64_t sharedVcpuMilli, uint64_t vmMemoryOverheadBytes)
+NextState::NextState(StatePtr from, int64_t sharedVcpuMilli, uint64_t vmMemoryOverheadBytes)
     : before_(std::move(from)),
       next_(*before_),
       sharedVcpuMilli_(sharedVcpuMilli),

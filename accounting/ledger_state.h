@@ -1,6 +1,6 @@
 // LedgerState: the ledger as an immutable value, and what a decision makes of it.
 //
-// Readers hold a shared_ptr<const LedgerState> and never see it change. A
+// Readers hold a StatePtr (a shared, const state) and never see it change. A
 // decision copies the books that are bounded by the machine (the CPU pool's
 // grants and the NUMA cells: at most one entry per CPU or NUMA owner) and
 // shares every tenant record it does not touch (PersistentMap), so its cost is
@@ -75,6 +75,32 @@ PersistentMap<std::string, RuntimeOwner> reindexRuntimeIds(PersistentMap<std::st
 // What one decision changed: the tenants it touched (their records or scopes),
 // and of those the ones whose records the store must write. The shared pool
 // and the balance values before and after follow from the two states.
+// A published state, shared: whoever looks into it holds it for as long as
+// it looks. A decision published meanwhile replaces the ledger's own hold, and
+// the state is freed with the last one. So a record pointer taken from a
+// temporary (`ledger.state()->vm(uuid)`) would outlive its state: reaching
+// into a temporary does not compile, only into a StatePtr with a name.
+class StatePtr {
+ public:
+  StatePtr() = default;
+  StatePtr(std::nullptr_t) {}  // NOLINT: as a shared_ptr converts
+  template <typename T>
+  StatePtr(std::shared_ptr<T> state) : state_(std::move(state)) {}  // NOLINT: as a shared_ptr converts
+
+  const LedgerState* operator->() const& { return state_.get(); }
+  const LedgerState& operator*() const& { return *state_; }
+  const LedgerState* operator->() const&& = delete;
+  const LedgerState& operator*() const&& = delete;
+  const LedgerState* get() const& { return state_.get(); }
+  const LedgerState* get() const&& = delete;
+
+  explicit operator bool() const { return state_ != nullptr; }
+  friend bool operator==(const StatePtr& a, const StatePtr& b) { return a.state_ == b.state_; }
+
+ private:
+  std::shared_ptr<const LedgerState> state_;
+};
+
 struct LedgerDelta {
   std::set<std::string> pods, vms;
   std::set<std::string> storedPods, storedVms;
@@ -84,7 +110,7 @@ struct LedgerDelta {
 template <typename T>
 struct Decision {
   T answer;
-  std::shared_ptr<const LedgerState> before, after;
+  StatePtr before, after;
   LedgerDelta delta;
   bool changes() const { return before != after; }
 };
@@ -99,7 +125,7 @@ LedgerTotals vmTotals(const VmRecord& vm, bool started, int64_t sharedVcpuMilli,
 // that keep the totals and the delta as they go.
 class NextState {
  public:
-  NextState(std::shared_ptr<const LedgerState> from, int64_t sharedVcpuMilli, uint64_t vmMemoryOverheadBytes);
+  NextState(StatePtr from, int64_t sharedVcpuMilli, uint64_t vmMemoryOverheadBytes);
 
   const LedgerState& before() const { return *before_; }
   const LedgerState& now() const { return next_; }
@@ -127,7 +153,7 @@ class NextState {
   void seal();
   LedgerTotals vmContribution(const VmRecord& vm, bool started) const;
 
-  std::shared_ptr<const LedgerState> before_;
+  StatePtr before_;
   LedgerState next_;
   LedgerDelta delta_;
   int64_t sharedVcpuMilli_;
@@ -136,7 +162,7 @@ class NextState {
 
 // A decision that changes nothing: the same state before and after.
 template <typename T>
-Decision<T> unchanged(std::shared_ptr<const LedgerState> state, T answer) {
+Decision<T> unchanged(StatePtr state, T answer) {
   return Decision<T>{std::move(answer), state, state, {}};
 }
 

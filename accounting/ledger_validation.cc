@@ -177,7 +177,8 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valida
 ValidationReport validateLedger(Ledger& ledger, const NodeScan& scan) {
   ValidationReport report;
   releaseVanished(ledger, scan, report);
-  const CpuSet shared = observedSharedPool(scan, ledger.state()->shared());
+  const StatePtr now = ledger.state();
+  const CpuSet shared = observedSharedPool(scan, now->shared());
   adoptPods(ledger, scan, shared, report);
   adoptVms(ledger, scan, shared, report);
   for (const std::string& note : scan.notes) report.unresolved.push_back(note);

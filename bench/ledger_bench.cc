@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
                            std::nullopt, std::nullopt};
       (void)ledger->admitContainer(pod, c);
     }
-    std::printf("{\"tenants\":%zu,\"ledger_rss_kib\":%ld}\n", ledger->state()->pods.size(), residentKiB() - before);
+    const vri::StatePtr now = ledger->state();
+    std::printf("{\"tenants\":%zu,\"ledger_rss_kib\":%ld}\n", now->pods.size(), residentKiB() - before);
   }
   std::filesystem::remove(file);
   std::filesystem::remove(file + "-wal");

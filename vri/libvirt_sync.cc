@@ -125,6 +125,12 @@ void LibvirtSync::followSharedPool(LibvirtSession& session) {
   }
 }
 
+bool LibvirtSync::onlyReserved(const std::string& uuid) const {
+  const StatePtr state = node_.state();  // holds the record while it is read
+  const VmRecord* vm = state->vm(uuid);
+  return vm != nullptr && vm->defined;
+}
+
 void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uuid) {
   auto active = session.isActive(uuid);
   if (!active.ok() || *active) return;  // a running domain's definition waits for its next start
@@ -141,9 +147,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   auto reserved = node_.reserveVm(spec);
   if (!reserved.ok() && reserved.error().code() == ErrorCode::kFailedPrecondition) {
     // The definition was edited while only reserved: place it anew.
-    if (const VmRecord* vm = node_.state()->vm(uuid); vm && vm->defined && node_.releaseVm(uuid).ok()) {
-      reserved = node_.reserveVm(spec);
-    }
+    if (onlyReserved(uuid) && node_.releaseVm(uuid).ok()) reserved = node_.reserveVm(spec);
   }
   if (!reserved.ok()) {
     log_.info("libvirt: no define-time placement for " + domain.name + ": " + reserved.error().message());
@@ -178,9 +182,7 @@ void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event)
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
       break;
     case DomainEventKind::kUndefined:
-      if (const VmRecord* vm = node_.state()->vm(event.uuid); vm && vm->defined) {
-        (void)node_.releaseVm(event.uuid);
-      }
+      if (onlyReserved(event.uuid)) (void)node_.releaseVm(event.uuid);
       break;
   }
 }

@@ -46,6 +46,8 @@ class LibvirtSync : public LibvirtHandler {
   void pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
   void followSharedPool(LibvirtSession& session);
   void placeDefinition(LibvirtSession& session, const std::string& uuid);
+  // Whether the ledger holds the VM as reserved at definition only (not admitted to run).
+  bool onlyReserved(const std::string& uuid) const;
   void watchEvents();
 
   NodeManager& node_;

@@ -189,7 +189,9 @@ Result<ContainerPlacement> NodeManager::adoptContainer(const PodSpec& pod, const
     Ledger::Writer writer = ledger_.writer();
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(writer.current(), pod, container, exclusive));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-    return ContainerPlacement{exclusive, exclusive.empty() ? writer.current()->shared() : exclusive, {}, true};
+    if (!exclusive.empty()) return ContainerPlacement{exclusive, exclusive, {}, true};
+    const StatePtr now = writer.current();
+    return ContainerPlacement{exclusive, now->shared(), {}, true};
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
   return finish("adopt", tenant, EventKind::kAdopted, std::move(result), detail, start);
@@ -238,7 +240,7 @@ Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUi
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeContainer(writer.current(), podUid, container));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     ContainerPlacement placed = decision.answer;
-    if (placed.exclusive.empty()) placed.cpus = writer.current()->shared();
+    if (const StatePtr now = writer.current(); placed.exclusive.empty()) placed.cpus = now->shared();
     return placed;
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
@@ -331,7 +333,8 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
     VRI_TRY(checkNotHalted());
     VRI_ASSIGN_OR_RETURN(CgroupPath scope, sync_.findVmScope(qemuPid));
     Ledger::Writer writer = ledger_.writer();
-    const VmRecord* vm = writer.current()->vm(uuid);
+    const StatePtr now = writer.current();
+    const VmRecord* vm = now->vm(uuid);
     if (vm == nullptr) return Error::notFound("uuid: no VM " + uuid + " was admitted");
     if (vm->defined) return Error::failedPrecondition("VM " + uuid + " is only reserved; admit it before it starts");
     const Decision<bool> decision = ledger_.decideVmScopes(writer.current(), {{uuid, scope}});
@@ -404,9 +407,11 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
     if (!dryRun) {
       const Decision<bool> found = ledger_.decideVmScopes(writer.current(), scopes);
       if (found.changes()) writer.publish(found.after);
-      VRI_TRY(releaseVanished(writer, vanished_.update(*writer.current(), scan, options_.clock->now())));
+      const StatePtr now = writer.current();
+      VRI_TRY(releaseVanished(writer, vanished_.update(*now, scan, options_.clock->now())));
     }
-    VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(*writer.current(), true, dryRun));
+    const StatePtr now = writer.current();
+    VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(*now, true, dryRun));
     ReconcileReport report;
     for (const Drift& d : synced.drift) report.drift.push_back(d.describe());
     for (const CgroupOp& op : synced.operations) report.operations.push_back(op.describe());

@@ -58,7 +58,8 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
 }
 
 grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
-  fillNode(*node_.state(), node_.topology(), node_.facts(), reply);
+  const StatePtr now = node_.state();
+  fillNode(*now, node_.topology(), node_.facts(), reply);
   reply.set_version(std::string(packageVersion()));
   for (const ClientVersion& client : clients_.list()) {
     v1::ClientVersion& out = *reply.add_clients();
@@ -366,7 +367,8 @@ grpc::Status VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocatio
   if (!vm.ok()) return toGrpcStatus(vm.error());
   auto placed = (node_.*decide)(*vm);
   if (!placed.ok()) return toGrpcStatus(placed.error());
-  fillVmAllocation(vm->cpu, *placed, node_.state()->shared(), reply);
+  const StatePtr now = node_.state();
+  fillVmAllocation(vm->cpu, *placed, now->shared(), reply);
   return grpc::Status::OK;
 }
 

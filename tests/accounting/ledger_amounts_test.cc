@@ -91,7 +91,8 @@ TEST(LedgerAmountsTest, SumsThatWouldWrapAreRefusedNamingTheField) {
   expectRefused(dropValue(ledger->admitVm(vm)), "strict_numa_nodes");
 
   EXPECT_EQ(ledger->state(), before) << "a refusal published a state";
-  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 500);
+  const StatePtr now = ledger->state();
+  EXPECT_EQ(now->totals.sharedDemandMilli, 500);
 }
 
 // A pod's overhead runs in its cgroup on the shared pool: it is admitted like a request.
@@ -107,11 +108,14 @@ TEST(LedgerAmountsTest, APodsCpuOverheadIsAdmittedAgainstTheSharedPool) {
   auto refused_container = ledger->admitContainer(heavy, container(100, 0));
   ASSERT_FALSE(refused_container.ok());
   EXPECT_EQ(refused_container.error().code(), ErrorCode::kResourceExhausted);
-  EXPECT_EQ(ledger->state()->pods.size(), 0u);
+  StatePtr now = ledger->state();
+  EXPECT_EQ(now->pods.size(), 0u);
   heavy.overheadCpuMilli = 500;
   ASSERT_TRUE(ledger->admitContainer(heavy, container(100, 0)).ok());
-  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 600);
-  auto checked = checkLedgerInvariants(*ledger->state(), ledger->topology(), config());
+  now = ledger->state();
+  EXPECT_EQ(now->totals.sharedDemandMilli, 600);
+  now = ledger->state();
+  auto checked = checkLedgerInvariants(*now, ledger->topology(), config());
   EXPECT_TRUE(checked.ok()) << checked.error().message();
 }
 
@@ -138,14 +142,19 @@ TEST(LedgerAmountsTest, ALedgerHoldingAmountsNoNodeHoldsLoadsAndReportsThem) {
   EXPECT_THAT(problems, ::testing::Contains(HasSubstr("cpu_limit_milli")));
   EXPECT_THAT(problems, ::testing::Contains(HasSubstr("memory_bytes")));
   // What is sound stays: the pod and its other container; the sums count only it.
-  const PodRecord* kept = ledger->state()->pod("poisoned");
+  StatePtr now = ledger->state();
+  const PodRecord* kept = now->pod("poisoned");
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(kept->containers.count("ok"), 1u);
   EXPECT_EQ(kept->containers.count("app"), 0u);
-  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 250);
-  EXPECT_EQ(ledger->state()->totals.admittedMemoryBytes, 0u);
-  EXPECT_EQ(ledger->state()->vm("7d7e0a2e-0000-4000-8000-0000000000f2"), nullptr);
-  auto checked = checkLedgerInvariants(*ledger->state(), ledger->topology(), config());
+  now = ledger->state();
+  EXPECT_EQ(now->totals.sharedDemandMilli, 250);
+  now = ledger->state();
+  EXPECT_EQ(now->totals.admittedMemoryBytes, 0u);
+  now = ledger->state();
+  EXPECT_EQ(now->vm("7d7e0a2e-0000-4000-8000-0000000000f2"), nullptr);
+  now = ledger->state();
+  auto checked = checkLedgerInvariants(*now, ledger->topology(), config());
   EXPECT_TRUE(checked.ok()) << checked.error().message();
   // And it takes decisions again.
   EXPECT_TRUE(ledger->admitContainer(pod("next", QosClass::kGuaranteed), container(1000, 1000)).ok());

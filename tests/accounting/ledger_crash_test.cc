@@ -47,7 +47,8 @@ int churn(const std::string& file, const std::string& prefix, unsigned seed) {
   if (!ledger) return 3;
   std::mt19937 random(seed);
   for (int i = 0;; ++i) {
-    const auto pods = ledger->state()->pods;
+    const StatePtr now = ledger->state();
+    const auto pods = now->pods;
     if (!pods.empty() && random() % 3 == 0) {
       auto victim = pods.begin();
       std::advance(victim, static_cast<long>(random() % pods.size()));

@@ -46,7 +46,8 @@ std::unique_ptr<Ledger> openLedger(const std::string& file, const LedgerConfig& 
 // The start-up check against an empty node releases everything but reservations.
 bool validateLedgerVmsKept(Ledger& ledger) {
   const ValidationReport report = validateLedger(ledger, NodeScan{});
-  return report.released.empty() && report.adopted.empty() && ledger.state()->vms.size() == 1;
+  const StatePtr now = ledger.state();
+  return report.released.empty() && report.adopted.empty() && now->vms.size() == 1;
 }
 
 VmSpec hugepageVm(const std::string& uuid, int vcpus, uint64_t gib) {
@@ -75,16 +76,20 @@ TEST(LedgerNumaTest, HugepageVmTakesCpusAndPagesFromTheNodeThatHasThem) {
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(),
               HasSubstr("needs 3072 MiB of hugepages-1Gi on NUMA node(s) 0,1; 2048 MiB are free there"));
-  EXPECT_EQ(ledger->state()->grants().size(), before->grants().size());
-  EXPECT_EQ(ledger->state()->numa.cell(1, kGiB).free(), 2 * kGiB);
+  StatePtr now = ledger->state();
+  EXPECT_EQ(now->grants().size(), before->grants().size());
+  now = ledger->state();
+  EXPECT_EQ(now->numa.cell(1, kGiB).free(), 2 * kGiB);
   // numatune strict on node 0, which has no 1 GiB pages at all.
   VmSpec strict = hugepageVm("11111111-0000-4000-8000-000000000003", 1, 1);
   strict.strictNumaNodes = {0};
   EXPECT_THAT(ledger->admitVm(strict).error().message(),
               HasSubstr("its numatune nodes 0 cannot provide 1024 MiB of hugepages-1Gi; 0 MiB are free there"));
-  ASSERT_TRUE(checkLedgerInvariants(*ledger->state(), ledger->topology(), c).ok());
+  now = ledger->state();
+  ASSERT_TRUE(checkLedgerInvariants(*now, ledger->topology(), c).ok());
   ASSERT_TRUE(ledger->releaseVm("11111111-0000-4000-8000-000000000001").ok());
-  EXPECT_EQ(ledger->state()->numa.cell(1, kGiB).free(), 4 * kGiB);
+  now = ledger->state();
+  EXPECT_EQ(now->numa.cell(1, kGiB).free(), 4 * kGiB);
 }
 
 TEST(LedgerNumaTest, PinnedContainersKeepCpusAndMemoryTogetherAcrossRestarts) {
@@ -132,8 +137,10 @@ TEST(LedgerNumaTest, PodScopeAlignsTheWholePodAllOrNothing) {
   auto refused = ledger->admitPod(big, two_fives);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(), HasSubstr("pod ns/p2 needs 10 CPUs on one NUMA node"));
-  EXPECT_FALSE(ledger->state()->pods.count("p2"));
-  ASSERT_TRUE(checkLedgerInvariants(*ledger->state(), ledger->topology(), c).ok());
+  StatePtr now = ledger->state();
+  EXPECT_FALSE(now->pods.count("p2"));
+  now = ledger->state();
+  ASSERT_TRUE(checkLedgerInvariants(*now, ledger->topology(), c).ok());
 }
 
 TEST(LedgerNumaTest, DefineTimeReservationIsKeptUntilTheVmStarts) {
@@ -144,19 +151,23 @@ TEST(LedgerNumaTest, DefineTimeReservationIsKeptUntilTheVmStarts) {
   auto reserved = ledger->reserveVm(vm);
   ASSERT_TRUE(reserved.ok()) << reserved.error().message();
   EXPECT_EQ(reserved->mems.format(), "1");
-  EXPECT_TRUE(ledger->state()->vms.at(vm.uuid).defined);
+  StatePtr now = ledger->state();
+  EXPECT_TRUE(now->vms.at(vm.uuid).defined);
   // Not running yet: the start-up check keeps it, across a restart too.
   EXPECT_TRUE(validateLedgerVmsKept(*ledger));
   ledger.reset();
   ledger = openLedger(tmp.sub("l.db"), c);
-  EXPECT_TRUE(ledger->state()->vms.at(vm.uuid).defined);
+  now = ledger->state();
+  EXPECT_TRUE(now->vms.at(vm.uuid).defined);
   // It starts on exactly the reserved placement.
   auto started = ledger->admitVm(vm);
   ASSERT_TRUE(started.ok());
   EXPECT_EQ(started->exclusive, reserved->exclusive);
   EXPECT_EQ(started->mems, reserved->mems);
-  EXPECT_FALSE(ledger->state()->vms.at(vm.uuid).defined);
-  ASSERT_TRUE(checkLedgerInvariants(*ledger->state(), ledger->topology(), c).ok());
+  now = ledger->state();
+  EXPECT_FALSE(now->vms.at(vm.uuid).defined);
+  now = ledger->state();
+  ASSERT_TRUE(checkLedgerInvariants(*now, ledger->topology(), c).ok());
 }
 
 // Random pinned containers and NUMA-bound VMs: no node is over-committed in any resource.
@@ -198,7 +209,8 @@ TEST(LedgerNumaTest, NoNodeIsOvercommittedUnderRandomOperations) {
         ASSERT_TRUE(ledger->releaseVm(vms[victim]).ok());
         vms.erase(vms.begin() + static_cast<long>(victim));
       }
-      auto checked = checkLedgerInvariants(*ledger->state(), ledger->topology(), c);
+      const StatePtr now = ledger->state();
+      auto checked = checkLedgerInvariants(*now, ledger->topology(), c);
       ASSERT_TRUE(checked.ok()) << "op " << op << ": " << checked.error().message();
     }
     EXPECT_GT(placed, 500);

@@ -32,7 +32,8 @@ class LedgerRuntimeIdsTest : public ::testing::Test {
     ledger_ = std::move(ledger).value();
   }
   void expectInvariants() {
-    auto checked = checkLedgerInvariants(*ledger_->state(), ledger_->topology(), config_);
+    const StatePtr now = ledger_->state();
+    auto checked = checkLedgerInvariants(*now, ledger_->topology(), config_);
     EXPECT_TRUE(checked.ok()) << checked.error().message();
   }
   static PodSpec pod(const std::string& uid, QosClass qos = QosClass::kGuaranteed) {
@@ -41,8 +42,9 @@ class LedgerRuntimeIdsTest : public ::testing::Test {
   static ContainerSpec oneCpu(const std::string& name, const std::string& id = "") {
     return {name, id, false, 1000, 1000, 64ULL << 20, std::nullopt};
   }
-  const ContainerRecord& record(const std::string& uid, const std::string& name) {
-    return ledger_->state()->pod(uid)->containers.at(name);
+  ContainerRecord record(const std::string& uid, const std::string& name) {
+    const StatePtr now = ledger_->state();
+    return now->pod(uid)->containers.at(name);
   }
 
   testing::TempDir tmp_;
@@ -56,9 +58,11 @@ TEST_F(LedgerRuntimeIdsTest, ASandboxIsBoundToItsPodAndSurvivesARestart) {
   EXPECT_TRUE(*recorded);                                // new
   EXPECT_FALSE(*ledger_->bindSandbox(pod("p1"), "s1"));  // known: only bound
   EXPECT_FALSE(*ledger_->bindSandbox(pod("p1"), "s1"));  // idempotent
-  EXPECT_EQ(ledger_->state()->pod("p1")->sandboxId, "s1");
-  ASSERT_NE(ledger_->state()->runtimeOwner("s1"), nullptr);
-  EXPECT_TRUE(ledger_->state()->runtimeOwner("s1")->isSandbox());
+  StatePtr now = ledger_->state();
+  EXPECT_EQ(now->pod("p1")->sandboxId, "s1");
+  ASSERT_NE(now->runtimeOwner("s1"), nullptr);
+  now = ledger_->state();
+  EXPECT_TRUE(now->runtimeOwner("s1")->isSandbox());
 
   // One id names one thing; a pod keeps its QoS.
   EXPECT_EQ(ledger_->bindSandbox(pod("p2"), "s1").error().code(), ErrorCode::kFailedPrecondition);
@@ -68,9 +72,12 @@ TEST_F(LedgerRuntimeIdsTest, ASandboxIsBoundToItsPodAndSurvivesARestart) {
 
   ASSERT_TRUE(ledger_->admitContainer(pod("p1"), oneCpu("app", "c1")).ok());
   reopen();
-  EXPECT_EQ(ledger_->state()->pod("p1")->sandboxId, "s1");
-  ASSERT_NE(ledger_->state()->runtimeOwner("c1"), nullptr);
-  EXPECT_EQ(ledger_->state()->runtimeOwner("c1")->container, "app");
+  now = ledger_->state();
+  EXPECT_EQ(now->pod("p1")->sandboxId, "s1");
+  now = ledger_->state();
+  ASSERT_NE(now->runtimeOwner("c1"), nullptr);
+  now = ledger_->state();
+  EXPECT_EQ(now->runtimeOwner("c1")->container, "app");
   expectInvariants();
 }
 
@@ -87,7 +94,8 @@ TEST_F(LedgerRuntimeIdsTest, ARecreatedContainerKeepsItsCpusAndTheDeadOnesRemova
   EXPECT_FALSE(again->placedNow);
   EXPECT_EQ(again->exclusive, first->exclusive);
   ASSERT_TRUE(ledger_->admitContainer(pod("p1"), oneCpu("app", "c2")).ok());
-  EXPECT_EQ(ledger_->state()->runtimeOwner("c1"), nullptr);
+  StatePtr now = ledger_->state();
+  EXPECT_EQ(now->runtimeOwner("c1"), nullptr);
 
   EXPECT_FALSE(*ledger_->releaseContainer("p1", "app", ReleaseGuard{"c1", false}));
   EXPECT_FALSE(*ledger_->releaseContainer("p1", "app", ReleaseGuard{"", true}));  // it is bound
@@ -104,8 +112,10 @@ TEST_F(LedgerRuntimeIdsTest, ARecreatedContainerKeepsItsCpusAndTheDeadOnesRemova
   EXPECT_TRUE(*ledger_->releasePod("p1", ReleaseGuard{"s2", false}));
   EXPECT_FALSE(*ledger_->releasePod("p1", ReleaseGuard{"s2", false}));
   EXPECT_EQ(ledger_->releasePod("p1").error().code(), ErrorCode::kNotFound);  // unguarded: must exist
-  EXPECT_TRUE(ledger_->state()->grants().empty());
-  EXPECT_TRUE(ledger_->state()->runtimeIds.empty());
+  const StatePtr emptied = ledger_->state();
+  EXPECT_TRUE(emptied->grants().empty());
+  now = ledger_->state();
+  EXPECT_TRUE(now->runtimeIds.empty());
   expectInvariants();
 }
 
@@ -116,7 +126,8 @@ TEST_F(LedgerRuntimeIdsTest, UndoingAnAdmitReleasesOnlyWhatIsStillUnbound) {
   EXPECT_FALSE(*ledger_->releasePod("p1", ReleaseGuard{"", true}));
   EXPECT_TRUE(*ledger_->releaseContainer("p1", "app", ReleaseGuard{"", true}));
   EXPECT_TRUE(*ledger_->releasePod("p1", ReleaseGuard{"", true}));
-  EXPECT_EQ(ledger_->state()->pod("p1"), nullptr);
+  const StatePtr now = ledger_->state();
+  EXPECT_EQ(now->pod("p1"), nullptr);
   EXPECT_FALSE(*ledger_->releasePod("p1", ReleaseGuard{"", true}));
   expectInvariants();
 }
@@ -146,11 +157,13 @@ TEST_F(LedgerRuntimeIdsTest, AFinishedContainerHandsItsCpuToTheNextAndIsPlacedAn
   EXPECT_EQ(app_again->exclusive, init->exclusive);
 
   // A finished container's CPUs the new one does not need go back to the shared pool.
-  const CpuSet shared_before = ledger_->state()->shared();
+  StatePtr now = ledger_->state();
+  const CpuSet shared_before = now->shared();
   auto sidecar = ledger_->admitContainer(pod("p1"), {"log", "", false, 0, 0, std::nullopt, std::nullopt}, {"app"});
   ASSERT_TRUE(sidecar.ok());
   EXPECT_TRUE(sidecar->exclusive.empty());
-  EXPECT_EQ(ledger_->state()->shared(), shared_before | init->exclusive);
+  now = ledger_->state();
+  EXPECT_EQ(now->shared(), shared_before | init->exclusive);
   expectInvariants();
 }
 

@@ -58,7 +58,8 @@ VmSpec dedicatedVm(const std::string& uuid, int vcpus) {
 }
 
 void expectInvariants(const Ledger& ledger, const LedgerConfig& c) {
-  auto checked = checkLedgerInvariants(*ledger.state(), ledger.topology(), c);
+  const StatePtr now = ledger.state();
+  auto checked = checkLedgerInvariants(*now, ledger.topology(), c);
   ASSERT_TRUE(checked.ok()) << checked.error().message();
 }
 
@@ -73,7 +74,8 @@ TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
   ContainerSpec restarted = cpus("app", 4);
   restarted.id = "app0002";
   EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), restarted)->exclusive, first->exclusive);
-  EXPECT_EQ(ledger->state()->pods.at("p1").containers.at("app").spec.id, "app0002");
+  StatePtr now = ledger->state();
+  EXPECT_EQ(now->pods.at("p1").containers.at("app").spec.id, "app0002");
   // Other resources under the same identity are a resize, not an admit.
   EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), cpus("app", 2)).error().code(), ErrorCode::kFailedPrecondition);
   EXPECT_EQ(ledger->admitContainer(burstable("p1"), shared("x", 100)).error().code(), ErrorCode::kFailedPrecondition);
@@ -81,7 +83,8 @@ TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
   auto web = ledger->admitContainer(burstable("p2"), shared("web", 500));
   ASSERT_TRUE(web.ok());
   EXPECT_TRUE(web->exclusive.empty());
-  EXPECT_EQ(web->cpus, ledger->state()->shared());
+  now = ledger->state();
+  EXPECT_EQ(web->cpus, now->shared());
   EXPECT_FALSE(web->cpus.intersects(first->exclusive));
   expectInvariants(*ledger, config());
 }
@@ -133,7 +136,8 @@ TEST(LedgerTest, AppContainersReuseTheirInitContainersCpus) {
   auto app = ledger->admitContainer(guaranteed("p"), cpus("app", 4));
   ASSERT_TRUE(app.ok()) << app.error().message();
   EXPECT_TRUE(setup->exclusive.isSubsetOf(app->exclusive));
-  EXPECT_TRUE(ledger->state()->pods.at("p").containers.at("setup").exclusive.empty());
+  const StatePtr now = ledger->state();
+  EXPECT_TRUE(now->pods.at("p").containers.at("setup").exclusive.empty());
   expectInvariants(*ledger, config());
 }
 
@@ -149,15 +153,19 @@ TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
   EXPECT_TRUE(one->exclusive.isSubsetOf(four->exclusive));
   const auto before = ledger->state();
   EXPECT_FALSE(ledger->resizeContainer("p", cpus("app", 15)).ok());
-  EXPECT_EQ(ledger->state()->grants().at(containerTenant("p", "app")).cpus, one->exclusive);
-  EXPECT_EQ(ledger->state()->shared(), before->shared());
+  StatePtr now = ledger->state();
+  EXPECT_EQ(now->grants().at(containerTenant("p", "app")).cpus, one->exclusive);
+  now = ledger->state();
+  EXPECT_EQ(now->shared(), before->shared());
   // A fractional request runs in the shared pool, as with kubelet; and back to exclusive.
   auto to_shared = ledger->resizeContainer("p", shared("app", 500));
   ASSERT_TRUE(to_shared.ok());
   EXPECT_TRUE(to_shared->exclusive.empty());
-  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 500);
+  now = ledger->state();
+  EXPECT_EQ(now->totals.sharedDemandMilli, 500);
   EXPECT_EQ(ledger->resizeContainer("p", cpus("app", 2))->exclusive.count(), 2);
-  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 0);
+  now = ledger->state();
+  EXPECT_EQ(now->totals.sharedDemandMilli, 0);
   expectInvariants(*ledger, config());
 }
 
@@ -177,15 +185,19 @@ TEST(LedgerTest, ResizesAVm) {
   const auto before = ledger->state();
   vm.cpu.vcpus = 40;  // more than the machine's 32 CPUs
   EXPECT_FALSE(ledger->resizeVm(vm).ok());
-  EXPECT_EQ(ledger->state()->grants().at(vmTenant(vm.uuid)).cpus, six->exclusive);
-  EXPECT_EQ(ledger->state()->shared(), before->shared());
+  StatePtr now = ledger->state();
+  EXPECT_EQ(now->grants().at(vmTenant(vm.uuid)).cpus, six->exclusive);
+  now = ledger->state();
+  EXPECT_EQ(now->shared(), before->shared());
   vm.cpu.vcpus = 4;
   vm.cpu.cpuPolicy = VmCpuPolicy::kShared;  // all vCPUs into the shared pool
   auto shared_vm = ledger->resizeVm(vm);
   ASSERT_TRUE(shared_vm.ok()) << shared_vm.error().message();
   EXPECT_TRUE(shared_vm->exclusive.empty());
-  EXPECT_EQ(ledger->state()->totals.sharedDemandMilli, 4000);
-  EXPECT_TRUE(ledger->state()->grants().empty());
+  now = ledger->state();
+  EXPECT_EQ(now->totals.sharedDemandMilli, 4000);
+  now = ledger->state();
+  EXPECT_TRUE(now->grants().empty());
   expectInvariants(*ledger, config());
 }
 
@@ -268,7 +280,8 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
         }
       } else if (action < 60 && !vms.empty()) {
         const std::string& uuid = vms[random() % vms.size()];
-        VmSpec vm = ledger->state()->vms.at(uuid).spec;
+        StatePtr now = ledger->state();
+        VmSpec vm = now->vms.at(uuid).spec;
         vm.cpu.vcpus = 1 + static_cast<int>(random() % 4);
         vm.cpu.cpuPolicy = static_cast<VmCpuPolicy>(random() % 2);
         (void)ledger->resizeVm(vm);
@@ -285,9 +298,11 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
         ledger.reset();
         ledger = openLedger(tmp.sub("ledger.db"), topo, c);
         ASSERT_TRUE(ledger->loadProblems().empty()) << ledger->loadProblems().front();
-        ASSERT_EQ(ledger->state()->grants().size(), before->grants().size());
+        const StatePtr reopened = ledger->state();
+        ASSERT_EQ(reopened->grants().size(), before->grants().size());
       }
-      auto checked = checkLedgerInvariants(*ledger->state(), *topo, c);
+      const StatePtr now = ledger->state();
+      auto checked = checkLedgerInvariants(*now, *topo, c);
       ASSERT_TRUE(checked.ok()) << shape.topology << " op " << op << ": " << checked.error().message();
     }
     EXPECT_GT(accepted, 1000) << shape.topology;
@@ -330,7 +345,8 @@ TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
   EXPECT_FALSE(clash.load());
   EXPECT_GT(granted.load(), 1000);
   expectInvariants(*ledger, c);
-  EXPECT_TRUE(ledger->state()->grants().empty());
+  const StatePtr now = ledger->state();
+  EXPECT_TRUE(now->grants().empty());
 }
 
 TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
@@ -353,8 +369,10 @@ TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
     auto refused = ledger->admitVm(other);
     ASSERT_FALSE(refused.ok());
     EXPECT_THAT(refused.error().message(), HasSubstr("names CPUs 13"));
-    EXPECT_EQ(ledger->state()->shared(), before->shared());
-    EXPECT_EQ(ledger->state()->vms.size(), 1u);
+    StatePtr now = ledger->state();
+    EXPECT_EQ(now->shared(), before->shared());
+    now = ledger->state();
+    EXPECT_EQ(now->vms.size(), 1u);
     expectInvariants(*ledger, c);
   }
   auto reopened = openLedger(tmp.sub("ledger.db"), topo, c);

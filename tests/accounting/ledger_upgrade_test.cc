@@ -68,7 +68,8 @@ TEST_F(LedgerUpgradeTest, PositionalPlacementsLoadAsIds) {
 TEST_F(LedgerUpgradeTest, TheSameRequestWithExplicitIdsIsTheSameVm) {
   auto ledger = open();
   ASSERT_TRUE(ledger);
-  VmSpec web = ledger->state()->vm(kWeb)->spec;
+  const StatePtr now = ledger->state();
+  VmSpec web = now->vm(kWeb)->spec;
   web.cpu.onlineVcpus = {0, 1, 2, 3};
   web.cpu.maxVcpus = 4;
   web.cpu.iothreadIds = {1, 2};

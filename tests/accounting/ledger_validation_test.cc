@@ -119,7 +119,8 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
       std::move(
           Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
           .value();
-  EXPECT_EQ(reopened->state()->grants().size(), s->grants().size());
+  const StatePtr now = reopened->state();
+  EXPECT_EQ(now->grants().size(), s->grants().size());
 }
 
 TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
@@ -156,7 +157,8 @@ TEST(LedgerValidationTest, APodWhoseContainersAreAllGoneGoesWithThem) {
   const ValidationReport report = validateLedger(*ledger, *scan);
   EXPECT_THAT(report.released, Contains(HasSubstr("container ns/cut/web: its cgroup is gone")));
   EXPECT_THAT(report.released, Contains(HasSubstr("pod ns/cut: none of its containers is left")));
-  EXPECT_EQ(ledger->state()->pod("cut"), nullptr);
+  const StatePtr now = ledger->state();
+  EXPECT_EQ(now->pod("cut"), nullptr);
 }
 
 // A release committed just before a crash, its cgroup still there: a pod run through the shim
@@ -177,7 +179,8 @@ TEST(LedgerValidationTest, AShimRunPodsUnknownContainerIsLeftToTheShim) {
   const ValidationReport report = validateLedger(*ledger, *scan);
   EXPECT_TRUE(report.adopted.empty()) << report.adopted.front();
   EXPECT_THAT(report.waiting, Contains(HasSubstr("container bbb1 of pod shim: not adopted")));
-  const PodRecord* kept = ledger->state()->pod("shim");
+  const StatePtr now = ledger->state();
+  const PodRecord* kept = now->pod("shim");
   ASSERT_NE(kept, nullptr);
   EXPECT_EQ(kept->containers.size(), 1u);
   EXPECT_EQ(kept->containers.at("web").spec.cpuRequestMilli, 7);

@@ -34,7 +34,10 @@ class DomainNumaTest : public testing::HookTest {
     HookTest::SetUp();
   }
   // Where the ledger holds a VM's memory: node -> page size (0: regular) -> bytes.
-  MemoryBlocks memoryOf(const std::string& uuid) { return vrid_.daemon().node().state()->vm(uuid)->memory; }
+  MemoryBlocks memoryOf(const std::string& uuid) {
+    const StatePtr now = vrid_.daemon().node().state();
+    return now->vm(uuid)->memory;
+  }
   // The NUMA node of each of a VM's vCPUs that has a CPU of its own.
   std::map<int, int> vcpuNodes(const v1::VmAllocation& allocation) {
     std::map<int, int> nodes;

@@ -81,7 +81,8 @@ class Pipeline {
     for (const CgroupPath& group : groups) {
       for (const std::string h : {"cpuset", "cpu,cpuacct"}) ASSERT_TRUE(fixture_.mkdir({h, group}).ok());
       ASSERT_TRUE(fixture_.write({"cpuset", group}, "cpuset.mems", "0-1").ok());
-      ASSERT_TRUE(fixture_.write({"cpuset", group}, "cpuset.cpus", ledger->state()->shared().format()).ok());
+      StatePtr now = ledger->state();
+      ASSERT_TRUE(fixture_.write({"cpuset", group}, "cpuset.cpus", now->shared().format()).ok());
     }
     ASSERT_TRUE(fixture_
                     .setProcFile(std::to_string(pid) + "/cgroup",
@@ -109,7 +110,8 @@ class Pipeline {
 
   // What a full read-and-diff would still write.
   std::vector<CgroupOp> pendingOps() {
-    auto plan = sync->reconcile(*ledger->state(), false, true);
+    const StatePtr now = ledger->state();
+    auto plan = sync->reconcile(*now, false, true);
     EXPECT_TRUE(plan.ok()) << plan.error().message();
     return plan.ok() ? plan->operations : std::vector<CgroupOp>{};
   }

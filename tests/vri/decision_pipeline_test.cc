@@ -67,7 +67,8 @@ TEST(DecisionPipelineTest, DeltaWritesLeaveNothingForAFullReconcile) {
     const auto left = p.pendingOps();
     ASSERT_TRUE(left.empty()) << "step " << step << ": the delta left " << left.size() << " operations, first "
                               << left.front().describe();
-    ASSERT_TRUE(checkLedgerInvariants(*p.ledger->state(), p.ledger->topology(), p.ledger->config()).ok());
+    const StatePtr now = p.ledger->state();
+    ASSERT_TRUE(checkLedgerInvariants(*now, p.ledger->topology(), p.ledger->config()).ok());
   }
 }
 
@@ -148,7 +149,8 @@ TEST(DecisionPipelineTest, NarrowingAnAdoptedPodNarrowsTheChildrenVriDoesNotKnow
   // An exclusive tenant takes CPUs: the sandbox must leave them too, or v1 refuses to narrow the pod.
   auto placed = p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 2));
   ASSERT_TRUE(placed.ok()) << placed.error().message();
-  const CpuSet shared_cpus = p.ledger->state()->shared();
+  const StatePtr now = p.ledger->state();
+  const CpuSet shared_cpus = now->shared();
   EXPECT_EQ(p.read(pod_path), shared_cpus.format());
   EXPECT_EQ(p.read(pod_path + "/c1"), shared_cpus.format());
   EXPECT_FALSE(CpuSet::parse(p.read(pod_path + "/sandbox0001"))->intersects(placed->exclusive));
@@ -161,12 +163,15 @@ TEST(DecisionPipelineTest, AResizeWhoseWriteFailsHoldsTheCpusItGaveUp) {
   auto resized = p.node->resizeContainer(uid(1), exclusive("c1", 1));
   ASSERT_TRUE(resized.ok()) << resized.error().message();
   EXPECT_TRUE(p.sawEvent(EventKind::kWritePending));
-  EXPECT_EQ(p.ledger->state()->draining().count(), 2);
-  EXPECT_FALSE(p.ledger->state()->shared().intersects(p.ledger->state()->draining()));
+  StatePtr now = p.ledger->state();
+  EXPECT_EQ(now->draining().count(), 2);
+  now = p.ledger->state();
+  EXPECT_FALSE(now->shared().intersects(now->draining()));
   p.fs.failing = false;
   EXPECT_TRUE(p.node->writesPending());  // until the clock moves
   ASSERT_TRUE(p.retriedUntil([&] { return !p.node->writesPending(); }));
-  EXPECT_TRUE(p.ledger->state()->draining().empty());
+  now = p.ledger->state();
+  EXPECT_TRUE(now->draining().empty());
   EXPECT_EQ(p.read("kubepods/pod" + uid(1) + "/c1"), resized->exclusive.format());
   EXPECT_TRUE(p.pendingOps().empty());
 }
@@ -365,7 +370,8 @@ TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands
   p.fs.failing = false;
   EXPECT_TRUE(p.node->writesPending());  // until the clock moves
   ASSERT_TRUE(p.retriedUntil([&] { return !p.node->writesPending(); }));
-  EXPECT_TRUE(p.ledger->state()->draining().empty());
+  const StatePtr now = p.ledger->state();
+  EXPECT_TRUE(now->draining().empty());
   EXPECT_TRUE(p.sawEvent(EventKind::kWriteLanded));
   EXPECT_TRUE(p.pendingOps().empty());
 }
@@ -385,7 +391,8 @@ TEST(DecisionPipelineTest, TwoIdenticalAdmitsRacingWithAFailedWriteAgreeWithTheL
     ASSERT_TRUE(record.has_value());
     EXPECT_EQ(record->containers.at("app").exclusive, told.exclusive);
     EXPECT_EQ(p.read("kubepods/pod" + uid(1) + "/c1"), told.exclusive.format());
-    ASSERT_TRUE(checkLedgerInvariants(*p.ledger->state(), p.ledger->topology(), p.ledger->config()).ok());
+    const StatePtr now = p.ledger->state();
+    ASSERT_TRUE(checkLedgerInvariants(*now, p.ledger->topology(), p.ledger->config()).ok());
   }
 }
 

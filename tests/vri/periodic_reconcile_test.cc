@@ -48,7 +48,10 @@ class PeriodicReconcileTest : public ::testing::Test {
       return ::testing::AssertionFailure() << "no reconcile after the interval";
     return ::testing::AssertionSuccess();
   }
-  bool known(const std::string& uuid) { return vrid_.daemon().node().state()->vms.count(uuid) > 0; }
+  bool known(const std::string& uuid) {
+    const StatePtr now = vrid_.daemon().node().state();
+    return now->vms.count(uuid) > 0;
+  }
 
   testing::ManualClock clock_;  // outlives the daemon
   testing::DaemonHarness vrid_;
@@ -76,7 +79,8 @@ TEST_F(PeriodicReconcileTest, ReleasesAVmGoneForTheGracePeriodAndKeepsAReservedO
   }
   ASSERT_TRUE(tick());
   EXPECT_FALSE(known(kRunning));
-  EXPECT_TRUE(vrid_.daemon().node().state()->vms.find(kReserved)->defined);
+  const StatePtr now = vrid_.daemon().node().state();
+  EXPECT_TRUE(now->vms.find(kReserved)->defined);
   for (int i = 0; i < 10; ++i) ASSERT_TRUE(tick());
   EXPECT_TRUE(known(kReserved));  // only reserved: never released by reconcile
 }

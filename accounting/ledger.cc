@@ -39,26 +39,28 @@ Result<std::unique_ptr<Ledger>> Ledger::open(std::shared_ptr<const Topology> top
                                              std::unique_ptr<LedgerStore> store) {
   if (store == nullptr) return Error::invalidArgument("ledger without a store");
   std::unique_ptr<Ledger> ledger(new Ledger(std::move(topology), std::move(config), std::move(store)));
-  VRI_ASSIGN_OR_RETURN(StatePtr loaded, ledger->loadState(ledger->loadProblems_));
-  MutexLock lock(ledger->stateMutex_);
-  ledger->current_ = std::move(loaded);
+  {
+    Writer writer(*ledger);
+    VRI_ASSIGN_OR_RETURN(StatePtr loaded, ledger->loadState(writer, ledger->loadProblems_));
+    writer.publish(std::move(loaded));
+  }
   return ledger;
 }
 
-Result<StatePtr> Ledger::loadState(std::vector<std::string>& problems) const {
+Result<StatePtr> Ledger::loadState(const Writer& writer, std::vector<std::string>& problems) const {
   CpuPoolConfig pool_config = config_.pool;
   pool_config.minSharedCpus = 0;  // set from the shared tenants once they are loaded
   VRI_ASSIGN_OR_RETURN(CpuPool pool, CpuPool::create(topology_, pool_config));
   VRI_ASSIGN_OR_RETURN(NumaMemory numa,
                        NumaMemory::create(*topology_, config_.reservedMemoryPerNode, config_.reservedMemoryTotal));
-  VRI_ASSIGN_OR_RETURN(StoredLedger stored, store_->load());
+  VRI_ASSIGN_OR_RETURN(StoredLedger stored, writer.store().load());
   const std::string policy = describePolicy(config_.pool);
   const auto previous = stored.meta.find("policy");
   if (previous != stored.meta.end() && previous->second != policy) {
     problems.push_back("allocator policy changed from " + previous->second + " to " + policy +
                        ": placements already made are kept, new decisions follow the new policy");
   }
-  if (previous == stored.meta.end() || previous->second != policy) VRI_TRY(store_->setMeta("policy", policy));
+  if (previous == stored.meta.end() || previous->second != policy) VRI_TRY(writer.store().setMeta("policy", policy));
 
   LedgerState state{0, std::move(pool), std::move(numa), {}, {}, {}, {}, {}};
   for (auto& [uid, pod] : stored.pods) {
@@ -145,7 +147,7 @@ LedgerChange Ledger::changeFor(const LedgerDelta& delta, const LedgerState& to) 
 }
 
 Result<void> Ledger::Writer::commit(const LedgerDelta& delta, const LedgerState& to) {
-  return ledger_->store_->apply(changeFor(delta, to));
+  return store().apply(changeFor(delta, to));
 }
 
 void Ledger::Writer::publish(StatePtr next) {
@@ -155,7 +157,7 @@ void Ledger::Writer::publish(StatePtr next) {
 
 Result<void> Ledger::Writer::reload() {
   std::vector<std::string> problems;
-  VRI_ASSIGN_OR_RETURN(StatePtr loaded, ledger_->loadState(problems));
+  VRI_ASSIGN_OR_RETURN(StatePtr loaded, ledger_->loadState(*this, problems));
   // Scopes are runtime knowledge the store does not hold: keep the ones still known.
   LedgerState state = *loaded;
   const StatePtr now = current();
@@ -190,52 +192,52 @@ Result<void> asVoid(Result<bool> done) {
 
 Result<ContainerPlacement> Ledger::admitContainer(const PodSpec& pod, const ContainerSpec& container,
                                                   const std::vector<std::string>& finished) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideAdmitContainer(w.current(), pod, container, finished));
 }
 Result<bool> Ledger::bindSandbox(const PodSpec& pod, const std::string& sandboxId) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideBindSandbox(w.current(), pod, sandboxId));
 }
 Result<std::vector<ContainerPlacement>> Ledger::admitPod(const PodSpec& pod,
                                                          const std::vector<ContainerSpec>& containers) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideAdmitPod(w.current(), pod, containers));
 }
 Result<ContainerPlacement> Ledger::resizeContainer(const std::string& podUid, const ContainerSpec& container) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideResizeContainer(w.current(), podUid, container));
 }
 Result<bool> Ledger::releaseContainer(const std::string& podUid, const std::string& name, const ReleaseGuard& guard) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideReleaseContainer(w.current(), podUid, name, guard));
 }
 Result<bool> Ledger::releasePod(const std::string& podUid, const ReleaseGuard& guard) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideReleasePod(w.current(), podUid, guard));
 }
 Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideAdmitVm(w.current(), vm));
 }
 Result<VmCpuPlacement> Ledger::reserveVm(const VmSpec& vm) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideReserveVm(w.current(), vm));
 }
 Result<VmCpuPlacement> Ledger::resizeVm(const VmSpec& vm) {
-  Writer w = writer();
+  Writer w(*this);
   return settle(w, decideResizeVm(w.current(), vm));
 }
 Result<void> Ledger::releaseVm(const std::string& uuid) {
-  Writer w = writer();
+  Writer w(*this);
   return asVoid(settle(w, decideReleaseVm(w.current(), uuid)));
 }
 Result<void> Ledger::adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive) {
-  Writer w = writer();
+  Writer w(*this);
   return asVoid(settle(w, decideAdoptContainer(w.current(), pod, container, exclusive)));
 }
 Result<void> Ledger::adoptVm(const VmSpec& vm, const VmCpuPlacement& placement) {
-  Writer w = writer();
+  Writer w(*this);
   return asVoid(settle(w, decideAdoptVm(w.current(), vm, placement)));
 }
 

@@ -74,9 +74,18 @@ class Ledger {
   // The state as last published: O(1), never waits on a decision.
   StatePtr state() const;
 
-  // The right to decide: one decision at a time, from the current state to the next.
-  class Writer {
+  // The right to decide: one decision at a time, from the current state to the
+  // next. A scoped capability: clang checks that what the writer guards (the
+  // store here, and what callers mark VRI_REQUIRES(ledger.writerMutex())) is
+  // touched only while a Writer lives. Code handed a `Writer&` holds it too:
+  // there is no Writer without the lock.
+  class VRI_SCOPED_CAPABILITY Writer {
    public:
+    explicit Writer(Ledger& ledger) VRI_ACQUIRE(ledger.writerMutex_) : ledger_(&ledger) { ledger.writerMutex_.lock(); }
+    ~Writer() VRI_RELEASE() { ledger_->writerMutex_.unlock(); }
+    Writer(const Writer&) = delete;
+    Writer& operator=(const Writer&) = delete;
+
     // The state this writer decides from: the last one published.
     StatePtr current() const;
     // Writes the records `delta` touched as they are in `to`: the decision's
@@ -88,11 +97,13 @@ class Ledger {
 
    private:
     friend class Ledger;
-    explicit Writer(Ledger& ledger) : ledger_(&ledger), lock_(ledger.writerMutex_) {}
+    // What the writer's methods touch. Not analysed: the lock is this
+    // object's own, held from its construction to its destruction.
+    LedgerStore& store() const VRI_NO_THREAD_SAFETY_ANALYSIS { return *ledger_->store_; }
     Ledger* ledger_;
-    MutexLock lock_;  // the ledger's writer mutex, for the writer's life
   };
-  Writer writer() { return Writer(*this); }
+  // The writer mutex, for VRI_REQUIRES on what a caller guards with it.
+  Mutex& writerMutex() VRI_RETURN_CAPABILITY(writerMutex_) { return writerMutex_; }
 
   // Decisions: the next state and the delta from `from`, or a refusal.
   // `finished`: containers of the pod that have exited for good (completed
@@ -174,7 +185,7 @@ class Ledger {
       : topology_(std::move(topology)), config_(std::move(config)), store_(std::move(store)) {}
 
   // The state the store holds, with what no longer fits kept out (and said in `problems`).
-  Result<StatePtr> loadState(std::vector<std::string>& problems) const;
+  Result<StatePtr> loadState(const Writer& writer, std::vector<std::string>& problems) const;
   NextState next(const StatePtr& from) const {
     return NextState(from, config_.sharedVcpuMilli, config_.vmMemoryOverheadBytes);
   }
@@ -204,9 +215,9 @@ class Ledger {
 
   std::shared_ptr<const Topology> topology_;
   LedgerConfig config_;
-  std::unique_ptr<LedgerStore> store_;  // used under the writer lock only
+  Mutex writerMutex_;  // one decision at a time: held by the Writer
+  std::unique_ptr<LedgerStore> store_ VRI_GUARDED_BY(writerMutex_);
   std::vector<std::string> loadProblems_;
-  Mutex writerMutex_;         // one decision at a time: held by the Writer
   mutable Mutex stateMutex_;  // the pointer alone, held for a pointer copy: readers never wait on a decision
   StatePtr current_ VRI_GUARDED_BY(stateMutex_);
 };

@@ -21,6 +21,9 @@
 #define VRI_RELEASE(...) VRI_THREAD_ANNOTATION(release_capability(__VA_ARGS__))
 #define VRI_REQUIRES(...) VRI_THREAD_ANNOTATION(requires_capability(__VA_ARGS__))
 #define VRI_EXCLUDES(...) VRI_THREAD_ANNOTATION(locks_excluded(__VA_ARGS__))
+#define VRI_RETURN_CAPABILITY(x) VRI_THREAD_ANNOTATION(lock_returned(x))
+#define VRI_ASSERT_CAPABILITY(x) VRI_THREAD_ANNOTATION(assert_capability(x))
+#define VRI_NO_THREAD_SAFETY_ANALYSIS VRI_THREAD_ANNOTATION(no_thread_safety_analysis)
 
 namespace vri {
 

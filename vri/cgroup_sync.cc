@@ -235,7 +235,8 @@ Result<int> CgroupSync::writeTenant(const std::string& what, DesiredTree tree) {
   return static_cast<int>(ops.size());
 }
 
-Result<int> CgroupSync::write(const StatePtr& beforePtr, const StatePtr& afterPtr, const LedgerDelta& delta) {
+Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, const StatePtr& afterPtr,
+                              const LedgerDelta& delta) {
   const LedgerState &before = *beforePtr, &after = *afterPtr;
   Scratch scratch;
   std::vector<CpusetChange> cpusets;
@@ -271,7 +272,7 @@ Result<int> CgroupSync::write(const StatePtr& beforePtr, const StatePtr& afterPt
   return writes;
 }
 
-Result<SyncResult> CgroupSync::reconcile(const LedgerState& state, bool withDrift, bool dryRun) {
+Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerState& state, bool withDrift, bool dryRun) {
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(state, inputs()));
   dropUnmanaged(desired);
   dropExitedContainers(state, desired);

@@ -5,7 +5,8 @@
 //    pod/VM balance), the touched tenants' own cgroups, and — when the shared
 //    pool moved — the cpusets of every tenant that runs in it;
 //  - reconcile(): the whole tree read and compared (drift, start-up, retries).
-// The caller serialises both (the ledger's writer lock).
+// Both take the ledger's Writer: the caches below are the writer's, like the
+// ledger's store, and no two decisions touch them at once.
 #pragma once
 
 #include <deque>
@@ -54,10 +55,12 @@ class CgroupSync {
 
   // The cgroups `delta` changed between `before` and `after`, in a safe order.
   // Returns the number of writes (and directories made or removed).
-  Result<int> write(const StatePtr& before, const StatePtr& after, const LedgerDelta& delta);
+  Result<int> write(const Ledger::Writer& writer, const StatePtr& before, const StatePtr& after,
+                    const LedgerDelta& delta);
   // The whole tree for `state`. With `withDrift` the differences found
   // before writing are reported too; `dryRun` only plans.
-  Result<SyncResult> reconcile(const LedgerState& state, bool withDrift = false, bool dryRun = false);
+  Result<SyncResult> reconcile(const Ledger::Writer& writer, const LedgerState& state, bool withDrift = false,
+                               bool dryRun = false);
 
  private:
   // Paths and values one write() points its changes at.

@@ -94,7 +94,7 @@ Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& de
   if (!decision.changes()) return {};
   VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
   const auto writing = Stopwatch::now();
-  auto written = sync_.write(decision.before, decision.after, decision.delta);
+  auto written = sync_.write(writer, decision.before, decision.after, decision.delta);
   if (stats != nullptr) stats->took = std::chrono::duration_cast<std::chrono::microseconds>(Stopwatch::now() - writing);
   if (!written.ok() && onFailure == OnWriteFailure::kUndo) return undo(writer, decision, tenant, written.error());
   StatePtr next = decision.after;
@@ -139,7 +139,7 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
                  "writing the cgroups failed (" + cause.message() +
                      ") and undoing the decision could not be committed: " + reverted.error().message());
   }
-  if (auto restored = sync_.write(decision.after, decision.before, decision.delta); !restored.ok()) {
+  if (auto restored = sync_.write(writer, decision.after, decision.before, decision.delta); !restored.ok()) {
     log_.error(tenant + ": restoring the cgroups after a failed write: " + restored.error().message() +
                "; a reconcile follows");
     MutexLock lock(retryMutex_);
@@ -171,7 +171,7 @@ Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const
   const std::string tenant = containerTenant(pod.uid, container.name);
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(writer.current(), pod, container, finished));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, stats));
     return decision.answer;
@@ -186,7 +186,7 @@ Result<ContainerPlacement> NodeManager::adoptContainer(const PodSpec& pod, const
   const std::string tenant = containerTenant(pod.uid, container.name);
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(writer.current(), pod, container, exclusive));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     if (!exclusive.empty()) return ContainerPlacement{exclusive, exclusive, {}, true};
@@ -202,7 +202,7 @@ Result<bool> NodeManager::bindSandbox(const PodSpec& pod, const std::string& san
   const std::string tenant = podTenant(pod.uid);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideBindSandbox(writer.current(), pod, sandboxId));
     if (!decision.changes()) return false;
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
@@ -219,7 +219,7 @@ Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod
   const std::string tenant = podTenant(pod.uid);
   Result<std::vector<ContainerPlacement>> result = [&]() -> Result<std::vector<ContainerPlacement>> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitPod(writer.current(), pod, containers));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     return decision.answer;
@@ -236,7 +236,7 @@ Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUi
   const std::string tenant = containerTenant(podUid, container.name);
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeContainer(writer.current(), podUid, container));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     ContainerPlacement placed = decision.answer;
@@ -253,7 +253,7 @@ Result<bool> NodeManager::releaseContainer(const std::string& podUid, const std:
   const std::string tenant = containerTenant(podUid, name);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseContainer(writer.current(), podUid, name, guard));
     if (!decision.answer) return false;
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
@@ -271,7 +271,7 @@ Result<bool> NodeManager::releasePod(const std::string& podUid, const ReleaseGua
   const std::string tenant = podTenant(podUid);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleasePod(writer.current(), podUid, guard));
     if (!decision.answer) return false;
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
@@ -289,7 +289,7 @@ Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
   const std::string tenant = vmTenant(vm.uuid);
   Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitVm(writer.current(), vm));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     return decision.answer;
@@ -303,7 +303,7 @@ Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
   const std::string tenant = vmTenant(vm.uuid);
   Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReserveVm(writer.current(), vm));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     return decision.answer;
@@ -317,7 +317,7 @@ Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
   const std::string tenant = vmTenant(vm.uuid);
   Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeVm(writer.current(), vm));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     return decision.answer;
@@ -332,7 +332,7 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
   Result<std::pair<CgroupPath, int>> result = [&]() -> Result<std::pair<CgroupPath, int>> {
     VRI_TRY(checkNotHalted());
     VRI_ASSIGN_OR_RETURN(CgroupPath scope, sync_.findVmScope(qemuPid));
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     const StatePtr now = writer.current();
     const VmRecord* vm = now->vm(uuid);
     if (vm == nullptr) return Error::notFound("uuid: no VM " + uuid + " was admitted");
@@ -346,7 +346,7 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
       // Known already (a reconcile found it first): its own cgroups are written again all the same.
       LedgerDelta own;
       own.vms.insert(uuid);
-      VRI_ASSIGN_OR_RETURN(writes, sync_.write(writer.current(), writer.current(), own));
+      VRI_ASSIGN_OR_RETURN(writes, sync_.write(writer, writer.current(), writer.current(), own));
     }
     return std::pair{scope, writes};
   }();
@@ -364,7 +364,7 @@ Result<void> NodeManager::releaseVm(const std::string& uuid) {
   const std::string tenant = vmTenant(uuid);
   Result<bool> result = [&]() -> Result<bool> {
     VRI_TRY(checkNotHalted());
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseVm(writer.current(), uuid));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
     return true;
@@ -390,14 +390,14 @@ Result<ReconcileReport> NodeManager::startUp() {
 }
 
 Result<ReconcileReport> NodeManager::reconcile(bool dryRun) {
-  Ledger::Writer writer = ledger_.writer();
+  Ledger::Writer writer(ledger_);
   return reconcileLocked(writer, dryRun);
 }
 
 Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, bool dryRun) {
   const auto start = Stopwatch::now();
   bool landed = false;
-  auto attempt = [&]() -> Result<ReconcileReport> {
+  auto attempt = [&]() VRI_REQUIRES(ledger_.writerMutex()) -> Result<ReconcileReport> {
     VRI_ASSIGN_OR_RETURN(NodeScan scan, sync_.scan());
     // Running VMs' scopes are runtime knowledge: published, never stored.
     std::map<std::string, std::optional<CgroupPath>> scopes;
@@ -411,7 +411,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
       VRI_TRY(releaseVanished(writer, vanished_.update(*now, scan, options_.clock->now())));
     }
     const StatePtr now = writer.current();
-    VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(*now, true, dryRun));
+    VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(writer, *now, true, dryRun));
     ReconcileReport report;
     for (const Drift& d : synced.drift) report.drift.push_back(d.describe());
     for (const CgroupOp& op : synced.operations) report.operations.push_back(op.describe());
@@ -420,7 +420,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
       // Everything is on the cgroupfs now: CPUs held for pending writes go back to the shared pool.
       const Decision<bool> back = ledger_.decideReleaseDraining(writer.current());
       if (back.changes()) {
-        VRI_TRY(sync_.write(back.before, back.after, back.delta));
+        VRI_TRY(sync_.write(writer, back.before, back.after, back.delta));
         writer.publish(back.after);
         published(*back.before, *back.after);
       }
@@ -456,7 +456,8 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
 Result<void> NodeManager::releaseVanished(Ledger::Writer& writer, const VanishedTenants::Due& due) {
   const std::string why =
       "gone from the node for " + std::to_string(options_.releaseGrace.count()) + " s or more; released";
-  const auto released = [&](const std::string& tenant, const Result<Decision<bool>>& decision) -> Result<void> {
+  const auto released = [&](const std::string& tenant, const Result<Decision<bool>>& decision)
+                            VRI_REQUIRES(ledger_.writerMutex()) -> Result<void> {
     if (!decision.ok()) return {};  // gone from the ledger meanwhile
     VRI_TRY(carryOut(writer, *decision, tenant, OnWriteFailure::kHoldFreedCpus));
     log_.info("reconcile: " + tenant + ": " + why);
@@ -486,7 +487,7 @@ void NodeManager::retryLoop() {
       }
       if (stopping_) return;
     }
-    Ledger::Writer writer = ledger_.writer();
+    Ledger::Writer writer(ledger_);
     if (halted()) {
       if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
         setHalted(false);

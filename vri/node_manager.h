@@ -138,10 +138,11 @@ class NodeManager {
   // decision's own cgroup-write count goes to `writes`.
   template <typename T>
   Result<void> carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                        OnWriteFailure onFailure, WriteStats* stats = nullptr);
+                        OnWriteFailure onFailure, WriteStats* stats = nullptr) VRI_REQUIRES(ledger_.writerMutex());
   // Undo of a decision whose writes failed: the inverse delta, committed and written.
   template <typename T>
-  Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause);
+  Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause)
+      VRI_REQUIRES(ledger_.writerMutex());
   void published(const LedgerState& before, const LedgerState& after);
   Result<void> checkNotHalted() const;
   // Under retryMutex_: the retry thread checks, then waits, and a halt set
@@ -151,9 +152,10 @@ class NodeManager {
   template <typename T>
   Result<T> finish(const std::string& action, const std::string& tenant, EventKind kind, Result<T> result,
                    const std::string& detail, std::chrono::steady_clock::time_point start);
-  Result<ReconcileReport> reconcileLocked(Ledger::Writer& writer, bool dryRun);
+  Result<ReconcileReport> reconcileLocked(Ledger::Writer& writer, bool dryRun) VRI_REQUIRES(ledger_.writerMutex());
   // Releases what has been gone from the node for the grace period.
-  Result<void> releaseVanished(Ledger::Writer& writer, const VanishedTenants::Due& due);
+  Result<void> releaseVanished(Ledger::Writer& writer, const VanishedTenants::Due& due)
+      VRI_REQUIRES(ledger_.writerMutex());
   void retryLoop();
 
   Ledger& ledger_;
@@ -163,14 +165,14 @@ class NodeManager {
   mutable Mutex factsMutex_;
   NodeFacts facts_ VRI_GUARDED_BY(factsMutex_);
   NodeManagerOptions options_;
-  VanishedTenants vanished_;  // used under the ledger's writer lock only
+  VanishedTenants vanished_ VRI_GUARDED_BY(ledger_.writerMutex());
   std::atomic<uint64_t> reconciles_{0};
   // The retry thread's state. Whatever it waits for is set under this mutex
   // and notified after: it checks, then waits, and a change that slips between
   // the two (made without the mutex) is a lost wake-up.
   mutable Mutex retryMutex_;
   std::condition_variable_any retryWake_;
-  bool halted_ VRI_GUARDED_BY(retryMutex_) = false;  // decisions refused until the ledger is reloaded
+  bool halted_ VRI_GUARDED_BY(retryMutex_) = false;   // decisions refused until the ledger is reloaded
   bool pending_ VRI_GUARDED_BY(retryMutex_) = false;  // writes failed and not landed yet
   bool stopping_ VRI_GUARDED_BY(retryMutex_) = false;
   std::thread retryThread_;

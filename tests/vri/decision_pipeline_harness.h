@@ -110,8 +110,9 @@ class Pipeline {
 
   // What a full read-and-diff would still write.
   std::vector<CgroupOp> pendingOps() {
-    const StatePtr now = ledger->state();
-    auto plan = sync->reconcile(*now, false, true);
+    Ledger::Writer writer(*ledger);
+    const StatePtr now = writer.current();
+    auto plan = sync->reconcile(writer, *now, false, true);
     EXPECT_TRUE(plan.ok()) << plan.error().message();
     return plan.ok() ? plan->operations : std::vector<CgroupOp>{};
   }

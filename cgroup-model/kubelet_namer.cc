@@ -11,6 +11,15 @@ namespace {
 
 bool isAlnum(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9'); }
 
+std::optional<std::string> validUid(std::string_view uid) {
+  if (!validatePodUid(uid).ok()) return std::nullopt;
+  return std::string(uid);
+}
+std::optional<std::string> validId(std::string_view id) {
+  if (!validateContainerId(id).ok()) return std::nullopt;
+  return std::string(id);
+}
+
 // Appends a component that this file built from validated parts.
 CgroupPath join(const CgroupPath& base, const std::string& component) {
   return std::move(base.child(component)).value();
@@ -33,6 +42,15 @@ class CgroupfsNamer : public KubeletNamer {
     VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, pod(qos_class, uid));
     return join(pod_path, std::string(id));
   }
+  std::optional<std::string> podUidOf(QosClass, std::string_view name) const override {
+    if (!name.starts_with("pod")) return std::nullopt;
+    return validUid(name.substr(3));
+  }
+  std::optional<std::string> containerIdOf(std::string_view name) const override { return validId(name); }
+  bool isQosParent(std::string_view name) const override { return name == "burstable" || name == "besteffort"; }
+
+ protected:
+  bool leafNamesPod() const override { return false; }
 
  private:
   CgroupPath kubepods_;
@@ -63,6 +81,28 @@ class SystemdNamer : public KubeletNamer {
     VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, pod(qos_class, uid));
     return join(pod_path, runtimePrefix_ + "-" + std::string(id) + ".scope");
   }
+  std::optional<std::string> podUidOf(QosClass qos_class, std::string_view name) const override {
+    const std::string prefix = qos_class == QosClass::kGuaranteed
+                                   ? "kubepods-pod"
+                                   : "kubepods-" + std::string(qosClassName(qos_class)) + "-pod";
+    if (!name.starts_with(prefix) || !name.ends_with(".slice")) return std::nullopt;
+    std::string uid(name.substr(prefix.size(), name.size() - prefix.size() - 6));
+    std::replace(uid.begin(), uid.end(), '_', '-');  // kubelet's escaping, undone
+    return validUid(uid);
+  }
+  std::optional<std::string> containerIdOf(std::string_view name) const override {
+    if (!name.ends_with(".scope")) return std::nullopt;
+    const std::string_view unit = name.substr(0, name.size() - 6);
+    const size_t dash = unit.rfind('-');
+    if (dash == std::string_view::npos) return std::nullopt;
+    return validId(unit.substr(dash + 1));
+  }
+  bool isQosParent(std::string_view name) const override {
+    return name == "kubepods-burstable.slice" || name == "kubepods-besteffort.slice";
+  }
+
+ protected:
+  bool leafNamesPod() const override { return true; }
 
  private:
   CgroupPath parent_;
@@ -106,6 +146,22 @@ std::unique_ptr<KubeletNamer> makeKubeletNamer(KubeletDriver driver, CgroupPath 
   if (driver == KubeletDriver::kSystemd)
     return std::make_unique<SystemdNamer>(std::move(parent), std::move(runtimePrefix));
   return std::make_unique<CgroupfsNamer>(std::move(parent));
+}
+
+Result<KubeletPod> KubeletNamer::podOfCgroupParent(std::string_view parent) const {
+  std::string_view path = parent;
+  while (path.starts_with("/")) path.remove_prefix(1);
+  while (path.ends_with("/")) path.remove_suffix(1);
+  const size_t slash = path.rfind('/');
+  const std::string_view dir = slash == std::string_view::npos ? std::string_view() : path.substr(0, slash);
+  const std::string_view leaf = slash == std::string_view::npos ? path : path.substr(slash + 1);
+  for (QosClass candidate : {QosClass::kGuaranteed, QosClass::kBurstable, QosClass::kBestEffort}) {
+    const std::optional<std::string> uid = podUidOf(candidate, leaf);
+    if (!uid) continue;
+    const bool placed = dir.empty() ? leafNamesPod() : dir == qos(candidate).str();
+    if (placed) return KubeletPod{candidate, *uid};
+  }
+  return Error::invalidArgument("cgroup_parent: " + quoteForMessage(parent) + " is not where this node puts pods");
 }
 
 }  // namespace vri

@@ -4,10 +4,13 @@
 //   systemd:  kubepods.slice/kubepods-burstable.slice/kubepods-burstable-pod<uid_>.slice/cri-containerd-<id>.scope
 //
 // Guaranteed pods sit directly under kubepods. Pod UIDs and container ids are
-// validated before any path is built.
+// validated before any path is built. Each name form is read back here too,
+// beside the code that builds it: this is the one parser of kubelet's names.
 #pragma once
 
 #include <memory>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "cgroup-model/cgroup_path.h"
@@ -27,6 +30,12 @@ Result<void> validatePodUid(std::string_view uid);
 // A container id: 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-'.
 Result<void> validateContainerId(std::string_view id);
 
+// A pod, as its cgroup names it.
+struct KubeletPod {
+  QosClass qos = QosClass::kGuaranteed;
+  std::string uid;
+};
+
 class KubeletNamer {
  public:
   virtual ~KubeletNamer() = default;
@@ -35,6 +44,23 @@ class KubeletNamer {
   virtual CgroupPath qos(QosClass qos) const = 0;
   virtual Result<CgroupPath> pod(QosClass qos, std::string_view uid) const = 0;
   virtual Result<CgroupPath> container(QosClass qos, std::string_view uid, std::string_view id) const = 0;
+
+  // The names read back. A pod directory under the QoS parent `qos` (its UID), a
+  // container directory under a pod (its id: under systemd, any runtime's
+  // `<prefix>-<id>.scope`), a QoS parent among kubepods' children; nullopt or
+  // false for anything else.
+  virtual std::optional<std::string> podUidOf(QosClass qos, std::string_view name) const = 0;
+  virtual std::optional<std::string> containerIdOf(std::string_view name) const = 0;
+  virtual bool isQosParent(std::string_view name) const = 0;
+  // The pod a cgroup parent names as kubelet hands it to the runtime: the whole
+  // path (cgroupfs: "/kubepods/burstable/pod<uid>"), or under systemd the pod's
+  // slice name alone ("kubepods-burstable-pod<uid_>.slice"). Only where this
+  // node puts pods: anything else is refused, quoted.
+  Result<KubeletPod> podOfCgroupParent(std::string_view parent) const;
+
+ protected:
+  // Whether kubelet names a pod's parent by its leaf alone (systemd's slice names).
+  virtual bool leafNamesPod() const = 0;
 };
 
 // `parent` is where kubepods sits (kubelet's --cgroup-root; the root by default).

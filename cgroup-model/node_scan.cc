@@ -9,41 +9,6 @@ namespace vri {
 
 namespace {
 
-// The pod UID a directory name stands for under a QoS parent, or nullopt.
-std::optional<std::string> podUid(KubeletDriver driver, QosClass qos, const std::string& name) {
-  std::string uid;
-  if (driver == KubeletDriver::kCgroupfs) {
-    if (!name.starts_with("pod")) return std::nullopt;
-    uid = name.substr(3);
-  } else {
-    const std::string prefix =
-        qos == QosClass::kGuaranteed ? "kubepods-pod" : "kubepods-" + std::string(qosClassName(qos)) + "-pod";
-    if (!name.starts_with(prefix) || !name.ends_with(".slice")) return std::nullopt;
-    uid = name.substr(prefix.size(), name.size() - prefix.size() - 6);
-    std::replace(uid.begin(), uid.end(), '_', '-');  // kubelet's systemd escaping, undone
-  }
-  if (!validatePodUid(uid).ok()) return std::nullopt;
-  return uid;
-}
-
-std::optional<std::string> containerId(KubeletDriver driver, const std::string& name) {
-  std::string id = name;
-  if (driver == KubeletDriver::kSystemd) {
-    if (!name.ends_with(".scope")) return std::nullopt;
-    const std::string unit = name.substr(0, name.size() - 6);
-    const size_t dash = unit.rfind('-');
-    if (dash == std::string::npos) return std::nullopt;
-    id = unit.substr(dash + 1);
-  }
-  if (!validateContainerId(id).ok()) return std::nullopt;
-  return id;
-}
-
-bool isQosParent(KubeletDriver driver, const std::string& name) {
-  if (driver == KubeletDriver::kCgroupfs) return name == "burstable" || name == "besteffort";
-  return name == "kubepods-burstable.slice" || name == "kubepods-besteffort.slice";
-}
-
 std::optional<ScannedThreadGroup> threadGroupKind(const std::string& name) {
   const auto numbered = [&](std::string_view prefix) -> std::optional<int> {
     if (name.size() <= prefix.size() || !name.starts_with(prefix)) return std::nullopt;
@@ -95,9 +60,9 @@ class Scanner {
       if (!fs_.exists({hierarchy_, parent})) continue;
       VRI_ASSIGN_OR_RETURN(auto names, children(parent));
       for (const std::string& name : names) {
-        if (qos == QosClass::kGuaranteed && isQosParent(layout_.driver, name)) continue;
+        if (qos == QosClass::kGuaranteed && namer->isQosParent(name)) continue;
         const CgroupPath path = *parent.child(name);
-        const auto uid = podUid(layout_.driver, qos, name);
+        const auto uid = namer->podUidOf(qos, name);
         if (!uid) {
           scan_.notes.push_back(path.str() + ": not a pod");
           continue;
@@ -109,7 +74,7 @@ class Scanner {
         VRI_ASSIGN_OR_RETURN(auto containers, children(path));
         for (const std::string& child : containers) {
           const CgroupPath container_path = *path.child(child);
-          const auto id = containerId(layout_.driver, child);
+          const auto id = namer->containerIdOf(child);
           if (!id) {
             scan_.notes.push_back(container_path.str() + ": not a container");
             continue;

@@ -62,41 +62,44 @@ Result<ContainerSpec> containerSpec(const std::string& name, const std::string& 
 
 }  // namespace
 
-Result<PodSpec> podFrom(const v1::AdmitContainerRequest& r) {
+namespace {
+
+// The pod's QoS class: as given, or read from its cgroup parent by the namer
+// that builds this node's names (kubelet passes the whole path under cgroupfs,
+// the pod's slice name under systemd). Both given: they must agree.
+Result<QosClass> podQos(const std::string& uid, v1::Qos given, const std::string& cgroupParent,
+                        const KubeletNamer& namer) {
+  std::optional<QosClass> qos;
+  if (given != v1::QOS_UNSPECIFIED) {
+    VRI_ASSIGN_OR_RETURN(qos, qosFrom(given));
+  }
+  if (!cgroupParent.empty()) {
+    VRI_ASSIGN_OR_RETURN(const KubeletPod named, namer.podOfCgroupParent(cgroupParent));
+    if (named.uid != uid)
+      return Error::invalidArgument("cgroup_parent: " + quoteForMessage(cgroupParent) + " is not where this node puts pod " +
+                                    uid);
+    if (qos && *qos != named.qos)
+      return Error::invalidArgument("qos: does not match cgroup_parent " + quoteForMessage(cgroupParent));
+    qos = named.qos;
+  }
+  if (!qos) return Error::invalidArgument("qos: give the QoS class or the cgroup_parent");
+  return *qos;
+}
+
+}  // namespace
+
+Result<PodSpec> podFrom(const v1::AdmitContainerRequest& r, const KubeletNamer& namer) {
   VRI_TRY(checkPodUid(r.pod_uid()));
-  VRI_ASSIGN_OR_RETURN(QosClass qos, qosFrom(r.qos()));
   VRI_ASSIGN_OR_RETURN(std::string name, podName(r.pod_name(), r.pod_uid()));
+  VRI_ASSIGN_OR_RETURN(QosClass qos, podQos(r.pod_uid(), r.qos(), r.cgroup_parent(), namer));
   return PodSpec{r.pod_uid(), std::move(name), qos, 0, 0};
 }
 
-Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const TreeLayout& layout) {
+Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const KubeletNamer& namer) {
   VRI_TRY(checkPodUid(r.pod_uid()));
   VRI_ASSIGN_OR_RETURN(std::string name, podName(r.pod_name(), r.pod_uid()));
-  std::optional<QosClass> qos;
-  if (r.qos() != v1::QOS_UNSPECIFIED) {
-    VRI_ASSIGN_OR_RETURN(qos, qosFrom(r.qos()));
-  }
-  if (!r.cgroup_parent().empty()) {
-    // kubelet passes the whole path (cgroupfs) or the pod's slice name (systemd).
-    const auto namer = makeKubeletNamer(layout.driver, layout.kubeletParent);
-    std::string parent = r.cgroup_parent();
-    while (parent.starts_with("/")) parent.erase(0, 1);
-    std::optional<QosClass> matched;
-    for (QosClass candidate : {QosClass::kGuaranteed, QosClass::kBurstable, QosClass::kBestEffort}) {
-      VRI_ASSIGN_OR_RETURN(CgroupPath path, namer->pod(candidate, r.pod_uid()));
-      const std::string full = path.str();
-      const std::string leaf = full.substr(full.rfind('/') + 1);
-      if (parent == full || (layout.driver == KubeletDriver::kSystemd && parent == leaf)) matched = candidate;
-    }
-    if (!matched)
-      return Error::invalidArgument("cgroup_parent: " + quoteForMessage(r.cgroup_parent()) +
-                                    " is not where this node puts pod " + r.pod_uid());
-    if (qos && *qos != *matched)
-      return Error::invalidArgument("qos: does not match cgroup_parent " + quoteForMessage(r.cgroup_parent()));
-    qos = matched;
-  }
-  if (!qos) return Error::invalidArgument("qos: give the QoS class or the cgroup_parent");
-  return PodSpec{r.pod_uid(), std::move(name), *qos, r.overhead_cpu_milli(), r.overhead_memory_bytes()};
+  VRI_ASSIGN_OR_RETURN(QosClass qos, podQos(r.pod_uid(), r.qos(), r.cgroup_parent(), namer));
+  return PodSpec{r.pod_uid(), std::move(name), qos, r.overhead_cpu_milli(), r.overhead_memory_bytes()};
 }
 
 Result<ContainerSpec> containerFrom(const v1::AdmitContainerRequest& r) {

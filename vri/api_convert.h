@@ -15,8 +15,9 @@ namespace vri {
 Result<QosClass> qosFrom(v1::Qos qos);
 v1::Qos qosTo(QosClass qos);
 
-Result<PodSpec> podFrom(const v1::AdmitContainerRequest& request);
-Result<PodSpec> podFrom(const v1::AdmitPodRequest& request, const TreeLayout& layout);
+// The pod of an admit; its QoS class as given or read from its cgroup parent by `namer` (the node's).
+Result<PodSpec> podFrom(const v1::AdmitContainerRequest& request, const KubeletNamer& namer);
+Result<PodSpec> podFrom(const v1::AdmitPodRequest& request, const KubeletNamer& namer);
 Result<ContainerSpec> containerFrom(const v1::AdmitContainerRequest& request);
 Result<ContainerSpec> containerFrom(const v1::ContainerResources& resources);
 Result<VmSpec> vmFrom(const v1::AdmitVmRequest& request);

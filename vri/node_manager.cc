@@ -180,20 +180,32 @@ Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const
   return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
 }
 
-Result<ContainerPlacement> NodeManager::adoptContainer(const PodSpec& pod, const ContainerSpec& container,
-                                                       const CpuSet& exclusive) {
+Result<ContainerPlacement> NodeManager::adoptOrAdmitContainer(const PodSpec& pod, const ContainerSpec& container,
+                                                              const CpuSet& running) {
   const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(pod.uid, container.name);
+  bool adopting = false;
   Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
     VRI_TRY(checkNotHalted());
     Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(writer.current(), pod, container, exclusive));
+    const StatePtr from = writer.current();
+    const PodRecord* known = from->pod(pod.uid);
+    if (known != nullptr && known->containers.count(container.name)) {
+      VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(from, pod, container, {}));
+      VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+      return decision.answer;
+    }
+    adopting = true;
+    // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared.
+    const CpuSet exclusive = from->shared().isSubsetOf(running) ? CpuSet() : running;
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(from, pod, container, exclusive));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     if (!exclusive.empty()) return ContainerPlacement{exclusive, exclusive, {}, true};
     const StatePtr now = writer.current();
     return ContainerPlacement{exclusive, now->shared(), {}, true};
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
+  if (!adopting) return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
   return finish("adopt", tenant, EventKind::kAdopted, std::move(result), detail, start);
 }
 

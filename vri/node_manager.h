@@ -44,6 +44,7 @@ struct NodeFacts {
   std::map<std::string, std::string> options;  // the effective configuration
   bool ownsEverything = false;                 // VRI creates and writes the kubelet side too
   bool strictCpuReservation = false;           // reserved CPUs are kept out of the shared pool
+  KubeletDriver kubeletDriver = KubeletDriver::kCgroupfs;  // how kubelet names pods and containers
 };
 
 struct ReconcileReport {
@@ -97,9 +98,12 @@ class NodeManager {
   // `finished`: see Ledger::decideAdmitContainer. `stats`: the decision's cgroup writes.
   Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container,
                                             const std::vector<std::string>& finished = {}, WriteStats* stats = nullptr);
-  // Takes over a container found running, on the CPUs it holds (exclusive: fewer than the shared pool).
-  Result<ContainerPlacement> adoptContainer(const PodSpec& pod, const ContainerSpec& container,
-                                            const CpuSet& exclusive);
+  // A container found running on `running` CPUs, in one decision: one the
+  // ledger knows is admitted as any other (its id bound, nothing moved); one it
+  // does not is taken over on the CPUs it holds (exclusive when fewer than the
+  // shared pool, else shared), is_new in its placement.
+  Result<ContainerPlacement> adoptOrAdmitContainer(const PodSpec& pod, const ContainerSpec& container,
+                                                   const CpuSet& running);
   // Records the pod (true: it is new) and binds its sandbox's runtime id when given.
   Result<bool> bindSandbox(const PodSpec& pod, const std::string& sandboxId);
   Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);

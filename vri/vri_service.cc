@@ -39,6 +39,8 @@ void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& f
   reply.set_capacity_memory_bytes(facts.allocatable.capacityMemoryBytes);
   reply.set_allocatable_memory_bytes(facts.allocatable.allocatableMemoryBytes);
   reply.set_strict_cpu_reservation(facts.strictCpuReservation);
+  reply.set_cgroup_version(facts.cgroupVersion == CgroupVersion::kV2 ? "v2" : "v1");
+  reply.set_cgroup_driver(std::string(kubeletDriverName(facts.kubeletDriver)));
   for (const auto& [name, value] : facts.options) (*reply.mutable_options())[name] = value;
 }
 
@@ -217,8 +219,7 @@ grpc::Status VriService::releaseVm(const v1::ReleaseVmRequest& r, v1::Released&)
 grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply) {
   const v1::AdmitPodRequest* r = &request;
   v1::PodAllocation* reply_ptr = &reply;
-  const TreeLayout& layout = node_.layout();
-  auto pod = podFrom(*r, layout);
+  auto pod = podFrom(*r, *kubeletNamer_);
   if (!pod.ok()) return toGrpcStatus(pod.error());
   std::vector<ContainerSpec> containers;
   for (const v1::ContainerResources& c : r->containers()) {
@@ -254,7 +255,7 @@ grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAll
 
 grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
   const v1::AdmitContainerRequest* r = &request;
-  auto pod = podFrom(*r);
+  auto pod = podFrom(*r, *kubeletNamer_);
   if (!pod.ok()) return toGrpcStatus(pod.error());
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
@@ -263,22 +264,15 @@ grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request
       return toGrpcStatus(std::move(valid).context("finished_containers").error());
   }
   const std::vector<std::string> finished(r->finished_containers().begin(), r->finished_containers().end());
-  const StatePtr now = node_.state();
-  const PodRecord* known_pod = now->pod(pod->uid);
-  const bool known = known_pod != nullptr && known_pod->containers.count(container->name) > 0;
-  if (!r->running_cpus().empty() && !known) {
-    auto running = CpuSet::parse(r->running_cpus());
-    if (!running.ok()) return toGrpcStatus(std::move(running).context("running_cpus").error());
-    // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared.
-    const CpuSet exclusive = now->shared().isSubsetOf(*running) ? CpuSet() : *running;
-    auto adopted = node_.adoptContainer(*pod, *container, exclusive);
-    if (!adopted.ok()) return toGrpcStatus(adopted.error());
-    fillContainerAllocation(*pod, *container, *adopted, *kubeletNamer_, reply);
-    reply.set_is_new(true);
-    return grpc::Status::OK;
+  std::optional<CpuSet> running;
+  if (!r->running_cpus().empty()) {
+    auto parsed = CpuSet::parse(r->running_cpus());
+    if (!parsed.ok()) return toGrpcStatus(std::move(parsed).context("running_cpus").error());
+    running = *parsed;
   }
   WriteStats written;
-  auto placed = node_.admitContainer(*pod, *container, finished, &written);
+  auto placed = running ? node_.adoptOrAdmitContainer(*pod, *container, *running)
+                        : node_.admitContainer(*pod, *container, finished, &written);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   fillContainerAllocation(*pod, *container, *placed, *kubeletNamer_, reply);
   reply.set_is_new(placed->placedNow);

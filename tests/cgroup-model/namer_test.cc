@@ -33,6 +33,46 @@ TEST(KubeletNamerTest, SystemdDriver) {
   EXPECT_EQ(namer->qos(QosClass::kBestEffort).str(), "kubepods.slice/kubepods-besteffort.slice");
 }
 
+TEST(KubeletNamerTest, EveryNameItBuildsReadsBackAsWhatBuiltIt) {
+  for (KubeletDriver driver : {KubeletDriver::kCgroupfs, KubeletDriver::kSystemd}) {
+    auto namer = makeKubeletNamer(driver, *CgroupPath::parse("custom/root"));
+    for (QosClass qos : {QosClass::kGuaranteed, QosClass::kBurstable, QosClass::kBestEffort}) {
+      const CgroupPath pod = *namer->pod(qos, kUid);
+      const CgroupPath container = *namer->container(qos, kUid, kCtr);
+      EXPECT_EQ(namer->podUidOf(qos, pod.leaf()), kUid) << pod.str();
+      EXPECT_EQ(namer->containerIdOf(container.leaf()), kCtr) << container.str();
+      for (const std::string& parent : {"/" + pod.str(), pod.str() + "/"}) {
+        auto read = namer->podOfCgroupParent(parent);
+        ASSERT_TRUE(read.ok()) << parent << ": " << read.error().message();
+        EXPECT_EQ(read->qos, qos) << parent;
+        EXPECT_EQ(read->uid, kUid) << parent;
+      }
+      if (qos != QosClass::kGuaranteed) {
+        EXPECT_TRUE(namer->isQosParent(namer->qos(qos).leaf()));
+      }
+    }
+  }
+}
+
+TEST(KubeletNamerTest, ACgroupParentElsewhereThanThisNodePutsPodsIsRefused) {
+  auto cgroupfs = makeKubeletNamer(KubeletDriver::kCgroupfs);
+  auto systemd = makeKubeletNamer(KubeletDriver::kSystemd);
+  // kubelet's own forms, read by the driver that makes them.
+  EXPECT_EQ(systemd->podOfCgroupParent("kubepods-burstable-pod12_34.slice")->uid, "12-34");
+  EXPECT_EQ(systemd->podOfCgroupParent("kubepods-pod12_34.slice")->qos, QosClass::kGuaranteed);
+  EXPECT_EQ(cgroupfs->podOfCgroupParent("/kubepods/besteffort/pod1234")->qos, QosClass::kBestEffort);
+  for (const char* bad : {"", "/", "/kubepods/burstable", "/x/pod1234", "/other/kubepods/pod1234",
+                          "/kubepods/burstable/pod../../etc", "/system.slice/foo", "other.slice",
+                          "kubepods-burstable-pod12_34.slice", "/kubepods/guaranteed/pod1234"}) {
+    auto read = cgroupfs->podOfCgroupParent(bad);
+    ASSERT_FALSE(read.ok()) << bad;
+    EXPECT_EQ(read.error().code(), ErrorCode::kInvalidArgument);
+  }
+  for (const char* bad : {"pod1234", "/kubepods/pod1234", "kubepods-burstable-pod1234", "machine.slice"}) {
+    EXPECT_FALSE(systemd->podOfCgroupParent(bad).ok()) << bad;
+  }
+}
+
 TEST(KubeletNamerTest, RefusesHostileIdentities) {
   for (auto driver : {KubeletDriver::kCgroupfs, KubeletDriver::kSystemd}) {
     auto namer = makeKubeletNamer(driver);

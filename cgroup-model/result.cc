@@ -15,6 +15,14 @@ std::string_view errorCodeName(ErrorCode code) {
     case ErrorCode::kPermissionDenied: return "PERMISSION_DENIED";
     case ErrorCode::kUnavailable: return "UNAVAILABLE";
     case ErrorCode::kInternal: return "INTERNAL";
+    case ErrorCode::kCancelled: return "CANCELLED";
+    case ErrorCode::kDeadlineExceeded: return "DEADLINE_EXCEEDED";
+    case ErrorCode::kAborted: return "ABORTED";
+    case ErrorCode::kOutOfRange: return "OUT_OF_RANGE";
+    case ErrorCode::kUnimplemented: return "UNIMPLEMENTED";
+    case ErrorCode::kDataLoss: return "DATA_LOSS";
+    case ErrorCode::kUnauthenticated: return "UNAUTHENTICATED";
+    case ErrorCode::kUnknown: return "UNKNOWN";
   }
   return "UNKNOWN";
 }

@@ -24,6 +24,16 @@ enum class ErrorCode {
   kPermissionDenied,    // the caller may not do this
   kUnavailable,         // a dependency (kernel, daemon) could not be reached
   kInternal,            // a broken invariant: a bug in VRI
+  // What a peer (a runtime behind the CRI shim) may answer besides, carried
+  // back to kubelet as it came.
+  kCancelled,
+  kDeadlineExceeded,
+  kAborted,
+  kOutOfRange,
+  kUnimplemented,
+  kDataLoss,
+  kUnauthenticated,
+  kUnknown,
 };
 
 std::string_view errorCodeName(ErrorCode code);

@@ -3,280 +3,247 @@
 #include <algorithm>
 #include <cstdio>
 
-#include "kubelet-bridge/upstream_call.h"
+#include "proto/grpc_bytes.h"
+#include "proto/grpc_status.h"
 
 namespace vri {
 
 namespace {
 
 constexpr char kRuntime[] = "/runtime.v1.RuntimeService/";
-constexpr char kPodUidLabel[] = "io.kubernetes.pod.uid";  // kubelet labels every container with its pod
-constexpr auto kCleanupDeadline = std::chrono::seconds(10);
-
-std::string method(const char* name) { return std::string(kRuntime) + name; }
-
-grpc::Status unparsable(const char* what) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                      std::string("vri-cri-shim: the ") + what + " request does not parse as CRI runtime.v1");
-}
-
-grpc::Status invalid(const Error& error) {
-  return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "vri-cri-shim: " + error.message());
-}
+constexpr auto kCleanupTimeout = std::chrono::seconds(10);
 
 // vrid's answer as kubelet sees it: its refusal (code and reason) as it is, or,
 // when vrid did not answer at all, UNAVAILABLE saying that nothing was created.
-grpc::Status fromVrid(const std::string& what, const grpc::Status& status) {
-  const bool unreachable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-                           status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
+Error fromVrid(const std::string& what, const Error& error) {
+  const bool unreachable = error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded;
   if (unreachable) {
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE,
-                        "vri-cri-shim: vrid did not answer " + what + " (" + status.error_message() +
-                            "); pods and containers are created only with vrid's allocation");
+    return Error(ErrorCode::kUnavailable, "vri-cri-shim: vrid did not answer " + what + " (" + error.message() +
+                                              "); pods and containers are created only with vrid's allocation");
   }
-  return grpc::Status(status.error_code(), "vri: " + status.error_message());
+  return Error(error.code(), "vri: " + error.message());
 }
 
-std::chrono::system_clock::time_point cleanupDeadline() { return std::chrono::system_clock::now() + kCleanupDeadline; }
+Error invalid(const Error& error) { return Error::invalidArgument("vri-cri-shim: " + error.message()); }
+
+std::string millis(std::chrono::steady_clock::duration d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f ms", std::chrono::duration<double, std::milli>(d).count());
+  return text;
+}
+
+// A handler for GenericProxy: the request parsed as `Request`, the call, and its answer as bytes or a status.
+template <typename Request, typename Call>
+UnaryHandler handler(const char* name, RateLimitedLog& refusals, Call call) {
+  return [name, &refusals, call](grpc::GenericCallbackServerContext& context, const grpc::ByteBuffer& bytes,
+                                 grpc::ByteBuffer* reply) {
+    Request request;
+    grpc::Status status;
+    if (!fromBytes(bytes, request)) {
+      status = grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            std::string("vri-cri-shim: the ") + name + " request does not parse as CRI runtime.v1");
+    } else {
+      const CallScope kubelet{context.deadline(), &context, false};
+      status = call(kubelet, std::move(request), reply);
+    }
+    // Every refusal leaves one line (rate-limited): kubelet only retries, and says little.
+    if (!status.ok()) refusals.write(std::string(name) + " failed: " + status.error_message());
+    return status;
+  };
+}
+
+template <typename Reply>
+grpc::Status answer(const Result<Reply>& result, grpc::ByteBuffer* reply) {
+  if (!result.ok()) return toGrpcStatus(result.error());
+  *reply = toBytes(*result);
+  return grpc::Status::OK;
+}
+
+template <typename Reply>
+grpc::Status answerEmpty(const Result<void>& result, grpc::ByteBuffer* reply) {
+  if (!result.ok()) return toGrpcStatus(result.error());
+  *reply = toBytes(Reply());
+  return grpc::Status::OK;
+}
 
 }  // namespace
 
-CriShim::CriShim(std::shared_ptr<grpc::Channel> containerd, std::shared_ptr<grpc::Channel> vrid, CriShimOptions options)
-    : containerd_(std::move(containerd)),
-      vrid_(v1::Vri::NewStub(std::move(vrid))),
+CriShim::CriShim(RuntimeClient& runtime, VridClient& vrid, CriShimOptions options)
+    : runtime_(runtime),
+      vrid_(vrid),
       options_(std::move(options)),
       refusals_([log = options_.log](const std::string& line) { log(line); }, steadyClock()) {}
 
 std::map<std::string, UnaryHandler> CriShim::handlers() {
-  using Member = grpc::Status (CriShim::*)(Caller&, const grpc::ByteBuffer&, grpc::ByteBuffer*);
+  using namespace runtime::v1;
+  const auto method = [](const char* name) { return std::string(kRuntime) + name; };
   std::map<std::string, UnaryHandler> out;
-  const auto add = [&](const char* name, Member member) {
-    out[method(name)] = [this, member, name](Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
-      grpc::Status status = (this->*member)(caller, request, reply);
-      // Every refusal leaves one line (rate-limited): kubelet only retries, and says little.
-      if (!status.ok()) refusals_.write(std::string(name) + " failed: " + status.error_message());
-      return status;
-    };
-  };
-  add("RunPodSandbox", &CriShim::runPodSandbox);
-  add("CreateContainer", &CriShim::createContainer);
-  add("UpdateContainerResources", &CriShim::updateContainerResources);
-  add("RemoveContainer", &CriShim::removeContainer);
-  add("RemovePodSandbox", &CriShim::removePodSandbox);
+  out[method("RunPodSandbox")] = handler<RunPodSandboxRequest>(
+      "RunPodSandbox", refusals_, [this](const CallScope& kubelet, RunPodSandboxRequest r, grpc::ByteBuffer* reply) {
+        return answer(runPodSandbox(kubelet, r), reply);
+      });
+  out[method("CreateContainer")] = handler<CreateContainerRequest>(
+      "CreateContainer", refusals_,
+      [this](const CallScope& kubelet, CreateContainerRequest r, grpc::ByteBuffer* reply) {
+        return answer(createContainer(kubelet, std::move(r)), reply);
+      });
+  out[method("UpdateContainerResources")] = handler<UpdateContainerResourcesRequest>(
+      "UpdateContainerResources", refusals_,
+      [this](const CallScope& kubelet, UpdateContainerResourcesRequest r, grpc::ByteBuffer* reply) {
+        return answerEmpty<UpdateContainerResourcesResponse>(updateContainerResources(kubelet, std::move(r)), reply);
+      });
+  out[method("RemoveContainer")] = handler<RemoveContainerRequest>(
+      "RemoveContainer", refusals_,
+      [this](const CallScope& kubelet, RemoveContainerRequest r, grpc::ByteBuffer* reply) {
+        return answerEmpty<RemoveContainerResponse>(removeContainer(kubelet, r.container_id()), reply);
+      });
+  out[method("RemovePodSandbox")] = handler<RemovePodSandboxRequest>(
+      "RemovePodSandbox", refusals_,
+      [this](const CallScope& kubelet, RemovePodSandboxRequest r, grpc::ByteBuffer* reply) {
+        return answerEmpty<RemovePodSandboxResponse>(removePodSandbox(kubelet, r.pod_sandbox_id()), reply);
+      });
   return out;
 }
 
-std::unique_ptr<grpc::ClientContext> CriShim::vridContext(const Caller& caller) const {
-  auto context = std::make_unique<grpc::ClientContext>();
-  context->set_deadline(std::min(caller.deadline(), std::chrono::system_clock::now() + options_.vridTimeout));
-  context->set_wait_for_ready(true);  // a vrid that is restarting answers within the deadline
-  return context;
+CallScope CriShim::vridScope(const CallScope& kubelet) const {
+  // A vrid that is restarting answers within the deadline.
+  return CallScope{std::min(kubelet.deadline, std::chrono::system_clock::now() + options_.vridTimeout), nullptr, true};
 }
 
-grpc::Status CriShim::runPodSandbox(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
-  runtime::v1::RunPodSandboxRequest run;
-  if (!fromBytes(request, run)) return unparsable("RunPodSandbox");
+Result<runtime::v1::RunPodSandboxResponse> CriShim::runPodSandbox(const CallScope& kubelet,
+                                                                  const runtime::v1::RunPodSandboxRequest& run) {
   auto admit = cri::admitPodRequest(run.config());
   if (!admit.ok()) return invalid(admit.error());
-  v1::PodAllocation admitted;
-  grpc::Status status = vrid_->AdmitPod(vridContext(caller).get(), *admit, &admitted);
-  if (!status.ok()) return fromVrid("RunPodSandbox for pod " + admit->pod_name(), status);
+  auto admitted = vrid_.admitPod(vridScope(kubelet), *admit);
+  if (!admitted.ok()) return fromVrid("RunPodSandbox for pod " + admit->pod_name(), admitted.error());
 
-  grpc::Status created = callUpstream(containerd_, *upstreamContext(caller), method("RunPodSandbox"), request, reply);
+  auto created = runtime_.runPodSandbox(kubelet, run);
   if (!created.ok()) {
-    if (admitted.is_new()) undoPod(admit->pod_uid());
+    if (admitted->is_new()) undoPod(admit->pod_uid());
     return created;
   }
-  runtime::v1::RunPodSandboxResponse response;
-  if (!fromBytes(*reply, response)) return unparsable("RunPodSandbox answer's");
-  admit->set_sandbox_id(response.pod_sandbox_id());
-  v1::PodAllocation bound;
-  status = vrid_->AdmitPod(vridContext(caller).get(), *admit, &bound);
-  if (!status.ok()) {
+  admit->set_sandbox_id(created->pod_sandbox_id());
+  if (auto bound = vrid_.admitPod(vridScope(kubelet), *admit); !bound.ok()) {
     // The sandbox runs, but vrid does not know it: take it down so that kubelet retries from nothing.
-    runtime::v1::StopPodSandboxRequest stop;
-    stop.set_pod_sandbox_id(response.pod_sandbox_id());
-    removeFromContainerd(method("StopPodSandbox"), stop);
-    runtime::v1::RemovePodSandboxRequest remove;
-    remove.set_pod_sandbox_id(response.pod_sandbox_id());
-    removeFromContainerd(method("RemovePodSandbox"), remove);
-    if (admitted.is_new()) undoPod(admit->pod_uid());
-    return fromVrid("the sandbox id of pod " + admit->pod_name(), status);
+    takeDownSandbox(created->pod_sandbox_id());
+    if (admitted->is_new()) undoPod(admit->pod_uid());
+    return fromVrid("the sandbox id of pod " + admit->pod_name(), bound.error());
   }
-  options_.log("RunPodSandbox " + admit->pod_name() + ": sandbox " + response.pod_sandbox_id() + " in " +
+  options_.log("RunPodSandbox " + admit->pod_name() + ": sandbox " + created->pod_sandbox_id() + " in " +
                admit->cgroup_parent());
-  return grpc::Status::OK;
+  return created;
 }
 
-grpc::Status CriShim::createContainer(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
+Result<runtime::v1::CreateContainerResponse> CriShim::createContainer(const CallScope& kubelet,
+                                                                      runtime::v1::CreateContainerRequest create) {
   const auto start = std::chrono::steady_clock::now();
-  std::chrono::steady_clock::duration in_containerd{};  // the rest is the shim's and vrid's
+  std::chrono::steady_clock::duration in_runtime{};  // the rest is the shim's and vrid's
   const auto timed = [&](auto call) {
     const auto before = std::chrono::steady_clock::now();
-    grpc::Status status = call();
-    in_containerd += std::chrono::steady_clock::now() - before;
-    return status;
+    auto result = call();
+    in_runtime += std::chrono::steady_clock::now() - before;
+    return result;
   };
-  runtime::v1::CreateContainerRequest create;
-  if (!fromBytes(request, create)) return unparsable("CreateContainer");
   auto admit = cri::admitContainerRequest(create);
   if (!admit.ok()) return invalid(admit.error());
   const std::string who = admit->pod_name() + "/" + admit->container_name();
-  if (cri::mayGetExclusiveCpus(*admit)) {
-    grpc::Status listed = timed([&] {
-      return finishedContainers(caller, admit->pod_uid(), create.pod_sandbox_id(), admit->container_name(), *admit);
-    });
-    if (!listed.ok()) return listed;
-  }
-  cri::NodeCgroups node;
-  if (grpc::Status known = nodeCgroups(caller, &node); !known.ok()) return fromVrid("GetNode", known);
-  v1::ContainerAllocation allocation;
-  grpc::Status status = vrid_->AdmitContainer(vridContext(caller).get(), *admit, &allocation);
-  if (!status.ok()) return fromVrid("CreateContainer for " + who, status);
+  // Facts for vrid, whatever the container asks for: which of the pod's containers are done.
+  auto finished = timed(
+      [&] { return finishedContainers(kubelet, admit->pod_uid(), create.pod_sandbox_id(), admit->container_name()); });
+  if (!finished.ok()) return finished.error();
+  for (const std::string& name : *finished) admit->add_finished_containers(name);
+  auto node = nodeCgroups_.get(vrid_, vridScope(kubelet));
+  if (!node.ok()) return fromVrid("GetNode", node.error());
+  auto allocation = vrid_.admitContainer(vridScope(kubelet), *admit);
+  if (!allocation.ok()) return fromVrid("CreateContainer for " + who, allocation.error());
 
-  cri::applyAllocation(allocation, node, *create.mutable_config()->mutable_linux()->mutable_resources());
-  grpc::Status created = timed([&] {
-    return callUpstream(containerd_, *upstreamContext(caller), method("CreateContainer"), toBytes(create), reply);
-  });
+  cri::applyAllocation(*allocation, *node, *create.mutable_config()->mutable_linux()->mutable_resources());
+  auto created = timed([&] { return runtime_.createContainer(kubelet, create); });
   if (!created.ok()) {
-    if (allocation.is_new()) undoContainer(*admit);
+    if (allocation->is_new()) undoContainer(*admit);
     return created;
   }
-  runtime::v1::CreateContainerResponse response;
-  if (!fromBytes(*reply, response)) return unparsable("CreateContainer answer's");
-  admit->set_container_id(response.container_id());
+  admit->set_container_id(created->container_id());
   admit->clear_finished_containers();
-  v1::ContainerAllocation bound;
-  status = vrid_->AdmitContainer(vridContext(caller).get(), *admit, &bound);
-  if (!status.ok()) {
-    runtime::v1::RemoveContainerRequest remove;
-    remove.set_container_id(response.container_id());
-    removeFromContainerd(method("RemoveContainer"), remove);
-    if (allocation.is_new()) undoContainer(*admit);
-    return fromVrid("the container id of " + who, status);
+  if (auto bound = vrid_.admitContainer(vridScope(kubelet), *admit); !bound.ok()) {
+    takeDownContainer(created->container_id());
+    if (allocation->is_new()) undoContainer(*admit);
+    return fromVrid("the container id of " + who, bound.error());
   }
-  const auto ms = [](std::chrono::steady_clock::duration d) {
-    char text[32];
-    std::snprintf(text, sizeof text, "%.3f ms", std::chrono::duration<double, std::milli>(d).count());
-    return std::string(text);
-  };
-  const auto vrid_writes = std::chrono::microseconds(allocation.cgroup_write_us());
-  options_.log("CreateContainer " + who + ": " + response.container_id() + " on CPUs " + allocation.cpuset_cpus() +
-               (allocation.exclusive() ? " (exclusive)" : " (shared pool)") + "; shim and vrid " +
-               ms(std::chrono::steady_clock::now() - start - in_containerd) + " (vrid's cgroup writes " +
-               ms(vrid_writes) + "), containerd " + ms(in_containerd));
-  return grpc::Status::OK;
+  const auto vrid_writes = std::chrono::microseconds(allocation->cgroup_write_us());
+  options_.log("CreateContainer " + who + ": " + created->container_id() + " on CPUs " + allocation->cpuset_cpus() +
+               (allocation->exclusive() ? " (exclusive)" : " (shared pool)") + "; shim and vrid " +
+               millis(std::chrono::steady_clock::now() - start - in_runtime) + " (vrid's cgroup writes " +
+               millis(vrid_writes) + "), runtime " + millis(in_runtime));
+  return created;
 }
 
-grpc::Status CriShim::updateContainerResources(Caller& caller, const grpc::ByteBuffer& request,
-                                               grpc::ByteBuffer* reply) {
-  runtime::v1::UpdateContainerResourcesRequest update;
-  if (!fromBytes(request, update)) return unparsable("UpdateContainerResources");
+Result<void> CriShim::updateContainerResources(const CallScope& kubelet,
+                                               runtime::v1::UpdateContainerResourcesRequest update) {
   auto resize = cri::resizeRequest(update);
   if (!resize.ok()) return invalid(resize.error());
-  v1::ContainerAllocation allocation;
-  grpc::Status status = vrid_->ResizeContainer(vridContext(caller).get(), *resize, &allocation);
-  if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+  auto allocation = vrid_.resizeContainer(vridScope(kubelet), *resize);
+  if (!allocation.ok() && allocation.error().code() == ErrorCode::kNotFound) {
     // Not one of vrid's (created before the shim ran): the runtime's own business.
     options_.log("UpdateContainerResources " + update.container_id() + ": not known to vrid, passed through");
-    return callUpstream(containerd_, *upstreamContext(caller), method("UpdateContainerResources"), request, reply);
+    return runtime_.updateContainerResources(kubelet, update);
   }
-  if (!status.ok()) return fromVrid("UpdateContainerResources for " + update.container_id(), status);
-  cri::NodeCgroups node;
-  if (grpc::Status known = nodeCgroups(caller, &node); !known.ok()) return fromVrid("GetNode", known);
-  cri::applyAllocation(allocation, node, *update.mutable_linux());
-  options_.log("UpdateContainerResources " + update.container_id() + ": CPUs " + allocation.cpuset_cpus());
-  grpc::Status updated =
-      callUpstream(containerd_, *upstreamContext(caller), method("UpdateContainerResources"), toBytes(update), reply);
-  if (!updated.ok()) undoResize(update.container_id(), allocation.previous());
+  if (!allocation.ok()) return fromVrid("UpdateContainerResources for " + update.container_id(), allocation.error());
+  auto node = nodeCgroups_.get(vrid_, vridScope(kubelet));
+  if (!node.ok()) return fromVrid("GetNode", node.error());
+  cri::applyAllocation(*allocation, *node, *update.mutable_linux());
+  options_.log("UpdateContainerResources " + update.container_id() + ": CPUs " + allocation->cpuset_cpus());
+  auto updated = runtime_.updateContainerResources(kubelet, update);
+  if (!updated.ok()) undoResize(update.container_id(), allocation->previous());
   return updated;
 }
 
-void CriShim::undoResize(const std::string& containerId, const v1::ContainerResources& previous) {
-  // containerd kept the old values: vrid's ledger goes back to them too.
-  v1::AdmitContainerRequest back;
-  back.set_container_id(containerId);
-  back.set_cpu_request_milli(previous.cpu_request_milli());
-  back.set_cpu_limit_milli(previous.cpu_limit_milli());
-  back.set_memory_limit_bytes(previous.memory_limit_bytes());
-  back.set_memory_request_bytes(previous.memory_request_bytes());
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + options_.vridTimeout);
-  v1::ContainerAllocation ignored;
-  const grpc::Status status = vrid_->ResizeContainer(&context, back, &ignored);
-  options_.log("UpdateContainerResources " + containerId + ": containerd refused it; vrid's resize " +
-               (status.ok() ? std::string("undone") : "not undone: " + status.error_message()));
-}
-
-grpc::Status CriShim::removeContainer(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
-  runtime::v1::RemoveContainerRequest remove;
-  if (!fromBytes(request, remove)) return unparsable("RemoveContainer");
-  return removeThenRelease(caller, "RemoveContainer", remove.container_id(), request, reply,
-                           [&](grpc::ClientContext* context, v1::Released* released) {
-                             v1::ReleaseContainerRequest release;
-                             release.set_container_id(remove.container_id());
-                             return vrid_->ReleaseContainer(context, release, released);
-                           });
-}
-
-grpc::Status CriShim::removePodSandbox(Caller& caller, const grpc::ByteBuffer& request, grpc::ByteBuffer* reply) {
-  runtime::v1::RemovePodSandboxRequest remove;
-  if (!fromBytes(request, remove)) return unparsable("RemovePodSandbox");
-  return removeThenRelease(caller, "RemovePodSandbox", remove.pod_sandbox_id(), request, reply,
-                           [&](grpc::ClientContext* context, v1::Released* released) {
-                             v1::ReleasePodRequest release;
-                             release.set_sandbox_id(remove.pod_sandbox_id());
-                             return vrid_->ReleasePod(context, release, released);
-                           });
-}
-
-grpc::Status CriShim::removeThenRelease(Caller& caller, const char* name, const std::string& id,
-                                        const grpc::ByteBuffer& request, grpc::ByteBuffer* reply,
-                                        const Release& release) {
-  grpc::Status removed = callUpstream(containerd_, *upstreamContext(caller), method(name), request, reply);
-  if (!removed.ok()) return removed;
-  v1::Released released;
-  grpc::Status status = release(vridContext(caller).get(), &released);
-  if (!status.ok()) {
-    // kubelet retries a failed removal; containerd's part is idempotent, so the release lands then.
-    return grpc::Status(grpc::StatusCode::UNAVAILABLE, std::string("vri-cri-shim: ") + name + " " + id +
-                                                           " done, but vrid did not release it (" +
-                                                           status.error_message() + "); retry");
+Result<void> CriShim::removeContainer(const CallScope& kubelet, const std::string& containerId) {
+  VRI_TRY(runtime_.removeContainer(kubelet, containerId));
+  v1::ReleaseContainerRequest release;
+  release.set_container_id(containerId);
+  auto released = vrid_.releaseContainer(vridScope(kubelet), release);
+  if (!released.ok()) {
+    // kubelet retries a failed removal; the runtime's part is idempotent, so the release lands then.
+    return Error(ErrorCode::kUnavailable, "vri-cri-shim: RemoveContainer " + containerId +
+                                              " done, but vrid did not release it (" + released.error().message() +
+                                              "); retry");
   }
-  options_.log(std::string(name) + " " + id +
-               (released.released() ? ": released" : ": not the id vrid holds now, nothing released"));
-  return grpc::Status::OK;
+  options_.log("RemoveContainer " + containerId +
+               (*released ? ": released" : ": not the id vrid holds now, nothing released"));
+  return {};
 }
 
-grpc::Status CriShim::finishedContainers(Caller& caller, const std::string& podUid, const std::string& sandboxId,
-                                         const std::string& creating, v1::AdmitContainerRequest& admit) {
-  runtime::v1::ListContainersRequest list;
-  (*list.mutable_filter()->mutable_label_selector())[kPodUidLabel] = podUid;
-  runtime::v1::ListContainersResponse listed;
-  grpc::Status status = callUpstream(containerd_, *upstreamContext(caller), method("ListContainers"), list, &listed);
-  if (!status.ok()) return status;
+Result<void> CriShim::removePodSandbox(const CallScope& kubelet, const std::string& sandboxId) {
+  VRI_TRY(runtime_.removePodSandbox(kubelet, sandboxId));
+  v1::ReleasePodRequest release;
+  release.set_sandbox_id(sandboxId);
+  auto released = vrid_.releasePod(vridScope(kubelet), release);
+  if (!released.ok()) {
+    return Error(ErrorCode::kUnavailable, "vri-cri-shim: RemovePodSandbox " + sandboxId +
+                                              " done, but vrid did not release it (" + released.error().message() +
+                                              "); retry");
+  }
+  options_.log("RemovePodSandbox " + sandboxId +
+               (*released ? ": released" : ": not the id vrid holds now, nothing released"));
+  return {};
+}
+
+Result<std::vector<std::string>> CriShim::finishedContainers(const CallScope& kubelet, const std::string& podUid,
+                                                             const std::string& sandboxId,
+                                                             const std::string& creating) {
+  VRI_ASSIGN_OR_RETURN(const auto listed, runtime_.listContainers(kubelet, podUid));
   std::vector<cri::SeenContainer> seen;
-  for (const runtime::v1::Container& c : listed.containers()) {
+  for (const runtime::v1::Container& c : listed) {
     cri::SeenContainer one{c.metadata().name(), c.pod_sandbox_id(), c.state(), 0};
     if (c.state() == runtime::v1::CONTAINER_EXITED && c.pod_sandbox_id() == sandboxId &&
         c.metadata().name() != creating) {
-      runtime::v1::ContainerStatusRequest ask;
-      ask.set_container_id(c.id());
-      runtime::v1::ContainerStatusResponse answer;
-      status = callUpstream(containerd_, *upstreamContext(caller), method("ContainerStatus"), ask, &answer);
-      if (!status.ok()) return status;
-      one.exitCode = answer.status().exit_code();
+      VRI_ASSIGN_OR_RETURN(const auto status, runtime_.containerStatus(kubelet, c.id(), false));
+      one.exitCode = status.status().exit_code();
     }
     seen.push_back(std::move(one));
   }
-  for (const std::string& name : cri::finishedContainers(seen, creating, sandboxId))
-    admit.add_finished_containers(name);
-  return grpc::Status::OK;
-}
-
-grpc::Status CriShim::nodeCgroups(Caller& caller, cri::NodeCgroups* out) {
-  out->v2 = options_.cgroupV2;
-  return memoryNodes_.get(*vrid_, *vridContext(caller), &out->allMems);
+  return cri::finishedContainers(seen, creating, sandboxId);
 }
 
 void CriShim::undoContainer(const v1::AdmitContainerRequest& admit) {
@@ -284,12 +251,8 @@ void CriShim::undoContainer(const v1::AdmitContainerRequest& admit) {
   release.set_pod_uid(admit.pod_uid());
   release.set_container_name(admit.container_name());
   release.set_only_unbound(true);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + options_.vridTimeout);
-  v1::Released released;
-  const grpc::Status status = vrid_->ReleaseContainer(&context, release, &released);
-  if (!status.ok())
-    options_.log("undo " + admit.pod_name() + "/" + admit.container_name() + " failed: " + status.error_message());
+  if (auto released = vrid_.releaseContainer(CallScope::within(options_.vridTimeout), release); !released.ok())
+    options_.log("undo " + admit.pod_name() + "/" + admit.container_name() + " failed: " + released.error().message());
   // A pod that this create made known to vrid (no sandbox bound, no other container) goes with it.
   undoPod(admit.pod_uid());
 }
@@ -298,19 +261,34 @@ void CriShim::undoPod(const std::string& podUid) {
   v1::ReleasePodRequest release;
   release.set_pod_uid(podUid);
   release.set_only_unbound(true);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + options_.vridTimeout);
-  v1::Released released;
-  const grpc::Status status = vrid_->ReleasePod(&context, release, &released);
-  if (!status.ok()) options_.log("undo pod " + podUid + " failed: " + status.error_message());
+  if (auto released = vrid_.releasePod(CallScope::within(options_.vridTimeout), release); !released.ok())
+    options_.log("undo pod " + podUid + " failed: " + released.error().message());
 }
 
-void CriShim::removeFromContainerd(const std::string& name, const google::protobuf::MessageLite& request) {
-  grpc::ClientContext context;
-  context.set_deadline(cleanupDeadline());
-  grpc::ByteBuffer ignored;
-  const grpc::Status status = callUpstream(containerd_, context, name, toBytes(request), &ignored);
-  if (!status.ok()) options_.log(name + " (cleaning up) failed: " + status.error_message());
+void CriShim::undoResize(const std::string& containerId, const v1::ContainerResources& previous) {
+  // The runtime kept the old values: vrid's ledger goes back to them too.
+  v1::AdmitContainerRequest back;
+  back.set_container_id(containerId);
+  back.set_cpu_request_milli(previous.cpu_request_milli());
+  back.set_cpu_limit_milli(previous.cpu_limit_milli());
+  back.set_memory_limit_bytes(previous.memory_limit_bytes());
+  back.set_memory_request_bytes(previous.memory_request_bytes());
+  const auto undone = vrid_.resizeContainer(CallScope::within(options_.vridTimeout), back);
+  options_.log("UpdateContainerResources " + containerId + ": the runtime refused it; vrid's resize " +
+               (undone.ok() ? std::string("undone") : "not undone: " + undone.error().message()));
+}
+
+void CriShim::takeDownSandbox(const std::string& sandboxId) {
+  const CallScope cleanup = CallScope::within(kCleanupTimeout);
+  if (auto stopped = runtime_.stopPodSandbox(cleanup, sandboxId); !stopped.ok())
+    options_.log("StopPodSandbox " + sandboxId + " (cleaning up) failed: " + stopped.error().message());
+  if (auto removed = runtime_.removePodSandbox(cleanup, sandboxId); !removed.ok())
+    options_.log("RemovePodSandbox " + sandboxId + " (cleaning up) failed: " + removed.error().message());
+}
+
+void CriShim::takeDownContainer(const std::string& containerId) {
+  if (auto removed = runtime_.removeContainer(CallScope::within(kCleanupTimeout), containerId); !removed.ok())
+    options_.log("RemoveContainer " + containerId + " (cleaning up) failed: " + removed.error().message());
 }
 
 }  // namespace vri

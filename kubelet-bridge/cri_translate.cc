@@ -66,27 +66,6 @@ Result<int64_t> limitMilliFromQuota(int64_t quota, int64_t period) {
   return ceilDiv(quota * 1000, over);
 }
 
-Result<v1::Qos> qosFromCgroupParent(std::string_view parent) {
-  std::vector<std::string_view> parts;  // the path's non-empty components
-  for (size_t start = 0; start <= parent.size();) {
-    const size_t end = std::min(parent.find('/', start), parent.size());
-    if (end > start) parts.push_back(parent.substr(start, end - start));
-    start = end + 1;
-  }
-  const std::string_view leaf = parts.empty() ? std::string_view() : parts.back();
-  const std::string_view above = parts.size() < 2 ? std::string_view() : parts[parts.size() - 2];
-  if (leaf.ends_with(".slice")) {  // systemd: the slice name says it all
-    if (leaf.starts_with("kubepods-burstable-pod")) return v1::BURSTABLE;
-    if (leaf.starts_with("kubepods-besteffort-pod")) return v1::BEST_EFFORT;
-    if (leaf.starts_with("kubepods-pod")) return v1::GUARANTEED;
-  } else if (leaf.starts_with("pod")) {
-    if (above == "burstable") return v1::BURSTABLE;
-    if (above == "besteffort") return v1::BEST_EFFORT;
-    return v1::GUARANTEED;
-  }
-  return Error::invalidArgument("cgroup_parent: " + quoteForMessage(parent) + " is not a kubelet pod cgroup");
-}
-
 Result<v1::AdmitPodRequest> admitPodRequest(const runtime::v1::PodSandboxConfig& config) {
   const runtime::v1::PodSandboxMetadata& meta = config.metadata();
   if (meta.uid().empty()) return Error::invalidArgument("sandbox metadata: no pod UID");
@@ -109,11 +88,10 @@ Result<v1::AdmitContainerRequest> admitContainerRequest(const runtime::v1::Creat
   const runtime::v1::PodSandboxConfig& sandbox = request.sandbox_config();
   if (sandbox.metadata().uid().empty()) return Error::invalidArgument("sandbox_config: no pod UID");
   if (request.config().metadata().name().empty()) return Error::invalidArgument("config: no container name");
-  VRI_ASSIGN_OR_RETURN(v1::Qos qos, qosFromCgroupParent(sandbox.linux().cgroup_parent()));
   v1::AdmitContainerRequest out;
   out.set_pod_uid(sandbox.metadata().uid());
   out.set_pod_name(sandbox.metadata().namespace_() + "/" + sandbox.metadata().name());
-  out.set_qos(qos);
+  out.set_cgroup_parent(sandbox.linux().cgroup_parent());
   out.set_container_name(request.config().metadata().name());
   VRI_TRY(setResources(request.config().linux().resources(), out).context("config.linux.resources"));
   return out;
@@ -126,17 +104,15 @@ Result<v1::AdmitContainerRequest> resizeRequest(const runtime::v1::UpdateContain
   return out;
 }
 
-bool mayGetExclusiveCpus(const v1::AdmitContainerRequest& request) {
-  return request.qos() == v1::GUARANTEED && request.cpu_request_milli() > 0 &&
-         request.cpu_request_milli() % 1000 == 0 && request.cpu_limit_milli() == request.cpu_request_milli();
-}
-
-std::string memoryNodes(const v1::Node& node) {
+Result<NodeCgroups> nodeCgroups(const v1::Node& node) {
+  if (node.cgroup_version() != "v1" && node.cgroup_version() != "v2")
+    return Error::failedPrecondition("vrid does not say its node's cgroup version (" +
+                                     quoteForMessage(node.cgroup_version()) + "): is it older than this shim?");
   std::string mems;
   for (const v1::NumaNodeInfo& numa : node.numa()) {
     if (numa.memory_bytes() > 0) mems += (mems.empty() ? "" : ",") + std::to_string(numa.id());
   }
-  return mems.empty() ? "0" : mems;  // a node without NUMA information has node 0
+  return NodeCgroups{node.cgroup_version() == "v2", mems.empty() ? "0" : mems};  // no NUMA information: node 0
 }
 
 void applyAllocation(const v1::ContainerAllocation& allocation, const NodeCgroups& node,

@@ -21,19 +21,13 @@ namespace vri::cri {
 Result<int64_t> requestMilliFromShares(int64_t shares);
 Result<int64_t> limitMilliFromQuota(int64_t quota, int64_t period);
 
-// The QoS class kubelet chose, from the pod's cgroup parent: /…/kubepods/burstable/pod<uid>
-// (cgroupfs driver) or kubepods-burstable-pod<uid>.slice (systemd); Guaranteed pods have no QoS level.
-Result<v1::Qos> qosFromCgroupParent(std::string_view parent);
-
 // RunPodSandbox's config as a pod admit (no sandbox id yet).
 Result<v1::AdmitPodRequest> admitPodRequest(const runtime::v1::PodSandboxConfig& config);
-// CreateContainer as a container admit, keyed by the pod's UID and the container's name.
+// CreateContainer as a container admit, keyed by the pod's UID and the
+// container's name, with the pod's cgroup parent: vrid reads the QoS class from it.
 Result<v1::AdmitContainerRequest> admitContainerRequest(const runtime::v1::CreateContainerRequest& request);
 // UpdateContainerResources as a resize of the container that holds the id.
 Result<v1::AdmitContainerRequest> resizeRequest(const runtime::v1::UpdateContainerResourcesRequest& request);
-// Whether the container may get exclusive CPUs (a Guaranteed pod's whole CPUs):
-// only then can CPUs of finished containers matter to it.
-bool mayGetExclusiveCpus(const v1::AdmitContainerRequest& request);
 
 // What the node looks like to the runtime's cgroup writer.
 struct NodeCgroups {
@@ -41,8 +35,8 @@ struct NodeCgroups {
   std::string allMems;  // every memory node ("0-1"): cpuset.mems when vrid binds none
 };
 
-// Every memory node of vrid's node ("0-1"; "0" when it knows of none).
-std::string memoryNodes(const v1::Node& node);
+// What vrid's node says of its cgroups; refused when it does not say its cgroup version.
+Result<NodeCgroups> nodeCgroups(const v1::Node& node);
 
 // vrid's allocation into the runtime's resources, with full explicit values:
 // containerd and runc read "" and 0 as "keep what is there". No quota is -1;

@@ -227,9 +227,9 @@ void Upstream::OnDone(const grpc::Status& status) { call_.upstreamDone(status); 
 class HandledCall final : public grpc::ServerGenericBidiReactor {
  public:
   HandledCall(grpc::GenericCallbackServerContext* context, const UnaryHandler& handler, WorkerPool& workers,
-              std::atomic<int>& inFlight)
+              CallsInFlight& inFlight)
       : context_(*context), handler_(handler), workers_(workers), inFlight_(inFlight) {
-    ++inFlight_;
+    inFlight_.enter();
     StartRead(&request_);
   }
   void OnReadDone(bool ok) override {
@@ -247,7 +247,7 @@ class HandledCall final : public grpc::ServerGenericBidiReactor {
     });
   }
   void OnDone() override {
-    --inFlight_;
+    inFlight_.leave();
     delete this;
   }
 
@@ -255,7 +255,7 @@ class HandledCall final : public grpc::ServerGenericBidiReactor {
   grpc::GenericCallbackServerContext& context_;
   const UnaryHandler& handler_;
   WorkerPool& workers_;
-  std::atomic<int>& inFlight_;
+  CallsInFlight& inFlight_;
   grpc::ByteBuffer request_, reply_;
 };
 

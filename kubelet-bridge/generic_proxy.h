@@ -23,6 +23,7 @@
 #include <string>
 
 #include "cgroup-model/worker_pool.h"
+#include "kubelet-bridge/calls_in_flight.h"
 
 namespace vri {
 
@@ -38,14 +39,16 @@ class GenericProxy : public grpc::CallbackGenericService {
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
 
   // Handled calls not finished yet: what a stop waits for before it cancels
-  // the rest (passed-through calls are the runtime's, and kubelet retries them).
-  int handledCallsInFlight() const { return handledInFlight_.load(); }
+  // the rest (passed-through calls are the runtime's, and kubelet retries them),
+  // and what the pool follower gives way to.
+  const CallsInFlight& handledCalls() const { return handledInFlight_; }
+  int handledCallsInFlight() const { return handledInFlight_.count(); }
 
  private:
   grpc::GenericStub stub_;  // holds the upstream channel
   const std::map<std::string, UnaryHandler> handlers_;
   WorkerPool* workers_;
-  std::atomic<int> handledInFlight_{0};
+  CallsInFlight handledInFlight_;
 };
 
 }  // namespace vri

@@ -1,13 +1,13 @@
 // vri-cri-shim: the CRI endpoint kubelet talks to, in front of containerd's.
 //
 //   vri-cri-shim [--listen=/run/vri/cri.sock] [--containerd=/run/containerd/containerd.sock]
-//                [--vrid=/run/vri/admin.sock] [--vrid-timeout-ms=2000] [--cgroup-version=auto|v1|v2]
-//                [--workers=4]
+//                [--vrid=/run/vri/admin.sock] [--vrid-timeout-ms=2000] [--workers=4]
 //
 // Pod and container lifecycle calls take their allocations from vrid
 // (kubelet-bridge/cri_shim.h); every other call passes through to containerd
 // unchanged (kubelet-bridge/generic_proxy.h), with message limits above
-// kubelet's 16 MiB both ways. SIGTERM or SIGINT stops it.
+// kubelet's 16 MiB both ways. What it needs to know of the node (its cgroup
+// version, its memory nodes) it asks vrid. SIGTERM or SIGINT stops it.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <unistd.h>
@@ -23,7 +23,10 @@
 #include "cgroup-model/version.h"
 #include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/generic_proxy.h"
+#include "kubelet-bridge/grpc_runtime_client.h"
+#include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/shared_pool_follower.h"
+#include "kubelet-bridge/vrid_connection.h"
 
 namespace {
 
@@ -32,7 +35,7 @@ constexpr int kMessageLimit = 64 << 20;
 int usage(const std::string& why) {
   std::fprintf(stderr,
                "vri-cri-shim: %s\nusage: vri-cri-shim [--listen=PATH] [--containerd=PATH] [--vrid=PATH] "
-               "[--vrid-timeout-ms=N] [--cgroup-version=auto|v1|v2] [--workers=N]\n",
+               "[--vrid-timeout-ms=N] [--workers=N]\n",
                why.c_str());
   return 2;
 }
@@ -75,7 +78,7 @@ bool positive(const std::string& text, int* out) {
 int main(int argc, char** argv) {
   if (vri::answeredVersion(argc, argv, "vri-cri-shim")) return 0;
   std::string listen = "/run/vri/cri.sock", containerd = "/run/containerd/containerd.sock",
-              vrid = "/run/vri/admin.sock", version = "auto";
+              vrid = "/run/vri/admin.sock";
   int timeout_ms = 2000, workers = 4;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -91,8 +94,8 @@ int main(int argc, char** argv) {
     } else if (arg.starts_with("--workers=")) {
       if (!positive(value("--workers="), &workers) || workers > 64) return usage("--workers: from 1 to 64");
     } else if (arg.starts_with("--cgroup-version=")) {
-      version = value("--cgroup-version=");
-      if (version != "auto" && version != "v1" && version != "v2") return usage("--cgroup-version: auto, v1 or v2");
+      // Older units pass it; vrid is the one that knows the node's cgroups now.
+      logLine("--cgroup-version is ignored: vrid reports the node's cgroup version");
     } else {
       return usage("unknown argument " + arg);
     }
@@ -116,20 +119,24 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
+  vri::GrpcRuntimeClient runtime(channelTo(containerd));
+  vri::GrpcVridClient vrid_client(channelTo(vrid, true));
+  vri::GrpcRuntimeClient follower_runtime(channelTo(containerd));  // its own connections: kubelet's calls first
+  vri::GrpcVridClient follower_vrid(channelTo(vrid, true));
   vri::CriShimOptions options;
   options.vridTimeout = std::chrono::milliseconds(timeout_ms);
-  options.cgroupV2 =
-      version == "v2" || (version == "auto" && std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers"));
   options.log = logLine;
   vri::WorkerPool pool(workers);
-  vri::CriShim shim(channelTo(containerd), channelTo(vrid, true), options);
+  vri::CriShim shim(runtime, vrid_client, options);
   vri::GenericProxy proxy(channelTo(containerd), shim.handlers(), &pool);
   vri::SharedPoolFollowerOptions following;
-  following.cgroupV2 = options.cgroupV2;
   following.log = logLine;
-  following.callsInFlight = [&proxy] { return proxy.handledCallsInFlight(); };
-  vri::SharedPoolFollower follower(channelTo(vrid, true), channelTo(containerd), following);
-  follower.start();
+  following.kubeletCalls = &proxy.handledCalls();
+  vri::SharedPoolFollower follower(follower_vrid, follower_runtime, following);
+  vri::VridConnectionOptions connecting;
+  connecting.log = logLine;
+  vri::VridConnection connection(follower_vrid, follower_runtime, follower, connecting);
+  connection.start();
 
   grpc::ServerBuilder builder;
   builder.AddListeningPort("unix:" + listen, grpc::InsecureServerCredentials());
@@ -145,8 +152,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "vri-cri-shim: %s\n", bound.error().message().c_str());
     return 1;
   }
-  std::printf("vri-cri-shim: serving %s, forwarding to %s, allocations from %s (cgroup %s); ready\n", listen.c_str(),
-              containerd.c_str(), vrid.c_str(), options.cgroupV2 ? "v2" : "v1");
+  std::printf("vri-cri-shim: serving %s, forwarding to %s, allocations from %s; ready\n", listen.c_str(),
+              containerd.c_str(), vrid.c_str());
   std::fflush(stdout);
   int received = 0;
   sigwait(&stop, &received);

@@ -4,8 +4,8 @@
 #include "cgroup-model/uuid.h"
 #include "cgroup-model/version.h"
 #include "proto/grpc_bytes.h"
+#include "proto/grpc_status.h"
 #include "vri/api_convert.h"
-#include "vri/grpc_status.h"
 
 namespace vri {
 

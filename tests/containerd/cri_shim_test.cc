@@ -294,7 +294,7 @@ TEST_F(CriShimTest, AResizeContainerdRefusesIsUndoneInVrid) {
   ASSERT_EQ(info.containers_size(), 1);
   EXPECT_EQ(info.containers(0).resources().cpu_request_milli(), 250);
   EXPECT_EQ(info.containers(0).resources().cpu_limit_milli(), 500);
-  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), HasSubstr("containerd refused it; vrid's resize undone"));
+  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), HasSubstr("the runtime refused it; vrid's resize undone"));
 }
 
 // A create for a pod vrid has never seen, which containerd then refuses, leaves no pod behind.
@@ -349,7 +349,7 @@ TEST_F(CriShimTest, ASharedContainerFollowsThePoolInTheKernelAndInContainerd) {
   EXPECT_TRUE(testing::eventually([&] { return containerdCpus(web) == "0"; })) << containerdCpus(web);
   EXPECT_EQ(procStatusField(cri_.pid(web), "Cpus_allowed_list"), "0");
   EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")),
-              HasSubstr("shared pool: container " + web.substr(0, 13) + " now on CPUs 0 in containerd too"));
+              HasSubstr("shared pool: container " + web.substr(0, 13) + " now on CPUs 0 in the runtime too"));
   ASSERT_TRUE(releaseVm(uuid).ok());
   EXPECT_EQ(cpusetOf(parent, web), "0-1");
   EXPECT_TRUE(testing::eventually([&] { return containerdCpus(web) == "0-1"; })) << containerdCpus(web);
@@ -414,7 +414,7 @@ TEST_F(CriShimTest, APodRemovedWhileTheShimWasDownIsReleasedAtItsStart) {
   startShim();
   EXPECT_TRUE(testing::eventually([&] { return podInfo(uid(1)).uid().empty(); }))
       << testing::readFile(tmp_.sub("shim.log"));
-  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), HasSubstr("its sandbox is gone from containerd; released"));
+  EXPECT_THAT(testing::readFile(tmp_.sub("shim.log")), HasSubstr("its sandbox is gone from the runtime; released"));
 }
 
 TEST_F(CriShimTest, PodsThatRanBeforeTheShimAreAdoptedOnTheCpusTheyHold) {

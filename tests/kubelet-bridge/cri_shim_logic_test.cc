@@ -1,0 +1,204 @@
+// The CRI shim's calls through the fakes (tests/support/fake_runtime.h,
+// fake_vrid.h): refusals carried with their codes, undo after a failed create
+// or bind, and the facts the shim hands vrid. The same calls against a real
+// containerd and vrid are tests/containerd/cri_shim_test.cc.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "kubelet-bridge/cri_client.h"
+#include "kubelet-bridge/cri_shim.h"
+#include "tests/support/fake_runtime.h"
+#include "tests/support/fake_vrid.h"
+
+namespace vri {
+namespace {
+
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+namespace kubelet = cri_client;
+
+class CriShimLogicTest : public ::testing::Test {
+ protected:
+  CriShimLogicTest() : shim_(runtime_, vrid_, options()) {}
+
+  CriShimOptions options() {
+    CriShimOptions o;
+    o.log = [this](const std::string& line) {
+      std::lock_guard lock(logMutex_);
+      log_ += line + "\n";
+    };
+    return o;
+  }
+  static CallScope kubeletCall() { return CallScope::within(std::chrono::seconds(5)); }
+  runtime::v1::PodSandboxConfig pod(const std::string& uid) {
+    return kubelet::sandboxConfig(uid, "pod-" + uid,
+                                  kubelet::podCgroupParent("/kubepods", kubelet::PodQos::kBurstable, uid));
+  }
+  std::string run(const runtime::v1::PodSandboxConfig& config) {
+    runtime::v1::RunPodSandboxRequest request;
+    *request.mutable_config() = config;
+    auto ran = shim_.runPodSandbox(kubeletCall(), request);
+    EXPECT_TRUE(ran.ok()) << ran.error().message();
+    return ran.ok() ? ran->pod_sandbox_id() : "";
+  }
+  runtime::v1::CreateContainerRequest create(const std::string& sandbox, const runtime::v1::PodSandboxConfig& config,
+                                             const std::string& name) {
+    runtime::v1::CreateContainerRequest request;
+    request.set_pod_sandbox_id(sandbox);
+    *request.mutable_sandbox_config() = config;
+    *request.mutable_config() = kubelet::containerConfig(config, name, kubelet::kubeletResources(250, 0, 64 << 20));
+    return request;
+  }
+  std::string log() {
+    std::lock_guard lock(logMutex_);
+    return log_;
+  }
+
+  testing::FakeRuntime runtime_;
+  testing::FakeVrid vrid_;
+  std::mutex logMutex_;
+  std::string log_;
+  CriShim shim_;
+};
+
+TEST_F(CriShimLogicTest, AContainerIsCreatedWithVridsAllocationAndBoundToItsId) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  vrid_.setSharedCpus("2-5");
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  const auto resources = runtime_.resourcesOf(created->container_id());
+  EXPECT_EQ(resources.cpuset_cpus(), "2-5");
+  EXPECT_EQ(resources.cpuset_mems(), "0");                // every memory node vrid reports
+  EXPECT_EQ(resources.unified().at("cpu.weight"), "39");  // vrid says the node is on cgroup v2
+  const auto admits = vrid_.containerAdmits();
+  ASSERT_EQ(admits.size(), 2u);  // allocate, then bind
+  // The shim hands over facts, not conclusions: the pod's cgroup parent, no QoS class of its own.
+  EXPECT_EQ(admits[0].cgroup_parent(), config.linux().cgroup_parent());
+  EXPECT_EQ(admits[0].qos(), v1::QOS_UNSPECIFIED);
+  EXPECT_EQ(admits[1].container_id(), created->container_id());
+}
+
+TEST_F(CriShimLogicTest, VridsRefusalComesBackWithItsCodeAndNothingIsCreated) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  vrid_.refuseNext("AdmitContainer", Error::resourceExhausted("2 CPUs asked, 1 free"));
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_THAT(created.error().message(), HasSubstr("2 CPUs asked, 1 free"));
+  EXPECT_THAT(runtime_.calls(), Not(Contains("CreateContainer")));
+}
+
+TEST_F(CriShimLogicTest, AnUnreachableVridIsUnavailableSayingNothingWasCreated) {
+  vrid_.refuseNext("AdmitPod", Error(ErrorCode::kDeadlineExceeded, "deadline exceeded"));
+  runtime::v1::RunPodSandboxRequest request;
+  *request.mutable_config() = pod("uid-1");
+  auto ran = shim_.runPodSandbox(kubeletCall(), request);
+  ASSERT_FALSE(ran.ok());
+  EXPECT_EQ(ran.error().code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(ran.error().message(), HasSubstr("vrid did not answer"));
+  EXPECT_THAT(runtime_.calls(), Not(Contains("RunPodSandbox")));
+}
+
+TEST_F(CriShimLogicTest, AFailedCreateIsUndoneInVridAndTheRuntimesErrorKeepsItsCode) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  runtime_.failNext("CreateContainer", Error(ErrorCode::kAborted, "image pull aborted"));
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().code(), ErrorCode::kAborted);
+  const auto releases = vrid_.containerReleases();
+  ASSERT_EQ(releases.size(), 1u);
+  EXPECT_EQ(releases[0].container_name(), "app");
+  EXPECT_TRUE(releases[0].only_unbound());
+  auto tenant = vrid_.getPod(kubeletCall(), "uid-1");
+  ASSERT_TRUE(tenant.ok());  // the pod keeps its sandbox
+  EXPECT_TRUE(tenant->pod().containers().empty());
+}
+
+TEST_F(CriShimLogicTest, ABindVridRefusesTakesTheContainerDownAgainAndUndoesTheAdmit) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  vrid_.refuseNext("AdmitContainer", Error(ErrorCode::kAlreadyExists, "id is another container's"), 1);  // the bind
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_FALSE(created.ok());
+  EXPECT_EQ(created.error().code(), ErrorCode::kAlreadyExists);
+  EXPECT_THAT(runtime_.calls(), Contains("RemoveContainer"));
+  ASSERT_EQ(vrid_.containerReleases().size(), 1u);
+  EXPECT_TRUE(vrid_.containerReleases()[0].only_unbound());
+  EXPECT_THAT(*runtime_.listContainers(kubeletCall(), ""), IsEmpty());
+}
+
+TEST_F(CriShimLogicTest, ASandboxVridCannotBindIsStoppedRemovedAndItsPodUndone) {
+  vrid_.refuseNext("AdmitPod", Error(ErrorCode::kUnavailable, "vrid restarting"), 1);
+  runtime::v1::RunPodSandboxRequest request;
+  *request.mutable_config() = pod("uid-1");
+  auto ran = shim_.runPodSandbox(kubeletCall(), request);
+  ASSERT_FALSE(ran.ok());
+  EXPECT_EQ(ran.error().code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(runtime_.calls(), ElementsAre("RunPodSandbox", "StopPodSandbox", "RemovePodSandbox"));
+  ASSERT_EQ(vrid_.podReleases().size(), 1u);
+  EXPECT_TRUE(vrid_.podReleases()[0].only_unbound());
+  EXPECT_FALSE(vrid_.holds("uid-1"));
+}
+
+TEST_F(CriShimLogicTest, AnUndoThatFailsIsLogged) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  runtime_.failNext("CreateContainer", Error::internal("disk full"));
+  vrid_.refuseNext("ReleaseContainer", Error(ErrorCode::kUnavailable, "vrid gone"));
+  EXPECT_FALSE(shim_.createContainer(kubeletCall(), create(sandbox, config, "app")).ok());
+  EXPECT_THAT(log(), HasSubstr("undo default/pod-uid-1/app failed: vrid gone"));
+}
+
+TEST_F(CriShimLogicTest, EveryCreateTellsVridWhichOfThePodsContainersFinished) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  runtime_.addContainer(sandbox, kubelet::containerConfig(config, "init", kubelet::kubeletResources(250, 0, 0)),
+                        runtime::v1::CONTAINER_EXITED, 0);
+  runtime_.addContainer(sandbox, kubelet::containerConfig(config, "failed", kubelet::kubeletResources(250, 0, 0)),
+                        runtime::v1::CONTAINER_EXITED, 1);
+  // A Burstable container too: whether finished containers matter is vrid's to say.
+  ASSERT_TRUE(shim_.createContainer(kubeletCall(), create(sandbox, config, "app")).ok());
+  EXPECT_THAT(vrid_.containerAdmits()[0].finished_containers(), ElementsAre("init"));
+}
+
+TEST_F(CriShimLogicTest, RemovalsReleaseByRuntimeIdAndARetryAfterVridFailedReleasesThen) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_TRUE(created.ok());
+  vrid_.refuseNext("ReleaseContainer", Error(ErrorCode::kUnavailable, "vrid restarting"));
+  auto removed = shim_.removeContainer(kubeletCall(), created->container_id());
+  ASSERT_FALSE(removed.ok());
+  EXPECT_EQ(removed.error().code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(removed.error().message(), HasSubstr("retry"));
+  ASSERT_TRUE(shim_.removeContainer(kubeletCall(), created->container_id()).ok());  // kubelet's retry
+  EXPECT_THAT(log(), HasSubstr("RemoveContainer " + created->container_id() + ": released"));
+  ASSERT_TRUE(shim_.removePodSandbox(kubeletCall(), sandbox).ok());
+  EXPECT_FALSE(vrid_.holds("uid-1"));
+}
+
+TEST_F(CriShimLogicTest, AResizeTheRuntimeRefusesIsUndoneInVrid) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_TRUE(created.ok());
+  runtime_.failNext("UpdateContainerResources", Error::invalidArgument("quota below period"));
+  runtime::v1::UpdateContainerResourcesRequest update;
+  update.set_container_id(created->container_id());
+  *update.mutable_linux() = kubelet::kubeletResources(500, 0, 64 << 20);
+  auto resized = shim_.updateContainerResources(kubeletCall(), update);
+  ASSERT_FALSE(resized.ok());
+  EXPECT_EQ(resized.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_THAT(vrid_.calls(), Contains("ResizeContainer").Times(2));  // the resize, and its undo
+  EXPECT_THAT(log(), HasSubstr("the runtime refused it; vrid's resize undone"));
+}
+
+}  // namespace
+}  // namespace vri

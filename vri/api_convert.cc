@@ -76,8 +76,8 @@ Result<QosClass> podQos(const std::string& uid, v1::Qos given, const std::string
   if (!cgroupParent.empty()) {
     VRI_ASSIGN_OR_RETURN(const KubeletPod named, namer.podOfCgroupParent(cgroupParent));
     if (named.uid != uid)
-      return Error::invalidArgument("cgroup_parent: " + quoteForMessage(cgroupParent) + " is not where this node puts pod " +
-                                    uid);
+      return Error::invalidArgument("cgroup_parent: " + quoteForMessage(cgroupParent) +
+                                    " is not where this node puts pod " + uid);
     if (qos && *qos != named.qos)
       return Error::invalidArgument("qos: does not match cgroup_parent " + quoteForMessage(cgroupParent));
     qos = named.qos;

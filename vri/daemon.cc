@@ -119,8 +119,12 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_TRY(checkKubeletRoot(d->fs_, *backend, config, log));
   d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable, topology,
                                           config.sharedVcpuMilli, config.v1Controllers);
-  NodeFacts facts{allocatable, version, optionValues(config), config.layout.ownership == Ownership::kEverything,
-                  config.reservedCpus.strict, config.layout.driver};
+  NodeFacts facts{allocatable,
+                  version,
+                  optionValues(config),
+                  config.layout.ownership == Ownership::kEverything,
+                  config.reservedCpus.strict,
+                  config.layout.driver};
   NodeManagerOptions options;
   options.releaseGrace = std::chrono::seconds(config.releaseGraceSeconds);
   options.clock = &clock;

@@ -41,9 +41,9 @@ namespace vri {
 struct NodeFacts {
   NodeAllocatable allocatable;
   CgroupVersion cgroupVersion = CgroupVersion::kV1;
-  std::map<std::string, std::string> options;  // the effective configuration
-  bool ownsEverything = false;                 // VRI creates and writes the kubelet side too
-  bool strictCpuReservation = false;           // reserved CPUs are kept out of the shared pool
+  std::map<std::string, std::string> options;              // the effective configuration
+  bool ownsEverything = false;                             // VRI creates and writes the kubelet side too
+  bool strictCpuReservation = false;                       // reserved CPUs are kept out of the shared pool
   KubeletDriver kubeletDriver = KubeletDriver::kCgroupfs;  // how kubelet names pods and containers
 };
 

@@ -61,9 +61,9 @@ TEST(KubeletNamerTest, ACgroupParentElsewhereThanThisNodePutsPodsIsRefused) {
   EXPECT_EQ(systemd->podOfCgroupParent("kubepods-burstable-pod12_34.slice")->uid, "12-34");
   EXPECT_EQ(systemd->podOfCgroupParent("kubepods-pod12_34.slice")->qos, QosClass::kGuaranteed);
   EXPECT_EQ(cgroupfs->podOfCgroupParent("/kubepods/besteffort/pod1234")->qos, QosClass::kBestEffort);
-  for (const char* bad : {"", "/", "/kubepods/burstable", "/x/pod1234", "/other/kubepods/pod1234",
-                          "/kubepods/burstable/pod../../etc", "/system.slice/foo", "other.slice",
-                          "kubepods-burstable-pod12_34.slice", "/kubepods/guaranteed/pod1234"}) {
+  for (const char* bad :
+       {"", "/", "/kubepods/burstable", "/x/pod1234", "/other/kubepods/pod1234", "/kubepods/burstable/pod../../etc",
+        "/system.slice/foo", "other.slice", "kubepods-burstable-pod12_34.slice", "/kubepods/guaranteed/pod1234"}) {
     auto read = cgroupfs->podOfCgroupParent(bad);
     ASSERT_FALSE(read.ok()) << bad;
     EXPECT_EQ(read.error().code(), ErrorCode::kInvalidArgument);

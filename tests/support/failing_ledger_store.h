@@ -27,8 +27,8 @@ class FailingLedgerStore : public LedgerStore {
   }
   Result<void> setMeta(const std::string& key, const std::string& value) override { return inner_.setMeta(key, value); }
 
-  std::atomic<int> failApplies{0};      // this many applies fail...
-  std::atomic<int> skipBeforeFailing{0};// ...after this many succeed
+  std::atomic<int> failApplies{0};        // this many applies fail...
+  std::atomic<int> skipBeforeFailing{0};  // ...after this many succeed
   std::atomic<bool> failLoads{false};
   std::atomic<int> applies{0};
 

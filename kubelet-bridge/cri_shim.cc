@@ -202,29 +202,24 @@ Result<void> CriShim::removeContainer(const CallScope& kubelet, const std::strin
   VRI_TRY(runtime_.removeContainer(kubelet, containerId));
   v1::ReleaseContainerRequest release;
   release.set_container_id(containerId);
-  auto released = vrid_.releaseContainer(vridScope(kubelet), release);
-  if (!released.ok()) {
-    // kubelet retries a failed removal; the runtime's part is idempotent, so the release lands then.
-    return Error(ErrorCode::kUnavailable, "vri-cri-shim: RemoveContainer " + containerId +
-                                              " done, but vrid did not release it (" + released.error().message() +
-                                              "); retry");
-  }
-  options_.log("RemoveContainer " + containerId +
-               (*released ? ": released" : ": not the id vrid holds now, nothing released"));
-  return {};
+  return afterRemoval("RemoveContainer", containerId, vrid_.releaseContainer(vridScope(kubelet), release));
 }
 
 Result<void> CriShim::removePodSandbox(const CallScope& kubelet, const std::string& sandboxId) {
   VRI_TRY(runtime_.removePodSandbox(kubelet, sandboxId));
   v1::ReleasePodRequest release;
   release.set_sandbox_id(sandboxId);
-  auto released = vrid_.releasePod(vridScope(kubelet), release);
+  return afterRemoval("RemovePodSandbox", sandboxId, vrid_.releasePod(vridScope(kubelet), release));
+}
+
+Result<void> CriShim::afterRemoval(const char* call, const std::string& id, const Result<bool>& released) {
   if (!released.ok()) {
-    return Error(ErrorCode::kUnavailable, "vri-cri-shim: RemovePodSandbox " + sandboxId +
+    // kubelet retries a failed removal; the runtime's part is idempotent, so the release lands then.
+    return Error(ErrorCode::kUnavailable, std::string("vri-cri-shim: ") + call + " " + id +
                                               " done, but vrid did not release it (" + released.error().message() +
                                               "); retry");
   }
-  options_.log("RemovePodSandbox " + sandboxId +
+  options_.log(std::string(call) + " " + id +
                (*released ? ": released" : ": not the id vrid holds now, nothing released"));
   return {};
 }

@@ -60,6 +60,8 @@ class CriShim {
   Result<void> removePodSandbox(const CallScope& kubelet, const std::string& sandboxId);
 
  private:
+  // The runtime removed `id`; vrid's release of it by runtime id (a no-op for an id it no longer holds).
+  Result<void> afterRemoval(const char* call, const std::string& id, const Result<bool>& released);
   // A vrid call made for kubelet's: vridTimeout, or kubelet's deadline if sooner.
   CallScope vridScope(const CallScope& kubelet) const;
   // The pod's containers that finished for good, from the runtime's list.

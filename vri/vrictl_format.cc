@@ -95,7 +95,8 @@ std::string formatNodeInfo(const v1::Node& n) {
     }
     out += row("  node " + std::to_string(numa.id()), line);
   }
-  out += row("Cgroup driver", option(n, "cgroup_driver") + " (ownership: " + option(n, "ownership") + ")");
+  out += row("Cgroups", (n.cgroup_version().empty() ? std::string("?") : n.cgroup_version()) + ", kubelet's driver " +
+                            n.cgroup_driver() + " (ownership: " + option(n, "ownership") + ")");
   out +=
       row("Topology manager", option(n, "topology_manager_policy") + ", scope " + option(n, "topology_manager_scope"));
   out += row("Allocator", std::string(option(n, "numa_fit") == "true" ? "VRI placement" : "kubelet packed") +

@@ -350,6 +350,22 @@ TEST(DecisionPipelineTest, AHaltDecidedBetweenTheRetryThreadsCheckAndItsWaitIsNo
   EXPECT_TRUE(p.node->admitContainer(pod(uid(3), QosClass::kBurstable), shared("c3", 100)).ok());
 }
 
+TEST(DecisionPipelineTest, AdoptingARunningContainerIsOneDecisionWhateverTheLedgerKnowsOfIt) {
+  // Unknown: taken over on the CPUs it holds (narrower than the shared pool: exclusive).
+  Pipeline p;
+  auto adopted = p.node->adoptOrAdmitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 1), *CpuSet::parse("3"));
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message();
+  EXPECT_EQ(adopted->exclusive, *CpuSet::parse("3"));
+  EXPECT_TRUE(p.sawEvent(EventKind::kAdopted));
+  // Known (admitted meanwhile, by another call): admitted as it is, not refused as a second adoption.
+  auto admitted = p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 1));
+  ASSERT_TRUE(admitted.ok());
+  auto again = p.node->adoptOrAdmitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 1), *CpuSet::parse("5"));
+  ASSERT_TRUE(again.ok()) << again.error().message();
+  EXPECT_EQ(again->exclusive, admitted->exclusive);
+  EXPECT_TRUE(p.pendingOps().empty());
+}
+
 TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands) {
   Pipeline p;
   auto placed = p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 3));

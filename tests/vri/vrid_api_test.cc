@@ -43,6 +43,9 @@ TEST_F(VridApiTest, NodeReportsTopologyCapacityPoolsAndOptions) {
   EXPECT_EQ(n.allocatable_memory_bytes(), (16ULL << 30) - (100ULL << 20));
   EXPECT_EQ(n.options().at("topology_manager_policy"), "none");
   EXPECT_EQ(n.options().at("ownership"), "everything");
+  // What the shim writes must match them, and it asks vrid instead of probing.
+  EXPECT_EQ(n.cgroup_version(), "v1");
+  EXPECT_EQ(n.cgroup_driver(), "cgroupfs");
 }
 
 TEST_F(VridApiTest, NodeReportsVridsVersionAndEachClientsFromItsUserAgent) {

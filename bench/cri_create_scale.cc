@@ -143,7 +143,7 @@ Timing timingsIn(const std::string& log, const char* kind) {
     if (line.find("CreateContainer ") == std::string::npos || line.find(kind) == std::string::npos) continue;
     const size_t at = line.find("; shim and vrid ");
     double inside = 0, writes = 0, containerd = 0;
-    // The runtime's share is "runtime" in the shim's line ("containerd" in shims before 0.2, still read).
+    // The runtime's share is "runtime" in the shim's line ("containerd" in older shims, still read).
     const auto read = [&](const char* format) {
       return std::sscanf(line.c_str() + at, format, &inside, &writes, &containerd) == 3;
     };

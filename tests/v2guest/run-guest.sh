@@ -34,15 +34,33 @@ if [ "${INTERACTIVE:-0}" = 1 ]; then
   -device virtio-rng-pci
 fi
 set +e
-timeout --foreground "${TIMEOUT:-600}" qemu-system-x86_64 "${ACC[@]}" "${TOPO[@]}" \
+timeout "${TIMEOUT:-600}" qemu-system-x86_64 "${ACC[@]}" "${TOPO[@]}" \
   -machine q35 -nodefaults -no-user-config -nographic -serial stdio -no-reboot \
   -kernel "$KERNEL" -initrd "$INITRD" -append "$APPEND" \
   -drive file="$IMG",if=virtio,format=raw,snapshot=on,cache=unsafe \
   -fsdev local,id=fin,path="$IN",security_model=none,readonly=on -device virtio-9p-pci,fsdev=fin,mount_tag=in \
   -fsdev local,id=fout,path="$OUT",security_model=none -device virtio-9p-pci,fsdev=fout,mount_tag=out \
-  -device virtio-rng-pci < /dev/null > "$LOG" 2>&1
+  -device virtio-rng-pci < /dev/null > "$LOG" 2>&1 &
+qemu=$!
+# Under TCG an emulated CPU now and then locks up for good (the guest's kernel reports a soft lockup
+# that only grows). Such a guest never finishes: it is stopped as soon as a CPU has been stuck for
+# 120 s, and the exit code 98 says so (testbed.sh boots once more).
+locked=0
+while kill -0 "$qemu" 2>/dev/null; do
+  if grep -qE 'soft lockup - CPU#[0-9]+ stuck for ([0-9]{4,}|[2-9][0-9]{2}|1[2-9][0-9])s' "$LOG" 2>/dev/null; then
+    locked=1
+    kill "$qemu" 2>/dev/null
+    break
+  fi
+  sleep 5
+done
+wait "$qemu"
 qrc=$?
 set -e
+if [ "$locked" = 1 ]; then
+  echo "qemu stopped: an emulated CPU locked up ($(grep -oE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s' "$LOG" | tail -1))"
+  exit 98
+fi
 end=$(date +%s.%N)
 printf 'qemu exit=%s wall=%.1fs guest rc=%s\n' "$qrc" "$(echo "$end - $start" | bc)" "$(cat "$OUT/rc" 2>/dev/null || echo none)"
 [ -f "$OUT/rc" ] && exit "$(cat "$OUT/rc")" || exit 99

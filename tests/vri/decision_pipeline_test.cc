@@ -353,14 +353,16 @@ TEST(DecisionPipelineTest, AHaltDecidedBetweenTheRetryThreadsCheckAndItsWaitIsNo
 TEST(DecisionPipelineTest, AdoptingARunningContainerIsOneDecisionWhateverTheLedgerKnowsOfIt) {
   // Unknown: taken over on the CPUs it holds (narrower than the shared pool: exclusive).
   Pipeline p;
-  auto adopted = p.node->adoptOrAdmitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 1), *CpuSet::parse("3"));
+  auto adopted =
+      p.node->adoptOrAdmitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("c1", 1), *CpuSet::parse("3"));
   ASSERT_TRUE(adopted.ok()) << adopted.error().message();
   EXPECT_EQ(adopted->exclusive, *CpuSet::parse("3"));
   EXPECT_TRUE(p.sawEvent(EventKind::kAdopted));
   // Known (admitted meanwhile, by another call): admitted as it is, not refused as a second adoption.
   auto admitted = p.node->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 1));
   ASSERT_TRUE(admitted.ok());
-  auto again = p.node->adoptOrAdmitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 1), *CpuSet::parse("5"));
+  auto again =
+      p.node->adoptOrAdmitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 1), *CpuSet::parse("5"));
   ASSERT_TRUE(again.ok()) << again.error().message();
   EXPECT_EQ(again->exclusive, admitted->exclusive);
   EXPECT_TRUE(p.pendingOps().empty());

@@ -4,6 +4,7 @@
 
 #include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
+#include "cgroup-model/unit_ownership.h"
 
 namespace vri {
 
@@ -41,6 +42,11 @@ void addPodValues(const PodCgroup& pod, CgroupSettings& settings) {
     for (const ContainerCgroup& c : pod.containers) limit += *c.memoryLimitBytes;
     settings.memoryMax = Limit{limit};
   }
+}
+
+// Under systemd, a unit whose cpuset its parent stands in for (unit_ownership.h).
+bool inheritsUnitCpuset(const TreeLayout& layout, const KubeletNamer& namer, const CgroupPath& path) {
+  return layout.systemdUnits && inheritsCpuset(unitKindOf(layout, namer, path));
 }
 
 // The CPUs every parent holds besides the shared pool: CPUs not yet back in it.
@@ -153,7 +159,9 @@ Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, 
   VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, namer.pod(pod.qos, pod.uid));
   if (tree.cgroups.count(pod_path))
     return Error::invalidArgument("pod " + quoteForMessage(pod.uid) + " is listed twice");
-  CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(node.sharedCpus | podExclusiveCpus(pod), node);
+  const CpuSet pod_exclusive = podExclusiveCpus(pod);
+  CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(node.sharedCpus | pod_exclusive, node);
+  if (pod_exclusive.empty() && inheritsUnitCpuset(layout, namer, pod_path)) pod_spec.settings = {};
   if (everything) addPodValues(pod, pod_spec.settings);
   if (!pod.sandboxId.empty()) {
     VRI_ASSIGN_OR_RETURN(CgroupPath path, namer.container(pod.qos, pod.uid, pod.sandboxId));
@@ -185,6 +193,7 @@ Result<void> addVmCgroups(const TreeLayout& layout, const LibvirtNamer& namer, c
     return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is listed twice");
   const CpuSet exclusive = vmExclusiveCpus(vm);
   CgroupSpec& scope = tree.cgroups[vm.scope] = cpusetSpec(node.sharedCpus | exclusive, node);
+  if (layout.systemdUnits && inheritsCpuset(machineUnitKindOf(layout, vm.scope))) scope.settings = {};
   scope.settings.shares = vm.shares.value_or(milliCpuToShares(vm.cpuRequestMilli));
   // QEMU's hugepages are charged to the scope (hugetlb is a domain controller on v2): no more than it was given.
   for (const auto& [size, bytes] : vm.hugepageBytes) scope.settings.hugetlbMax[size] = Limit{bytes};

@@ -94,6 +94,10 @@ struct TreeLayout {
   LibvirtLayout libvirt = LibvirtLayout::kNoSystemd;
   CgroupPath machinePartition = std::move(CgroupPath::parse("machine")).value();
   Ownership ownership = Ownership::kCpusetsAndMachine;
+  // systemd owns kubelet's and machined's units and keeps their values (vrid sets them through
+  // SystemdCgroupFs): Burstable and BestEffort pod slices and VM scopes then get no cpuset of
+  // their own, and use their QoS slice's or machine.slice's (unit_ownership.h).
+  bool systemdUnits = false;
 };
 
 // kubelet's values.

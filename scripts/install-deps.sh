@@ -11,6 +11,7 @@ packages=(
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86  # the libvirt tests' real libvirtd and QEMU
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev  # API
   libsqlite3-dev                                  # ledger
+  libsystemd-dev                                  # sd-bus: unit properties that systemd keeps
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   mmdebstrap kmod cpio e2fsprogs bc              # the cgroup v2 guest test bed (tests/v2guest/)
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)

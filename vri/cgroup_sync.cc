@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "cgroup-model/libvirt_namer.h"
+#include "cgroup-model/unit_ownership.h"
 #include "vri/ledger_tree.h"
 
 namespace vri {
@@ -60,6 +61,10 @@ Result<CgroupPath> CgroupSync::findVmScope(int qemuPid) const {
   const std::string controller = backend_->version() == CgroupVersion::kV1 ? "cpuset" : "";
   return vmScopeFromProcCgroup(cgroups, controller, layout_.machinePartition)
       .context("qemu_pid " + std::to_string(qemuPid));
+}
+
+bool CgroupSync::keepsOwnCpuset(const CgroupPath& path) const {
+  return !layout_.systemdUnits || !inheritsCpuset(unitKindOf(layout_, *kubeletNamer_, path));
 }
 
 DesiredTree CgroupSync::nodeCgroups(const LedgerState& state) const {
@@ -141,7 +146,8 @@ CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const Po
   for (const auto& [name, c] : pod.containers) cached.own |= c.exclusive;
   auto pod_path = kubeletNamer_->pod(pod.spec.qos, uid);
   if (!pod_path.ok()) return cached;
-  cached.cgroups.push_back({{cpusetHierarchy_, *pod_path}, false, true});
+  if (!cached.own.empty() || keepsOwnCpuset(*pod_path))
+    cached.cgroups.push_back({{cpusetHierarchy_, *pod_path}, false, true});
   for (const auto& [name, c] : pod.containers) {
     if (c.spec.id.empty() || !c.exclusive.empty()) continue;
     auto path = kubeletNamer_->container(pod.spec.qos, uid, c.spec.id);
@@ -161,7 +167,7 @@ CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const Vm
   if (cached.record.get() == &vm && cached.scope.get() == &scope) return cached;
   cached = Followers{state.vms.findShared(uuid), state.vmScopes.findShared(uuid), vm.placement.exclusive, {}, {}, {}};
   const VmCpuPlacement& p = vm.placement;
-  cached.cgroups.push_back({{cpusetHierarchy_, scope}, false, true});
+  if (keepsOwnCpuset(scope)) cached.cgroups.push_back({{cpusetHierarchy_, scope}, false, true});
   const CgroupPath threads = libvirtNamer_.threadParent(scope);
   if (threads != scope) cached.cgroups.push_back({{cpusetHierarchy_, threads}, false, true});
   for (const auto& [vcpu, cpu] : p.vcpuCpus) {

@@ -70,6 +70,8 @@ class CgroupSync {
   };
   LedgerTreeInputs inputs() const { return {*topology_, layout_, allocatable_, sharedVcpuMilli_}; }
   void dropUnmanaged(DesiredTree& tree) const;
+  // False for a systemd unit whose parent stands in for its cpuset (unit_ownership.h).
+  bool keepsOwnCpuset(const CgroupPath& path) const;
   // A shim-run pod's container (or sandbox) whose cgroup is gone has exited: the runtime removed its
   // cgroup, and it waits for kubelet's RemoveContainer. Reconcile neither recreates it nor calls it drift.
   void dropExitedContainers(const LedgerState& state, DesiredTree& tree) const;

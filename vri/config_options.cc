@@ -175,6 +175,25 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return std::string(ownershipName(c.layout.ownership)); }});
+  o.push_back({"systemd_units", "auto",
+               "auto, on or off: set the values of the units systemd owns (kubepods and QoS slices, Guaranteed pod "
+               "slices, machine.slice, VM scopes) through systemd, so that a daemon-reload keeps them; auto: when "
+               "systemd runs, on cgroup v2, with the systemd driver or a machine partition that is a slice",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.systemdUnits, parseSystemdUnitsMode(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::string(systemdUnitsModeName(c.systemdUnits)); }});
+  o.push_back({"systemd_timeout_ms", "500",
+               "bound on each call to systemd; one it does not answer in time fails the decision, which is undone",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 10, 60000));
+                 c.systemdTimeoutMs = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.systemdTimeoutMs); }});
   // Topology and reservations.
   o.push_back(stringOption("topology", "live", "live, xml:PATH (an lstopo export) or synthetic:DESCRIPTION",
                            &DaemonConfig::topology, false));
@@ -319,6 +338,12 @@ std::vector<ConfigOption> buildOptions() {
 }
 
 }  // namespace
+
+constexpr EnumText<SystemdUnitsMode, 3> kSystemdUnitsText{
+    "systemd_units",
+    {{{SystemdUnitsMode::kAuto, "auto"}, {SystemdUnitsMode::kOn, "on"}, {SystemdUnitsMode::kOff, "off"}}}};
+Result<SystemdUnitsMode> parseSystemdUnitsMode(std::string_view text) { return kSystemdUnitsText.parse(text); }
+std::string_view systemdUnitsModeName(SystemdUnitsMode mode) { return kSystemdUnitsText.name(mode); }
 
 const std::vector<ConfigOption>& configOptions() {
   static const std::vector<ConfigOption> options = buildOptions();  // immutable after first use

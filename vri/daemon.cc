@@ -12,6 +12,8 @@
 
 #include "accounting/hwloc_topology.h"
 #include "accounting/sqlite_ledger_store.h"
+#include "cgroup-model/sd_bus_units.h"
+#include "cgroup-model/unit_ownership.h"
 #include "cgroup-model/unix_socket.h"
 #include "cgroup-model/version.h"
 #include "vri/state_directory.h"
@@ -86,10 +88,33 @@ Result<void> checkKubeletRoot(const CgroupFs& fs, const CgroupBackend& backend, 
   return {};
 }
 
+// Whether the layout names units systemd owns: kubelet's systemd driver, or a machine partition that is a slice.
+bool layoutNamesUnits(const TreeLayout& layout) {
+  return layout.driver == KubeletDriver::kSystemd ||
+         machineUnitKindOf(layout, layout.machinePartition) == UnitKind::kMachineSlice;
+}
+
+// systemd_units decided: whether vrid sets the units' values through systemd.
+Result<bool> systemdKeepsUnits(const DaemonConfig& config, CgroupVersion version, bool busGiven) {
+  if (config.systemdUnits == SystemdUnitsMode::kOff) return false;
+  const bool names = layoutNamesUnits(config.layout);
+  const bool running = busGiven || systemdIsRunning();
+  const bool v2 = version == CgroupVersion::kV2;
+  if (config.systemdUnits == SystemdUnitsMode::kOn && !(names && running && v2)) {
+    return Error::failedPrecondition(std::string("systemd_units = on, but ") +
+                                     (!running ? "systemd is not the service manager here"
+                                      : !v2    ? "the node runs cgroup v1, where systemd writes no cpuset"
+                                               : "neither cgroup_driver = systemd nor a machine_partition that is a "
+                                                 "slice names a unit systemd owns"));
+  }
+  return names && running && v2;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
-                                              std::shared_ptr<const Topology> topology, const Clock& clock) {
+                                              std::shared_ptr<const Topology> topology, const Clock& clock,
+                                              SystemdUnits* systemd) {
   std::unique_ptr<Daemon> d(new Daemon(config, fs, log, clock));
   log.setLevel(config.logLevel);
   log.info("vrid " + std::string(packageVersion()) + " starting");
@@ -117,7 +142,25 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
                        backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion, config.v1Controllers));
   const CgroupVersion version = backend->version();
   VRI_TRY(checkKubeletRoot(d->fs_, *backend, config, log));
-  d->sync_ = std::make_unique<CgroupSync>(d->fs_, std::move(backend), config.layout, allocatable, topology,
+  TreeLayout layout = config.layout;
+  VRI_ASSIGN_OR_RETURN(layout.systemdUnits, systemdKeepsUnits(config, version, systemd != nullptr));
+  CgroupFs* sync_fs = &d->fs_;
+  if (layout.systemdUnits) {
+    if (systemd == nullptr) {
+      VRI_ASSIGN_OR_RETURN(d->ownSystemd_, SdBusUnits::connect(std::chrono::milliseconds(config.systemdTimeoutMs)));
+      systemd = d->ownSystemd_.get();
+    }
+    d->systemdFs_ = std::make_unique<SystemdCgroupFs>(d->fs_, *systemd, layout);
+    sync_fs = d->systemdFs_.get();
+    log.info(
+        "systemd owns kubelet's and machined's units: their values are set through systemd too "
+        "(SetUnitProperties, runtime, " +
+        std::to_string(config.systemdTimeoutMs) + " ms per call)");
+  } else if (layoutNamesUnits(config.layout)) {
+    log.info("systemd_units " + std::string(systemdUnitsModeName(config.systemdUnits)) +
+             ": unit values are written to the files only");
+  }
+  d->sync_ = std::make_unique<CgroupSync>(*sync_fs, std::move(backend), layout, allocatable, topology,
                                           config.sharedVcpuMilli, config.v1Controllers);
   NodeFacts facts{allocatable,
                   version,

@@ -12,6 +12,7 @@
 #include <grpcpp/server.h>
 
 #include "cgroup-model/clock.h"
+#include "cgroup-model/systemd_cgroupfs.h"
 #include "cgroup-model/thread_annotations.h"
 #include "cgroup-model/unix_socket.h"
 #include "vri/daemon_config.h"
@@ -27,9 +28,10 @@ class Daemon {
   // `fs` (the kernel's cgroupfs in production, a fixture in tests) and `clock`
   // (what the daemon waits and times out by) must outlive the daemon;
   // `topology` overrides config.topology when given.
+  // `systemd`, when given, stands in for the system bus (tests, benchmarks) and must outlive it too.
   static Result<std::unique_ptr<Daemon>> start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
                                                std::shared_ptr<const Topology> topology = nullptr,
-                                               const Clock& clock = steadyClock());
+                                               const Clock& clock = steadyClock(), SystemdUnits* systemd = nullptr);
   ~Daemon();
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
@@ -58,6 +60,9 @@ class Daemon {
   Logger& log_;
   CgroupFs& fs_;
   const Clock& clock_;
+  // Under systemd: the bus, and the cgroupfs that sets unit properties beside the files (CgroupSync's).
+  std::unique_ptr<SystemdUnits> ownSystemd_;
+  std::unique_ptr<SystemdCgroupFs> systemdFs_;
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<CgroupSync> sync_;
   EventHub events_;

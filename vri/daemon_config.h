@@ -24,12 +24,23 @@ namespace vri {
 
 enum class TopologyScope { kContainer, kPod };
 
+// Whether vrid sets the values of the units systemd owns through systemd (unit_ownership.h).
+enum class SystemdUnitsMode {
+  kAuto,  // when systemd runs, on cgroup v2, and the layout names its units (the systemd driver, machine.slice)
+  kOn,    // the same, and start-up fails when that is not so
+  kOff,   // only the files: a daemon-reload undoes what systemd owns (repaired by the next reconcile)
+};
+Result<SystemdUnitsMode> parseSystemdUnitsMode(std::string_view text);  // "auto" | "on" | "off"
+std::string_view systemdUnitsModeName(SystemdUnitsMode mode);
+
 struct DaemonConfig {
   // The cgroup tree.
   std::string cgroupRoot;
   std::optional<CgroupVersion> cgroupVersion;  // nullopt: detect
   std::vector<std::string> v1Controllers;      // the v1 controllers vrid creates cgroups in
-  TreeLayout layout;
+  TreeLayout layout;                           // layout.systemdUnits is decided at start from systemd_units
+  SystemdUnitsMode systemdUnits = SystemdUnitsMode::kAuto;
+  int systemdTimeoutMs = 500;
   // Topology and reservations.
   std::string topology;  // live | xml:PATH | synthetic:DESCRIPTION
   ReservedCpusConfig reservedCpus;

@@ -1,0 +1,201 @@
+// Under systemd, vrid sets the values of the units systemd owns through systemd as well as
+// in their files (SystemdCgroupFs). Here systemd is a recording SystemdUnits over the v2
+// fixture: which units get which properties, that a pool change costs the same number of
+// calls on a full node as on an empty one, and that a refused call is a failed write.
+// The real systemd is met in the guest's `systemd` suite.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "accounting/hwloc_topology.h"
+#include "accounting/sqlite_ledger_store.h"
+#include "cgroup-model/fixture_cgroupfs.h"
+#include "cgroup-model/systemd_cgroupfs.h"
+#include "cgroup-model/unit_ownership.h"
+#include "tests/support/temp_dir.h"
+#include "vri/cgroup_sync.h"
+#include "vri/node_manager.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+
+class RecordingUnits : public SystemdUnits {
+ public:
+  Result<void> setProperties(const std::string& unit, const std::vector<UnitProperty>& properties) override {
+    if (refuse) return Error(ErrorCode::kDeadlineExceeded, "systemd did not answer in time");
+    for (const UnitProperty& p : properties) calls.push_back(unit + " " + p.describe());
+    return {};
+  }
+  std::vector<std::string> calls;  // "kubepods.slice AllowedCPUs=1-7"
+  bool refuse = false;
+};
+
+std::string podUid(int n) {
+  char text[64];
+  std::snprintf(text, sizeof text, "5c%06d-0000-4000-8000-000000000000", n);
+  return text;
+}
+
+class SystemdNode {
+ public:
+  SystemdNode()
+      : fixture_(
+            std::move(FixtureCgroupFs::createV2(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))).value()),
+        log_(LogLevel::kError) {
+    layout.driver = KubeletDriver::kSystemd;
+    layout.libvirt = LibvirtLayout::kSystemdWithLibvirtLevel;
+    layout.machinePartition = *CgroupPath::parse("machine.slice");
+    layout.ownership = Ownership::kCpusetsAndMachine;
+    layout.systemdUnits = true;
+    EXPECT_TRUE(fixture_.write({"", CgroupPath()}, "cgroup.subtree_control", "+cpuset +cpu").ok());
+    // What kubelet's and machined's units made before vrid: kubepods, its QoS slices, machine.slice.
+    for (const char* path : {"kubepods.slice", "kubepods.slice/kubepods-burstable.slice",
+                             "kubepods.slice/kubepods-besteffort.slice", "machine.slice"})
+      mkdir(path);
+    topology_ = std::make_shared<const Topology>(
+        std::move(loadSyntheticTopology("pack:1 numa:2(memory=8GiB) core:2 pu:2")).value());
+    LedgerConfig config;
+    config.pool.reserved.count = 1;
+    config.allocatableMemoryBytes = 16ULL << 30;
+    ledger = std::move(Ledger::open(topology_, config,
+                                    std::move(SqliteLedgerStore::open(tmp_.sub("ledger.sqlite"), Durability::kNormal,
+                                                                      LedgerFile::kCreateIfAbsent))
+                                        .value()))
+                 .value();
+    systemdFs_ = std::make_unique<SystemdCgroupFs>(fixture_, units, layout);
+    NodeAllocatable allocatable;
+    allocatable.allocatableCpuMilli = 7000;
+    sync_ = std::make_unique<CgroupSync>(*systemdFs_, makeV2Backend(), layout, allocatable, topology_, 1000,
+                                         std::vector<std::string>{"cpuset", "cpu"});
+    node = std::make_unique<NodeManager>(*ledger, *sync_, events_, log_, NodeFacts{}, NodeManagerOptions{});
+    EXPECT_TRUE(node->startUp().ok());
+  }
+
+  void mkdir(const std::string& path) {
+    const CgroupPath p = *CgroupPath::parse(path);
+    ASSERT_TRUE(fixture_.mkdir({"", p}).ok()) << path;
+    auto delegated = fixture_.write({"", p}, "cgroup.subtree_control", "+cpuset +cpu");
+    ASSERT_TRUE(delegated.ok()) << path << ": " << delegated.error().message();
+  }
+  // A BestEffort pod whose slice and container scope runc made, admitted on the shared pool.
+  void runBestEffortPod(int n) {
+    const std::string uid = podUid(n), id = "c" + std::to_string(n);
+    mkdir(podSlice(n).str());
+    mkdir(namer_->container(QosClass::kBestEffort, uid, id)->str());
+    auto admitted = node->admitContainer({uid, "default/be" + std::to_string(n), QosClass::kBestEffort, 0, 0},
+                                         {"app", id, false, 0, 0, std::nullopt, std::nullopt});
+    ASSERT_TRUE(admitted.ok()) << admitted.error().message();
+  }
+  CgroupPath podSlice(int n) const { return *namer_->pod(QosClass::kBestEffort, podUid(n)); }
+  Result<ContainerPlacement> admitExclusive(int n, int cpus) {
+    return node->admitContainer({podUid(900000 + n), "default/g", QosClass::kGuaranteed, 0, 0},
+                                {"app", "", false, cpus * 1000, cpus * 1000, 64 << 20, std::nullopt});
+  }
+  std::string file(const std::string& path, const char* name = "cpuset.cpus") {
+    auto value = fixture_.read({"", *CgroupPath::parse(path)}, name);
+    return value.ok() ? *value : "<none: " + value.error().message() + ">";
+  }
+
+  TreeLayout layout;
+  RecordingUnits units;
+  std::unique_ptr<Ledger> ledger;
+  std::unique_ptr<NodeManager> node;
+
+ private:
+  testing::TempDir tmp_;
+  FixtureCgroupFs fixture_;
+  Logger log_;
+  EventHub events_;
+  std::shared_ptr<const Topology> topology_;
+  std::unique_ptr<SystemdCgroupFs> systemdFs_;
+  std::unique_ptr<CgroupSync> sync_;
+  std::unique_ptr<KubeletNamer> namer_ = makeKubeletNamer(KubeletDriver::kSystemd);
+};
+
+TEST(SystemdUnitsTest, APoolChangeSetsTheSlicesNotEveryTenant) {
+  for (int tenants : {4, 40}) {
+    SystemdNode node;
+    for (int n = 0; n < tenants; ++n) node.runBestEffortPod(n);
+    node.units.calls.clear();
+    auto placed = node.admitExclusive(0, 2);
+    ASSERT_TRUE(placed.ok()) << placed.error().message();
+    ASSERT_EQ(placed->exclusive.count(), 2);
+    const StatePtr now = node.ledger->state();
+    const std::string shared = now->shared().format();
+    ASSERT_EQ(shared, (CpuSet::range(0, 7) - placed->exclusive).format());
+    // The QoS slices and machine.slice get the shared pool; kubepods keeps every CPU (its pods hold
+    // them all), so it needs no call; nothing below the QoS slices gets one.
+    EXPECT_THAT(node.units.calls, ::testing::UnorderedElementsAre("kubepods-burstable.slice AllowedCPUs=" + shared,
+                                                                  "kubepods-besteffort.slice AllowedCPUs=" + shared,
+                                                                  "machine.slice AllowedCPUs=" + shared))
+        << tenants << " tenants";
+    EXPECT_EQ(node.file("kubepods.slice/kubepods-besteffort.slice"), shared);
+    // The BestEffort containers' own cpusets are still narrowed in their files, at once.
+    EXPECT_EQ(
+        node.file(node.podSlice(tenants - 1).str() + "/cri-containerd-c" + std::to_string(tenants - 1) + ".scope"),
+        shared);
+  }
+}
+
+TEST(SystemdUnitsTest, InheritingUnitsGetNoCpusetOfTheirOwn) {
+  SystemdNode node;
+  node.runBestEffortPod(1);
+  const std::string slice = node.podSlice(1).str();
+  EXPECT_THAT(slice, HasSubstr("kubepods-besteffort-pod5c000001_0000_4000"));
+  // The pod slice stays empty (its QoS slice's CPUs); its container has the shared pool.
+  EXPECT_EQ(node.file(slice), "");
+  EXPECT_EQ(node.file(slice + "/cri-containerd-c1.scope"), "0-7");
+  for (const std::string& call : node.units.calls) EXPECT_THAT(call, ::testing::Not(HasSubstr("pod5c")));
+}
+
+TEST(SystemdUnitsTest, ARefusedCallIsAFailedWriteAndChangesNothing) {
+  SystemdNode node;
+  node.runBestEffortPod(1);
+  const std::string qos = "kubepods.slice/kubepods-besteffort.slice";
+  const std::string before = node.file(qos);
+  const StatePtr was = node.ledger->state();
+  node.units.refuse = true;
+  auto placed = node.admitExclusive(0, 2);
+  ASSERT_FALSE(placed.ok());
+  EXPECT_THAT(placed.error().message(), HasSubstr("did not answer"));
+  EXPECT_EQ(node.file(qos), before);
+  const StatePtr now = node.ledger->state();
+  EXPECT_EQ(now->shared(), was->shared());
+  EXPECT_EQ(now->pods.size(), was->pods.size());
+}
+
+TEST(SystemdCgroupFsTest, OnlyUnitsSystemdKeepsGetProperties) {
+  testing::TempDir tmp;
+  auto fixture =
+      std::move(FixtureCgroupFs::createV2(tmp.sub("fx"), *CpuSet::parse("0-3"), *CpuSet::parse("0"))).value();
+  TreeLayout layout;
+  layout.driver = KubeletDriver::kSystemd;
+  layout.libvirt = LibvirtLayout::kSystemdWithLibvirtLevel;
+  layout.machinePartition = *CgroupPath::parse("machine.slice");
+  RecordingUnits units;
+  SystemdCgroupFs fs(fixture, units, layout);
+  ASSERT_TRUE(fs.write({"", CgroupPath()}, "cgroup.subtree_control", "+cpuset +cpu").ok());
+  const std::string scope = "machine.slice/machine-qemu\\x2d1\\x2dvm.scope";
+  for (const std::string& path : {std::string("machine.slice"), scope, scope + "/libvirt"}) {
+    ASSERT_TRUE(fs.mkdir({"", *CgroupPath::parse(path)}).ok());
+    auto delegated = fs.write({"", *CgroupPath::parse(path)}, "cgroup.subtree_control", "+cpuset +cpu");
+    ASSERT_TRUE(delegated.ok()) << delegated.error().message();
+  }
+  ASSERT_TRUE(fs.write({"", *CgroupPath::parse("machine.slice")}, "cpu.weight", "250").ok());
+  ASSERT_TRUE(fs.write({"", *CgroupPath::parse(scope)}, "cpu.weight", "40").ok());
+  ASSERT_TRUE(fs.write({"", *CgroupPath::parse(scope + "/libvirt")}, "cpuset.cpus", "1").ok());
+  EXPECT_THAT(units.calls,
+              ::testing::ElementsAre("machine.slice CPUWeight=250", "machine-qemu\\x2d1\\x2dvm.scope CPUWeight=40"));
+  EXPECT_EQ(fs.unitCalls(), 2u);
+  // A value no property expresses is refused before anything is written.
+  EXPECT_FALSE(fs.write({"", *CgroupPath::parse("machine.slice")}, "cpu.weight", "0").ok());
+  EXPECT_EQ(fixture.read({"", *CgroupPath::parse("machine.slice")}, "cpu.weight").value(), "250");
+  // A refused call leaves the file as it was.
+  units.refuse = true;
+  EXPECT_FALSE(fs.write({"", *CgroupPath::parse("machine.slice")}, "cpu.weight", "300").ok());
+  EXPECT_EQ(fixture.read({"", *CgroupPath::parse("machine.slice")}, "cpu.weight").value(), "250");
+}
+
+}  // namespace
+}  // namespace vri

@@ -4,7 +4,13 @@
 // started through VmStarted with a live process in their emulator group —, so
 // each move of the shared pool rewrites ~3 cgroups per tenant.
 //
-//   decision_scale [--tenants 0,100,1000] [--pairs N] [--cgroupfs fixture|kernel|both]
+//   decision_scale [--tenants 0,100,1000] [--pairs N] [--cgroupfs fixture|kernel|both|systemd]
+//
+// `systemd` (cgroup v2, systemd as PID 1, root; tests/v2guest/suites/bench.sh) runs on the node's
+// real units instead of a private subtree: each BestEffort pod is a cri-containerd-…scope in its
+// kubepods-besteffort-pod…slice and each VM a delegated machine-qemu…scope in machine.slice, all
+// made with systemd-run around a sleeping process, with kubelet's systemd driver and
+// systemd_units = on. Its rows also give the D-Bus calls per decision and their time.
 //
 // Write time is the time spent inside CgroupFs calls (reads and writes) on the
 // decision path, measured by a timing decorator; overhead is decision time
@@ -29,6 +35,7 @@
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/sd_bus_units.h"
 #include "vri/daemon.h"
 
 namespace {
@@ -85,10 +92,33 @@ class TimingCgroupFs : public vri::CgroupFs {
   vri::CgroupFs& inner_;
 };
 
+// Times every call to systemd (systemd mode).
+class TimingUnits : public vri::SystemdUnits {
+ public:
+  explicit TimingUnits(vri::SystemdUnits& inner) : inner_(inner) {}
+  Result<void> setProperties(const std::string& unit, const std::vector<vri::UnitProperty>& properties) override {
+    ++calls;
+    const auto start = Clock::now();
+    auto out = inner_.setProperties(unit, properties);
+    nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
+    return out;
+  }
+  void reset() {
+    nanos = 0;
+    calls = 0;
+  }
+  int64_t nanos = 0;
+  int calls = 0;
+
+ private:
+  vri::SystemdUnits& inner_;
+};
+
 struct Row {
   std::string cgroupfs;
   int tenants = 0;
   double decisionP50 = 0, decisionP99 = 0, writeP50 = 0, overheadP50 = 0, ratio = 0, writes = 0, rssMb = 0;
+  double dbusP50 = 0, dbusCalls = 0;  // systemd mode: time in and number of SetUnitProperties calls
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -149,11 +179,166 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// Serial exclusive admit/release pairs on `node`: the row's figures.
+Result<Row> measure(const std::string& kind, int tenants, int pairs, vri::NodeManager& node, TimingCgroupFs& fs,
+                    TimingUnits* systemd) {
+  std::vector<double> decisions, writes_ms, overheads, write_counts, dbus_ms, dbus_calls;
+  double total = 0, written = 0;
+  for (int i = 0; i < pairs; ++i) {
+    const vri::PodSpec pod{uid(900000 + i), "bench/x", vri::QosClass::kGuaranteed, 0, 0};
+    for (int step = 0; step < 2; ++step) {
+      fs.reset();
+      if (systemd != nullptr) systemd->reset();
+      const auto start = Clock::now();
+      Result<void> done;
+      if (step == 0) {
+        auto admitted =
+            node.admitContainer(pod, {"app", "x" + std::to_string(i), false, 1000, 1000, 64 << 20, std::nullopt});
+        if (!admitted.ok()) done = admitted.error();
+      } else {
+        auto released = node.releasePod(pod.uid);
+        if (!released.ok()) done = released.error();
+      }
+      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+      if (!done.ok()) return done.error();
+      const double write_ms = static_cast<double>(fs.nanos) / 1e6;
+      const double bus_ms = systemd != nullptr ? static_cast<double>(systemd->nanos) / 1e6 : 0;
+      decisions.push_back(ms);
+      writes_ms.push_back(write_ms);
+      overheads.push_back(ms - write_ms - bus_ms);
+      write_counts.push_back(fs.writes);
+      dbus_ms.push_back(bus_ms);
+      dbus_calls.push_back(systemd != nullptr ? systemd->calls : 0);
+      total += ms;
+      written += write_ms;
+    }
+  }
+  Row row{kind,
+          tenants,
+          percentile(decisions, 0.5),
+          percentile(decisions, 0.99),
+          percentile(writes_ms, 0.5),
+          percentile(overheads, 0.5),
+          written > 0 ? total / written : 0,
+          percentile(write_counts, 0.5),
+          rssMb()};
+  row.dbusP50 = percentile(dbus_ms, 0.5);
+  row.dbusCalls = percentile(dbus_calls, 0.5);
+  return row;
+}
+
+// Starts `/bin/sleep infinity` in a new scope `unit` in `slice` through systemd-run (which execs it
+// there), and waits until the kernel shows it in the scope.
+Result<pid_t> startScope(const std::string& unit, const std::string& slice, bool delegate) {
+  const pid_t pid = ::fork();
+  if (pid < 0) return vri::Error::fromErrno(errno, "fork");
+  if (pid == 0) {
+    std::vector<std::string> args = {"systemd-run", "--quiet", "--scope", "--unit=" + unit, "--slice=" + slice};
+    if (delegate) args.push_back("--property=Delegate=yes");
+    args.insert(args.end(), {"/bin/sleep", "infinity"});
+    std::vector<char*> argv;
+    for (std::string& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execvp("systemd-run", argv.data());
+    ::_exit(127);
+  }
+  for (int i = 0; i < 3000; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+    std::string line;
+    if (std::getline(in, line) && line.find("/" + unit) != std::string::npos) return pid;
+    ::usleep(10000);
+  }
+  ::kill(pid, SIGKILL);
+  return vri::Error::failedPrecondition("systemd-run did not start " + unit + " in 30 s");
+}
+
+// The systemd mode: the node's own units, kubelet's systemd driver, systemd_units = on.
+Result<Row> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants, int pairs,
+                       const std::string& stateDir, TimingUnits& systemd) {
+  TimingCgroupFs fs(base);
+  vri::DaemonConfig config = vri::defaultConfig();
+  config.cgroupRoot = root;
+  config.topology = "live";
+  config.reservedCpus.count = 0;
+  config.layout.driver = vri::KubeletDriver::kSystemd;
+  config.layout.libvirt = vri::LibvirtLayout::kSystemdWithLibvirtLevel;
+  config.layout.machinePartition = *CgroupPath::parse("machine.slice");
+  config.layout.ownership = vri::Ownership::kCpusetsAndMachine;
+  config.systemdUnits = vri::SystemdUnitsMode::kOn;
+  config.sharedVcpuMilli = 1;
+  config.vmMemoryOverheadBytes = 0;
+  config.stateDir = stateDir;
+  config.socket = stateDir + "/ro.sock";
+  config.adminSocket = stateDir + "/admin.sock";
+  config.libvirtUri = "";
+  config.reconcileIntervalSeconds = 0;
+  config.logLevel = vri::LogLevel::kError;
+  vri::Logger log(vri::LogLevel::kError);
+  const auto namer = vri::makeKubeletNamer(vri::KubeletDriver::kSystemd);
+  std::vector<pid_t> children;
+  const auto stop_children = [&] {
+    for (pid_t pid : children) ::kill(pid, SIGKILL);
+    for (pid_t pid : children) ::waitpid(pid, nullptr, 0);
+  };
+  // The units first, as kubelet, runc and machined would have made them before vrid starts.
+  std::vector<std::pair<std::string, pid_t>> vms;
+  for (int n = 0; n < tenants; ++n) {
+    if (n % 2 == 0) {
+      const CgroupPath pod = *namer->pod(vri::QosClass::kBestEffort, uid(n));
+      auto pid = startScope("cri-containerd-c" + std::to_string(n) + ".scope", pod.leaf(), false);
+      if (!pid.ok()) return stop_children(), pid.error();
+      children.push_back(*pid);
+      continue;
+    }
+    const std::string unit = "machine-qemu\\x2d" + std::to_string(n) + "\\x2dvm" + std::to_string(n) + ".scope";
+    auto pid = startScope(unit, "machine.slice", true);
+    if (!pid.ok()) return stop_children(), pid.error();
+    children.push_back(*pid);
+    // libvirt's levels in the delegated scope: the process in libvirt/, its thread in libvirt/emulator.
+    const CgroupPath scope = *CgroupPath::parse("machine.slice/" + unit);
+    const CgroupPath libvirt = *scope.child("libvirt");
+    VRI_TRY(fs.mkdir({"", libvirt}));
+    VRI_TRY(fs.write({"", libvirt}, "cgroup.procs", std::to_string(*pid)));
+    VRI_TRY(fs.write({"", scope}, "cgroup.subtree_control", "+cpuset +cpu"));
+    VRI_TRY(fs.write({"", libvirt}, "cgroup.subtree_control", "+cpuset +cpu"));
+    for (const char* group : {"emulator", "vcpu0"}) {
+      VRI_TRY(fs.mkdir({"", *libvirt.child(group)}));
+      VRI_TRY(fs.write({"", *libvirt.child(group)}, "cgroup.type", "threaded"));
+    }
+    VRI_TRY(fs.write({"", *libvirt.child("emulator")}, "cgroup.threads", std::to_string(*pid)));
+    vms.push_back({vmUuid(n), *pid});
+  }
+  auto daemon = vri::Daemon::start(config, fs, log, nullptr, vri::steadyClock(), &systemd);
+  if (!daemon.ok()) return stop_children(), daemon.error();
+  vri::NodeManager& node = (*daemon)->node();
+  Result<Row> row = [&]() -> Result<Row> {
+    for (int n = 0; n < tenants; n += 2) {
+      const vri::PodSpec pod{uid(n), "bench/" + uid(n), vri::QosClass::kBestEffort, 0, 0};
+      VRI_TRY(node.admitContainer(pod, {"app", "c" + std::to_string(n), false, 0, 0, std::nullopt, std::nullopt}));
+    }
+    for (size_t i = 0; i < vms.size(); ++i) {
+      vri::VmSpec vm;
+      vm.uuid = vms[i].first;
+      vm.cpu.name = "vm" + std::to_string(2 * i + 1);
+      vm.cpu.vcpus = 1;
+      vm.memoryBytes = 2 << 20;
+      VRI_TRY(node.admitVm(vm));
+      VRI_TRY(node.vmStarted(vm.uuid, vms[i].second));
+    }
+    return measure("systemd", tenants, pairs, node, fs, &systemd);
+  }();
+  (*daemon)->shutdown(std::chrono::seconds(1));
+  daemon->reset();
+  stop_children();  // their scopes go with them
+  return row;
+}
+
 // One configuration: a fresh vrid core over `fs`, `tenants` shared tenants, `pairs` exclusive pairs.
 // `hierarchies` is {""} on cgroup v2, where `parent` is the delegated cgroup the bench may use.
 Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const std::string& root,
                 const std::vector<std::string>& hierarchies, int tenants, int pairs, const std::string& stateDir,
-                const CgroupPath& parent = {}) {
+                const CgroupPath& parent = {}, TimingUnits* systemd = nullptr) {
+  if (systemd != nullptr) return runOnUnits(base, root, tenants, pairs, stateDir, *systemd);
   TimingCgroupFs fs(base);
   const bool v2 = hierarchies.size() == 1 && hierarchies.front().empty();
   const CgroupPath top_path = *parent.child("vri-bench-" + std::to_string(::getpid()));
@@ -239,43 +424,7 @@ Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const
     VRI_TRY(node.vmStarted(vm.uuid, pid));
   }
 
-  std::vector<double> decisions, writes_ms, overheads, write_counts;
-  double total = 0, written = 0;
-  for (int i = 0; i < pairs; ++i) {
-    const vri::PodSpec pod{uid(900000 + i), "bench/x", vri::QosClass::kGuaranteed, 0, 0};
-    for (int step = 0; step < 2; ++step) {
-      fs.reset();
-      const auto start = Clock::now();
-      Result<void> done;
-      if (step == 0) {
-        auto admitted =
-            node.admitContainer(pod, {"app", "x" + std::to_string(i), false, 1000, 1000, 64 << 20, std::nullopt});
-        if (!admitted.ok()) done = admitted.error();
-      } else {
-        auto released = node.releasePod(pod.uid);
-        if (!released.ok()) done = released.error();
-      }
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      if (!done.ok()) return done.error();
-      const double write_ms = static_cast<double>(fs.nanos) / 1e6;
-      decisions.push_back(ms);
-      writes_ms.push_back(write_ms);
-      overheads.push_back(ms - write_ms);
-      write_counts.push_back(fs.writes);
-      total += ms;
-      written += write_ms;
-    }
-  }
-  Row row{kind,
-          tenants,
-          percentile(decisions, 0.5),
-          percentile(decisions, 0.99),
-          percentile(writes_ms, 0.5),
-          percentile(overheads, 0.5),
-          written > 0 ? total / written : 0,
-          percentile(write_counts, 0.5),
-          rssMb()};
-
+  auto row = measure(kind, tenants, pairs, node, fs, nullptr);
   for (pid_t pid : children) ::kill(pid, SIGKILL);
   for (pid_t pid : children) ::waitpid(pid, nullptr, 0);
   daemon->shutdown(std::chrono::seconds(1));
@@ -309,7 +458,7 @@ int main(int argc, char** argv) {
   const std::string dir = pattern;
   std::vector<Row> rows;
   const int online = static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN));
-  if (which != "kernel") {
+  if (which != "kernel" && which != "systemd") {
     for (int tenants : counts) {
       const std::string fx = dir + "/fx" + std::to_string(tenants);
       auto fixture = vri::FixtureCgroupFs::createV1(fx, vri::CpuSet::range(0, online - 1), vri::CpuSet{0});
@@ -328,7 +477,22 @@ int main(int argc, char** argv) {
       rows.push_back(*row);
     }
   }
-  if (which != "fixture") {
+  if (which == "systemd") {
+    if (::geteuid() != 0 || ::access("/sys/fs/cgroup/cgroup.controllers", F_OK) != 0 || !vri::systemdIsRunning())
+      return fail("--cgroupfs systemd needs root, cgroup v2 and systemd as the service manager");
+    auto kernel = vri::KernelCgroupFs::create("/sys/fs/cgroup");
+    if (!kernel.ok()) return fail(kernel.error().message());
+    auto bus = vri::SdBusUnits::connect(std::chrono::milliseconds(5000));
+    if (!bus.ok()) return fail(bus.error().message());
+    TimingUnits units(**bus);
+    for (int tenants : counts) {
+      auto row =
+          run("systemd", *kernel, true, "/sys/fs/cgroup", {""}, tenants,
+              tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-s" + std::to_string(tenants), {}, &units);
+      if (!row.ok()) return fail("systemd, " + std::to_string(tenants) + " tenants: " + row.error().message());
+      rows.push_back(*row);
+    }
+  } else if (which != "fixture") {
     if (::geteuid() != 0) {
       std::printf("decision_scale: not root: the kernel runs are left out (the fixture ran)\n");
     } else {
@@ -364,18 +528,20 @@ int main(int argc, char** argv) {
   }
   std::string rm = "rm -rf " + dir;
   if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "decision_scale: could not remove %s\n", dir.c_str());
-  std::printf("%-8s %8s %12s %12s %10s %12s %7s %8s %8s\n", "cgroupfs", "tenants", "decision p50", "decision p99",
-              "write p50", "overhead p50", "ratio", "writes", "RSS MB");
+  std::printf("%-8s %8s %12s %12s %10s %12s %7s %8s %8s %10s %6s\n", "cgroupfs", "tenants", "decision p50",
+              "decision p99", "write p50", "overhead p50", "ratio", "writes", "RSS MB", "D-Bus p50", "calls");
   for (const Row& r : rows) {
-    std::printf("%-8s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f\n", r.cgroupfs.c_str(), r.tenants,
-                r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes, r.rssMb);
+    std::printf("%-8s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f %8.2fms %6.0f\n", r.cgroupfs.c_str(),
+                r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes, r.rssMb,
+                r.dbusP50, r.dbusCalls);
   }
   for (const Row& r : rows) {
     std::printf(
         "{\"cgroupfs\":\"%s\",\"tenants\":%d,\"decision_ms_p50\":%.3f,\"decision_ms_p99\":%.3f,\"write_ms_p50\":%.3f,"
-        "\"overhead_ms_p50\":%.3f,\"ratio\":%.3f,\"writes\":%.0f,\"rss_mb\":%.1f}\n",
+        "\"overhead_ms_p50\":%.3f,\"ratio\":%.3f,\"writes\":%.0f,\"rss_mb\":%.1f,\"dbus_ms_p50\":%.3f,"
+        "\"dbus_calls\":%.0f}\n",
         r.cgroupfs.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes,
-        r.rssMb);
+        r.rssMb, r.dbusP50, r.dbusCalls);
   }
   return 0;
 }

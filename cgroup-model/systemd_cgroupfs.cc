@@ -22,4 +22,19 @@ Result<void> SystemdCgroupFs::write(const CgroupDir& dir, std::string_view file,
   return kernel_.write(dir, file, value);
 }
 
+Result<bool> SystemdCgroupFs::keep(const CgroupPath& path, const std::vector<ControlFile>& files) {
+  if (!systemdKeepsValues(unitKindOf(layout_, *namer_, path))) return false;
+  std::vector<UnitProperty> properties;
+  for (const ControlFile& file : files) {
+    if (!file.hierarchy.empty()) continue;
+    VRI_ASSIGN_OR_RETURN(std::vector<UnitProperty> more,
+                         unitPropertiesFor(file.file, file.value).context(path.str() + "/" + file.file));
+    properties.insert(properties.end(), more.begin(), more.end());
+  }
+  if (properties.empty()) return true;
+  unitCalls_.fetch_add(1, std::memory_order_relaxed);
+  VRI_TRY(units_.setProperties(path.leaf(), properties));
+  return true;
+}
+
 }  // namespace vri

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <memory>
 
+#include "cgroup-model/cgroup_backend.h"
 #include "cgroup-model/cgroupfs.h"
 #include "cgroup-model/kubelet_namer.h"
 #include "cgroup-model/node_tree.h"
@@ -32,6 +33,12 @@ class SystemdCgroupFs : public CgroupFs {
   bool exists(const CgroupDir& dir) const override { return kernel_.exists(dir); }
   Result<std::vector<std::string>> children(const CgroupDir& dir) const override { return kernel_.children(dir); }
   Result<std::string> readProc(std::string_view relative) const override { return kernel_.readProc(relative); }
+
+  // Sets `files` (hierarchy, name, value) as one call's properties of the unit at `path`, without
+  // writing a file: for values the files already hold but systemd may not (vrid's first start
+  // under systemd, or on a node whose units were made before). Returns whether it was a unit
+  // systemd keeps.
+  Result<bool> keep(const CgroupPath& path, const std::vector<ControlFile>& files);
 
   // How many SetUnitProperties calls were made (logs and benchmarks).
   uint64_t unitCalls() const { return unitCalls_.load(std::memory_order_relaxed); }

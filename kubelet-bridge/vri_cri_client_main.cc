@@ -5,17 +5,21 @@
 //
 //   vri-cri-client [--socket=/run/vri/cri.sock] run POD --qos=guaranteed|burstable|besteffort
 //                  [--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=/kubepods]
+//                  [--cgroup-driver=cgroupfs|systemd]
 //   vri-cri-client [--socket=...] ps
 //   vri-cri-client [--socket=...] rm POD
 //
 // CPU amounts are milli-CPU (1000 = one CPU); --kubepods is kubelet's cgroupfs
-// parent of the QoS levels (vrid's kubelet_cgroup_root + "/kubepods").
+// parent of the QoS levels (vrid's kubelet_cgroup_root + "/kubepods"). With the
+// systemd driver the cgroup parent is the pod's slice, as kubelet names it
+// (kubepods-burstable-pod<uid with _ for ->.slice), and --kubepods is unused.
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "cgroup-model/kubelet_namer.h"
 #include "cgroup-model/version.h"
 #include "kubelet-bridge/cri_client.h"
 
@@ -27,7 +31,7 @@ int usage(const std::string& why) {
   std::fprintf(stderr,
                "vri-cri-client: %s\n"
                "usage: vri-cri-client [--socket=PATH] run POD --qos=guaranteed|burstable|besteffort "
-               "[--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=PATH]\n"
+               "[--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=PATH] [--cgroup-driver=cgroupfs|systemd]\n"
                "       vri-cri-client [--socket=PATH] ps\n"
                "       vri-cri-client [--socket=PATH] rm POD\n",
                why.c_str());
@@ -80,7 +84,21 @@ int run(CriClient& client, const std::string& name, const std::map<std::string, 
     return usage("--cpu and --memory take numbers");
   }
   const std::string uid = newUid();
-  const cri::PodSandboxConfig pod = sandboxConfig(uid, name, podCgroupParent(flag("kubepods", "/kubepods"), qos, uid));
+  std::string parent;
+  const std::string driver = flag("cgroup-driver", "cgroupfs");
+  if (driver == "systemd") {
+    const vri::QosClass klass = qos == PodQos::kGuaranteed  ? vri::QosClass::kGuaranteed
+                                : qos == PodQos::kBurstable ? vri::QosClass::kBurstable
+                                                            : vri::QosClass::kBestEffort;
+    auto slice = vri::makeKubeletNamer(vri::KubeletDriver::kSystemd)->pod(klass, uid);
+    if (!slice.ok()) return usage(slice.error().message());
+    parent = slice->leaf();  // kubelet sends the slice's name; systemd knows where it lives
+  } else if (driver == "cgroupfs") {
+    parent = podCgroupParent(flag("kubepods", "/kubepods"), qos, uid);
+  } else {
+    return usage("--cgroup-driver: cgroupfs or systemd");
+  }
+  const cri::PodSandboxConfig pod = sandboxConfig(uid, name, parent);
   std::string sandbox, container;
   if (grpc::Status s = client.runPodSandbox(pod, &sandbox); !s.ok()) return failed("RunPodSandbox", s);
   const cri::LinuxContainerResources resources = kubeletResources(request, limit, memory);

@@ -1,6 +1,7 @@
 #include "vri/cgroup_sync.h"
 
 #include <algorithm>
+#include <set>
 
 #include "cgroup-model/libvirt_namer.h"
 #include "cgroup-model/unit_ownership.h"
@@ -34,7 +35,7 @@ Result<std::unique_ptr<CgroupBackend>> backendForHost(const CgroupFs& fs, const 
 
 CgroupSync::CgroupSync(CgroupFs& fs, std::unique_ptr<CgroupBackend> backend, TreeLayout layout,
                        NodeAllocatable allocatable, std::shared_ptr<const Topology> topology, int64_t sharedVcpuMilli,
-                       std::vector<std::string> controllers)
+                       std::vector<std::string> controllers, SystemdCgroupFs* systemd)
     : fs_(fs),
       backend_(std::move(backend)),
       layout_(std::move(layout)),
@@ -44,7 +45,8 @@ CgroupSync::CgroupSync(CgroupFs& fs, std::unique_ptr<CgroupBackend> backend, Tre
       controllers_(std::move(controllers)),
       kubeletNamer_(makeKubeletNamer(layout_.driver, layout_.kubeletParent)),
       libvirtNamer_(layout_.libvirt, layout_.machinePartition),
-      cpusetWriter_(fs_, backend_->version()) {
+      cpusetWriter_(fs_, backend_->version()),
+      systemd_(systemd) {
   CgroupSettings cpus_only;
   cpus_only.cpus = CpuSet{0};
   auto files = backend_->files(cpus_only);
@@ -289,8 +291,27 @@ Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerStat
   CgroupApplier applier(fs_, *backend_);
   if (dryRun) {
     VRI_ASSIGN_OR_RETURN(result.operations, applier.plan(desired));
-  } else {
-    VRI_ASSIGN_OR_RETURN(result.operations, applier.apply(desired));
+    return result;
+  }
+  VRI_ASSIGN_OR_RETURN(result.operations, applier.apply(desired));
+  lastUnitsKept_ = 0;
+  if (systemd_ != nullptr && !unitsKept_) {
+    // The files may hold VRI's values already (an earlier vrid wrote them) while systemd does not:
+    // a daemon-reload would undo them. Once per start, every unit that exists gets the values this
+    // reconcile did not just write (those went to systemd with their write).
+    std::set<std::pair<CgroupPath, std::string>> written;
+    for (const CgroupOp& op : result.operations) {
+      if (op.kind == CgroupOp::Kind::kWrite) written.insert({op.dir.path, op.file});
+    }
+    for (const auto& [path, spec] : desired.cgroups) {
+      if (spec.settings.empty() || !fs_.exists({cpusetHierarchy_, path})) continue;
+      VRI_ASSIGN_OR_RETURN(std::vector<ControlFile> files, backend_->files(spec.settings));
+      std::erase_if(files, [&](const ControlFile& f) { return written.count({path, f.file}) > 0; });
+      if (files.empty()) continue;
+      VRI_ASSIGN_OR_RETURN(bool kept, systemd_->keep(path, files));
+      if (kept) ++lastUnitsKept_;
+    }
+    unitsKept_ = true;
   }
   return result;
 }

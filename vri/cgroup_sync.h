@@ -23,6 +23,7 @@
 #include "cgroup-model/drift.h"
 #include "cgroup-model/node_scan.h"
 #include "cgroup-model/node_tree.h"
+#include "cgroup-model/systemd_cgroupfs.h"
 #include "vri/ledger_tree.h"
 
 namespace vri {
@@ -42,11 +43,17 @@ class CgroupSync {
  public:
   // `controllers`: v1, the controllers vrid manages; values of the others
   // (a host that keeps vrid out of the memory hierarchy) are left alone.
+  // `systemd`: under systemd, `fs` itself (a SystemdCgroupFs); the first full reconcile then
+  // sets every kept unit's values through systemd, whether its files differ or not.
   CgroupSync(CgroupFs& fs, std::unique_ptr<CgroupBackend> backend, TreeLayout layout, NodeAllocatable allocatable,
-             std::shared_ptr<const Topology> topology, int64_t sharedVcpuMilli, std::vector<std::string> controllers);
+             std::shared_ptr<const Topology> topology, int64_t sharedVcpuMilli, std::vector<std::string> controllers,
+             SystemdCgroupFs* systemd = nullptr);
 
   const CgroupBackend& backend() const { return *backend_; }
   const TreeLayout& layout() const { return layout_; }
+
+  // How many units' values the last full reconcile gave systemd (0 after the first).
+  int lastUnitsKept() const { return lastUnitsKept_; }
 
   // Reads the node's cgroups (pods, containers, VM scopes).
   Result<NodeScan> scan() const;
@@ -114,6 +121,9 @@ class CgroupSync {
   CpusetDeltaWriter cpusetWriter_;
   std::unordered_map<std::string, Followers> podFollowers_, vmFollowers_;  // by UID, by UUID
   std::pair<StatePtr, DesiredTree> lastNode_;  // the node-level values of the last write's `after`
+  SystemdCgroupFs* systemd_ = nullptr;
+  bool unitsKept_ = false;  // every kept unit's values were given to systemd once
+  int lastUnitsKept_ = 0;
 };
 
 }  // namespace vri

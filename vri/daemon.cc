@@ -161,7 +161,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
              ": unit values are written to the files only");
   }
   d->sync_ = std::make_unique<CgroupSync>(*sync_fs, std::move(backend), layout, allocatable, topology,
-                                          config.sharedVcpuMilli, config.v1Controllers);
+                                          config.sharedVcpuMilli, config.v1Controllers, d->systemdFs_.get());
   NodeFacts facts{allocatable,
                   version,
                   optionValues(config),

@@ -64,12 +64,18 @@ class SystemdNode {
                                         .value()))
                  .value();
     systemdFs_ = std::make_unique<SystemdCgroupFs>(fixture_, units, layout);
+    restart();
+  }
+  // A new vrid core on the same ledger and cgroups.
+  void restart() {
+    node.reset();
     NodeAllocatable allocatable;
     allocatable.allocatableCpuMilli = 7000;
     sync_ = std::make_unique<CgroupSync>(*systemdFs_, makeV2Backend(), layout, allocatable, topology_, 1000,
-                                         std::vector<std::string>{"cpuset", "cpu"});
+                                         std::vector<std::string>{"cpuset", "cpu"}, systemdFs_.get());
     node = std::make_unique<NodeManager>(*ledger, *sync_, events_, log_, NodeFacts{}, NodeManagerOptions{});
-    EXPECT_TRUE(node->startUp().ok());
+    auto started = node->startUp();
+    EXPECT_TRUE(started.ok()) << started.error().message();
   }
 
   void mkdir(const std::string& path) {
@@ -147,6 +153,26 @@ TEST(SystemdUnitsTest, InheritingUnitsGetNoCpusetOfTheirOwn) {
   EXPECT_EQ(node.file(slice), "");
   EXPECT_EQ(node.file(slice + "/cri-containerd-c1.scope"), "0-7");
   for (const std::string& call : node.units.calls) EXPECT_THAT(call, ::testing::Not(HasSubstr("pod5c")));
+}
+
+TEST(SystemdUnitsTest, TheFirstReconcileGivesSystemdEveryKeptUnitsValuesOnce) {
+  const std::vector<std::string> node_level = {
+      "kubepods.slice AllowedCPUs=0-7",           "kubepods.slice AllowedMemoryNodes=0-1",
+      "kubepods-burstable.slice AllowedCPUs=0-7", "kubepods-burstable.slice AllowedMemoryNodes=0-1",
+      "kubepods-besteffort.slice AllowedCPUs=0-7", "kubepods-besteffort.slice AllowedMemoryNodes=0-1",
+      "machine.slice AllowedCPUs=0-7",             "machine.slice AllowedMemoryNodes=0-1",
+      "machine.slice CPUWeight=1"};
+  {
+    // A first start: the files differ, so the reconcile writes them, each through systemd once.
+    SystemdNode node;
+    EXPECT_THAT(node.units.calls, ::testing::UnorderedElementsAreArray(node_level));
+    node.units.calls.clear();
+    ASSERT_TRUE(node.node->reconcile(false).ok());
+    EXPECT_THAT(node.units.calls, ::testing::IsEmpty());
+    // A restart finds the files right, and still gives systemd every value: it may never have had them.
+    node.restart();
+    EXPECT_THAT(node.units.calls, ::testing::UnorderedElementsAreArray(node_level));
+  }
 }
 
 TEST(SystemdUnitsTest, ARefusedCallIsAFailedWriteAndChangesNothing) {

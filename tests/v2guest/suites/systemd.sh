@@ -1,0 +1,283 @@
+#!/bin/sh
+# A node where systemd owns every unit: kubelet's systemd driver (Debian's containerd and runc with
+# SystemdCgroup = true, driven through the shim by vri-cri-client as kubelet would), and libvirt
+# with machined. Each placement is checked as the kernel enforces it, as systemd reports it, as
+# containerd reports it and as virsh shows it; then daemon-reload, set-property and restarts of
+# containerd, libvirtd, vrid and the shim must leave every cpuset and weight as it was, and a vrid
+# that starts with no ledger must adopt everything and find nothing to repair.
+# With systemd_units = off, daemon-reload is shown to undo a placement first: that is what the
+# unit properties prevent.
+# guest-packages: systemd-container,libvirt-daemon-system,qemu-system-x86,apparmor,containerd,runc
+# guest-package-depends: yes
+# guest-smp: 4
+# guest-mem: 4096
+# guest-timeout: 2400
+set -eu
+cd /
+t0=$(date +%s)
+step() { echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
+fail() {
+  echo "systemd: FAIL: $*"
+  journalctl -u vrid -u vri-cri-shim -u containerd --no-pager -o short-monotonic | tail -n 80
+  exit 1
+}
+v() { virsh -c qemu:///system "$@"; }
+cri() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/vri/cri.sock "$@"; }
+# containerd's own answers, whether the shim runs or not.
+containerd_ps() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock ps; }
+list() { tr ' ' '\n' | sed '/^$/d' | paste -sd, -; }  # systemd's "0 2-3" -> "0,2-3"
+cg=/sys/fs/cgroup
+
+wait_for() { # seconds description command...
+  limit=$1; what=$2; shift 2
+  i=0
+  until "$@" >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -le "$limit" ] || fail "waited $limit s for $what"; sleep 1
+  done
+}
+
+# vrid with its flags in a drop-in; `units` is off or on.
+vrid_with() { # units
+  mkdir -p /etc/systemd/system/vrid.service.d
+  cat > /etc/systemd/system/vrid.service.d/test.conf <<EOF2
+[Service]
+ExecStart=
+ExecStart=/usr/sbin/vrid --config=/etc/vri/vrid.conf --cgroup-driver=systemd --systemd-units=$1 --log-level=debug --reconcile-interval=5
+EOF2
+}
+
+# A diskless, paused-started domain with VRI's dedicated policy.
+define() { # name vcpus uuid-tail
+  cat > "/tmp/$1.xml" <<XML
+<domain type='qemu'><name>$1</name><uuid>6e1f0c2d-7a3b-4c5d-9e6f-00000000000$3</uuid>
+<memory unit='MiB'>64</memory><vcpu placement='static'>$2</vcpu>
+<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='dedicated'/></vri:domain></metadata>
+<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>
+<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>
+XML
+  v define "/tmp/$1.xml" >/dev/null || fail "virsh define $1"
+}
+
+# A VM's one vCPU as the kernel, libvirt and VRI see it; they must agree. Prints the CPU.
+vm_cpu() { # name
+  pid=$(cat "/run/libvirt/qemu/$1.pid")
+  scope=$(sed -n 's|^0::\(.*\)/libvirt/emulator$|\1|p' "/proc/$pid/cgroup")
+  kernel=$(cat "$cg$scope/libvirt/vcpu0/cpuset.cpus.effective")
+  pin=$(v vcpupin "$1" | awk '$1 == "0" {print $2}')
+  ledger=$(vrictl dominfo "$1" | sed -n 's/^  vcpu0: *CPU \([0-9]*\).*/\1/p')
+  [ "$kernel" = "$pin" ] && [ "$kernel" = "$ledger" ] || fail "$1 disagrees: cgroup $kernel, vcpupin $pin, vrictl $ledger"
+  echo "$kernel"
+}
+
+# A pod's container: its scope (a directory under kubepods.slice) from its id as vri-cri-client shows it.
+container_scope() { # pod
+  id=$(containerd_ps | awk -v pod="$1" '$2 == pod && $3 == "app" {print $1}')
+  [ -n "$id" ] || fail "no container app in pod $1"
+  dir=$(find $cg/kubepods.slice -type d -name "cri-containerd-$id*.scope" | head -1)
+  [ -n "$dir" ] || fail "no scope for container $id of pod $1"
+  echo "$dir"
+}
+# The pod's CPUs as the kernel enforces them, as the process runs, as systemd and as containerd report them.
+pod_cpus() { # pod
+  dir=$(container_scope "$1")
+  kernel=$(cat "$dir/cpuset.cpus.effective")
+  pid=$(head -1 "$dir/cgroup.procs")
+  running=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$pid/status")
+  unit=$(systemctl show -p EffectiveCPUs --value "${dir##*/}" | list)
+  runtime=$(containerd_ps | awk -v pod="$1" '$2 == pod && $3 == "app" {print $5}')
+  echo "kernel=$kernel process=$running systemd=$unit containerd=$runtime"
+}
+# All four views the same: prints the CPUs.
+agreed_cpus() { # pod
+  views=$(pod_cpus "$1")
+  set -- $views
+  k=${1#kernel=}
+  for view in "$@"; do [ "${view#*=}" = "$k" ] || { echo "DISAGREE $views"; return 0; }; done
+  echo "$k"
+}
+shared_pool() { vrictl pool | sed -n 's/^Shared: *\([0-9,-]*\).*/\1/p'; }
+cpus_of() { # pod expected
+  got=$(agreed_cpus "$1")
+  [ "$got" = "$2" ]
+}
+
+# Every cpuset (effective), weight and memory limit under kubepods.slice and machine.slice, one per line.
+snapshot() {
+  for f in $(find $cg/kubepods.slice $cg/machine.slice \( -name cpuset.cpus.effective -o -name cpu.weight \
+                -o -name memory.max \) | sort); do
+    echo "${f#$cg/} $(cat "$f")"
+  done
+}
+same_as() { # file description
+  snapshot > /tmp/now.txt
+  diff -u "$1" /tmp/now.txt > /tmp/diff.txt || { cat /tmp/diff.txt; fail "$2 changed what VRI placed"; }
+}
+
+# The next periodic reconcile after now finds nothing to repair.
+quiet_reconcile() {
+  since=$(date '+%Y-%m-%d %H:%M:%S'); sleep 1
+  wait_for 120 "a reconcile after $since" sh -c "journalctl -u vrid --since '$since' -o cat | grep -q 'reconcile: '"
+  line=$(journalctl -u vrid --since "$since" -o cat | grep 'reconcile: ' | head -1)
+  echo "$line" | grep -q 'nothing to repair' || fail "reconcile repaired something: $line"
+}
+
+step "containerd with the systemd cgroup driver, and the test image"
+mkdir -p /etc/containerd
+cat > /etc/containerd/config.toml <<'EOF2'
+version = 2
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "localhost/vri/pause:1.0"
+  disable_apparmor = true
+  tolerate_missing_hugetlb_controller = true
+  [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+      SystemdCgroup = true
+EOF2
+systemctl restart containerd || fail "containerd does not start"
+wait_for 60 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+ctr -n k8s.io images import "$GUEST_IN/tests/containerd-image/pause.tar" >/dev/null || fail "image import"
+
+step "libvirtd's first start (its QEMU capability probe)"
+wait_for 600 "libvirtd" v version
+
+step "VRI's package, vrid with systemd_units = off first"
+vrid_with off
+deb=$(ls "$GUEST_IN"/package/vri_*.deb)
+dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg -i"; }
+wait_for 60 "vrid's socket" vrictl nodeinfo
+systemctl start vri-cri-shim || fail "the shim's unit does not start"
+wait_for 30 "the shim's socket" test -S /run/vri/cri.sock
+vrictl nodeinfo
+
+step "a Guaranteed pod gets its exclusive CPU, a Burstable one the shared pool"
+uid_of() { sed -n 's/.*(uid \([0-9a-f-]*\)).*/\1/p'; }
+cri run g1 --qos=guaranteed --cpu=1000 --cgroup-driver=systemd > /tmp/g1.out || fail "run g1"
+cri run b1 --qos=burstable --cpu=500 --cgroup-driver=systemd > /tmp/b1.out || fail "run b1"
+cat /tmp/g1.out /tmp/b1.out
+g1_uid=$(uid_of < /tmp/g1.out); b1_uid=$(uid_of < /tmp/b1.out)
+g=$(agreed_cpus g1)
+echo "g1: $(pod_cpus g1)"
+case "$g" in DISAGREE*|*,*|*-*|0) fail "g1 is not on one exclusive CPU: $g";; esac
+all=$(cat $cg/cpuset.cpus.effective)
+shared=$(shared_pool)
+echo "b1: $(pod_cpus b1); the shared pool: $shared"
+[ "$(agreed_cpus b1)" = "$shared" ] || fail "b1 is not on the shared pool $shared: $(pod_cpus b1)"
+
+step "a dedicated VM started with virsh takes a CPU; the Burstable pod is narrowed"
+define ded-a 1 1
+v start --paused ded-a || fail "virsh start ded-a"
+a=$(vm_cpu ded-a)
+shared=$(shared_pool)
+echo "ded-a on CPU $a; the shared pool: $shared"
+[ "$a" != "$g" ] || fail "ded-a shares g1's CPU $g"
+wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
+echo "b1: $(pod_cpus b1)"
+
+step "without systemd_units, daemon-reload undoes a placement (what the unit properties prevent)"
+systemctl stop vri-cri-shim
+define ded-b 1 2
+v start --paused ded-b || fail "virsh start ded-b"
+z=$(vm_cpu ded-b)
+b1_dir=$(container_scope b1)
+narrowed=$(cat "$b1_dir/cpuset.cpus.effective")
+echo "ded-b on CPU $z; b1 before the reload: $narrowed"
+levels() {
+  pod=$(dirname "$b1_dir"); qos=$(dirname "$pod"); top=$(dirname "$qos")
+  for d in "$top" "$qos" "$pod" "$b1_dir"; do
+    echo "  ${d##*/}: cpus='$(cat $d/cpuset.cpus)' effective=$(cat $d/cpuset.cpus.effective) AllowedCPUs='$(systemctl show -p AllowedCPUs --value ${d##*/})' weight=$(cat $d/cpu.weight 2>/dev/null)"
+  done
+}
+echo "DIAG before:"; levels
+systemctl daemon-reload
+sleep 2
+echo "DIAG after daemon-reload:"; levels
+systemctl set-property --runtime kubepods-burstable.slice CPUWeight=50; sleep 2
+echo "DIAG after set-property CPUWeight on the QoS slice:"; levels
+systemctl set-property --runtime kubepods.slice CPUWeight=100; sleep 2
+echo "DIAG after set-property CPUWeight on kubepods.slice:"; levels
+systemctl set-property --runtime "$(basename "$(dirname "$b1_dir")")" TasksMax=4000; sleep 2
+echo "DIAG after set-property TasksMax on the pod slice:"; levels
+undone=$(cat "$b1_dir/cpuset.cpus.effective")
+echo "b1 after the reload: $undone"
+if [ "$undone" = "$narrowed" ]; then
+  fail "daemon-reload left b1 on $narrowed although nothing kept it: this test cannot tell the properties' effect"
+fi
+echo "as expected: systemd put b1 back on $undone, which holds ded-b's CPU $z"
+v destroy ded-b >/dev/null
+
+step "systemd_units = on: vrid gives systemd every value at start"
+vrid_with on
+systemctl daemon-reload
+systemctl restart vrid
+wait_for 60 "vrid" vrictl nodeinfo
+journalctl -u vrid -o cat | grep -q "systemd owns kubelet's and machined's units" || fail "vrid does not use systemd"
+systemctl start vri-cri-shim
+shared=$(shared_pool)
+wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
+[ "$(systemctl show -p AllowedCPUs --value kubepods-burstable.slice | list)" = "$shared" ] ||
+  fail "kubepods-burstable.slice's AllowedCPUs is not the shared pool $shared"
+[ "$(agreed_cpus g1)" = "$g" ] || fail "g1 moved: $(pod_cpus g1)"
+quiet_reconcile
+
+step "daemon-reload cannot undo a placement: the shim stopped, the pool changed, then reloaded"
+systemctl stop vri-cri-shim
+v start --paused ded-b || fail "virsh start ded-b"
+z=$(vm_cpu ded-b)
+shared=$(shared_pool)
+[ "$(cat "$b1_dir/cpuset.cpus.effective")" = "$shared" ] || fail "b1 was not narrowed to $shared"
+snapshot > /tmp/before.txt
+systemctl daemon-reload
+sleep 2
+same_as /tmp/before.txt "daemon-reload"
+[ "$(cat "$b1_dir/cpuset.cpus.effective")" = "$shared" ] || fail "b1 left $shared"
+pid=$(head -1 "$b1_dir/cgroup.procs")
+grep -q "^Cpus_allowed_list:[[:space:]]*$shared\$" "/proc/$pid/status" || fail "b1's process runs on $(grep Cpus_allowed_list "/proc/$pid/status")"
+echo "b1 stays on $shared; ded-b keeps CPU $z; g1 keeps $g"
+systemctl start vri-cri-shim
+wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
+snapshot > /tmp/before.txt
+
+step "systemctl set-property on a pod slice"
+pod_slice=$(basename "$(dirname "$b1_dir")")
+systemctl set-property --runtime "$pod_slice" TasksMax=4000 || fail "set-property $pod_slice"
+sleep 2
+same_as /tmp/before.txt "set-property on $pod_slice"
+
+for service in containerd libvirtd vrid vri-cri-shim; do
+  step "systemctl restart $service"
+  systemctl restart $service
+  case $service in
+    containerd) wait_for 60 "containerd" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'" ;;
+    libvirtd) wait_for 300 "libvirtd" v version ;;
+    vrid) wait_for 60 "vrid" vrictl nodeinfo ;;
+    vri-cri-shim) wait_for 30 "the shim" cri ps ;;
+  esac
+  sleep 2
+  same_as /tmp/before.txt "restarting $service"
+done
+[ "$(vm_cpu ded-a)" = "$a" ] && [ "$(vm_cpu ded-b)" = "$z" ] || fail "a VM moved"
+[ "$(agreed_cpus g1)" = "$g" ] && [ "$(agreed_cpus b1)" = "$shared" ] || fail "a pod moved"
+quiet_reconcile
+
+step "vrid started with no ledger adopts every pod and VM"
+systemctl stop vrid
+rm -f /var/lib/vri/ledger.sqlite /var/lib/vri/ledger.sqlite-wal /var/lib/vri/ledger.sqlite-shm
+sed -i 's/--reconcile-interval=5$/--reconcile-interval=5 --init-ledger/' /etc/systemd/system/vrid.service.d/test.conf
+systemctl daemon-reload
+systemctl start vrid
+wait_for 60 "vrid" vrictl nodeinfo
+vrictl list
+for tenant in "$g1_uid" "$b1_uid" 6e1f0c2d-7a3b-4c5d-9e6f-000000000001 6e1f0c2d-7a3b-4c5d-9e6f-000000000002; do
+  vrictl list | grep -q " $tenant " || fail "vrid did not adopt $tenant"
+done
+same_as /tmp/before.txt "a start with no ledger"
+quiet_reconcile
+[ "$(vm_cpu ded-a)" = "$a" ] && [ "$(vm_cpu ded-b)" = "$z" ] || fail "a VM moved"
+
+step "pods removed, VMs destroyed: the shared pool comes back"
+cri rm g1 >/dev/null || fail "rm g1"
+cri rm b1 >/dev/null || fail "rm b1"
+v destroy ded-a >/dev/null; v destroy ded-b >/dev/null
+wait_for 30 "the whole pool back" sh -c "[ \"\$(systemctl show -p AllowedCPUs --value kubepods-burstable.slice | tr ' ' ',')\" = '$all' ]"
+step "systemd: ok"

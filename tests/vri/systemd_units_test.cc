@@ -156,12 +156,15 @@ TEST(SystemdUnitsTest, InheritingUnitsGetNoCpusetOfTheirOwn) {
 }
 
 TEST(SystemdUnitsTest, TheFirstReconcileGivesSystemdEveryKeptUnitsValuesOnce) {
-  const std::vector<std::string> node_level = {
-      "kubepods.slice AllowedCPUs=0-7",           "kubepods.slice AllowedMemoryNodes=0-1",
-      "kubepods-burstable.slice AllowedCPUs=0-7", "kubepods-burstable.slice AllowedMemoryNodes=0-1",
-      "kubepods-besteffort.slice AllowedCPUs=0-7", "kubepods-besteffort.slice AllowedMemoryNodes=0-1",
-      "machine.slice AllowedCPUs=0-7",             "machine.slice AllowedMemoryNodes=0-1",
-      "machine.slice CPUWeight=1"};
+  const std::vector<std::string> node_level = {"kubepods.slice AllowedCPUs=0-7",
+                                               "kubepods.slice AllowedMemoryNodes=0-1",
+                                               "kubepods-burstable.slice AllowedCPUs=0-7",
+                                               "kubepods-burstable.slice AllowedMemoryNodes=0-1",
+                                               "kubepods-besteffort.slice AllowedCPUs=0-7",
+                                               "kubepods-besteffort.slice AllowedMemoryNodes=0-1",
+                                               "machine.slice AllowedCPUs=0-7",
+                                               "machine.slice AllowedMemoryNodes=0-1",
+                                               "machine.slice CPUWeight=1"};
   {
     // A first start: the files differ, so the reconcile writes them, each through systemd once.
     SystemdNode node;

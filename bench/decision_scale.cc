@@ -179,6 +179,24 @@ int fail(const std::string& message) {
   return 1;
 }
 
+// vrid as every configuration runs it: live topology, nothing reserved, no libvirt, no periodic
+// reconcile, its sockets and ledger in `stateDir`; the layout is the caller's.
+vri::DaemonConfig benchConfig(const std::string& root, const std::string& stateDir) {
+  vri::DaemonConfig config = vri::defaultConfig();
+  config.cgroupRoot = root;
+  config.topology = "live";
+  config.reservedCpus.count = 0;
+  config.sharedVcpuMilli = 1;
+  config.vmMemoryOverheadBytes = 0;
+  config.stateDir = stateDir;
+  config.socket = stateDir + "/ro.sock";
+  config.adminSocket = stateDir + "/admin.sock";
+  config.libvirtUri = "";
+  config.reconcileIntervalSeconds = 0;
+  config.logLevel = vri::LogLevel::kError;
+  return config;
+}
+
 // Serial exclusive admit/release pairs on `node`: the row's figures.
 Result<Row> measure(const std::string& kind, int tenants, int pairs, vri::NodeManager& node, TimingCgroupFs& fs,
                     TimingUnits* systemd) {
@@ -256,23 +274,12 @@ Result<pid_t> startScope(const std::string& unit, const std::string& slice, bool
 Result<Row> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants, int pairs,
                        const std::string& stateDir, TimingUnits& systemd) {
   TimingCgroupFs fs(base);
-  vri::DaemonConfig config = vri::defaultConfig();
-  config.cgroupRoot = root;
-  config.topology = "live";
-  config.reservedCpus.count = 0;
+  vri::DaemonConfig config = benchConfig(root, stateDir);
   config.layout.driver = vri::KubeletDriver::kSystemd;
   config.layout.libvirt = vri::LibvirtLayout::kSystemdWithLibvirtLevel;
   config.layout.machinePartition = *CgroupPath::parse("machine.slice");
   config.layout.ownership = vri::Ownership::kCpusetsAndMachine;
   config.systemdUnits = vri::SystemdUnitsMode::kOn;
-  config.sharedVcpuMilli = 1;
-  config.vmMemoryOverheadBytes = 0;
-  config.stateDir = stateDir;
-  config.socket = stateDir + "/ro.sock";
-  config.adminSocket = stateDir + "/admin.sock";
-  config.libvirtUri = "";
-  config.reconcileIntervalSeconds = 0;
-  config.logLevel = vri::LogLevel::kError;
   vri::Logger log(vri::LogLevel::kError);
   const auto namer = vri::makeKubeletNamer(vri::KubeletDriver::kSystemd);
   std::vector<pid_t> children;
@@ -355,23 +362,12 @@ Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const
       }
     }
   }
-  vri::DaemonConfig config = vri::defaultConfig();
-  config.cgroupRoot = root;
+  vri::DaemonConfig config = benchConfig(root, stateDir);
   config.v1Controllers = {"cpuset", "cpu", "cpuacct"};
-  config.topology = "live";
-  config.reservedCpus.count = 0;
   config.layout.kubeletParent = top_path;
   config.layout.machinePartition = machine;
   config.layout.libvirt = vri::LibvirtLayout::kNoSystemd;
   config.layout.ownership = vri::Ownership::kEverything;
-  config.sharedVcpuMilli = 1;
-  config.vmMemoryOverheadBytes = 0;
-  config.stateDir = stateDir;
-  config.socket = stateDir + "/ro.sock";
-  config.adminSocket = stateDir + "/admin.sock";
-  config.libvirtUri = "";
-  config.reconcileIntervalSeconds = 0;
-  config.logLevel = vri::LogLevel::kError;
   vri::Logger log(vri::LogLevel::kError);
   VRI_ASSIGN_OR_RETURN(auto daemon, vri::Daemon::start(config, fs, log));
   vri::NodeManager& node = daemon->node();

@@ -73,6 +73,7 @@ flock -u 9
 # The suite runs from the shared build directory, so it is copied there.
 mkdir -p "$build/v2guest/suites"
 cp "$script" "$build/v2guest/suites/$suite.sh"
+cp "$here/node_helpers.sh" "$build/v2guest/suites/"  # the node suites' shell helpers
 out=$build/v2guest/out-$suite
 rm -rf "$out"
 timeout=$(header timeout); timeout=${TIMEOUT:-${timeout:-900}}

@@ -9,31 +9,19 @@
 # guest-timeout: 2400
 set -eu
 cd /
-t0=$(date +%s)
-step() { echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
 fail() {
   echo "node: FAIL: $*"
   journalctl -u vrid -u libvirtd --no-pager -o short-monotonic | tail -n 60
   exit 1
 }
-v() { virsh -c qemu:///system "$@"; }
+uuid_prefix=5e1f0c2d-7a3b-4c5d-9e6f-
+. "$(dirname "$0")/node_helpers.sh"
 one() { set -- $1; [ $# -eq 1 ] || fail "expected one package, found: $*"; echo "$1"; }
 first=$(one "$(ls "$GUEST_IN"/package-first/vri_*.deb 2>/dev/null)")
 current=$(one "$(ls "$GUEST_IN"/package/vri_*.deb 2>/dev/null)")
 first_version=$(dpkg-deb -f "$first" Version)
 current_version=$(dpkg-deb -f "$current" Version)
 
-# A diskless, paused-started domain with VRI's dedicated policy.
-define() { # name vcpus uuid-tail
-  cat > "/tmp/$1.xml" <<XML
-<domain type='qemu'><name>$1</name><uuid>5e1f0c2d-7a3b-4c5d-9e6f-00000000000$3</uuid>
-<memory unit='MiB'>64</memory><vcpu placement='static'>$2</vcpu>
-<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='dedicated'/></vri:domain></metadata>
-<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>
-<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>
-XML
-  v define "/tmp/$1.xml" >/dev/null || fail "virsh define $1"
-}
 
 # One VM's vCPU placement as the kernel, libvirt and VRI each see it; they must agree.
 # Prints "vcpu0=2 vcpu1=3".
@@ -55,21 +43,7 @@ placement() { # name
   echo "${kernel# }"
 }
 
-wait_for() { # seconds description command...
-  limit=$1; what=$2; shift 2
-  i=0
-  until "$@" >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -le "$limit" ] || fail "waited $limit s for $what"; sleep 1
-  done
-}
 
-# The next periodic reconcile after now finds nothing to repair.
-quiet_reconcile() {
-  since=$(date '+%Y-%m-%d %H:%M:%S'); sleep 1
-  wait_for 120 "a reconcile after $since" sh -c "journalctl -u vrid --since '$since' -o cat | grep -q '^.*reconcile: '"
-  line=$(journalctl -u vrid --since "$since" -o cat | grep 'reconcile: ' | head -1)
-  echo "$line" | grep -q 'nothing to repair' || fail "reconcile repaired something: $line"
-}
 
 step "the node: AppArmor enabled, machined present"
 [ "$(cat /sys/module/apparmor/parameters/enabled)" = Y ] || fail "AppArmor is not enabled"

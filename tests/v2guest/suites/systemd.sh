@@ -14,27 +14,19 @@
 # guest-timeout: 2400
 set -eu
 cd /
-t0=$(date +%s)
-step() { echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
 fail() {
   echo "systemd: FAIL: $*"
   journalctl -u vrid -u vri-cri-shim -u containerd --no-pager -o short-monotonic | tail -n 80
   exit 1
 }
-v() { virsh -c qemu:///system "$@"; }
+uuid_prefix=6e1f0c2d-7a3b-4c5d-9e6f-
+. "$(dirname "$0")/node_helpers.sh"
 cri() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/vri/cri.sock "$@"; }
 # containerd's own answers, whether the shim runs or not.
 containerd_ps() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock ps; }
 list() { tr ' ' '\n' | sed '/^$/d' | paste -sd, -; }  # systemd's "0 2-3" -> "0,2-3"
 cg=/sys/fs/cgroup
 
-wait_for() { # seconds description command...
-  limit=$1; what=$2; shift 2
-  i=0
-  until "$@" >/dev/null 2>&1; do
-    i=$((i + 1)); [ $i -le "$limit" ] || fail "waited $limit s for $what"; sleep 1
-  done
-}
 
 # vrid with its flags in a drop-in; `units` is off or on.
 vrid_with() { # units
@@ -46,17 +38,6 @@ ExecStart=/usr/sbin/vrid --config=/etc/vri/vrid.conf --cgroup-driver=systemd --s
 EOF2
 }
 
-# A diskless, paused-started domain with VRI's dedicated policy.
-define() { # name vcpus uuid-tail
-  cat > "/tmp/$1.xml" <<XML
-<domain type='qemu'><name>$1</name><uuid>6e1f0c2d-7a3b-4c5d-9e6f-00000000000$3</uuid>
-<memory unit='MiB'>64</memory><vcpu placement='static'>$2</vcpu>
-<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='dedicated'/></vri:domain></metadata>
-<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>
-<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>
-XML
-  v define "/tmp/$1.xml" >/dev/null || fail "virsh define $1"
-}
 
 # A VM's one vCPU as the kernel, libvirt and VRI see it; they must agree. Prints the CPU.
 vm_cpu() { # name
@@ -114,13 +95,6 @@ same_as() { # file description [a line pattern left out]
   diff -u /tmp/was.txt /tmp/now.txt > /tmp/diff.txt || { cat /tmp/diff.txt; fail "$2 changed what VRI placed"; }
 }
 
-# The next periodic reconcile after now finds nothing to repair.
-quiet_reconcile() {
-  since=$(date '+%Y-%m-%d %H:%M:%S'); sleep 1
-  wait_for 120 "a reconcile after $since" sh -c "journalctl -u vrid --since '$since' -o cat | grep -q 'reconcile: '"
-  line=$(journalctl -u vrid --since "$since" -o cat | grep 'reconcile: ' | head -1)
-  echo "$line" | grep -q 'nothing to repair' || fail "reconcile repaired something: $line"
-}
 
 step "containerd with the systemd cgroup driver, and the test image"
 mkdir -p /etc/containerd

@@ -1,0 +1,34 @@
+# Shell helpers for the suites that run VRI as a node runs it (node, systemd): sourced by them,
+# after they define fail() (what to show when a step fails) and set uuid_prefix (their VMs' UUIDs).
+# testbed.sh copies it beside the suite.
+t0=$(date +%s)
+step() { echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
+v() { virsh -c qemu:///system "$@"; }
+
+wait_for() { # seconds description command...
+  limit=$1; what=$2; shift 2
+  i=0
+  until "$@" >/dev/null 2>&1; do
+    i=$((i + 1)); [ $i -le "$limit" ] || fail "waited $limit s for $what"; sleep 1
+  done
+}
+
+# A diskless, paused-started domain with VRI's dedicated policy.
+define() { # name vcpus uuid-tail
+  cat > "/tmp/$1.xml" <<XML
+<domain type='qemu'><name>$1</name><uuid>${uuid_prefix}00000000000$3</uuid>
+<memory unit='MiB'>64</memory><vcpu placement='static'>$2</vcpu>
+<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='dedicated'/></vri:domain></metadata>
+<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>
+<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>
+XML
+  v define "/tmp/$1.xml" >/dev/null || fail "virsh define $1"
+}
+
+# The next periodic reconcile after now finds nothing to repair.
+quiet_reconcile() {
+  since=$(date '+%Y-%m-%d %H:%M:%S'); sleep 1
+  wait_for 120 "a reconcile after $since" sh -c "journalctl -u vrid --since '$since' -o cat | grep -q 'reconcile: '"
+  line=$(journalctl -u vrid --since "$since" -o cat | grep 'reconcile: ' | head -1)
+  echo "$line" | grep -q 'nothing to repair' || fail "reconcile repaired something: $line"
+}

@@ -75,6 +75,7 @@ wait_for 600 "libvirtd" v version
 
 step "dpkg -i the first package ($first_version)"
 dpkg -i "$first" || fail "dpkg -i $first"
+scale_hook_deadline
 systemctl is-active -q vrid || fail "vrid is not running after install"
 [ "$(systemctl show -p FragmentPath --value vrid)" = /lib/systemd/system/vrid.service ] || fail "vrid runs from another unit"
 systemctl show -p DropInPaths --value vrid | grep -q test.conf || fail "the drop-in is not applied"

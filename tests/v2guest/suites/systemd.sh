@@ -120,6 +120,7 @@ step "VRI's package, vrid with systemd_units = off first"
 vrid_with off
 deb=$(ls "$GUEST_IN"/package/vri_*.deb)
 dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg -i"; }
+scale_hook_deadline
 wait_for 60 "vrid's socket" vrictl nodeinfo
 systemctl start vri-cri-shim || fail "the shim's unit does not start"
 wait_for 30 "the shim's socket" test -S /run/vri/cri.sock

@@ -82,7 +82,7 @@ Result<ContainerPlacement> Ledger::admitInto(NextState& next, const PodSpec& pod
                                              const std::vector<int>* podNodes,
                                              const std::vector<std::string>& finished) const {
   VRI_TRY(validatePodUid(pod.uid));
-  VRI_TRY(validateContainerId(container.name).context("container name"));
+  VRI_TRY(validateContainerName(container.name));
   VRI_TRY(checkPodAmounts(pod));
   VRI_TRY(checkContainerAmounts(container));
   if (!container.id.empty()) {
@@ -145,6 +145,11 @@ Result<ContainerPlacement> Ledger::admitInto(NextState& next, const PodSpec& pod
 }
 
 Result<void> Ledger::checkSameQos(const PodRecord& known, const PodSpec& pod) const {
+  if (known.spec.outsideKubeletTree != pod.outsideKubeletTree) {
+    const auto where = [](bool outside) { return outside ? "outside kubelet's tree" : "in kubelet's tree"; };
+    return Error::failedPrecondition("pod " + quoteForMessage(pod.uid) + " was admitted " +
+                                     where(known.spec.outsideKubeletTree) + ", not " + where(pod.outsideKubeletTree));
+  }
   if (known.spec.qos == pod.qos) return {};
   return Error::failedPrecondition("pod " + quoteForMessage(pod.uid) + " was admitted as " +
                                    std::string(qosClassName(known.spec.qos)) + ", not " +
@@ -341,7 +346,7 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
   VRI_TRY(validatePodUid(pod.uid));
   VRI_TRY(checkPodAmounts(pod));
   VRI_TRY(checkContainerAmounts(container));
-  VRI_TRY(validateContainerId(container.name).context("container name"));
+  VRI_TRY(validateContainerName(container.name));
   if (!container.id.empty()) {
     VRI_TRY(validateContainerId(container.id));
     VRI_TRY(checkRuntimeIdFree(*from, container.id, RuntimeOwner{pod.uid, container.name}));

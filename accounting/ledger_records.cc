@@ -149,6 +149,7 @@ std::string encodePod(const PodRecord& pod) {
   std::ostringstream out;
   out << "uid=" << escape(pod.spec.uid) << "\nname=" << escape(pod.spec.name) << "\nqos=" << qosClassName(pod.spec.qos)
       << "\noverhead_cpu=" << pod.spec.overheadCpuMilli << "\noverhead_memory=" << pod.spec.overheadMemoryBytes << "\n";
+  if (pod.spec.outsideKubeletTree) out << "outside_kubelet_tree=1\n";
   if (!pod.sandboxId.empty()) out << "sandbox=" << escape(pod.sandboxId) << "\n";
   for (const auto& [name, c] : pod.containers) {
     // Escaped twice: the line is unescaped once as a whole, then each field.
@@ -174,6 +175,10 @@ Result<PodRecord> decodePod(std::string_view text) {
       VRI_ASSIGN_OR_RETURN(pod.spec.overheadCpuMilli, number<int64_t>(value, "overhead"));
     } else if (key == "overhead_memory") {
       VRI_ASSIGN_OR_RETURN(pod.spec.overheadMemoryBytes, number<uint64_t>(value, "overhead"));
+    } else if (key == "outside_kubelet_tree") {
+      if (value != "1")
+        return Error::invalidArgument("ledger record: bad outside_kubelet_tree " + quoteForMessage(value));
+      pod.spec.outsideKubeletTree = true;
     } else if (key == "sandbox") {
       pod.sandboxId = value;
     } else if (key == "container") {

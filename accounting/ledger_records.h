@@ -36,6 +36,10 @@ struct PodSpec {
   QosClass qos = QosClass::kBestEffort;
   int64_t overheadCpuMilli = 0;
   uint64_t overheadMemoryBytes = 0;
+  // Outside kubelet's tree (its sandbox has no cgroup parent): the runtime places
+  // its cgroups and VRI writes none; BestEffort here, on the shared pool, whatever
+  // its containers ask. Its requests are shared demand but not kubepods'.
+  bool outsideKubeletTree = false;
 };
 
 struct PodRecord {

@@ -37,6 +37,8 @@ CpuSet LedgerState::draining() const {
 LedgerTotals podTotals(const PodRecord& pod) {
   LedgerTotals t;
   t.admittedMemoryBytes = podMemoryBytes(pod);
+  // kubepods' requests: a pod outside kubelet's tree is not under kubepods (its demand on the shared pool counts).
+  const bool underKubepods = !pod.spec.outsideKubeletTree;
   t.podRequestMilli = pod.spec.overheadCpuMilli;
   t.sharedDemandMilli = pod.spec.overheadCpuMilli;  // it runs in the pod's cgroup, on the shared pool
   for (const auto& [name, c] : pod.containers) {
@@ -48,6 +50,7 @@ LedgerTotals podTotals(const PodRecord& pod) {
       ++t.sharedTenants;
     }
   }
+  if (!underKubepods) t.podRequestMilli = 0;
   if (pod.spec.qos == QosClass::kBurstable) t.burstableRequestMilli = t.podRequestMilli;
   return t;
 }

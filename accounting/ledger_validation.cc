@@ -34,6 +34,8 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
     for (const ScannedContainer& c : pod.containers) ids.insert(c.id);
   }
   for (const auto& [uid, pod] : snapshot->pods) {
+    // Outside kubelet's tree no scan sees it: the runtime's removals end it, and the shim's ledger sync.
+    if (pod.spec.outsideKubeletTree) continue;
     const auto found = running.find(uid);
     if (found == running.end()) {
       if (ledger.releasePod(uid).ok())

@@ -142,6 +142,11 @@ Result<void> validateContainerId(std::string_view id) {
   return {};
 }
 
+Result<void> validateContainerName(std::string_view name) {
+  if (name.empty()) return Error::invalidArgument("container name: must not be empty");
+  return {};
+}
+
 std::unique_ptr<KubeletNamer> makeKubeletNamer(KubeletDriver driver, CgroupPath parent, std::string runtimePrefix) {
   if (driver == KubeletDriver::kSystemd)
     return std::make_unique<SystemdNamer>(std::move(parent), std::move(runtimePrefix));

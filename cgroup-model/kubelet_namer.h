@@ -29,6 +29,10 @@ std::string_view kubeletDriverName(KubeletDriver driver);
 Result<void> validatePodUid(std::string_view uid);
 // A container id: 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-'.
 Result<void> validateContainerId(std::string_view id);
+// A container's name within its pod, as the runtime takes it: VRI keys the ledger
+// by it (escaped) and never builds a path from it, so every non-empty name is taken
+// (runtime ids, which do name cgroups, are validateContainerId's).
+Result<void> validateContainerName(std::string_view name);
 
 // A pod, as its cgroup names it.
 struct KubeletPod {

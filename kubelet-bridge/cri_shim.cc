@@ -129,8 +129,9 @@ Result<runtime::v1::RunPodSandboxResponse> CriShim::runPodSandbox(const CallScop
     if (admitted->is_new()) undoPod(admit->pod_uid());
     return fromVrid("the sandbox id of pod " + admit->pod_name(), bound.error());
   }
-  options_.log("RunPodSandbox " + admit->pod_name() + ": sandbox " + created->pod_sandbox_id() + " in " +
-               admit->cgroup_parent());
+  options_.log("RunPodSandbox " + admit->pod_name() + ": sandbox " + created->pod_sandbox_id() +
+               (admit->outside_kubelet_tree() ? " outside kubelet's tree (no cgroup parent), on the shared pool"
+                                              : " in " + admit->cgroup_parent()));
   return created;
 }
 

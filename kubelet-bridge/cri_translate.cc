@@ -73,7 +73,8 @@ Result<v1::AdmitPodRequest> admitPodRequest(const runtime::v1::PodSandboxConfig&
   out.set_pod_uid(meta.uid());
   out.set_pod_name(meta.namespace_() + "/" + meta.name());
   out.set_cgroup_parent(config.linux().cgroup_parent());
-  if (config.linux().cgroup_parent().empty()) return Error::invalidArgument("sandbox: no cgroup parent");
+  // No cgroup parent: not one of kubelet's pods (crictl, critest, a debugging client). The runtime places it.
+  out.set_outside_kubelet_tree(config.linux().cgroup_parent().empty());
   if (config.linux().has_overhead()) {
     const runtime::v1::LinuxContainerResources& overhead = config.linux().overhead();
     VRI_ASSIGN_OR_RETURN(const int64_t cpu, milliOf(overhead).context("linux.overhead"));
@@ -92,6 +93,7 @@ Result<v1::AdmitContainerRequest> admitContainerRequest(const runtime::v1::Creat
   out.set_pod_uid(sandbox.metadata().uid());
   out.set_pod_name(sandbox.metadata().namespace_() + "/" + sandbox.metadata().name());
   out.set_cgroup_parent(sandbox.linux().cgroup_parent());
+  out.set_outside_kubelet_tree(sandbox.linux().cgroup_parent().empty());
   out.set_container_name(request.config().metadata().name());
   VRI_TRY(setResources(request.config().linux().resources(), out).context("config.linux.resources"));
   return out;
@@ -118,6 +120,8 @@ Result<NodeCgroups> nodeCgroups(const v1::Node& node) {
 void applyAllocation(const v1::ContainerAllocation& allocation, const NodeCgroups& node,
                      runtime::v1::LinuxContainerResources& resources) {
   resources.set_cpuset_cpus(allocation.cpuset_cpus());
+  // Outside kubelet's tree only the CPUs are VRI's: the rest stays what the client asked for.
+  if (allocation.outside_kubelet_tree()) return;
   resources.set_cpuset_mems(allocation.cpuset_mems().empty() ? node.allMems : allocation.cpuset_mems());
   resources.set_cpu_shares(static_cast<int64_t>(allocation.cpu_shares()));
   resources.set_cpu_period(allocation.cpu_period_us() > 0 ? static_cast<int64_t>(allocation.cpu_period_us())

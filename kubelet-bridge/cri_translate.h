@@ -21,7 +21,8 @@ namespace vri::cri {
 Result<int64_t> requestMilliFromShares(int64_t shares);
 Result<int64_t> limitMilliFromQuota(int64_t quota, int64_t period);
 
-// RunPodSandbox's config as a pod admit (no sandbox id yet).
+// RunPodSandbox's config as a pod admit (no sandbox id yet). A sandbox without
+// a cgroup parent is a pod outside kubelet's tree (AdmitPodRequest in vri.proto).
 Result<v1::AdmitPodRequest> admitPodRequest(const runtime::v1::PodSandboxConfig& config);
 // CreateContainer as a container admit, keyed by the pod's UID and the
 // container's name, with the pod's cgroup parent: vrid reads the QoS class from it.
@@ -41,6 +42,8 @@ Result<NodeCgroups> nodeCgroups(const v1::Node& node);
 // vrid's allocation into the runtime's resources, with full explicit values:
 // containerd and runc read "" and 0 as "keep what is there". No quota is -1;
 // `unified` (cpu.weight, so runc and vrid agree) only on v2, where runc takes it.
+// For a pod outside kubelet's tree, only cpuset_cpus (the shared pool): the
+// rest is left as its client asked, and "" and 0 keep the runtime's values.
 void applyAllocation(const v1::ContainerAllocation& allocation, const NodeCgroups& node,
                      runtime::v1::LinuxContainerResources& resources);
 

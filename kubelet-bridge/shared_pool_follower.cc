@@ -4,11 +4,14 @@ namespace vri {
 
 namespace {
 
-// Whether the runtime already holds these values (it reports what it was last given).
+// Whether the runtime already holds these values (it reports what it was last given). What
+// `wanted` leaves unset ("" and 0: a pod outside kubelet's tree, whose CPUs alone are VRI's) is not compared.
 bool holds(const runtime::v1::LinuxContainerResources& now, const runtime::v1::LinuxContainerResources& wanted) {
-  return now.cpuset_cpus() == wanted.cpuset_cpus() && now.cpuset_mems() == wanted.cpuset_mems() &&
-         now.cpu_shares() == wanted.cpu_shares() && now.cpu_period() == wanted.cpu_period() &&
-         (now.cpu_quota() == wanted.cpu_quota() || (now.cpu_quota() <= 0 && wanted.cpu_quota() <= 0));
+  const auto same = [](const auto& a, const auto& b, const auto& unset) { return b == unset || a == b; };
+  return now.cpuset_cpus() == wanted.cpuset_cpus() && same(now.cpuset_mems(), wanted.cpuset_mems(), "") &&
+         same(now.cpu_shares(), wanted.cpu_shares(), 0) && same(now.cpu_period(), wanted.cpu_period(), 0) &&
+         (wanted.cpu_quota() == 0 || now.cpu_quota() == wanted.cpu_quota() ||
+          (now.cpu_quota() <= 0 && wanted.cpu_quota() <= 0));
 }
 
 }  // namespace

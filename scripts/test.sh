@@ -2,9 +2,11 @@
 # Installs what VRI needs, checks the formatting against .clang-format (first: it costs a
 # second and fails a run that would otherwise fail only at its end), builds VRI, and runs every
 # test:
-#   1. the whole suite built with g++ (every label; libvirtd and containerd are started for the
-#      `libvirt` and `containerd` tests and stopped afterwards), and the CRI pass-through benchmark
-#      against that containerd,
+#   0. the outside programs Debian 12 lacks, built from their Go modules (scripts/build-peers.sh:
+#      kubelet, containerd 2.x), cached outside the clone,
+#   1. the whole suite built with g++ (every label; libvirtd and both containerds, Debian's 1.6 and
+#      2.x, are started for the `libvirt`, `containerd` and `containerd2` tests and stopped
+#      afterwards), and the CRI pass-through benchmark against containerd 1.6,
 #   2. the Debian package (dpkg-buildpackage, its unit tests, lintian), and the first packaged
 #      release, built once and cached (upgrades are tested from it),
 #   3. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
@@ -40,18 +42,22 @@ check_format() {
 total_start=$(date +%s)
 stage "install dependencies" scripts/install-deps.sh
 stage "format check" check_format
+# kubelet and containerd 2.x from their Go modules (cached outside the clone, by go.sum).
+stage "peers (Go modules; cached)" scripts/build-peers.sh build/peers
 stage "build (g++)" env CXX=g++ CC=gcc scripts/build.sh build
 # The `libvirt` tests need a real libvirtd with vri-hook installed before it starts.
 libvirt_fixture=tests/libvirt/libvirt-fixture.sh
 stage "start libvirtd (libvirt tests)" "$libvirt_fixture" up build/libvirt-bridge/vri-hook
-# The `containerd` tests need a real containerd with the CRI plugin and a local image.
+# The `containerd` tests need a real containerd with the CRI plugin and a local image: Debian's 1.6
+# (label containerd) and 2.x (label containerd2), side by side.
 containerd_fixture=tests/containerd/containerd-fixture.sh
-trap '"$libvirt_fixture" down; "$containerd_fixture" down' EXIT
-stage "start containerd (containerd tests)" "$containerd_fixture" up
+trap '"$libvirt_fixture" down; "$containerd_fixture" down 1.6; "$containerd_fixture" down 2' EXIT
+stage "start containerd 1.6 and 2.x" bash -c '"$1" up 1.6 && "$1" up 2' _ "$containerd_fixture"
 stage "test (g++, all labels but v2guest)" ctest --test-dir build -j "$jobs" -LE v2guest --output-on-failure
 stage "bench (CRI pass-through)" build/bench/cri_passthrough --containerd=/var/tmp/vri-containerd/run/containerd.sock \
   --shim=build/kubelet-bridge/vri-cri-shim
-stage "stop libvirtd and containerd" bash -c '"$1" down && "$2" down' _ "$libvirt_fixture" "$containerd_fixture"
+stage "stop libvirtd and containerd" bash -c '"$1" down && "$2" down 1.6 && "$2" down 2' _ "$libvirt_fixture" \
+  "$containerd_fixture"
 trap - EXIT
 stage "package (dpkg-buildpackage, lintian)" scripts/build-package.sh build/package
 stage "first package (cached by its tag)" tests/v2guest/first-package.sh build

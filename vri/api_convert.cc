@@ -46,9 +46,7 @@ Result<std::string> podName(const std::string& name, const std::string& uid) {
 
 Result<ContainerSpec> containerSpec(const std::string& name, const std::string& id, bool init, int64_t request,
                                     int64_t limit, uint64_t memoryLimit, uint64_t memoryRequest) {
-  if (name.empty()) return Error::invalidArgument("container_name: must not be empty");
-  if (name.size() > 253 || name.find_first_of("/\n") != std::string::npos)
-    return Error::invalidArgument("container_name: invalid name " + quoteForMessage(name));
+  VRI_TRY(validateContainerName(name));
   if (!id.empty() &&
       (id.size() > 128 || id.starts_with(".") ||
        id.find_first_not_of("0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ_.:-") != std::string::npos))
@@ -86,11 +84,25 @@ Result<QosClass> podQos(const std::string& uid, v1::Qos given, const std::string
   return *qos;
 }
 
+// A pod outside kubelet's tree has neither: no kubelet named its class or its place.
+Result<void> checkOutsideKubeletTree(v1::Qos qos, const std::string& cgroupParent) {
+  if (!cgroupParent.empty())
+    return Error::invalidArgument("outside_kubelet_tree: a pod outside kubelet's tree has no cgroup_parent, got " +
+                                  quoteForMessage(cgroupParent));
+  if (qos != v1::QOS_UNSPECIFIED)
+    return Error::invalidArgument("outside_kubelet_tree: a pod outside kubelet's tree has no QoS class");
+  return {};
+}
+
 }  // namespace
 
 Result<PodSpec> podFrom(const v1::AdmitContainerRequest& r, const KubeletNamer& namer) {
   VRI_TRY(checkPodUid(r.pod_uid()));
   VRI_ASSIGN_OR_RETURN(std::string name, podName(r.pod_name(), r.pod_uid()));
+  if (r.outside_kubelet_tree()) {
+    VRI_TRY(checkOutsideKubeletTree(r.qos(), r.cgroup_parent()));
+    return PodSpec{r.pod_uid(), std::move(name), QosClass::kBestEffort, 0, 0, true};
+  }
   VRI_ASSIGN_OR_RETURN(QosClass qos, podQos(r.pod_uid(), r.qos(), r.cgroup_parent(), namer));
   return PodSpec{r.pod_uid(), std::move(name), qos, 0, 0};
 }
@@ -98,6 +110,11 @@ Result<PodSpec> podFrom(const v1::AdmitContainerRequest& r, const KubeletNamer& 
 Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const KubeletNamer& namer) {
   VRI_TRY(checkPodUid(r.pod_uid()));
   VRI_ASSIGN_OR_RETURN(std::string name, podName(r.pod_name(), r.pod_uid()));
+  if (r.outside_kubelet_tree()) {
+    VRI_TRY(checkOutsideKubeletTree(r.qos(), r.cgroup_parent()));
+    return PodSpec{
+        r.pod_uid(), std::move(name), QosClass::kBestEffort, r.overhead_cpu_milli(), r.overhead_memory_bytes(), true};
+  }
   VRI_ASSIGN_OR_RETURN(QosClass qos, podQos(r.pod_uid(), r.qos(), r.cgroup_parent(), namer));
   return PodSpec{r.pod_uid(), std::move(name), qos, r.overhead_cpu_milli(), r.overhead_memory_bytes()};
 }
@@ -226,7 +243,8 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& c, const C
   out.set_cpu_period_us(values.cpuMax ? values.cpuMax->periodUs : CpuMax::kDefaultPeriodUs);
   if (values.cpuMax) out.set_cpu_quota_us(values.cpuMax->quotaUs.value_or(0));
   out.set_memory_limit_bytes(values.memoryMax ? values.memoryMax->value.value_or(0) : 0);
-  if (!c.id.empty()) {
+  out.set_outside_kubelet_tree(pod.outsideKubeletTree);
+  if (!c.id.empty() && !pod.outsideKubeletTree) {  // the runtime's own place otherwise
     auto path = namer.container(pod.qos, pod.uid, c.id);
     if (path.ok()) out.set_cgroup_path("/" + path->str());
   }
@@ -288,6 +306,7 @@ void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const KubeletNamer&
   out.set_overhead_memory_bytes(pod.spec.overheadMemoryBytes);
   out.set_memory_bytes(podMemoryBytes(pod));
   out.set_sandbox_id(pod.sandboxId);
+  out.set_outside_kubelet_tree(pod.spec.outsideKubeletTree);
   for (const auto& [name, c] : pod.containers) {
     v1::ContainerInfo& info = *out.add_containers();
     v1::ContainerResources& r = *info.mutable_resources();

@@ -83,7 +83,7 @@ void CgroupSync::dropExitedContainers(const LedgerState& state, DesiredTree& tre
   for (const auto& entry : state.pods) {
     const std::string& uid = entry.first;  // (clang 14's lambdas cannot capture bindings)
     const PodRecord& pod = entry.second;
-    if (!pod.containersGoOnlyByRuntime()) continue;
+    if (!pod.containersGoOnlyByRuntime() || pod.spec.outsideKubeletTree) continue;
     const auto drop_if_gone = [&](const std::string& id) {
       auto path = kubeletNamer_->container(pod.spec.qos, uid, id);
       if (path.ok() && !fs_.exists({cpusetHierarchy_, *path})) tree.cgroups.erase(*path);
@@ -146,6 +146,7 @@ CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const Po
   if (cached.record.get() == &pod) return cached;
   cached = Followers{state.pods.findShared(uid), nullptr, {}, {}, {}, {}};
   for (const auto& [name, c] : pod.containers) cached.own |= c.exclusive;
+  if (pod.spec.outsideKubeletTree) return cached;  // the runtime's cgroups: the shim has it follow the pool
   auto pod_path = kubeletNamer_->pod(pod.spec.qos, uid);
   if (!pod_path.ok()) return cached;
   if (!cached.own.empty() || keepsOwnCpuset(*pod_path))
@@ -259,7 +260,8 @@ Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, 
   for (const std::string& uid : delta.pods) {
     const PodRecord* now = after.pod(uid);
     const PodRecord* was = before.pod(uid);
-    if (now == nullptr && !everything) continue;  // kubelet removes what it made
+    if (now == nullptr && !everything) continue;                          // kubelet removes what it made
+    if ((now != nullptr ? now : was)->spec.outsideKubeletTree) continue;  // the runtime's cgroups
     VRI_ASSIGN_OR_RETURN(CgroupPath path, kubeletNamer_->pod((now != nullptr ? now : was)->spec.qos, uid));
     DesiredTree tree;
     (everything ? tree.managedRoots : tree.adoptedRoots).push_back(path);

@@ -86,7 +86,9 @@ NodeResources nodeResources(const LedgerState& state, const LedgerTreeInputs& in
 
 Result<DesiredTree> desiredTreeFromLedger(const LedgerState& state, const LedgerTreeInputs& in) {
   std::vector<PodCgroup> pods;
-  for (const auto& [uid, pod] : state.pods) pods.push_back(podCgroup(pod));
+  for (const auto& [uid, pod] : state.pods) {
+    if (!pod.spec.outsideKubeletTree) pods.push_back(podCgroup(pod));  // the runtime's cgroups otherwise
+  }
   std::vector<VmCgroup> vms;
   for (const auto& [uuid, scope] : state.vmScopes) {
     const VmRecord* vm = state.vm(uuid);

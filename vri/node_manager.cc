@@ -196,8 +196,9 @@ Result<ContainerPlacement> NodeManager::adoptOrAdmitContainer(const PodSpec& pod
       return decision.answer;
     }
     adopting = true;
-    // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared.
-    const CpuSet exclusive = from->shared().isSubsetOf(running) ? CpuSet() : running;
+    // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared. A pod outside
+    // kubelet's tree holds none: its containers are brought onto the shared pool.
+    const CpuSet exclusive = pod.outsideKubeletTree || from->shared().isSubsetOf(running) ? CpuSet() : running;
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(from, pod, container, exclusive));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     if (!exclusive.empty()) return ContainerPlacement{exclusive, exclusive, {}, true};

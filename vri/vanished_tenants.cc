@@ -25,6 +25,8 @@ VanishedTenants::Due VanishedTenants::update(const LedgerState& state, const Nod
   Due due;
   std::map<std::string, Clock::TimePoint> still_missing;  // what is missing now: the rest is forgotten
   for (const auto& [uid, pod] : state.pods) {
+    // Outside kubelet's tree no scan sees it: only the runtime's removals (through the shim) end it.
+    if (pod.spec.outsideKubeletTree) continue;
     const auto found = running.find(uid);
     if (found == running.end()) {
       if (missing(podTenant(uid), now, still_missing)) due.pods.push_back(uid);

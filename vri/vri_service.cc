@@ -227,9 +227,11 @@ grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAll
     if (!spec.ok()) return toGrpcStatus(std::move(spec).error().addContext("containers"));
     containers.push_back(*spec);
   }
-  auto path = kubeletNamer_->pod(pod->qos, pod->uid);
-  if (!path.ok()) return toGrpcStatus(path.error());
-  reply_ptr->set_cgroup_path("/" + path->str());
+  if (!pod->outsideKubeletTree) {  // outside: the runtime's own place, which vrid does not name
+    auto path = kubeletNamer_->pod(pod->qos, pod->uid);
+    if (!path.ok()) return toGrpcStatus(path.error());
+    reply_ptr->set_cgroup_path("/" + path->str());
+  }
   bool recorded_now = false;
   if (!r->sandbox_id().empty() || containers.empty()) {
     auto recorded = node_.bindSandbox(*pod, r->sandbox_id());
@@ -260,7 +262,7 @@ grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request
   auto container = containerFrom(*r);
   if (!container.ok()) return toGrpcStatus(container.error());
   for (const std::string& name : r->finished_containers()) {
-    if (auto valid = validateContainerId(name); !valid.ok())
+    if (auto valid = validateContainerName(name); !valid.ok())
       return toGrpcStatus(std::move(valid).context("finished_containers").error());
   }
   const std::vector<std::string> finished(r->finished_containers().begin(), r->finished_containers().end());

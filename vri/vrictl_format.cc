@@ -138,6 +138,9 @@ std::string vmClass(const v1::VmInfo& vm) {
   return vm.spec().pinned_vcpu_cpus().empty() ? policyName(vm.spec().cpu_policy()) : "pinned";
 }
 
+// A pod's class: its QoS, or "outside" for a pod outside kubelet's tree (no QoS class, the runtime's cgroups).
+std::string podClass(const v1::PodInfo& pod) { return pod.outside_kubelet_tree() ? "outside" : qosName(pod.qos()); }
+
 std::string formatTenantList(const v1::TenantList& list) {
   char line[512];
   std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "Kind", "Id", "Name", "Class", "CPUs");
@@ -151,7 +154,7 @@ std::string formatTenantList(const v1::TenantList& list) {
                 (c.exclusive_cpus().empty() ? std::string("shared") : withCount(c.exclusive_cpus()));
       }
       std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "pod", t.pod().uid().c_str(),
-                    t.pod().name().c_str(), qosName(t.pod().qos()).c_str(), cpus.c_str());
+                    t.pod().name().c_str(), podClass(t.pod()).c_str(), cpus.c_str());
     } else {
       const v1::VmInfo& vm = t.vm();
       std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "vm", vm.uuid().c_str(), vm.name().c_str(),
@@ -193,7 +196,9 @@ std::string formatPodInfo(const v1::PodInfo& pod) {
   std::string out;
   out += row("Name", pod.name());
   out += row("UID", pod.uid());
-  out += row("QoS", qosName(pod.qos()));
+  out +=
+      row("QoS", pod.outside_kubelet_tree() ? "none: outside kubelet's tree (the runtime's cgroups, on the shared pool)"
+                                            : qosName(pod.qos()));
   out += row("Memory", formatBytes(pod.memory_bytes()));
   if (!pod.sandbox_id().empty()) out += row("Sandbox", pod.sandbox_id().substr(0, 13));
   for (const v1::ContainerInfo& c : pod.containers()) {

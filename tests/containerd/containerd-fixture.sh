@@ -1,20 +1,38 @@
 #!/bin/bash
 # A private containerd for the `containerd` tests: its own root, state, runc
-# root and sockets under /var/tmp/vri-containerd, the CRI plugin configured for
-# these machines (containerd.toml.in), and a locally built image
-# (localhost/vri/pause:1.0: a static sleeper, also the sandbox image).
+# root and sockets, the CRI plugin configured for these machines, and a locally
+# built image (localhost/vri/pause:1.0: a static sleeper, also the sandbox image).
+# Two of them, which can run side by side:
+#   1.6  Debian's containerd 1.6, in /var/tmp/vri-containerd (containerd.toml.in)
+#   2    containerd 2.x as scripts/build-peers.sh builds it (its programs in
+#        $VRI_PEERS, default build/peers/containerd), in /var/tmp/vri-containerd2
+#        (containerd2.toml.in); runc is Debian's for both
 #
-#   tests/containerd/containerd-fixture.sh up      starts it (replacing one left running)
-#   tests/containerd/containerd-fixture.sh down    stops it and removes what it made
-#   tests/containerd/containerd-fixture.sh restart restarts containerd alone: running containers stay
+#   tests/containerd/containerd-fixture.sh up [1.6|2]      starts it (replacing one left running)
+#   tests/containerd/containerd-fixture.sh down [1.6|2]    stops it and removes what it made
+#   tests/containerd/containerd-fixture.sh restart [1.6|2] restarts containerd alone: running containers stay
 #
-# The CRI socket is /var/tmp/vri-containerd/run/containerd.sock.
+# The CRI socket is <root>/run/containerd.sock.
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
-root=/var/tmp/vri-containerd
+flavour=${2:-1.6}
+case "$flavour" in
+  1.6)
+    root=/var/tmp/vri-containerd
+    config=$here/containerd.toml.in
+    ;;
+  2)
+    root=/var/tmp/vri-containerd2
+    config=$here/containerd2.toml.in
+    peers=$(readlink -f "${VRI_PEERS:-$here/../../build/peers/containerd}")
+    # Its own containerd, ctr and runc shim first (containerd starts the shim found on PATH).
+    export PATH=$peers:$PATH
+    ;;
+  *) echo "$0: no containerd '$flavour' (1.6 or 2)" >&2; exit 2 ;;
+esac
 sock=$root/run/containerd.sock
 
-say() { echo "containerd-fixture: $*"; }
+say() { echo "containerd-fixture ($flavour): $*"; }
 
 down() {
   if [ -f "$root/containerd.pid" ]; then
@@ -27,21 +45,30 @@ down() {
   for pid in $(pgrep -f "containerd-shim-runc-v2.*-address $sock" || true); do kill -9 "$pid" 2>/dev/null || true; done
   { grep " $root/" /proc/mounts || true; } | awk '{print $2}' | sort -r | while read -r m; do umount -l "$m" 2>/dev/null || true; done
   rm -rf "$root"
+  # Pods without a cgroup parent run in runc's default place, /k8s.io/<id>: once their containers
+  # are gone (both fixtures' containers, which share it), the parent goes too.
+  for parent in /sys/fs/cgroup/*/k8s.io /sys/fs/cgroup/k8s.io; do
+    [ -d "$parent" ] && rmdir "$parent" 2>/dev/null || true
+  done
   say down
 }
 
 up() {
-  command -v containerd >/dev/null || { say "containerd is not installed (scripts/install-deps.sh)"; exit 1; }
+  if [ "$flavour" = 2 ]; then
+    [ -x "$peers/containerd" ] || { say "no containerd 2.x in $peers: build it with scripts/build-peers.sh"; exit 1; }
+  else
+    command -v containerd >/dev/null || { say "containerd is not installed (scripts/install-deps.sh)"; exit 1; }
+  fi
   down >/dev/null
   mkdir -p "$root/run" "$root/image"
-  sed "s|@ROOT@|$root|g" "$here/containerd.toml.in" > "$root/containerd.toml"
+  sed "s|@ROOT@|$root|g" "$config" > "$root/containerd.toml"
   start_containerd
   ctr -a "$sock" plugins ls 2>/dev/null | grep -q "io.containerd.grpc.v1 *cri .*ok" || {
     say "the CRI plugin did not start"; tail -20 "$root/containerd.log"; exit 1; }
   gcc -static -O2 -s -o "$root/image/sleeper" "$here/sleeper.c"
   "$here/mkimage.sh" "$root/image/sleeper" localhost/vri/pause:1.0 "$root/image/pause.tar" >/dev/null
   ctr -a "$sock" -n k8s.io images import "$root/image/pause.tar" >/dev/null
-  say "up (pid $(cat "$root/containerd.pid"), CRI at $sock)"
+  say "up: $(containerd --version) (pid $(cat "$root/containerd.pid"), CRI at $sock)"
 }
 
 start_containerd() {
@@ -64,5 +91,5 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   restart) restart ;;
-  *) echo "usage: $0 up|down|restart" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|restart [1.6|2]" >&2; exit 2 ;;
 esac

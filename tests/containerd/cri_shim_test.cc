@@ -9,6 +9,7 @@
 
 #include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
+#include "tests/containerd/containerd_under_test.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 #include "tests/vri/vrid_process.h"
@@ -21,7 +22,8 @@ using cri_client::PodQos;
 using ::testing::HasSubstr;
 namespace cri = ::runtime::v1;
 
-constexpr char kContainerd[] = "/var/tmp/vri-containerd/run/containerd.sock";
+const testing::ContainerdUnderTest kUnderTest = testing::containerdUnderTest();
+const std::string kContainerd = kUnderTest.socket;
 constexpr int64_t kMemory = 64LL << 20;
 
 std::string procStatusField(int pid, const std::string& field) {
@@ -36,8 +38,8 @@ class CriShimTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_EQ(::geteuid(), 0u) << "the containerd tests run as root";
-    ASSERT_TRUE(std::filesystem::exists(kContainerd)) << "containerd is not running at " << kContainerd
-                                                      << ": start it with tests/containerd/containerd-fixture.sh up";
+    ASSERT_TRUE(std::filesystem::exists(kContainerd))
+        << "containerd is not running at " << kContainerd << ": " << kUnderTest.fixtureHint();
     ASSERT_GE(std::thread::hardware_concurrency(), 2u) << "these tests need 2 CPUs";
     vrid_ = std::make_unique<testing::VridProcess>(
         tmp_, "vrid",
@@ -65,7 +67,7 @@ class CriShimTest : public ::testing::Test {
   }
 
   void startShim() {
-    shim_ = testing::spawn({VRI_CRI_SHIM_BINARY, "--listen=" + socket(), std::string("--containerd=") + kContainerd,
+    shim_ = testing::spawn({VRI_CRI_SHIM_BINARY, "--listen=" + socket(), "--containerd=" + kContainerd,
                             "--vrid=" + vrid_->adminSocket(), "--vrid-timeout-ms=1000"},
                            tmp_.sub("shim.log"), O_APPEND, true);
     ASSERT_TRUE(testing::eventually([&] { return std::filesystem::exists(socket()); }))
@@ -365,6 +367,83 @@ TEST_F(CriShimTest, ASharedContainerFollowsThePoolInTheKernelAndInContainerd) {
       [&] { return cpusetOf(parent, web) == "0-1" && procStatusField(cri_.pid(web), "Cpus_allowed_list") == "0-1"; }));
 }
 
+TEST_F(CriShimTest, APodWithoutCgroupParentAndALongNameRunAsTheyRunDirectlyButOnTheSharedPool) {
+  // As crictl and critest make them: no cgroup parent, a container name of 150 characters, and the
+  // client's own resource values.
+  const std::string name(150, 'n');
+  cri::LinuxContainerResources asked;
+  asked.set_cpu_shares(512);
+  asked.set_cpu_period(100000);
+  asked.set_cpu_quota(50000);
+  asked.set_memory_limit_in_bytes(kMemory);
+  struct Made {
+    Pod pod;
+    std::string container;
+  };
+  const auto make = [&](CriClient& client, int n) {
+    Made made{{cri_client::sandboxConfig(uid(n), "outside" + std::to_string(n), ""), ""}, ""};
+    const grpc::Status run = client.runPodSandbox(made.pod.config, &made.pod.sandbox);
+    EXPECT_TRUE(run.ok()) << run.error_message() << testing::readFile(tmp_.sub("shim.log"));
+    if (!run.ok()) return made;
+    const grpc::Status created = client.createContainer(
+        made.pod.sandbox, made.pod.config, cri_client::containerConfig(made.pod.config, name, asked), &made.container);
+    EXPECT_TRUE(created.ok()) << created.error_message() << testing::readFile(tmp_.sub("shim.log"));
+    if (created.ok()) {
+      EXPECT_TRUE(client.startContainer(made.container).ok());
+    }
+    return made;
+  };
+  CriClient direct(kContainerd);
+  const Made straight = make(direct, 1), through = make(cri_, 2);
+  ASSERT_FALSE(straight.container.empty() || through.container.empty());
+
+  // containerd holds the same container both ways, with the client's values; through the shim it
+  // runs on the shared pool, in containerd and in the kernel.
+  cri::ContainerStatusResponse a, b;
+  ASSERT_TRUE(direct.status(straight.container, &a).ok());
+  ASSERT_TRUE(cri_.status(through.container, &b).ok());
+  EXPECT_EQ(b.status().state(), a.status().state());
+  EXPECT_EQ(b.status().metadata().name(), name);
+  const cri::LinuxContainerResources &ra = a.status().resources().linux(), &rb = b.status().resources().linux();
+  EXPECT_EQ(rb.cpu_shares(), ra.cpu_shares());
+  EXPECT_EQ(rb.cpu_quota(), ra.cpu_quota());
+  EXPECT_EQ(rb.cpu_period(), ra.cpu_period());
+  EXPECT_EQ(rb.memory_limit_in_bytes(), ra.memory_limit_in_bytes());
+  EXPECT_EQ(rb.cpuset_mems(), ra.cpuset_mems());
+  EXPECT_EQ(ra.cpuset_cpus(), "");
+  EXPECT_EQ(rb.cpuset_cpus(), "0-1");
+  EXPECT_EQ(procStatusField(cri_.pid(through.container), "Cpus_allowed_list"), "0-1");
+
+  // vrid holds it, outside kubelet's tree; vrictl says so.
+  const v1::PodInfo info = podInfo(uid(2));
+  EXPECT_TRUE(info.outside_kubelet_tree());
+  EXPECT_EQ(info.sandbox_id(), through.pod.sandbox);
+  ASSERT_EQ(info.containers_size(), 1);
+  EXPECT_EQ(info.containers(0).resources().name(), name);
+  EXPECT_EQ(info.containers(0).resources().id(), through.container);
+  std::string listed;
+  ASSERT_EQ(testing::runCommand({VRICTL_BINARY, "--socket", vrid_->socket(), "list"}, &listed, tmp_.sub("out")), 0);
+  EXPECT_THAT(listed, HasSubstr("outside"));
+
+  // A dedicated VM takes CPU 1: the container leaves it, through containerd and runc.
+  const std::string uuid = "8f0c0c01-0000-4000-8000-000000000002";
+  ASSERT_TRUE(admitVm(uuid).ok());
+  EXPECT_TRUE(testing::eventually([&] { return containerdCpus(through.container) == "0"; }))
+      << containerdCpus(through.container);
+  EXPECT_TRUE(
+      testing::eventually([&] { return procStatusField(cri_.pid(through.container), "Cpus_allowed_list") == "0"; }));
+  ASSERT_TRUE(cri_.status(through.container, &b).ok());
+  EXPECT_EQ(b.status().resources().linux().cpu_quota(), 50000);  // the rest as the client asked
+  ASSERT_TRUE(releaseVm(uuid).ok());
+  EXPECT_TRUE(testing::eventually([&] { return containerdCpus(through.container) == "0-1"; }))
+      << containerdCpus(through.container);
+
+  // Removed through the shim: released.
+  EXPECT_TRUE(cri_.stopPodSandbox(through.pod.sandbox).ok());
+  EXPECT_TRUE(cri_.removePodSandbox(through.pod.sandbox).ok());
+  EXPECT_EQ(podInfo(uid(2)).uid(), "");
+}
+
 TEST_F(CriShimTest, RestartingTheShimVridAndContainerdInTurnChangesNoCpuset) {
   const Pod guaranteed = runPod(1, PodQos::kGuaranteed);
   const std::string app = runContainer(guaranteed, "app", cri_client::kubeletResources(1000, 1000, kMemory));
@@ -393,7 +472,8 @@ TEST_F(CriShimTest, RestartingTheShimVridAndContainerdInTurnChangesNoCpuset) {
   EXPECT_EQ(cpusets(), before) << "after vrid restarted";
   std::string out;
   ASSERT_EQ(
-      testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart"}, &out, tmp_.sub("out")),
+      testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour},
+                          &out, tmp_.sub("out")),
       0)
       << out;
   EXPECT_TRUE(testing::eventually([&] { return containerdCpus(web) == before[4]; }));

@@ -161,6 +161,45 @@ TEST(CriTranslateTest, TheAllocationIsWrittenWithFullExplicitValues) {
   EXPECT_EQ(r.unified().at("cpu.weight"), "10");
 }
 
+TEST(CriTranslateTest, ASandboxWithoutCgroupParentIsAPodOutsideKubeletsTree) {
+  // crictl or critest: no cgroup parent. Admitted all the same, as a pod the runtime places.
+  runtime::v1::CreateContainerRequest create = kubeletCreate("", 512, 50000);
+  auto pod = admitPodRequest(create.sandbox_config());
+  ASSERT_TRUE(pod.ok()) << pod.error().message();
+  EXPECT_TRUE(pod->outside_kubelet_tree());
+  EXPECT_EQ(pod->cgroup_parent(), "");
+  auto container = admitContainerRequest(create);
+  ASSERT_TRUE(container.ok()) << container.error().message();
+  EXPECT_TRUE(container->outside_kubelet_tree());
+  EXPECT_EQ(container->cpu_limit_milli(), 500);
+
+  auto kubelets = admitPodRequest(kubeletCreate("/kubepods/poduid-1", 2, 0).sandbox_config());
+  ASSERT_TRUE(kubelets.ok());
+  EXPECT_FALSE(kubelets->outside_kubelet_tree());
+}
+
+TEST(CriTranslateTest, OutsideKubeletsTreeOnlyTheCpusAreWritten) {
+  v1::ContainerAllocation shared;
+  shared.set_outside_kubelet_tree(true);
+  shared.set_cpuset_cpus("0-2");
+  shared.set_cpu_shares(2);
+  shared.set_cpu_weight(1);
+  shared.set_cpu_period_us(100000);
+  runtime::v1::LinuxContainerResources r;  // as the client asked
+  r.set_cpu_shares(512);
+  r.set_cpu_quota(50000);
+  r.set_cpu_period(100000);
+  r.set_memory_limit_in_bytes(64 << 20);
+  const runtime::v1::LinuxContainerResources asked = r;
+  applyAllocation(shared, NodeCgroups{true, "0-1"}, r);
+  EXPECT_EQ(r.cpuset_cpus(), "0-2");
+  EXPECT_EQ(r.cpuset_mems(), "");  // "": the runtime keeps its own
+  EXPECT_EQ(r.cpu_shares(), asked.cpu_shares());
+  EXPECT_EQ(r.cpu_quota(), asked.cpu_quota());
+  EXPECT_EQ(r.memory_limit_in_bytes(), asked.memory_limit_in_bytes());
+  EXPECT_THAT(r.unified(), IsEmpty());
+}
+
 TEST(CriTranslateTest, ARewrittenRequestKeepsEveryFieldThisProtoDoesNotDeclare) {
   runtime::v1::CreateContainerRequest create = kubeletCreate("/kubepods/poduid-1", 1024, 100000);
   // Fields a newer kubelet might send: at the top, in the config and inside the resources being rewritten.

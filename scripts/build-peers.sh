@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# Builds the outside programs the tests run that Debian 12 does not have, from their Go modules at
+# the versions pinned in tests/peers/<peer>/go.mod and go.sum, with this machine's Go:
+#   kubelet      k8s.io/kubernetes cmd/kubelet (a wrapper module: kubernetes' own go.mod points its
+#                staging modules at directories a module download lacks)
+#   containerd   containerd 2.x, containerd-shim-runc-v2 and ctr (runc is Debian's)
+#
+#   scripts/build-peers.sh [OUT]      (OUT defaults to build/peers)
+#
+# Each peer's programs are cached outside the clone, in $VRI_CACHE_DIR (default /var/cache/vri-test)
+# /peers/<peer>-<key>/, keyed by its go.mod, go.sum, Go's version and this script; Go's module and
+# build caches are kept there too (go/mod, go/build), so a fresh clone builds nothing twice. OUT
+# gets <peer>/ with links to the cached programs. Prints, per peer, whether it was built or cached,
+# how long it took and what it downloaded. A peer that cannot be built fails the script with Go's
+# output: the tests that need it have nothing to run against.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+out=$(readlink -f "${1:-$repo/build/peers}")
+cache=${VRI_CACHE_DIR:-/var/cache/vri-test}/peers
+
+say() { echo "build-peers: $*"; }
+command -v go >/dev/null || { say "no Go on this machine: the peers are built with it"; exit 1; }
+
+export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
+export GOPATH=$cache/go/path
+mkdir -p "$GOMODCACHE" "$GOCACHE" "$GOPATH" "$out"
+go_version=$(go env GOVERSION)
+
+# The versions each wrapper module requires, as go.mod pins them.
+required_version() { awk -v m="$2" '$1 == m {print $2; exit} $1 == "require" && $2 == m {print $3; exit}' "$1/go.mod"; }
+
+# build_peer NAME PACKAGE:LDFLAGS ...: builds each package of the wrapper module tests/peers/NAME
+# into the cache, once per key.
+build_peer() {
+  local name=$1
+  shift
+  local module=$repo/tests/peers/$name
+  local key
+  key=$( { cat "$module/go.mod" "$module/go.sum" "$0"; echo "$go_version"; } | sha256sum | cut -c1-16)
+  local dir=$cache/$name-$key
+  if [ -f "$dir/.complete" ]; then
+    say "$name: cached ($dir)"
+  else
+    local start downloads_before downloads_after
+    start=$(date +%s)
+    downloads_before=$(find "$GOMODCACHE/cache/download" -name '*.zip' 2>/dev/null | wc -l)
+    local bytes_before
+    bytes_before=$(du -sb "$GOMODCACHE/cache/download" 2>/dev/null | cut -f1 || echo 0)
+    rm -rf "$dir.partial"
+    mkdir -p "$dir.partial"
+    local spec package ldflags
+    for spec in "$@"; do
+      package=${spec%%|*}
+      ldflags=${spec#*|}
+      say "$name: go build $package"
+      (cd "$module" && CGO_ENABLED=0 go build -mod=readonly -trimpath -tags "${PEER_TAGS:-}" \
+        -ldflags "-s -w $ldflags" -o "$dir.partial/$(basename "$package")" "$package") || {
+        say "$name: building $package with $go_version failed (above)"; exit 1; }
+    done
+    touch "$dir.partial/.complete"
+    rm -rf "$dir"
+    mv "$dir.partial" "$dir"
+    downloads_after=$(find "$GOMODCACHE/cache/download" -name '*.zip' | wc -l)
+    local bytes_after
+    bytes_after=$(du -sb "$GOMODCACHE/cache/download" | cut -f1)
+    say "$name: built in $(($(date +%s) - start)) s, $((downloads_after - downloads_before)) modules" \
+      "downloaded ($(((bytes_after - bytes_before) / 1048576)) MiB)"
+  fi
+  rm -rf "${out:?}/$name"
+  mkdir -p "$out/$name"
+  local program
+  for program in "$dir"/*; do ln -s "$program" "$out/$name/$(basename "$program")"; done
+  "$out/$name/$(basename "${1%%|*}")" --version 2>&1 | head -1 | sed "s/^/build-peers: $name: /"
+}
+
+kubernetes=$(required_version "$repo/tests/peers/kubelet" k8s.io/kubernetes)
+version_pkg=k8s.io/component-base/version
+minor=${kubernetes#v1.}
+minor=${minor%%.*}
+build_peer kubelet "k8s.io/kubernetes/cmd/kubelet|-X $version_pkg.gitVersion=$kubernetes \
+-X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor -X $version_pkg.gitTreeState=clean \
+-X $version_pkg.buildDate=1970-01-01T00:00:00Z"
+
+containerd=$(required_version "$repo/tests/peers/containerd" github.com/containerd/containerd/v2)
+containerd_version="-X github.com/containerd/containerd/v2/version.Version=$containerd"
+# no_btrfs: the btrfs snapshotter needs cgo and btrfs headers; the tests use overlayfs.
+PEER_TAGS=no_btrfs build_peer containerd \
+  "github.com/containerd/containerd/v2/cmd/containerd|$containerd_version" \
+  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|$containerd_version" \
+  "github.com/containerd/containerd/v2/cmd/ctr|$containerd_version"
+say "programs in $out"

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <iostream>
 #include <map>
 #include <set>
 #include <thread>
@@ -238,6 +239,8 @@ struct Call {
 void expectAgreement(const std::string& shim, const Call& call) {
   const Answer direct = ask(kContainerd, call.method, call.direct);
   const Answer through = ask(shim, call.method, call.through);
+  // What this containerd makes of each call, for the log.
+  std::cout << "  " << call.method << ": " << (direct.code == grpc::StatusCode::OK ? "OK" : direct.message) << "\n";
   EXPECT_EQ(through.code, direct.code) << call.method << ": directly '" << direct.message << "', through the shim '"
                                        << through.message << "'";
   EXPECT_EQ(through.message, direct.message) << call.method;
@@ -509,37 +512,38 @@ TEST_F(CriWholeApiTest, EveryCallOfTheCriApiAnswersThroughTheShimAsContainerdAns
   sandbox_resources.mutable_resources()->set_cpu_shares(512);
   check({runtime("UpdatePodSandboxResources"), bytes(sandbox_resources), bytes(sandbox_resources)});
 
-  // The event stream, open both ways while a container starts: the same events.
+  // The event stream, once each way while a container is created: the same code, and on a
+  // containerd that serves it, the container's event. (containerd hands each event to one of its
+  // subscribers, with those made before any subscriber first: two streams at once would split them.)
   {
     tested.insert(runtime("GetContainerEvents"));
-    grpc::GenericStub direct_stub(grpc::CreateChannel("unix:" + kContainerd, grpc::InsecureChannelCredentials()));
-    grpc::GenericStub shim_stub(grpc::CreateChannel("unix:" + socket(), grpc::InsecureChannelCredentials()));
-    grpc::ClientContext direct_context, shim_context;
-    const auto until = std::chrono::system_clock::now() + std::chrono::seconds(4);
-    direct_context.set_deadline(until);
-    shim_context.set_deadline(until);
-    testing::GenericCall direct(direct_stub, direct_context, runtime("GetContainerEvents"), {""});
-    testing::GenericCall through(shim_stub, shim_context, runtime("GetContainerEvents"), {""});
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // both streams are open
-    full::CreateContainerRequest another = create;
-    another.mutable_config()->mutable_metadata()->set_name("events");
-    const std::string id =
-        callOk<full::CreateContainerResponse>(kContainerd, runtime("CreateContainer"), bytes(another)).container_id();
-    ASSERT_TRUE(direct.wait() && through.wait());
-    EXPECT_EQ(through.status.error_code(), direct.status.error_code()) << direct.status.error_message();
-    EXPECT_EQ(through.status.error_message(), direct.status.error_message());
-    const auto events = [&](const testing::GenericCall& call) {
-      std::multiset<std::pair<std::string, int>> out;
+    const auto stream = [&](const std::string& at, const std::string& name) {
+      grpc::GenericStub stub(grpc::CreateChannel("unix:" + at, grpc::InsecureChannelCredentials()));
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(3));
+      testing::GenericCall call(stub, context, runtime("GetContainerEvents"), {""});
+      std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the stream is open
+      full::CreateContainerRequest another = create;
+      another.mutable_config()->mutable_metadata()->set_name(name);
+      const std::string id =
+          callOk<full::CreateContainerResponse>(kContainerd, runtime("CreateContainer"), bytes(another)).container_id();
+      EXPECT_TRUE(call.wait());
+      bool created = false;
       for (const std::string& reply : call.replies) {
         full::ContainerEventResponse event;
         EXPECT_TRUE(event.ParseFromString(reply));
-        out.emplace(event.container_id(), event.container_event_type());
+        created =
+            created || (event.container_id() == id && event.container_event_type() == full::CONTAINER_CREATED_EVENT);
       }
-      return out;
+      return std::tuple(call.status.error_code(), call.status.error_message(), created);
     };
-    EXPECT_EQ(events(through), events(direct));
+    const auto [direct_code, direct_message, direct_created] = stream(kContainerd, "events-direct");
+    const auto [shim_code, shim_message, shim_created] = stream(socket(), "events-through");
+    EXPECT_EQ(shim_code, direct_code) << direct_message;
+    EXPECT_EQ(shim_message, direct_message);
+    EXPECT_EQ(shim_created, direct_created);
     if (kUnderTest.atLeast2()) {
-      EXPECT_TRUE(events(direct).count({id, full::CONTAINER_CREATED_EVENT}));
+      EXPECT_TRUE(direct_created && shim_created);
     }
   }
 

@@ -15,6 +15,7 @@
 # output: the tests that need it have nothing to run against.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "${1:-$repo/build/peers}"
 out=$(readlink -f "${1:-$repo/build/peers}")
 cache=${VRI_CACHE_DIR:-/var/cache/vri-test}/peers
 
@@ -23,7 +24,7 @@ command -v go >/dev/null || { say "no Go on this machine: the peers are built wi
 
 export GOMODCACHE=$cache/go/mod GOCACHE=$cache/go/build GOTOOLCHAIN=local GOFLAGS=-buildvcs=false
 export GOPATH=$cache/go/path
-mkdir -p "$GOMODCACHE" "$GOCACHE" "$GOPATH" "$out"
+mkdir -p "$GOMODCACHE/cache/download" "$GOCACHE" "$GOPATH" "$out"
 go_version=$(go env GOVERSION)
 
 # The versions each wrapper module requires, as go.mod pins them.

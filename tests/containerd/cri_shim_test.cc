@@ -438,6 +438,21 @@ TEST_F(CriShimTest, APodWithoutCgroupParentAndALongNameRunAsTheyRunDirectlyButOn
   EXPECT_TRUE(testing::eventually([&] { return containerdCpus(through.container) == "0-1"; }))
       << containerdCpus(through.container);
 
+  // A restarted shim adopts the pod made straight on containerd, outside kubelet's tree too; a
+  // restarted vrid keeps both, though no scan of kubelet's tree finds their cgroups.
+  stopShim();
+  startShim();
+  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid(1)).outside_kubelet_tree(); }))
+      << testing::readFile(tmp_.sub("shim.log"));
+  EXPECT_TRUE(testing::eventually([&] { return containerdCpus(straight.container) == "0-1"; }))
+      << containerdCpus(straight.container) << testing::readFile(tmp_.sub("shim.log"));
+  ASSERT_EQ(vrid_->stop(), 0);
+  ASSERT_TRUE(vrid_->start());
+  // (The test's channel to vrid reconnects: the first call may find it still down.)
+  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid(1)).outside_kubelet_tree(); })) << vrid_->log();
+  EXPECT_TRUE(podInfo(uid(2)).outside_kubelet_tree());
+  EXPECT_EQ(containerdCpus(through.container), "0-1");
+
   // Removed through the shim: released.
   EXPECT_TRUE(cri_.stopPodSandbox(through.pod.sandbox).ok());
   EXPECT_TRUE(cri_.removePodSandbox(through.pod.sandbox).ok());

@@ -6,7 +6,7 @@
 #      kubelet, containerd 2.x), cached outside the clone,
 #   1. the whole suite built with g++ (every label; libvirtd and both containerds, Debian's 1.6 and
 #      2.x, are started for the `libvirt`, `containerd` and `containerd2` tests and stopped
-#      afterwards), and the CRI pass-through benchmark against containerd 1.6,
+#      afterwards), and the CRI pass-through benchmark against each containerd,
 #   2. the Debian package (dpkg-buildpackage, its unit tests, lintian), and the first packaged
 #      release, built once and cached (upgrades are tested from it),
 #   3. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
@@ -54,8 +54,10 @@ containerd_fixture=tests/containerd/containerd-fixture.sh
 trap '"$libvirt_fixture" down; "$containerd_fixture" down 1.6; "$containerd_fixture" down 2' EXIT
 stage "start containerd 1.6 and 2.x" bash -c '"$1" up 1.6 && "$1" up 2' _ "$containerd_fixture"
 stage "test (g++, all labels but v2guest)" ctest --test-dir build -j "$jobs" -LE v2guest --output-on-failure
-stage "bench (CRI pass-through)" build/bench/cri_passthrough --containerd=/var/tmp/vri-containerd/run/containerd.sock \
-  --shim=build/kubelet-bridge/vri-cri-shim
+stage "bench (CRI pass-through, 1.6)" build/bench/cri_passthrough \
+  --containerd=/var/tmp/vri-containerd/run/containerd.sock --shim=build/kubelet-bridge/vri-cri-shim
+stage "bench (CRI pass-through, 2.x)" build/bench/cri_passthrough \
+  --containerd=/var/tmp/vri-containerd2/run/containerd.sock --shim=build/kubelet-bridge/vri-cri-shim
 stage "stop libvirtd and containerd" bash -c '"$1" down && "$2" down 1.6 && "$2" down 2' _ "$libvirt_fixture" \
   "$containerd_fixture"
 trap - EXIT

@@ -102,7 +102,27 @@ std::map<std::string, UnaryHandler> CriShim::handlers() {
       [this](const CallScope& kubelet, RemovePodSandboxRequest r, grpc::ByteBuffer* reply) {
         return answerEmpty<RemovePodSandboxResponse>(removePodSandbox(kubelet, r.pod_sandbox_id()), reply);
       });
+  out[method("RuntimeConfig")] = handler<RuntimeConfigRequest>(
+      "RuntimeConfig", refusals_, [this](const CallScope& kubelet, RuntimeConfigRequest, grpc::ByteBuffer* reply) {
+        return answer(runtimeConfig(kubelet), reply);
+      });
   return out;
+}
+
+Result<runtime::v1::RuntimeConfigResponse> CriShim::runtimeConfig(const CallScope& kubelet) {
+  // Runtimes before containerd 2.0 answer UNIMPLEMENTED, and kubelet then uses its own
+  // cgroupDriver (which vrid's kubelet_config check does not compare): passed on as it is.
+  VRI_ASSIGN_OR_RETURN(runtime::v1::RuntimeConfigResponse config, runtime_.runtimeConfig(kubelet));
+  auto node = vrid_.node(vridScope(kubelet));
+  if (!node.ok()) return fromVrid("GetNode (to check the runtime's cgroup driver against it)", node.error());
+  const std::string runtimeDriver = config.linux().cgroup_driver() == runtime::v1::SYSTEMD ? "systemd" : "cgroupfs";
+  if (runtimeDriver != node->cgroup_driver()) {
+    return Error::failedPrecondition(
+        "vri: the runtime runs with the " + runtimeDriver + " cgroup driver, vrid with " + node->cgroup_driver() +
+        " (cgroup_driver): kubelet, which takes its driver from this answer, would make pod cgroups that vrid "
+        "does not know. Make containerd's SystemdCgroup and vrid's cgroup_driver agree");
+  }
+  return config;
 }
 
 CallScope CriShim::vridScope(const CallScope& kubelet) const {

@@ -11,6 +11,9 @@
 //   UpdateContainerResources   resize through vrid, forward what vrid granted
 //   RemoveContainer / RemovePodSandbox   remove, then release by runtime id (a no-op for an
 //                     id that is no longer the current one)
+//   RuntimeConfig     the runtime's answer as it is, once its cgroup driver is vrid's: kubelet
+//                     takes its driver from this answer and would otherwise name pod cgroups
+//                     that vrid does not know
 //
 // Without an allocation nothing is created: vrid's refusal comes back with its
 // code and reason, and an unreachable vrid is UNAVAILABLE with a clear message.
@@ -58,6 +61,7 @@ class CriShim {
   Result<void> updateContainerResources(const CallScope& kubelet, runtime::v1::UpdateContainerResourcesRequest update);
   Result<void> removeContainer(const CallScope& kubelet, const std::string& containerId);
   Result<void> removePodSandbox(const CallScope& kubelet, const std::string& sandboxId);
+  Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope& kubelet);
 
  private:
   // The runtime removed `id`; vrid's release of it by runtime id (a no-op for an id it no longer holds).

@@ -103,4 +103,8 @@ Result<runtime::v1::ContainerStatusResponse> GrpcRuntimeClient::containerStatus(
   return call<runtime::v1::ContainerStatusResponse>(scope, "ContainerStatus", request);
 }
 
+Result<runtime::v1::RuntimeConfigResponse> GrpcRuntimeClient::runtimeConfig(const CallScope& scope) {
+  return call<runtime::v1::RuntimeConfigResponse>(scope, "RuntimeConfig", runtime::v1::RuntimeConfigRequest());
+}
+
 }  // namespace vri

@@ -33,6 +33,7 @@ class GrpcRuntimeClient final : public RuntimeClient {
                                                                  bool verbose) override;
   Result<runtime::v1::ContainerStatusResponse> containerStatus(const CallScope& scope, const std::string& containerId,
                                                                bool verbose) override;
+  Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope& scope) override;
 
  private:
   template <typename Reply>

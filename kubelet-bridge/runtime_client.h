@@ -56,6 +56,8 @@ class RuntimeClient {
   virtual Result<runtime::v1::ContainerStatusResponse> containerStatus(const CallScope& scope,
                                                                        const std::string& containerId,
                                                                        bool verbose) = 0;
+  // The runtime's own configuration: its cgroup driver (UNIMPLEMENTED before containerd 2.0).
+  virtual Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope& scope) = 0;
 };
 
 }  // namespace vri

@@ -7,6 +7,7 @@
 //                  [--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=/kubepods]
 //                  [--cgroup-driver=cgroupfs|systemd]
 //   vri-cri-client [--socket=...] ps
+//   vri-cri-client [--socket=...] pods
 //   vri-cri-client [--socket=...] rm POD
 //
 // CPU amounts are milli-CPU (1000 = one CPU); --kubepods is kubelet's cgroupfs
@@ -33,6 +34,7 @@ int usage(const std::string& why) {
                "usage: vri-cri-client [--socket=PATH] run POD --qos=guaranteed|burstable|besteffort "
                "[--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=PATH] [--cgroup-driver=cgroupfs|systemd]\n"
                "       vri-cri-client [--socket=PATH] ps\n"
+               "       vri-cri-client [--socket=PATH] pods\n"
                "       vri-cri-client [--socket=PATH] rm POD\n",
                why.c_str());
   return 2;
@@ -124,6 +126,18 @@ int ps(CriClient& client) {
   return 0;
 }
 
+// Every sandbox, ready or not: what kubelet has not removed yet.
+int pods(CriClient& client) {
+  cri::ListPodSandboxResponse listed;
+  if (grpc::Status s = client.listPodSandboxes(&listed); !s.ok()) return failed("ListPodSandbox", s);
+  std::printf("%-15s %-24s %-36s %s\n", "SANDBOX", "POD", "UID", "STATE");
+  for (const cri::PodSandbox& p : listed.items()) {
+    std::printf("%-15.13s %-24s %-36s %s\n", p.id().c_str(), p.metadata().name().c_str(), p.metadata().uid().c_str(),
+                cri::PodSandboxState_Name(p.state()).substr(8).c_str());
+  }
+  return 0;
+}
+
 // kubelet's order: the containers stopped and the sandbox stopped, then both removed.
 int rm(CriClient& client, const std::string& name) {
   cri::ListPodSandboxResponse sandboxes;
@@ -173,6 +187,7 @@ int main(int argc, char** argv) {
   CriClient client(socket);
   if (words[0] == "run" && words.size() == 2) return run(client, words[1], flags);
   if (words[0] == "ps" && words.size() == 1) return ps(client);
+  if (words[0] == "pods" && words.size() == 1) return pods(client);
   if (words[0] == "rm" && words.size() == 2) return rm(client, words[1]);
   return usage("unknown command or wrong arguments");
 }

@@ -12,6 +12,7 @@ packages=(
   libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev  # API
   libsqlite3-dev                                  # ledger
   libsystemd-dev                                  # sd-bus: unit properties that systemd keeps
+  libyaml-cpp-dev                                 # kubelet's configuration file, read by vrid
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   mmdebstrap kmod cpio e2fsprogs bc              # the cgroup v2 guest test bed (tests/v2guest/)
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)

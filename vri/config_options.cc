@@ -150,6 +150,19 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return "/" + c.layout.kubeletParent.str(); }});
+  o.push_back({"kubelet_config", "",
+               "kubelet's configuration file: vrid refuses to start while its reservations, eviction, "
+               "topology manager or cgroup root differ from vrid's; empty: not read",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 if (v.empty()) {
+                   c.kubeletConfig.clear();
+                   return {};
+                 }
+                 VRI_ASSIGN_OR_RETURN(c.kubeletConfig, parseAbsolutePath(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return c.kubeletConfig; }});
   o.push_back({"libvirt_layout", "systemd-libvirt-level",
                "how libvirt lays out VM cgroups: systemd (libvirt < 7.1), systemd-libvirt-level, no-systemd", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {

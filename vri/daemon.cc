@@ -16,6 +16,7 @@
 #include "cgroup-model/unit_ownership.h"
 #include "cgroup-model/unix_socket.h"
 #include "cgroup-model/version.h"
+#include "vri/kubelet_config.h"
 #include "vri/state_directory.h"
 
 namespace vri {
@@ -123,6 +124,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
     topology = std::make_shared<const Topology>(std::move(loaded));
   }
   VRI_ASSIGN_OR_RETURN(NodeAllocatable allocatable, computeAllocatable(*topology, config.reservations));
+  // Before anything is claimed: a vrid that disagrees with kubelet changes nothing.
+  VRI_TRY(checkKubeletConfig(config));
+  if (!config.kubeletConfig.empty())
+    log.info("kubelet_config " + config.kubeletConfig + " agrees with vrid's settings");
 
   // Every exclusive resource before anything else: the state directory, then
   // the sockets. A second vrid on either stops here, before it reads the ledger

@@ -41,6 +41,8 @@ struct DaemonConfig {
   TreeLayout layout;                           // layout.systemdUnits is decided at start from systemd_units
   SystemdUnitsMode systemdUnits = SystemdUnitsMode::kAuto;
   int systemdTimeoutMs = 500;
+  // kubelet's configuration file, checked against the options below at start (vri/kubelet_config.h); empty: not read.
+  std::string kubeletConfig;
   // Topology and reservations.
   std::string topology;  // live | xml:PATH | synthetic:DESCRIPTION
   ReservedCpusConfig reservedCpus;

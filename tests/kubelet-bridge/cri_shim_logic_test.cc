@@ -105,6 +105,38 @@ TEST_F(CriShimLogicTest, AnUnreachableVridIsUnavailableSayingNothingWasCreated) 
   EXPECT_THAT(runtime_.calls(), Not(Contains("RunPodSandbox")));
 }
 
+// kubelet takes its cgroup driver from RuntimeConfig: the runtime's answer reaches it only when
+// the driver is vrid's (the fake vrid's node runs cgroupfs).
+TEST_F(CriShimLogicTest, RuntimeConfigPassesTheRuntimesAnswerOnlyWhenItsCgroupDriverIsVrids) {
+  runtime_.setCgroupDriver(runtime::v1::CGROUPFS);
+  auto agreed = shim_.runtimeConfig(kubeletCall());
+  ASSERT_TRUE(agreed.ok()) << agreed.error().message();
+  EXPECT_EQ(agreed->linux().cgroup_driver(), runtime::v1::CGROUPFS);
+
+  runtime_.setCgroupDriver(runtime::v1::SYSTEMD);
+  auto refused = shim_.runtimeConfig(kubeletCall());
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(refused.error().message(),
+              HasSubstr("the runtime runs with the systemd cgroup driver, vrid with cgroupfs"));
+
+  // Without vrid there is nothing to check against: kubelet waits, as for every pod.
+  runtime_.setCgroupDriver(runtime::v1::CGROUPFS);
+  vrid_.refuseNext("GetNode", Error(ErrorCode::kUnavailable, "connection refused"));
+  auto unchecked = shim_.runtimeConfig(kubeletCall());
+  ASSERT_FALSE(unchecked.ok());
+  EXPECT_EQ(unchecked.error().code(), ErrorCode::kUnavailable);
+
+  // A runtime without RuntimeConfig (containerd 1.x): its answer as it is, vrid not asked.
+  runtime_.failNext("RuntimeConfig", Error(ErrorCode::kUnimplemented, "unknown method RuntimeConfig"));
+  const size_t asked = vrid_.calls().size();
+  auto older = shim_.runtimeConfig(kubeletCall());
+  ASSERT_FALSE(older.ok());
+  EXPECT_EQ(older.error().code(), ErrorCode::kUnimplemented);
+  EXPECT_EQ(older.error().message(), "unknown method RuntimeConfig");
+  EXPECT_EQ(vrid_.calls().size(), asked);
+}
+
 TEST_F(CriShimLogicTest, AFailedCreateIsUndoneInVridAndTheRuntimesErrorKeepsItsCode) {
   const auto config = pod("uid-1");
   const std::string sandbox = run(config);

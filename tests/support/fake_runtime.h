@@ -162,6 +162,18 @@ class FakeRuntime final : public RuntimeClient {
     if (verbose) (*out.mutable_info())["info"] = withConfig(found->second.config);
     return out;
   }
+  Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope&) override {
+    std::lock_guard lock(mutex_);
+    VRI_TRY(called("RuntimeConfig"));
+    runtime::v1::RuntimeConfigResponse out;
+    out.mutable_linux()->set_cgroup_driver(cgroupDriver_);
+    return out;
+  }
+  // The driver RuntimeConfig reports (containerd's SystemdCgroup).
+  void setCgroupDriver(runtime::v1::CgroupDriver driver) {
+    std::lock_guard lock(mutex_);
+    cgroupDriver_ = driver;
+  }
 
  private:
   struct Sandbox {
@@ -214,6 +226,7 @@ class FakeRuntime final : public RuntimeClient {
     return "{\"config\":" + json + "}";
   }
 
+  runtime::v1::CgroupDriver cgroupDriver_ = runtime::v1::CGROUPFS;
   mutable std::mutex mutex_;
   std::condition_variable released_;
   bool holding_ = false;

@@ -10,6 +10,8 @@
 #   # guest-package-depends: yes the runtime Depends of VRI's package (<build-dir>/package/vri_*.deb)
 #   # guest-smp: 4               vCPUs (default 2)     # guest-mem: 4096   MiB (default 2048)
 #   # guest-timeout: 1800        seconds (default 900)
+#   # guest-peers: kubelet,containerd   programs built by scripts/build-peers.sh <build-dir>/peers,
+#                                        copied to <build-dir>/v2guest/peers/<peer>/ for the guest
 # The kernel and each image are cached outside the clone, in $VRI_CACHE_DIR (default
 # /var/cache/vri-test)/v2guest/, keyed by the package list and these scripts. The build directory
 # is shared read-only at its own absolute path, so host-built binaries run as they are;
@@ -34,7 +36,7 @@ fail() {
 header() { sed -n "s/^# guest-$1: *//p" "$script" | head -1; }
 
 # What the guest runs besides systemd: the libraries vrid and the tests link, and what the suite asks for.
-packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2
+packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2,libyaml-cpp0.7
 [ -n "$(header packages)" ] && packages="$packages,$(header packages)"
 if [ "$(header package-depends)" = yes ]; then
   deb=$(ls "$build"/package/vri_*.deb 2>/dev/null | head -1)
@@ -74,6 +76,14 @@ flock -u 9
 mkdir -p "$build/v2guest/suites"
 cp "$script" "$build/v2guest/suites/$suite.sh"
 cp "$here/node_helpers.sh" "$build/v2guest/suites/"  # the node suites' shell helpers
+cp -r "$here/../data/kubelet" "$build/v2guest/suites/"  # kubelet's configuration, as the unit tests read it
+# The peers, copied out of their cache: the guest sees only the build directory.
+for peer in $(header peers | tr ',' ' '); do
+  [ -d "$build/peers/$peer" ] || fail suite "suite $suite runs $peer: build it first (scripts/build-peers.sh $build/peers)"
+  rm -rf "$build/v2guest/peers/$peer"
+  mkdir -p "$build/v2guest/peers/$peer"
+  cp -L "$build/peers/$peer"/* "$build/v2guest/peers/$peer/"
+done
 out=$build/v2guest/out-$suite
 rm -rf "$out"
 timeout=$(header timeout); timeout=${TIMEOUT:-${timeout:-900}}

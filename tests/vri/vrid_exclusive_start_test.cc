@@ -17,6 +17,7 @@ namespace vri {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kUid[] = "0b1c2d3e-0000-4000-8000-0000000000c1";
 
@@ -137,6 +138,30 @@ TEST_F(VridExclusiveStartTest, AKubeletCgroupRootThatDoesNotExistIsNamedAtStartU
   vrid_.config.layout.ownership = Ownership::kCpusetsAndMachine;
   ASSERT_TRUE(vrid_.start());
   EXPECT_THAT(vrid_.logText(), HasSubstr("pods are placed once kubelet has made it"));
+}
+
+// With kubelet_config set, a vrid whose settings differ from kubelet's does not start, and names
+// each difference; it claims nothing first, so the running vrid keeps its sockets.
+TEST_F(VridExclusiveStartTest, AVridThatDisagreesWithKubeletsConfigurationDoesNotStart) {
+  DaemonConfig config = vrid_.config;
+  config.stateDir = vrid_.tmp().sub("second-state");
+  config.kubeletConfig = vrid_.tmp().sub("kubelet.yaml");
+  std::ofstream(config.kubeletConfig) << "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                         "kind: KubeletConfiguration\n"
+                                         "systemReserved: {cpu: 250m}\n"
+                                         "cpuManagerPolicy: static\n";
+  const std::string refused = startSecond(config);
+  EXPECT_THAT(refused, HasSubstr("kubelet_config " + config.kubeletConfig + " disagrees"));
+  EXPECT_THAT(refused, HasSubstr("kubelet's systemReserved.cpu is 250m, vrid's system_reserved_cpu is 1"));
+  EXPECT_THAT(refused, HasSubstr("kubelet's cpuManagerPolicy is \"static\""));
+  EXPECT_FALSE(std::filesystem::exists(config.stateDir));
+  EXPECT_TRUE(firstAnswers());
+  // Agreeing, it gets as far as the sockets the first one holds.
+  std::ofstream(config.kubeletConfig, std::ios::trunc) << "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                                          "kind: KubeletConfiguration\n"
+                                                          "systemReserved: {cpu: \"1\"}\n";
+  EXPECT_THAT(startSecond(config), Not(HasSubstr("kubelet_config")));
+  EXPECT_TRUE(firstAnswers());
 }
 
 TEST_F(VridExclusiveStartTest, ALostOrDamagedLedgerIsRefusedNamingTheFileUntilTheOperatorSaysInitLedger) {

@@ -1,0 +1,354 @@
+#!/bin/sh
+# kubelet itself drives the shim: a standalone kubelet 1.35 (static pods, no API server) in front of
+# vri-cri-shim, containerd 2.x and Debian's runc, beside libvirt under machined, on a systemd node.
+# Run twice in one boot: with containerd's (and so kubelet's) systemd cgroup driver, then cgroupfs.
+# Each placement is checked as the kernel enforces it, as the process runs, as containerd reports
+# it, as kubelet's read-only /pods shows the pod, and as vrictl lists it.
+# guest-packages: systemd-container,libvirt-daemon-system,qemu-system-x86,apparmor,runc,curl,jq
+# guest-package-depends: yes
+# guest-peers: kubelet,containerd
+# guest-smp: 4
+# guest-mem: 6144
+# guest-timeout: 2700
+set -eu
+cd /
+fail() {
+  echo "kubelet: FAIL: $*"
+  journalctl -u kubelet --no-pager -o short-monotonic | grep -v ' I[0-9]' | tail -n 40
+  journalctl -u vrid -u vri-cri-shim -u containerd --no-pager -o short-monotonic | tail -n 60
+  exit 1
+}
+uuid_prefix=7c2e1d3f-8a4b-4d5e-9f60-
+. "$(dirname "$0")/node_helpers.sh"
+here=$(dirname "$0")
+cg=/sys/fs/cgroup
+peers=$GUEST_IN/v2guest/peers
+manifests=/etc/kubernetes/manifests
+node=v2guest
+direct() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock "$@"; }
+pods_json() { curl -sf http://127.0.0.1:10265/pods; }
+# kubelet's view of a pod's container: "<state> <containerd id> <restarts>", or its waiting reason and message.
+kubelet_view() { # pod container
+  pods_json | jq -r --arg pod "$1-$node" --arg c "$2" '.items[] | select(.metadata.name == $pod)
+    | (.status.containerStatuses // [])[] | select(.name == $c)
+    | if .state.running then "running \(.containerID | sub("containerd://"; "")) \(.restartCount)"
+      elif .state.waiting then "waiting \(.state.waiting.reason): \(.state.waiting.message // "")"
+      else "terminated \(.state.terminated.reason)" end'
+}
+
+step "the node: a dummy interface for kubelet's node IP (no network here), containerd 2.x, kubelet 1.35"
+modprobe dummy 2>/dev/null || true
+ip link add vri0 type dummy && ip addr add 10.254.0.1/24 dev vri0 && ip link set vri0 up &&
+  ip route add default dev vri0 || fail "the dummy interface"
+for program in containerd containerd-shim-runc-v2 ctr; do
+  install -m 0755 "$peers/containerd/$program" /usr/local/bin/ || fail "no $program in $peers/containerd"
+done
+install -m 0755 "$peers/kubelet/kubelet" /usr/local/bin/ || fail "no kubelet in $peers/kubelet"
+echo "$(containerd --version); $(kubelet --version); runc $(runc --version | head -1)"
+
+containerd_with() { # systemd|cgroupfs
+  [ "$1" = systemd ] && systemd_cgroup=true || systemd_cgroup=false
+  mkdir -p /etc/containerd
+  cat > /etc/containerd/config.toml <<EOF2
+version = 3
+[plugins."io.containerd.cri.v1.images".pinned_images]
+  sandbox = "localhost/vri/pause:1.0"
+[plugins."io.containerd.cri.v1.runtime"]
+  enable_selinux = false
+  disable_apparmor = true
+  tolerate_missing_hugetlb_controller = true
+  [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+    runtime_type = "io.containerd.runc.v2"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+      SystemdCgroup = $systemd_cgroup
+      BinaryName = "/usr/bin/runc"
+[plugins."io.containerd.nri.v1.nri"]
+  disable = true
+EOF2
+}
+cat > /etc/systemd/system/containerd.service <<'EOF2'
+[Unit]
+Description=containerd 2.x
+After=network.target
+[Service]
+ExecStart=/usr/local/bin/containerd
+Delegate=yes
+KillMode=process
+Restart=always
+LimitNOFILE=infinity
+[Install]
+WantedBy=multi-user.target
+EOF2
+mkdir -p $manifests /etc/kubernetes /var/lib/kubelet
+cat > /etc/systemd/system/kubelet.service <<EOF2
+[Unit]
+Description=kubelet, standalone (static pods)
+After=containerd.service vri-cri-shim.service
+[Service]
+ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --root-dir=/var/lib/kubelet --hostname-override=$node --node-ip=10.254.0.1 --v=2
+Restart=always
+RestartSec=2
+[Install]
+WantedBy=multi-user.target
+EOF2
+containerd_with systemd
+systemctl daemon-reload
+systemctl start containerd || fail "containerd does not start"
+wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+ctr -n k8s.io images import "$GUEST_IN/tests/containerd-image/pause.tar" >/dev/null || fail "image import"
+
+step "libvirtd's first start (its QEMU capability probe)"
+wait_for 600 "libvirtd" v version
+
+step "VRI's package"
+deb=$(ls "$GUEST_IN"/package/vri_*.deb)
+dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg -i"; }
+scale_hook_deadline
+# vrid holds kubelet's settings too, and checks them against kubelet's own file.
+cp "$here/kubelet/config.yaml" /etc/kubernetes/kubelet.yaml
+vrid_with() { # driver [more flags]
+  driver=$1; shift
+  mkdir -p /etc/systemd/system/vrid.service.d
+  cat > /etc/systemd/system/vrid.service.d/test.conf <<EOF2
+[Service]
+ExecStart=
+ExecStart=/usr/sbin/vrid --config=/etc/vri/vrid.conf --cgroup-driver=$driver --kubelet-config=/etc/kubernetes/kubelet.yaml --system-reserved-cpu=500m --system-reserved-memory=256Mi --kube-reserved-memory=64Mi --log-level=debug --reconcile-interval=5 $*
+EOF2
+  systemctl daemon-reload
+}
+
+# The updates the shim's pool follower made since then (one log line each).
+shim_updates_since() { journalctl -u vri-cri-shim --since "$1" -o cat | grep -c 'in the runtime too' || true; }
+
+# Static pods: host network (no CNI here), the test image, never pulled.
+manifest() { # name qos(guaranteed|burstable) cpu [extra container yaml]
+  case $2 in
+    guaranteed) resources="requests: {cpu: \"$3\", memory: 32Mi}
+        limits: {cpu: \"$3\", memory: 32Mi}" ;;
+    burstable) resources="requests: {cpu: \"$3\", memory: 16Mi}" ;;
+  esac
+  cat > "/tmp/$1.yaml" <<EOF2
+apiVersion: v1
+kind: Pod
+metadata:
+  name: $1
+  namespace: default
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  containers:
+    - name: app
+      image: localhost/vri/pause:1.0
+      imagePullPolicy: Never
+      command: ["/sleeper"]
+      resources:
+        $resources
+EOF2
+  mv "/tmp/$1.yaml" "$manifests/$1.yaml"
+}
+running() { kubelet_view "$1" app | grep -q '^running '; }
+container_of() { kubelet_view "$1" app | awk '$1 == "running" {print $2}'; }
+# The container's CPUs as the kernel enforces them, as the process runs, and as containerd reports them.
+views() { # pod
+  id=$(container_of "$1")
+  [ -n "$id" ] || { echo "not running: $(kubelet_view "$1" app)"; return 0; }
+  dir=$(find $cg/kubepods* -type d \( -name "cri-containerd-$id.scope" -o -name "$id" \) | head -1)
+  [ -n "$dir" ] || { echo "no cgroup for $id"; return 0; }
+  kernel=$(cat "$dir/cpuset.cpus.effective")
+  pid=$(head -1 "$dir/cgroup.procs")
+  process=$(sed -n 's/^Cpus_allowed_list:[[:space:]]*//p' "/proc/$pid/status")
+  runtime=$(direct ps | awk -v id="$(echo "$id" | cut -c1-13)" '$1 == id {print $5}')
+  echo "kernel=$kernel process=$process containerd=$runtime"
+}
+agreed() { # pod: the CPUs when every view agrees
+  set -- $(views "$1")
+  k=${1#kernel=}
+  for view in "$@"; do [ "${view#*=}" = "$k" ] || { echo "DISAGREE $*"; return 0; }; done
+  echo "$k"
+}
+on_cpus() { [ "$(agreed "$1")" = "$2" ]; }
+shared_pool() { vrictl pool | sed -n 's/^Shared: *\([0-9,-]*\).*/\1/p'; }
+container_gone() { ! direct ps | awk '{print $1}' | grep -qx "$(echo "$1" | cut -c1-13)"; }
+# A container's process, from its cgroup.
+direct_pid() { # id
+  dir=$(find $cg/kubepods* -type d \( -name "cri-containerd-$1.scope" -o -name "$1" \) | head -1)
+  head -1 "$dir/cgroup.procs"
+}
+sandbox_gone() { ! direct pods | awk '{print $2}' | grep -qx "$1"; }
+
+run_scenarios() { # driver
+  driver=$1
+  step "[$driver] vrid, the shim and kubelet; kubelet's driver from RuntimeConfig through the shim"
+  containerd_with "$driver"
+  systemctl restart containerd
+  wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+  vrid_with "$driver" --init-ledger
+  systemctl restart vrid
+  wait_for 120 "vrid" vrictl nodeinfo
+  journalctl -u vrid -o cat | grep -q "kubelet_config /etc/kubernetes/kubelet.yaml agrees" ||
+    fail "vrid did not check kubelet's configuration"
+  systemctl restart vri-cri-shim
+  wait_for 30 "the shim's socket" test -S /run/vri/cri.sock
+  since=$(date '+%Y-%m-%d %H:%M:%S')
+  systemctl restart kubelet
+  wait_for 300 "kubelet's healthz" curl -sf http://127.0.0.1:10258/healthz
+  journalctl -u kubelet --since "$since" -o cat | grep -q "received from the CRI runtime\" cgroupDriver=\"$driver\"" ||
+    fail "kubelet did not take the $driver driver from RuntimeConfig"
+
+  step "[$driver] a Guaranteed pod runs on its exclusive CPU, a Burstable one on the shared pool"
+  manifest g1 guaranteed 1
+  manifest b1 burstable 250m
+  for pod in g1 b1; do wait_for 300 "$pod running (kubelet: $(kubelet_view $pod app))" running $pod; done
+  g=$(agreed g1)
+  echo "g1: $(views g1); kubelet: $(kubelet_view g1 app)"
+  case "$g" in DISAGREE*|*,*|*-*|"") fail "g1 is not on one CPU: $g";; esac
+  vrictl list --pods | grep "g1-$node" | grep -q "$g" || fail "vrictl does not show g1 on CPU $g: $(vrictl list --pods)"
+  shared=$(shared_pool)
+  wait_for 30 "b1 on the shared pool $shared" on_cpus b1 "$shared"
+  echo "b1: $(views b1); the shared pool: $shared"
+  case ",$shared," in *",$g,"*) fail "the shared pool $shared holds g1's CPU $g";; esac
+
+  step "[$driver] a dedicated VM started with virsh takes a CPU; the Burstable pod is narrowed"
+  define ded-a 2 1  # two dedicated vCPUs: with g1, every CPU but the reserved one is taken
+  v start --paused ded-a || fail "virsh start ded-a"
+  a=$(vm_cpu ded-a)
+  shared=$(shared_pool)
+  [ "$a" != "$g" ] || fail "ded-a shares g1's CPU $g"
+  wait_for 30 "b1 narrowed to $shared" on_cpus b1 "$shared"
+  echo "ded-a on CPU $a; b1: $(views b1)"
+  on_cpus g1 "$g" || fail "g1 moved: $(views g1)"
+
+  step "[$driver] steady: the shim sends no more updates"
+  sleep 5
+  quiet=$(date '+%Y-%m-%d %H:%M:%S')
+  sleep 20
+  n=$(shim_updates_since "$quiet")
+  [ "$n" = 0 ] || fail "the shim sent $n updates on a steady node"
+  echo "no update in 20 s"
+
+  step "[$driver] a pod kubelet admits but VRI's pool cannot hold: refused, backed off, created once the VM is gone"
+  manifest g2 guaranteed 1
+  refusal=
+  for i in $(seq 1 300); do
+    refusal=$(kubelet_view g2 app | grep 'vri: ' || true)
+    [ -n "$refusal" ] && break
+    sleep 1
+  done
+  [ -n "$refusal" ] || fail "kubelet never showed VRI's refusal for g2: $(kubelet_view g2 app)"
+  echo "kubelet: $refusal"
+  refused_at=$(date +%s)
+  v destroy ded-a >/dev/null
+  wait_for 300 "g2 created after ded-a left" running g2
+  echo "g2 running $(( $(date +%s) - refused_at )) s after the VM was destroyed: $(views g2)"
+  g2=$(agreed g2)
+  [ "$g2" != "$g" ] || fail "g2 on g1's CPU"
+
+  step "[$driver] a crashed container is restarted by kubelet under a new id on its CPU; garbage collection releases nothing it holds"
+  first=$(container_of g1)
+  kill_app() { pid=$(direct_pid "$1"); kill -9 "$pid" || fail "kill $pid"; }
+  kill_app "$first"
+  for i in $(seq 1 120); do second=$(container_of g1); [ -n "$second" ] && [ "$second" != "$first" ] && break; sleep 1; done
+  [ -n "$second" ] && [ "$second" != "$first" ] || fail "kubelet did not restart g1: $(kubelet_view g1 app)"
+  on_cpus g1 "$g" || fail "g1's restarted container is not on CPU $g: $(views g1)"
+  kill_app "$second"
+  for i in $(seq 1 180); do third=$(container_of g1); [ -n "$third" ] && [ "$third" != "$second" ] && break; sleep 1; done
+  [ -n "$third" ] && [ "$third" != "$second" ] || fail "kubelet did not restart g1 twice: $(kubelet_view g1 app)"
+  on_cpus g1 "$g" || fail "g1's second restart is not on CPU $g: $(views g1)"
+  echo "g1: $first -> $second -> $third, restarts $(kubelet_view g1 app | awk '{print $3}'), on CPU $g"
+  # kubelet keeps one dead container per name: the first goes at the next collection (every minute).
+  wait_for 150 "kubelet collecting g1's first container" container_gone "$first"
+  direct ps | grep -q "^$(echo "$second" | cut -c1-13) " || fail "the second dead container went too"
+  on_cpus g1 "$g" || fail "g1 moved after garbage collection: $(views g1)"
+  vrictl list --pods | grep "g1-$node" | grep -q "$g" || fail "vrid no longer holds CPU $g for g1: $(vrictl list --pods)"
+
+  step "[$driver] a sidecar keeps its CPU; the app takes the init container's once it exits"
+  rm "$manifests/g2.yaml"
+  wait_for 300 "vrid releasing g2" sh -c "! vrictl list --pods | grep -q 'g2-$node'"
+  cat > /tmp/s1.yaml <<EOF2
+apiVersion: v1
+kind: Pod
+metadata: {name: s1, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  initContainers:
+    - {name: side, restartPolicy: Always, image: localhost/vri/pause:1.0, imagePullPolicy: Never, command: ["/sleeper"],
+       resources: {requests: {cpu: "1", memory: 16Mi}, limits: {cpu: "1", memory: 16Mi}}}
+    - {name: init, image: localhost/vri/pause:1.0, imagePullPolicy: Never, command: ["/sleeper", "exit", "0"],
+       resources: {requests: {cpu: "1", memory: 16Mi}, limits: {cpu: "1", memory: 16Mi}}}
+  containers:
+    - {name: app, image: localhost/vri/pause:1.0, imagePullPolicy: Never, command: ["/sleeper"],
+       resources: {requests: {cpu: "1", memory: 16Mi}, limits: {cpu: "1", memory: 16Mi}}}
+EOF2
+  mv /tmp/s1.yaml $manifests/s1.yaml
+  wait_for 300 "s1's app running" running s1
+  side=$(direct ps | awk '$2 == "s1-'$node'" && $3 == "side" && $4 == "RUNNING" {print $5}')
+  init=$(direct ps | awk '$2 == "s1-'$node'" && $3 == "init" {print $5}')
+  app=$(agreed s1)
+  echo "s1: side on $side, init ran on $init, app on $app"
+  [ -n "$side" ] && [ -n "$init" ] || fail "s1's containers: $(direct ps)"
+  [ "$app" = "$init" ] || fail "s1's app is on $app, not on the init container's CPU $init"
+  [ "$side" != "$app" ] || fail "s1's sidecar shares the app's CPU $app"
+  case "$side$app" in *,*|*-*) fail "s1's containers are not on one CPU each: side $side, app $app";; esac
+
+  step "[$driver] kubelet, the shim, vrid and containerd restarted in turn: nothing moves, nothing is recreated"
+  placements() { for pod in g1 b1 s1; do echo "$pod $(container_of $pod) $(agreed $pod)"; done; }
+  placements > /tmp/placed.txt
+  cat /tmp/placed.txt
+  for unit in kubelet vri-cri-shim vrid containerd; do
+    systemctl restart $unit
+    case $unit in
+      kubelet) wait_for 300 "kubelet's healthz" curl -sf http://127.0.0.1:10258/healthz ;;
+      vri-cri-shim) wait_for 30 "the shim's socket" test -S /run/vri/cri.sock ;;
+      vrid) wait_for 120 "vrid" vrictl nodeinfo ;;
+      containerd) wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'" ;;
+    esac
+    sleep 15  # kubelet's sync loop and the shim's pool follower, under the emulation
+    placements > /tmp/now.txt
+    diff -u /tmp/placed.txt /tmp/now.txt || fail "restarting $unit moved or recreated a container"
+    echo "after restarting $unit: the same"
+  done
+
+  step "[$driver] vrid down for 30 s while kubelet starts a pod: nothing is created, the pod starts once vrid is back"
+  systemctl stop vrid
+  manifest p3 burstable 100m
+  sleep 30
+  direct pods | grep -q " p3-$node " && fail "a sandbox for p3 was made without vrid: $(direct pods)"
+  echo "after 30 s: kubelet shows p3's app as '$(kubelet_view p3 app)'; no sandbox"
+  systemctl start vrid
+  back=$(date +%s)
+  wait_for 300 "p3 running after vrid returned" running p3
+  echo "p3 running $(( $(date +%s) - back )) s after vrid returned: $(views p3)"
+  [ "$(agreed p3)" = "$(shared_pool)" ] || fail "p3 is not on the shared pool $(shared_pool): $(views p3)"
+
+  step "[$driver] manifests removed: kubelet deletes the pods, vrid releases them"
+  for pod in g1 b1 s1 p3; do
+    id=$(container_of $pod)
+    removed_at=$(date +%s)
+    rm "$manifests/$pod.yaml"
+    wait_for 300 "vrid releasing $pod" sh -c "! vrictl list --pods | grep -q '$pod-$node'"
+    released=$(( $(date +%s) - removed_at ))
+    # kubelet removes the sandbox at its next garbage collection (every minute).
+    wait_for 180 "kubelet removing $pod's sandbox" sandbox_gone "$pod-$node"
+    echo "$pod: released by vrid $released s after its manifest went, its sandbox removed $(( $(date +%s) - removed_at )) s after"
+  done
+  quiet_reconcile
+  leftover=$(find $cg/kubepods* -mindepth 2 -type d -name '*pod*' | head -3)
+  [ -z "$leftover" ] || fail "pod cgroups left behind: $leftover"
+  v undefine ded-a >/dev/null
+}
+
+run_scenarios systemd
+
+step "a mismatch: containerd on cgroupfs, vrid on systemd; kubelet is refused its driver"
+containerd_with cgroupfs
+systemctl restart containerd
+wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+since=$(date '+%Y-%m-%d %H:%M:%S')
+systemctl restart kubelet
+wait_for 120 "kubelet's refusal" sh -c "journalctl -u kubelet --since '$since' -o cat | grep -q 'the runtime runs with the cgroupfs cgroup driver, vrid with systemd'"
+systemctl stop kubelet
+echo "kubelet: $(journalctl -u kubelet --since "$since" -o cat | grep -m1 'the runtime runs with')"
+
+run_scenarios cgroupfs
+step "done"

@@ -1,0 +1,195 @@
+// kubelet's configuration file read with yaml-cpp (YAML, and JSON as its subset), compared with vrid's.
+#include "vri/kubelet_config.h"
+
+#include <yaml-cpp/yaml.h>
+
+#include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+// kubelet's files are a few KiB; anything far larger is not one.
+constexpr size_t kMaxFileBytes = 1 << 20;
+
+Result<std::string> scalar(const YAML::Node& node, const std::string& field) {
+  if (!node.IsScalar()) return Error::invalidArgument(field + ": want a single value");
+  return node.Scalar();
+}
+
+Result<bool> boolean(const YAML::Node& node, const std::string& field) {
+  VRI_ASSIGN_OR_RETURN(std::string text, scalar(node, field));
+  if (text == "true") return true;
+  if (text == "false") return false;
+  return Error::invalidArgument(field + ": want true or false, got " + quoteForMessage(text));
+}
+
+Result<Quantity> quantity(const YAML::Node& node, const std::string& field) {
+  VRI_ASSIGN_OR_RETURN(std::string text, scalar(node, field));
+  return Quantity::parse(text).context(field);
+}
+
+// systemReserved / kubeReserved: a map of resource name to quantity.
+Result<void> reservation(const YAML::Node& node, const std::string& field, Quantity* cpu, Quantity* memory) {
+  if (!node) return {};
+  if (!node.IsMap()) return Error::invalidArgument(field + ": want a map of resource to quantity");
+  if (const YAML::Node value = node["cpu"]) {
+    VRI_ASSIGN_OR_RETURN(*cpu, quantity(value, field + ".cpu"));
+  }
+  if (const YAML::Node value = node["memory"]) {
+    VRI_ASSIGN_OR_RETURN(*memory, quantity(value, field + ".memory"));
+  }
+  return {};
+}
+
+Result<KubeletSettings> settingsOf(const YAML::Node& root) {
+  if (!root.IsMap()) return Error::invalidArgument("want a KubeletConfiguration, a map");
+  const YAML::Node kind = root["kind"];
+  if (!kind || !kind.IsScalar() || kind.Scalar() != "KubeletConfiguration")
+    return Error::invalidArgument("kind is not KubeletConfiguration");
+  const YAML::Node api = root["apiVersion"];
+  if (!api || !api.IsScalar() || api.Scalar() != "kubelet.config.k8s.io/v1beta1")
+    return Error::invalidArgument("apiVersion is not kubelet.config.k8s.io/v1beta1");
+
+  KubeletSettings s;
+  if (const YAML::Node v = root["reservedSystemCPUs"]) {
+    VRI_ASSIGN_OR_RETURN(std::string text, scalar(v, "reservedSystemCPUs"));
+    if (!text.empty()) {
+      VRI_ASSIGN_OR_RETURN(s.reservedSystemCpus, CpuSet::parse(text).context("reservedSystemCPUs"));
+    }
+  }
+  VRI_TRY(reservation(root["systemReserved"], "systemReserved", &s.systemReservedCpu, &s.systemReservedMemory));
+  VRI_TRY(reservation(root["kubeReserved"], "kubeReserved", &s.kubeReservedCpu, &s.kubeReservedMemory));
+  // kubelet's default evictionHard holds memory.available 100Mi; a file that sets evictionHard
+  // replaces the whole map (each signal it leaves out is 0), unless mergeDefaultEvictionSettings.
+  s.evictionHardMemory = Quantity::fromValue(100 << 20, Quantity::Format::kBinarySI);
+  s.evictionHardMemoryText = "100Mi (kubelet's default)";
+  bool mergeDefaults = false;
+  if (const YAML::Node v = root["mergeDefaultEvictionSettings"]) {
+    VRI_ASSIGN_OR_RETURN(mergeDefaults, boolean(v, "mergeDefaultEvictionSettings"));
+  }
+  if (const YAML::Node eviction = root["evictionHard"]) {
+    if (!eviction.IsMap()) return Error::invalidArgument("evictionHard: want a map of signal to threshold");
+    if (!mergeDefaults) {
+      s.evictionHardMemory = Quantity::fromValue(0);
+      s.evictionHardMemoryText = "unset";
+    }
+    if (const YAML::Node v = eviction["memory.available"]) {
+      VRI_ASSIGN_OR_RETURN(std::string text, scalar(v, "evictionHard.memory.available"));
+      s.evictionHardMemoryText = text;
+      if (text.ends_with("%")) {
+        s.evictionHardMemory.reset();
+      } else {
+        VRI_ASSIGN_OR_RETURN(s.evictionHardMemory, Quantity::parse(text).context("evictionHard.memory.available"));
+      }
+    }
+  }
+  const auto text = [&](const char* field, std::string* out) -> Result<void> {
+    if (const YAML::Node v = root[field]) {
+      VRI_ASSIGN_OR_RETURN(*out, scalar(v, field));
+    }
+    return {};
+  };
+  VRI_TRY(text("cpuManagerPolicy", &s.cpuManagerPolicy));
+  VRI_TRY(text("memoryManagerPolicy", &s.memoryManagerPolicy));
+  VRI_TRY(text("topologyManagerPolicy", &s.topologyManagerPolicy));
+  VRI_TRY(text("topologyManagerScope", &s.topologyManagerScope));
+  VRI_TRY(text("cgroupRoot", &s.cgroupRoot));
+  if (s.cgroupRoot.empty()) s.cgroupRoot = "/";
+  if (const YAML::Node options = root["topologyManagerPolicyOptions"]) {
+    if (!options.IsMap()) return Error::invalidArgument("topologyManagerPolicyOptions: want a map");
+    if (const YAML::Node v = options["prefer-closest-numa-nodes"]) {
+      VRI_ASSIGN_OR_RETURN(s.preferClosestNumaNodes,
+                           boolean(v, "topologyManagerPolicyOptions.prefer-closest-numa-nodes"));
+    }
+  }
+  if (const YAML::Node v = root["cgroupsPerQOS"]) {
+    VRI_ASSIGN_OR_RETURN(s.cgroupsPerQos, boolean(v, "cgroupsPerQOS"));
+  }
+  return s;
+}
+
+std::string cpusText(const std::optional<CpuSet>& cpus) { return cpus ? cpus->format() : std::string("unset"); }
+
+}  // namespace
+
+Result<KubeletSettings> parseKubeletConfig(std::string_view text, const std::string& origin) {
+  if (text.size() > kMaxFileBytes)
+    return Error::invalidArgument(origin + ": larger than " + std::to_string(kMaxFileBytes) + " bytes");
+  YAML::Node root;
+  try {
+    root = YAML::Load(std::string(text));
+  } catch (const YAML::Exception& e) {
+    return Error::invalidArgument(origin + ": not YAML: " + e.what());
+  }
+  try {
+    return settingsOf(root).context(origin);
+  } catch (const YAML::Exception& e) {  // a map with a key that is not a scalar, and such
+    return Error::invalidArgument(origin + ": " + e.what());
+  }
+}
+
+std::vector<std::string> kubeletMismatches(const DaemonConfig& config, const KubeletSettings& kubelet) {
+  std::vector<std::string> out;
+  const auto differ = [&](const std::string& kubeletField, const std::string& kubeletValue,
+                          const std::string& vridOption, const std::string& vridValue) {
+    out.push_back("kubelet's " + kubeletField + " is " + kubeletValue + ", vrid's " + vridOption + " is " + vridValue);
+  };
+  const auto quantities = [&](const char* field, const Quantity& k, const char* option, const Quantity& v) {
+    if (k != v) differ(field, k.toString(), option, v.toString());
+  };
+  if (kubelet.reservedSystemCpus != config.reservedCpus.cpus)
+    differ("reservedSystemCPUs", cpusText(kubelet.reservedSystemCpus), "reserved_cpus",
+           cpusText(config.reservedCpus.cpus));
+  const NodeReservations& r = config.reservations;
+  quantities("systemReserved.cpu", kubelet.systemReservedCpu, "system_reserved_cpu", r.systemReservedCpu);
+  quantities("kubeReserved.cpu", kubelet.kubeReservedCpu, "kube_reserved_cpu", r.kubeReservedCpu);
+  quantities("systemReserved.memory", kubelet.systemReservedMemory, "system_reserved_memory", r.systemReservedMemory);
+  quantities("kubeReserved.memory", kubelet.kubeReservedMemory, "kube_reserved_memory", r.kubeReservedMemory);
+  if (!kubelet.evictionHardMemory) {
+    out.push_back("kubelet's evictionHard memory.available is " + kubelet.evictionHardMemoryText +
+                  ", a share of the node's memory: vrid's eviction_hard_memory is an amount; give kubelet one");
+  } else if (*kubelet.evictionHardMemory != r.evictionHardMemory) {
+    differ("evictionHard memory.available", kubelet.evictionHardMemoryText, "eviction_hard_memory",
+           r.evictionHardMemory.toString());
+  }
+  if (kubelet.cpuManagerPolicy != "none")
+    out.push_back("kubelet's cpuManagerPolicy is " + quoteForMessage(kubelet.cpuManagerPolicy) +
+                  ": VRI places the CPUs, so kubelet's must be none");
+  if (kubelet.memoryManagerPolicy != "None")
+    out.push_back("kubelet's memoryManagerPolicy is " + quoteForMessage(kubelet.memoryManagerPolicy) +
+                  ": VRI places NUMA memory, so kubelet's must be None");
+  const std::string policy(topologyPolicyName(config.topologyManager.policy));
+  if (kubelet.topologyManagerPolicy != policy)
+    differ("topologyManagerPolicy", quoteForMessage(kubelet.topologyManagerPolicy), "topology_manager_policy", policy);
+  const std::string scope = config.topologyScope == TopologyScope::kPod ? "pod" : "container";
+  if (kubelet.topologyManagerScope != scope)
+    differ("topologyManagerScope", quoteForMessage(kubelet.topologyManagerScope), "topology_manager_scope", scope);
+  if (kubelet.preferClosestNumaNodes != config.topologyManager.preferClosestNumaNodes)
+    differ("topologyManagerPolicyOptions prefer-closest-numa-nodes", kubelet.preferClosestNumaNodes ? "true" : "false",
+           "prefer_closest_numa_nodes", config.topologyManager.preferClosestNumaNodes ? "true" : "false");
+  if (!kubelet.cgroupsPerQos)
+    out.push_back("kubelet's cgroupsPerQOS is false: VRI places pods in kubelet's QoS cgroups, so it must be true");
+  const std::string root = "/" + config.layout.kubeletParent.str();
+  const std::string kubeletRoot = kubelet.cgroupRoot.size() > 1 && kubelet.cgroupRoot.ends_with("/")
+                                      ? kubelet.cgroupRoot.substr(0, kubelet.cgroupRoot.size() - 1)
+                                      : kubelet.cgroupRoot;
+  if (kubeletRoot != root) differ("cgroupRoot", quoteForMessage(kubelet.cgroupRoot), "kubelet_cgroup_root", root);
+  return out;
+}
+
+Result<void> checkKubeletConfig(const DaemonConfig& config) {
+  if (config.kubeletConfig.empty()) return {};
+  VRI_ASSIGN_OR_RETURN(std::string text, readWholeFile(config.kubeletConfig).context("kubelet_config"));
+  VRI_ASSIGN_OR_RETURN(KubeletSettings kubelet,
+                       parseKubeletConfig(text, config.kubeletConfig).context("kubelet_config"));
+  const std::vector<std::string> mismatches = kubeletMismatches(config, kubelet);
+  if (mismatches.empty()) return {};
+  std::string message = "kubelet_config " + config.kubeletConfig + " disagrees with vrid's configuration (" +
+                        std::to_string(mismatches.size()) + "): ";
+  for (size_t i = 0; i < mismatches.size(); ++i) message += (i ? "; " : "") + mismatches[i];
+  return Error::failedPrecondition(message + ". Set both alike: vrid admits pods against what kubelet reserves");
+}
+
+}  // namespace vri

@@ -61,7 +61,7 @@ version = 3
     runtime_type = "io.containerd.runc.v2"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
       SystemdCgroup = $systemd_cgroup
-      BinaryName = "/usr/bin/runc"
+      BinaryName = "/usr/sbin/runc"
 [plugins."io.containerd.nri.v1.nri"]
   disable = true
 EOF2
@@ -333,7 +333,8 @@ EOF2
     echo "$pod: released by vrid $released s after its manifest went, its sandbox removed $(( $(date +%s) - removed_at )) s after"
   done
   quiet_reconcile
-  leftover=$(find $cg/kubepods* -mindepth 2 -type d -name '*pod*' | head -3)
+  # Pod cgroups: kubepods[-qos]-pod<uid>.slice (systemd), pod<uid> (cgroupfs).
+  leftover=$(find $cg/kubepods* -type d \( -name '*-pod[0-9a-f]*.slice' -o -name 'pod[0-9a-f]*' \) | head -3)
   [ -z "$leftover" ] || fail "pod cgroups left behind: $leftover"
   v undefine ded-a >/dev/null
 }

@@ -177,6 +177,7 @@ Result<runtime::v1::CreateContainerResponse> CriShim::createContainer(const Call
   if (!node.ok()) return fromVrid("GetNode", node.error());
   auto allocation = vrid_.admitContainer(vridScope(kubelet), *admit);
   if (!allocation.ok()) return fromVrid("CreateContainer for " + who, allocation.error());
+  const auto vrid_writes = std::chrono::microseconds(allocation->cgroup_write_us());
 
   cri::applyAllocation(*allocation, *node, *create.mutable_config()->mutable_linux()->mutable_resources());
   auto created = timed([&] { return runtime_.createContainer(kubelet, create); });
@@ -186,12 +187,28 @@ Result<runtime::v1::CreateContainerResponse> CriShim::createContainer(const Call
   }
   admit->set_container_id(created->container_id());
   admit->clear_finished_containers();
-  if (auto bound = vrid_.admitContainer(vridScope(kubelet), *admit); !bound.ok()) {
+  auto bound = vrid_.admitContainer(vridScope(kubelet), *admit);
+  if (!bound.ok()) {
     takeDownContainer(created->container_id());
     if (allocation->is_new()) undoContainer(*admit);
     return fromVrid("the container id of " + who, bound.error());
   }
-  const auto vrid_writes = std::chrono::microseconds(allocation->cgroup_write_us());
+  // Another pod's exclusive grant between the admit and the bind narrows the shared pool while
+  // this container has no id in vrid yet, so the pool follower cannot see it: the runtime gets
+  // the pool as the bind found it, before kubelet starts the container.
+  if (bound->cpuset_cpus() != allocation->cpuset_cpus()) {
+    runtime::v1::UpdateContainerResourcesRequest update;
+    update.set_container_id(created->container_id());
+    cri::applyAllocation(*bound, *node, *update.mutable_linux());
+    if (auto updated = timed([&] { return runtime_.updateContainerResources(kubelet, update); }); !updated.ok()) {
+      takeDownContainer(created->container_id());
+      if (allocation->is_new()) undoContainer(*admit);
+      return updated.error();
+    }
+    options_.log("CreateContainer " + who + ": the shared pool changed while it was created, CPUs " +
+                 allocation->cpuset_cpus() + " -> " + bound->cpuset_cpus());
+    allocation = std::move(bound);
+  }
   options_.log("CreateContainer " + who + ": " + created->container_id() + " on CPUs " + allocation->cpuset_cpus() +
                (allocation->exclusive() ? " (exclusive)" : " (shared pool)") + "; shim and vrid " +
                millis(std::chrono::steady_clock::now() - start - in_runtime) + " (vrid's cgroup writes " +

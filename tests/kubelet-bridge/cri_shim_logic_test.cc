@@ -105,6 +105,33 @@ TEST_F(CriShimLogicTest, AnUnreachableVridIsUnavailableSayingNothingWasCreated) 
   EXPECT_THAT(runtime_.calls(), Not(Contains("RunPodSandbox")));
 }
 
+// A Guaranteed pod's grant narrows the shared pool while a shared container is being created:
+// vrid's bind answers with the pool as it is then, and the runtime gets it before the start.
+// (Found with a real kubelet starting two pods at once; the follower cannot see a container
+// whose id vrid does not know yet.)
+TEST_F(CriShimLogicTest, ASharedContainerCreatedWhileThePoolShrinksGetsThePoolAsTheBindFindsIt) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  vrid_.setSharedCpus("0-3");
+  runtime_.duringNextCreate([&] { vrid_.setSharedCpus("0,2-3"); });
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  EXPECT_EQ(runtime_.resourcesOf(created->container_id()).cpuset_cpus(), "0,2-3");
+  ASSERT_EQ(runtime_.updates().size(), 1u);
+  EXPECT_EQ(runtime_.updates()[0].container_id(), created->container_id());
+  EXPECT_THAT(log(), HasSubstr("the shared pool changed while it was created, CPUs 0-3 -> 0,2-3"));
+
+  // An update the runtime refuses takes the container down again: nothing runs on the old pool.
+  runtime_.duringNextCreate([&] {
+    vrid_.setSharedCpus("0");
+    runtime_.failNext("UpdateContainerResources", Error(ErrorCode::kUnavailable, "runtime restarting"));
+  });
+  auto refused = shim_.createContainer(kubeletCall(), create(sandbox, config, "second"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kUnavailable);
+  EXPECT_THAT(runtime_.calls(), Contains("RemoveContainer"));
+}
+
 // kubelet takes its cgroup driver from RuntimeConfig: the runtime's answer reaches it only when
 // the driver is vrid's (the fake vrid's node runs cgroupfs).
 TEST_F(CriShimLogicTest, RuntimeConfigPassesTheRuntimesAnswerOnlyWhenItsCgroupDriverIsVrids) {

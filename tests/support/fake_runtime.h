@@ -8,9 +8,11 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <condition_variable>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kubelet-bridge/runtime_client.h"
@@ -82,12 +84,22 @@ class FakeRuntime final : public RuntimeClient {
   }
   Result<runtime::v1::CreateContainerResponse> createContainer(const CallScope&,
                                                                const runtime::v1::CreateContainerRequest& r) override {
-    std::lock_guard lock(mutex_);
-    VRI_TRY(called("CreateContainer"));
-    if (!sandboxes_.count(r.pod_sandbox_id())) return Error::notFound("sandbox " + r.pod_sandbox_id());
     runtime::v1::CreateContainerResponse out;
-    out.set_container_id(makeContainer(r.pod_sandbox_id(), r.config()));
+    std::function<void()> during;
+    {
+      std::lock_guard lock(mutex_);
+      VRI_TRY(called("CreateContainer"));
+      if (!sandboxes_.count(r.pod_sandbox_id())) return Error::notFound("sandbox " + r.pod_sandbox_id());
+      out.set_container_id(makeContainer(r.pod_sandbox_id(), r.config()));
+      during = std::exchange(duringCreate_, nullptr);
+    }
+    if (during) during();
     return out;
+  }
+  // Runs once, inside the next create: what happens elsewhere on the node meanwhile.
+  void duringNextCreate(std::function<void()> action) {
+    std::lock_guard lock(mutex_);
+    duringCreate_ = std::move(action);
   }
   Result<void> updateContainerResources(const CallScope&,
                                         const runtime::v1::UpdateContainerResourcesRequest& r) override {
@@ -227,6 +239,7 @@ class FakeRuntime final : public RuntimeClient {
   }
 
   runtime::v1::CgroupDriver cgroupDriver_ = runtime::v1::CGROUPFS;
+  std::function<void()> duringCreate_;
   mutable std::mutex mutex_;
   std::condition_variable released_;
   bool holding_ = false;

@@ -39,3 +39,14 @@ scale_hook_deadline() {
   sed -i 's/^# timeout_ms = 3000$/timeout_ms = 15000/' /etc/vri/hook.conf
   grep -q '^timeout_ms = 15000$' /etc/vri/hook.conf || fail "could not scale the hook's deadline in /etc/vri/hook.conf"
 }
+
+# A VM's vCPU 0 as the kernel, libvirt and VRI see it; they must agree ($cg: the cgroup root). Prints the CPU.
+vm_cpu() { # name
+  pid=$(cat "/run/libvirt/qemu/$1.pid")
+  scope=$(sed -n 's|^0::\(.*\)/libvirt/emulator$|\1|p' "/proc/$pid/cgroup")
+  kernel=$(cat "$cg$scope/libvirt/vcpu0/cpuset.cpus.effective")
+  pin=$(v vcpupin "$1" | awk '$1 == "0" {print $2}')
+  ledger=$(vrictl dominfo "$1" | sed -n 's/^  vcpu0: *CPU \([0-9]*\).*/\1/p')
+  [ "$kernel" = "$pin" ] && [ "$kernel" = "$ledger" ] || fail "$1 disagrees: cgroup $kernel, vcpupin $pin, vrictl $ledger"
+  echo "$kernel"
+}

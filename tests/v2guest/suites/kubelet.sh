@@ -25,8 +25,11 @@ cg=/sys/fs/cgroup
 peers=$GUEST_IN/v2guest/peers
 manifests=/etc/kubernetes/manifests
 node=v2guest
-direct() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock "$@"; }
-pods_json() { curl -sf http://127.0.0.1:10265/pods; }
+# Every call is bounded: a peer that hangs fails the step that called it, with the journals.
+direct() { timeout 30 "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock "$@"; }
+vrictl() { timeout 30 /usr/bin/vrictl "$@"; }
+unit() { timeout 180 systemctl "$@" || fail "systemctl $* did not finish"; }
+pods_json() { curl -sf --max-time 10 http://127.0.0.1:10265/pods; }
 # kubelet's view of a pod's container: "<state> <containerd id> <restarts>", or its waiting reason and message.
 kubelet_view() { # pod container
   pods_json | jq -r --arg pod "$1-$node" --arg c "$2" '.items[] | select(.metadata.name == $pod)
@@ -180,18 +183,18 @@ run_scenarios() { # driver
   driver=$1
   step "[$driver] vrid, the shim and kubelet; kubelet's driver from RuntimeConfig through the shim"
   containerd_with "$driver"
-  systemctl restart containerd
+  unit restart containerd
   wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
   vrid_with "$driver" --init-ledger
-  systemctl restart vrid
+  unit restart vrid
   wait_for 120 "vrid" vrictl nodeinfo
   journalctl -u vrid -o cat | grep -q "kubelet_config /etc/kubernetes/kubelet.yaml agrees" ||
     fail "vrid did not check kubelet's configuration"
-  systemctl restart vri-cri-shim
+  unit restart vri-cri-shim
   wait_for 30 "the shim's socket" test -S /run/vri/cri.sock
   since=$(date '+%Y-%m-%d %H:%M:%S')
-  systemctl restart kubelet
-  wait_for 300 "kubelet's healthz" curl -sf http://127.0.0.1:10258/healthz
+  unit restart kubelet
+  wait_for 300 "kubelet's healthz" curl -sf --max-time 5 http://127.0.0.1:10258/healthz
   journalctl -u kubelet --since "$since" -o cat | grep -q "received from the CRI runtime\" cgroupDriver=\"$driver\"" ||
     fail "kubelet did not take the $driver driver from RuntimeConfig"
 
@@ -296,9 +299,9 @@ EOF2
   placements > /tmp/placed.txt
   cat /tmp/placed.txt
   for unit in kubelet vri-cri-shim vrid containerd; do
-    systemctl restart $unit
+    unit restart $unit
     case $unit in
-      kubelet) wait_for 300 "kubelet's healthz" curl -sf http://127.0.0.1:10258/healthz ;;
+      kubelet) wait_for 300 "kubelet's healthz" curl -sf --max-time 5 http://127.0.0.1:10258/healthz ;;
       vri-cri-shim) wait_for 30 "the shim's socket" test -S /run/vri/cri.sock ;;
       vrid) wait_for 120 "vrid" vrictl nodeinfo ;;
       containerd) wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'" ;;
@@ -310,12 +313,12 @@ EOF2
   done
 
   step "[$driver] vrid down for 30 s while kubelet starts a pod: nothing is created, the pod starts once vrid is back"
-  systemctl stop vrid
+  unit stop vrid
   manifest p3 burstable 100m
   sleep 30
   direct pods | grep -q " p3-$node " && fail "a sandbox for p3 was made without vrid: $(direct pods)"
   echo "after 30 s: kubelet shows p3's app as '$(kubelet_view p3 app)'; no sandbox"
-  systemctl start vrid
+  unit start vrid
   back=$(date +%s)
   wait_for 300 "p3 running after vrid returned" running p3
   echo "p3 running $(( $(date +%s) - back )) s after vrid returned: $(views p3)"
@@ -343,12 +346,12 @@ run_scenarios systemd
 
 step "a mismatch: containerd on cgroupfs, vrid on systemd; kubelet is refused its driver"
 containerd_with cgroupfs
-systemctl restart containerd
+unit restart containerd
 wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
 since=$(date '+%Y-%m-%d %H:%M:%S')
-systemctl restart kubelet
+unit restart kubelet
 wait_for 120 "kubelet's refusal" sh -c "journalctl -u kubelet --since '$since' -o cat | grep -q 'the runtime runs with the cgroupfs cgroup driver, vrid with systemd'"
-systemctl stop kubelet
+unit stop kubelet
 echo "kubelet: $(journalctl -u kubelet --since "$since" -o cat | grep -m1 'the runtime runs with')"
 
 run_scenarios cgroupfs

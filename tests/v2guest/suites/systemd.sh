@@ -38,18 +38,6 @@ ExecStart=/usr/sbin/vrid --config=/etc/vri/vrid.conf --cgroup-driver=systemd --s
 EOF2
 }
 
-
-# A VM's one vCPU as the kernel, libvirt and VRI see it; they must agree. Prints the CPU.
-vm_cpu() { # name
-  pid=$(cat "/run/libvirt/qemu/$1.pid")
-  scope=$(sed -n 's|^0::\(.*\)/libvirt/emulator$|\1|p' "/proc/$pid/cgroup")
-  kernel=$(cat "$cg$scope/libvirt/vcpu0/cpuset.cpus.effective")
-  pin=$(v vcpupin "$1" | awk '$1 == "0" {print $2}')
-  ledger=$(vrictl dominfo "$1" | sed -n 's/^  vcpu0: *CPU \([0-9]*\).*/\1/p')
-  [ "$kernel" = "$pin" ] && [ "$kernel" = "$ledger" ] || fail "$1 disagrees: cgroup $kernel, vcpupin $pin, vrictl $ledger"
-  echo "$kernel"
-}
-
 # A pod's container: its scope (a directory under kubepods.slice) from its id as vri-cri-client shows it.
 container_scope() { # pod
   id=$(containerd_ps | awk -v pod="$1" '$2 == pod && $3 == "app" {print $1}')

@@ -43,8 +43,9 @@ LedgerTotals podTotals(const PodRecord& pod) {
   t.sharedDemandMilli = pod.spec.overheadCpuMilli;  // it runs in the pod's cgroup, on the shared pool
   for (const auto& [name, c] : pod.containers) {
     t.podRequestMilli += c.spec.cpuRequestMilli;
-    // An init container that handed its exclusive CPUs on runs no more: it asks nothing of the shared pool.
-    const bool handed_on = c.spec.init && exclusiveCpusFor(pod.spec, c.spec) > 0;
+    // A container owed exclusive CPUs that holds none handed them on (it finished, as init containers
+    // do; CRI does not say which are init containers): it runs no more and asks nothing of the shared pool.
+    const bool handed_on = exclusiveCpusFor(pod.spec, c.spec) > 0;
     if (c.exclusive.empty() && !handed_on) {
       t.sharedDemandMilli += c.spec.cpuRequestMilli;
       ++t.sharedTenants;

@@ -167,6 +167,23 @@ TEST_F(LedgerRuntimeIdsTest, AFinishedContainerHandsItsCpuToTheNextAndIsPlacedAn
   expectInvariants();
 }
 
+// A container that handed its CPUs on asks nothing of the shared pool: the shim cannot tell an
+// init container from another (CRI does not say), so it is known by having handed them on.
+// (Found with a real kubelet: a finished init container's 1000m kept a Burstable pod out.)
+TEST_F(LedgerRuntimeIdsTest, AContainerThatHandedItsCpusOnAsksNothingOfTheSharedPool) {
+  ASSERT_TRUE(ledger_->bindSandbox(pod("p1"), "s1").ok());
+  ASSERT_TRUE(ledger_->admitContainer(pod("p1"), oneCpu("setup")).ok());  // not marked init: as the shim admits it
+  ASSERT_TRUE(ledger_->admitContainer(pod("p1"), oneCpu("app"), {"setup"}).ok());
+  StatePtr now = ledger_->state();
+  EXPECT_EQ(now->totals.sharedDemandMilli, 0);
+  EXPECT_EQ(now->totals.sharedTenants, 0);
+  // The two CPUs left are the shared pool's whole: a Burstable pod may ask for all of them.
+  auto burstable =
+      ledger_->admitContainer(pod("b1", QosClass::kBurstable), {"app", "", false, 2000, 0, std::nullopt, std::nullopt});
+  ASSERT_TRUE(burstable.ok()) << burstable.error().message();
+  expectInvariants();
+}
+
 TEST_F(LedgerRuntimeIdsTest, ARefusedHandOffChangesNothing) {
   ASSERT_TRUE(ledger_->admitContainer(pod("p1"), oneCpu("setup")).ok());
   // A shared tenant keeps two CPUs (the reserved one among them) in the shared pool: 2 are left, not 3.

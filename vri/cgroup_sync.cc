@@ -308,7 +308,8 @@ Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerStat
     for (const auto& [path, spec] : desired.cgroups) {
       if (spec.settings.empty() || !fs_.exists({cpusetHierarchy_, path})) continue;
       VRI_ASSIGN_OR_RETURN(std::vector<ControlFile> files, backend_->files(spec.settings));
-      std::erase_if(files, [&](const ControlFile& f) { return written.count({path, f.file}) > 0; });
+      const CgroupPath& dir = path;  // clang 14 captures no structured binding
+      std::erase_if(files, [&](const ControlFile& f) { return written.count({dir, f.file}) > 0; });
       if (files.empty()) continue;
       VRI_ASSIGN_OR_RETURN(bool kept, systemd_->keep(path, files));
       if (kept) ++lastUnitsKept_;

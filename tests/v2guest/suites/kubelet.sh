@@ -308,7 +308,9 @@ EOF2
       vrid) wait_for 120 "vrid" vrictl nodeinfo ;;
       containerd) wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'" ;;
     esac
-    sleep 15  # kubelet's sync loop and the shim's pool follower, under the emulation
+    # Settled when kubelet runs all three again and vrid's next reconcile, after the restart, repairs nothing.
+    for pod in g1 b1 s1; do wait_for 120 "$pod running after restarting $unit" running $pod; done
+    quiet_reconcile
     placements > /tmp/now.txt
     diff -u /tmp/placed.txt /tmp/now.txt || fail "restarting $unit moved or recreated a container"
     echo "after restarting $unit: the same"

@@ -98,17 +98,20 @@ boot_guest() {
 set +e
 boot_guest
 rc=$?
-if [ "$rc" = 98 ]; then
-  # The emulator, not the suite: one CPU of the guest locked up (run-guest.sh). Once more, from nothing.
-  cp "$out/console.log" "$build/v2guest/console-$suite-locked-up.log"
-  stage boot "an emulated CPU locked up (console kept in $build/v2guest/console-$suite-locked-up.log); booting once more"
+if [ "$rc" = 98 ] || [ "$rc" = 97 ]; then
+  # The emulator, not the suite: one CPU of the guest locked up (98) or QEMU itself aborted (97)
+  # (run-guest.sh). Once more, from nothing.
+  why="an emulated CPU locked up"; [ "$rc" = 97 ] && why="QEMU aborted"
+  cp "$out/console.log" "$build/v2guest/console-$suite-emulator-failed.log"
+  stage boot "$why (console kept in $build/v2guest/console-$suite-emulator-failed.log); booting once more"
   boot_guest
   rc=$?
 fi
 set -e
 [ -f "$out/output.log" ] && cat "$out/output.log"
 stage suite "guest finished in $(( $(date +%s) - boot )) s with rc $rc"
-[ "$rc" = 98 ] && fail boot "an emulated CPU locked up twice" "$out/console.log"
+[ "$rc" = 98 ] && fail boot "an emulated CPU locked up (after one more boot)" "$out/console.log"
+[ "$rc" = 97 ] && fail boot "QEMU aborted (after one more boot)" "$out/console.log"
 [ "$rc" = 99 ] && fail boot "no result came back from the guest" "$out/console.log"
 [ "$rc" = 0 ] || fail suite "rc $rc (the journal: $out/journal.txt)" "$out/journal.txt"
 stage suite passed

@@ -59,12 +59,18 @@ Result<CgroupMounts> parseMountInfo(std::string_view text) {
     }
     size_t dash = 0;
     while (dash < fields.size() && fields[dash] != "-") ++dash;
-    if (dash < 5 || dash + 3 > fields.size()) {
+    // After the separator: the file system type, the source and the super options (read below).
+    if (dash < 5 || dash + 4 > fields.size()) {
       return Error::invalidArgument("mountinfo line " + std::to_string(line_number) +
                                     " is malformed: " + quoteForMessage(line));
     }
     const std::string_view fstype = fields[dash + 1];
     const std::string mount_point = unescapeOctal(fields[4]);
+    // The kernel writes absolute paths; anything else would be taken relative to vrid's working directory.
+    if (!mount_point.starts_with('/') || mount_point.find('\0') != std::string::npos) {
+      return Error::invalidArgument("mountinfo line " + std::to_string(line_number) + ": the mount point " +
+                                    quoteForMessage(mount_point) + " is not an absolute path");
+    }
     if (fstype == "cgroup2") {
       if (mounts.unified.empty()) mounts.unified = mount_point;
     } else if (fstype == "cgroup") {

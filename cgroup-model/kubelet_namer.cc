@@ -70,6 +70,10 @@ class SystemdNamer : public KubeletNamer {
   }
   Result<CgroupPath> pod(QosClass qos_class, std::string_view uid) const override {
     VRI_TRY(validatePodUid(uid));
+    // kubelet writes '-' as '_' here, so "a_b" and "a-b" would share one slice.
+    if (uid.find('_') != std::string_view::npos)
+      return Error::invalidArgument("pod UID " + quoteForMessage(uid) +
+                                    " has '_', which the systemd cgroup driver's slice names cannot tell from '-'");
     std::string escaped(uid);
     std::replace(escaped.begin(), escaped.end(), '-', '_');
     const std::string prefix =
@@ -93,6 +97,8 @@ class SystemdNamer : public KubeletNamer {
   std::optional<std::string> containerIdOf(std::string_view name) const override {
     if (!name.ends_with(".scope")) return std::nullopt;
     const std::string_view unit = name.substr(0, name.size() - 6);
+    // This node's runtime's prefix first: an id may hold '-' itself ("cri-containerd-a-b.scope" is "a-b").
+    if (const std::string own = runtimePrefix_ + "-"; unit.starts_with(own)) return validId(unit.substr(own.size()));
     const size_t dash = unit.rfind('-');
     if (dash == std::string_view::npos) return std::nullopt;
     return validId(unit.substr(dash + 1));

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "cgroup-model/owned_path.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
@@ -63,6 +64,8 @@ Result<std::unique_ptr<SocketClaim>> SocketClaim::take(const std::string& path) 
     if (ec) return Error::fromErrno(ec.value(), "creating " + parent.string());
     ::chmod(parent.c_str(), 0755);  // made by this process: its mode is ours to set
   }
+  // Whoever may write the directory could put a socket of their own where clients look for this one.
+  VRI_TRY(refuseWritableByOthers(parent.empty() ? "." : parent.string(), "the directory of " + path));
   const std::string lock_path = path + ".lock";
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Error::fromErrno(errno, "opening " + lock_path);
@@ -95,15 +98,20 @@ SocketClaim::~SocketClaim() {
   ::close(lockFd_);  // the lock file stays: removing it would let two processes hold "the" lock at once
 }
 
+Result<gid_t> groupId(const std::string& group) {
+  std::vector<char> buffer(16384);
+  struct group entry {};
+  struct group* found = nullptr;
+  const int err = ::getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found);
+  if (err != 0) return Error::fromErrno(err, "looking up group " + quoteForMessage(group));
+  if (found == nullptr) return Error::invalidArgument("no group named " + quoteForMessage(group));
+  return found->gr_gid;
+}
+
 Result<void> setSocketAccess(const std::string& path, mode_t mode, const std::string& group) {
   if (!group.empty()) {
-    std::vector<char> buffer(16384);
-    struct group entry {};
-    struct group* found = nullptr;
-    const int err = ::getgrnam_r(group.c_str(), &entry, buffer.data(), buffer.size(), &found);
-    if (err != 0) return Error::fromErrno(err, "looking up group " + group);
-    if (found == nullptr) return Error::invalidArgument("admin_group: no group named " + quoteForMessage(group));
-    if (::chown(path.c_str(), static_cast<uid_t>(-1), found->gr_gid) != 0)
+    VRI_ASSIGN_OR_RETURN(const gid_t gid, groupId(group));
+    if (::chown(path.c_str(), static_cast<uid_t>(-1), gid) != 0)
       return Error::fromErrno(errno, "chgrp " + group + " " + path);
   }
   if (::chmod(path.c_str(), mode) != 0) return Error::fromErrno(errno, "chmod " + path);

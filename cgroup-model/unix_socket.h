@@ -44,6 +44,9 @@ class SocketClaim {
   ino_t inode_ = 0;
 };
 
+// The id of the group named `group`; INVALID_ARGUMENT when there is none.
+Result<gid_t> groupId(const std::string& group);
+
 // chmod to `mode`, and chgrp to `group` when it is not empty.
 Result<void> setSocketAccess(const std::string& path, mode_t mode, const std::string& group);
 

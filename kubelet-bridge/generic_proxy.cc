@@ -14,6 +14,13 @@ namespace {
 
 class ProxyCall;
 
+// Refused from its size alone, before anything reads it or sends it on.
+grpc::Status tooLarge(const grpc::ByteBuffer& message, size_t limit) {
+  return grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                      "vri-cri-shim: the request is " + std::to_string(message.Length()) + " bytes, more than the " +
+                          std::to_string(limit) + " accepted");
+}
+
 // The caller's side of one call.
 class Downstream final : public grpc::ServerGenericBidiReactor {
  public:
@@ -52,11 +59,11 @@ class Upstream final : public grpc::ClientBidiReactor<grpc::ByteBuffer, grpc::By
 // call before the caller's half-close arrives).
 class ProxyCall {
  public:
-  ProxyCall(grpc::GenericStub& stub, grpc::GenericCallbackServerContext* server)
+  ProxyCall(grpc::GenericStub& stub, grpc::GenericCallbackServerContext* server, size_t maxRequestBytes)
       // Not linked: the upstream call's context may outlive the caller's call
       // (it goes with the last side done); the caller's cancellation is
       // carried by Downstream::OnCancel.
-      : server_(server), client_(upstreamContext(*server, false)) {
+      : server_(server), client_(upstreamContext(*server, false)), maxRequestBytes_(maxRequestBytes) {
     stub.PrepareBidiStreamingCall(client_.get(), server->method(), grpc::StubOptions(), &up_);
   }
 
@@ -69,6 +76,16 @@ class ProxyCall {
 
   // The caller sent a message (forward it) or half-closed (forward that).
   void clientMessage(bool ok) {
+    if (ok && fromClient_.Length() > maxRequestBytes_) {
+      // Not sent on: the upstream call is cancelled and the caller gets this status instead of its.
+      {
+        MutexLock lock(mutex_);
+        refused_ = tooLarge(fromClient_, maxRequestBytes_);
+      }
+      client_->TryCancel();
+      releaseHold();
+      return;
+    }
     {
       MutexLock lock(mutex_);
       if (!ok && halfClosed_) return;
@@ -187,7 +204,7 @@ class ProxyCall {
       MutexLock lock(mutex_);
       if (!upstreamDone_ || writingDown_ || finished_) return;
       finished_ = true;
-      status = status_;
+      status = refused_.ok() ? status_ : refused_;
     }
     for (const auto& [key, value] : client_->GetServerTrailingMetadata()) {
       const std::string name(key.data(), key.size());
@@ -201,6 +218,7 @@ class ProxyCall {
   Downstream down_{*this};
   Upstream up_{*this};
   grpc::ByteBuffer fromClient_, fromUpstream_;
+  const size_t maxRequestBytes_;
   Mutex mutex_;
   bool halfClosed_ VRI_GUARDED_BY(mutex_) = false;   // the caller's half-close was forwarded
   bool writingDown_ VRI_GUARDED_BY(mutex_) = false;  // a message to the caller is in flight
@@ -210,6 +228,7 @@ class ProxyCall {
   bool holdReleasing_ VRI_GUARDED_BY(mutex_) = false;
   bool holdReleased_ VRI_GUARDED_BY(mutex_) = false;
   grpc::Status status_ VRI_GUARDED_BY(mutex_);
+  grpc::Status refused_ VRI_GUARDED_BY(mutex_);  // not OK: what the caller gets, whatever the upstream said
   int sidesDone_ VRI_GUARDED_BY(mutex_) = 0;
 };
 
@@ -227,14 +246,22 @@ void Upstream::OnDone(const grpc::Status& status) { call_.upstreamDone(status); 
 class HandledCall final : public grpc::ServerGenericBidiReactor {
  public:
   HandledCall(grpc::GenericCallbackServerContext* context, const UnaryHandler& handler, WorkerPool& workers,
-              CallsInFlight& inFlight)
-      : context_(*context), handler_(handler), workers_(workers), inFlight_(inFlight) {
+              CallsInFlight& inFlight, size_t maxRequestBytes)
+      : context_(*context),
+        handler_(handler),
+        workers_(workers),
+        inFlight_(inFlight),
+        maxRequestBytes_(maxRequestBytes) {
     inFlight_.enter();
     StartRead(&request_);
   }
   void OnReadDone(bool ok) override {
     if (!ok) {
       Finish(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "no request message"));
+      return;
+    }
+    if (request_.Length() > maxRequestBytes_) {
+      Finish(tooLarge(request_, maxRequestBytes_));
       return;
     }
     workers_.post([this] {
@@ -256,21 +283,25 @@ class HandledCall final : public grpc::ServerGenericBidiReactor {
   const UnaryHandler& handler_;
   WorkerPool& workers_;
   CallsInFlight& inFlight_;
+  const size_t maxRequestBytes_;
   grpc::ByteBuffer request_, reply_;
 };
 
 }  // namespace
 
 GenericProxy::GenericProxy(std::shared_ptr<grpc::Channel> upstream, std::map<std::string, UnaryHandler> handlers,
-                           WorkerPool* workers)
-    : stub_(std::move(upstream)), handlers_(std::move(handlers)), workers_(workers) {}
+                           WorkerPool* workers, size_t maxRequestBytes)
+    : stub_(std::move(upstream)),
+      handlers_(std::move(handlers)),
+      workers_(workers),
+      maxRequestBytes_(maxRequestBytes) {}
 
 grpc::ServerGenericBidiReactor* GenericProxy::CreateReactor(grpc::GenericCallbackServerContext* context) {
   if (workers_ != nullptr) {
     if (const auto handled = handlers_.find(context->method()); handled != handlers_.end())
-      return new HandledCall(context, handled->second, *workers_, handledInFlight_);
+      return new HandledCall(context, handled->second, *workers_, handledInFlight_, maxRequestBytes_);
   }
-  return (new ProxyCall(stub_, context))->start();
+  return (new ProxyCall(stub_, context, maxRequestBytes_))->start();
 }
 
 }  // namespace vri

@@ -10,6 +10,10 @@
 // Unary methods named in `handlers` are not passed through: the handler gets
 // the request's bytes on one of `workers`' threads (where it may block on its
 // own calls upstream) and answers with the reply's bytes or a status.
+//
+// A request message larger than `maxRequestBytes` is refused (RESOURCE_EXHAUSTED)
+// before a handler parses it or the upstream sees it, whatever receive limit the
+// server it is registered on has (the shim's has the same, and gRPC refuses first).
 #pragma once
 
 #include <grpcpp/channel.h>
@@ -18,6 +22,7 @@
 
 #include <atomic>
 #include <functional>
+#include <limits>
 #include <map>
 #include <memory>
 #include <string>
@@ -34,7 +39,7 @@ class GenericProxy : public grpc::CallbackGenericService {
  public:
   // `workers` (not owned) must outlive the server when `handlers` is not empty.
   explicit GenericProxy(std::shared_ptr<grpc::Channel> upstream, std::map<std::string, UnaryHandler> handlers = {},
-                        WorkerPool* workers = nullptr);
+                        WorkerPool* workers = nullptr, size_t maxRequestBytes = std::numeric_limits<size_t>::max());
 
   grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext* context) override;
 
@@ -48,6 +53,7 @@ class GenericProxy : public grpc::CallbackGenericService {
   grpc::GenericStub stub_;  // holds the upstream channel
   const std::map<std::string, UnaryHandler> handlers_;
   WorkerPool* workers_;
+  const size_t maxRequestBytes_;
   CallsInFlight handledInFlight_;
 };
 

@@ -10,6 +10,7 @@
 // version, its memory nodes) it asks vrid. SIGTERM or SIGINT stops it.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -104,6 +105,9 @@ int main(int argc, char** argv) {
     if (path->empty() || (*path)[0] != '/') return usage("socket paths must be absolute");
   }
 
+  // The socket appears with this mask's mode (0600): nobody but root connects, ever,
+  // since whoever can create containers through it can take any CPU.
+  ::umask(077);
   // The listening path first: a second shim on it stops here, before it follows
   // the pool or adopts anything, and never removes a socket it did not create.
   auto claim = vri::SocketClaim::take(listen);
@@ -128,7 +132,7 @@ int main(int argc, char** argv) {
   options.log = logLine;
   vri::WorkerPool pool(workers);
   vri::CriShim shim(runtime, vrid_client, options);
-  vri::GenericProxy proxy(channelTo(containerd), shim.handlers(), &pool);
+  vri::GenericProxy proxy(channelTo(containerd), shim.handlers(), &pool, kMessageLimit);
   vri::SharedPoolFollowerOptions following;
   following.log = logLine;
   following.kubeletCalls = &proxy.handledCalls();
@@ -150,6 +154,10 @@ int main(int argc, char** argv) {
   }
   if (auto bound = (*claim)->bound(); !bound.ok()) {
     std::fprintf(stderr, "vri-cri-shim: %s\n", bound.error().message().c_str());
+    return 1;
+  }
+  if (auto access = vri::setSocketAccess(listen, 0600, ""); !access.ok()) {
+    std::fprintf(stderr, "vri-cri-shim: %s\n", access.error().message().c_str());
     return 1;
   }
   std::printf("vri-cri-shim: serving %s, forwarding to %s, allocations from %s; ready\n", listen.c_str(),

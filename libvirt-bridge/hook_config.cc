@@ -2,9 +2,11 @@
 
 #include <cerrno>
 #include <charconv>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "cgroup-model/owned_path.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
@@ -68,9 +70,15 @@ Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file)
 Result<HookConfig> loadHookConfig(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
-    if (errno == ENOENT) return HookConfig{};
-    return Error::fromErrno(errno, "read " + path);
+    if (errno != ENOENT) return Error::fromErrno(errno, "read " + path);
+    // No file: the defaults, unless someone else could put one there.
+    const std::string directory = std::filesystem::path(path).parent_path();
+    if (std::error_code ec; !directory.empty() && std::filesystem::exists(directory, ec))
+      VRI_TRY(refuseWritableByOthers(directory, "hook config's directory"));
+    return HookConfig{};
   }
+  // Whoever may write it decides where the hook sends VMs and whether they start.
+  VRI_TRY(refuseFileWritableByOthers(path, "hook config"));
   std::ostringstream text;
   text << in.rdbuf();
   return parseHookConfig(text.str(), path);

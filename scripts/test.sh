@@ -12,7 +12,8 @@
 #   3. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
 #      under QEMU's emulation once per suite (after the host tests: emulation takes both cores);
 #      the `node` suite installs the package there beside libvirt, machined and AppArmor,
-#   4. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer,
+#   4. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer, with
+#      the fuzz targets (fuzz/): their corpora replayed, then a short fuzzing run that only reports,
 #   5. the unit tests that run no real gRPC built with clang and ThreadSanitizer.
 # Prints how long each stage took.
 set -euo pipefail
@@ -72,9 +73,17 @@ same_tests() { # label-regex build-dir
     <(ctest --test-dir "$2" -N -L "$1" | sed -n 's/^ *Test *#[0-9]*: //p' | sort) ||
     { echo "$2 lacks the tests above (label $1): add their programs to tests-<label>" >&2; return 1; }
 }
-stage "build (clang, ASan+UBSan)" env CXX=clang++ CC=clang VRI_BUILD_TARGETS="tests-unit tests-unit-grpc" \
-  scripts/build.sh build-asan -DVRI_SANITIZE=address,undefined -DVRI_BUILD_BENCHMARKS=OFF
+stage "build (clang, ASan+UBSan, fuzz targets)" env CXX=clang++ CC=clang \
+  VRI_BUILD_TARGETS="tests-unit tests-unit-grpc tests-fuzz" \
+  scripts/build.sh build-asan -DVRI_SANITIZE=address,undefined -DVRI_FUZZ=ON -DVRI_BUILD_BENCHMARKS=OFF
 stage "check (ASan+UBSan build holds every unit test)" same_tests unit build-asan
+# Every committed fuzz input once (corpora and the regressions of past findings): blocks.
+stage "fuzz (replay corpora and regressions)" env ASAN_OPTIONS=detect_leaks=1 \
+  ctest --test-dir build-asan -L fuzz -j "$jobs" --output-on-failure
+# A short run from the corpora with a fixed seed: reported, never blocking (a finding is for a
+# person to reduce, fix and add to fuzz/regressions/).
+fuzz_short() { scripts/fuzz.sh --seed 1 15 || echo "fuzz: a finding above; the short run reports it and does not fail"; }
+stage "fuzz (15 s per target, seed 1; reports only)" fuzz_short
 stage "test (clang, ASan+UBSan, unit)" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -L unit -j "$jobs" --output-on-failure
 # ThreadSanitizer: a third build. The `unit` tests only: those labelled `unit-grpc` run real gRPC,

@@ -296,13 +296,16 @@ std::vector<ConfigOption> buildOptions() {
                },
                [](const DaemonConfig& c) { return Quantity::fromMilli(c.sharedVcpuMilli).toString(); }});
   // The service.
-  o.push_back(
-      stringOption("socket", "/run/vri/vri.sock", "the read-only socket (mode 0666)", &DaemonConfig::socket, true));
+  o.push_back(stringOption("socket", "/run/vri/vri.sock",
+                           "the read-only socket (mode 0600, root's; 0660 with socket_group)", &DaemonConfig::socket,
+                           true));
+  o.push_back(stringOption("socket_group", "",
+                           "a group whose members may read through the read-only socket (a monitoring agent); "
+                           "empty: root only",
+                           &DaemonConfig::socketGroup, false));
   o.push_back(stringOption("admin_socket", "/run/vri/admin.sock",
-                           "the admin socket (mode 0660), the only one that accepts changes",
+                           "the admin socket (mode 0600, root's alone), the only one that accepts changes",
                            &DaemonConfig::adminSocket, true));
-  o.push_back(stringOption("admin_group", "", "the group that owns the admin socket; empty: vrid's own group",
-                           &DaemonConfig::adminGroup, false));
   o.push_back({"max_request_bytes", "1048576", "larger requests are refused with RESOURCE_EXHAUSTED", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 1024, 64 << 20));
@@ -379,7 +382,15 @@ const ConfigOption* findConfigOption(std::string_view name) {
   return nullptr;
 }
 
+std::optional<std::string> removedConfigOption(std::string_view name) {
+  if (name == "admin_group")
+    return "admin_group is no more: the admin socket is root's alone (mode 0600), because whoever can connect to it "
+           "moves placement; give a monitoring agent the read-only socket with socket_group";
+  return std::nullopt;
+}
+
 Result<void> setConfigOption(DaemonConfig& config, std::string_view name, const std::string& value) {
+  if (auto removed = removedConfigOption(name)) return Error::invalidArgument(*removed);
   const ConfigOption* option = findConfigOption(name);
   if (option == nullptr) return Error::invalidArgument("unknown option " + quoteForMessage(name));
   return option->set(config, value).context(std::string(name));

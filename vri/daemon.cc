@@ -12,6 +12,7 @@
 
 #include "accounting/hwloc_topology.h"
 #include "accounting/sqlite_ledger_store.h"
+#include "cgroup-model/owned_path.h"
 #include "cgroup-model/sd_bus_units.h"
 #include "cgroup-model/unit_ownership.h"
 #include "cgroup-model/unix_socket.h"
@@ -128,6 +129,14 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_TRY(checkKubeletConfig(config));
   if (!config.kubeletConfig.empty())
     log.info("kubelet_config " + config.kubeletConfig + " agrees with vrid's settings");
+  if (!config.socketGroup.empty()) VRI_TRY(groupId(config.socketGroup).context("socket_group"));
+  // Directories others may write are refused before anything is claimed (SocketClaim checks again as it
+  // takes each socket, and creates the directories that are missing).
+  for (const std::string* socket : {&config.socket, &config.adminSocket}) {
+    const std::string directory = std::filesystem::path(*socket).parent_path();
+    if (std::error_code ec; !directory.empty() && std::filesystem::exists(directory, ec))
+      VRI_TRY(refuseWritableByOthers(directory, "the directory of " + *socket));
+  }
 
   // Every exclusive resource before anything else: the state directory, then
   // the sockets. A second vrid on either stops here, before it reads the ledger
@@ -210,9 +219,10 @@ Result<void> Daemon::serve() {
     mode_t mode;
     std::string group;
   };
-  for (Endpoint e :
-       {Endpoint{config_.socket, *readOnlyService_, readOnlyServer_, *readOnlyClaim_, 0666, ""},
-        Endpoint{config_.adminSocket, *adminService_, adminServer_, *adminClaim_, 0660, config_.adminGroup}}) {
+  for (Endpoint e : {Endpoint{config_.socket, *readOnlyService_, readOnlyServer_, *readOnlyClaim_,
+                              config_.socketGroup.empty() ? mode_t{0600} : mode_t{0660}, config_.socketGroup},
+                     // Never to a group: whoever connects here moves placement.
+                     Endpoint{config_.adminSocket, *adminService_, adminServer_, *adminClaim_, 0600, ""}}) {
     grpc::ServerBuilder builder;
     builder.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     builder.RegisterService(&e.service);

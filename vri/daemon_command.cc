@@ -1,5 +1,6 @@
 // vrid's command line: flags named after the options, --config, --help and --print-config.
 #include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/owned_path.h"
 #include "cgroup-model/quote.h"
 #include "vri/daemon_config.h"
 
@@ -59,6 +60,8 @@ Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
     if (name == "config") {
       command.configPath = *value;
       command.configPathGiven = true;
+    } else if (auto removed = removedConfigOption(name)) {
+      return Error::invalidArgument("--" + name + ": " + *removed);
     } else if (findConfigOption(name) == nullptr) {
       return Error::invalidArgument("unknown flag " + quoteForMessage(flag) + " (see --help)");
     } else {
@@ -72,6 +75,8 @@ Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command) {
   DaemonConfig config = defaultConfig();
   auto text = readWholeFile(command.configPath);
   if (text.ok()) {
+    // Whoever may write it decides placement.
+    VRI_TRY(refuseFileWritableByOthers(command.configPath, "config"));
     VRI_TRY(applyConfigText(config, *text, command.configPath));
   } else if (command.configPathGiven || text.error().code() != ErrorCode::kNotFound) {
     return text.error();

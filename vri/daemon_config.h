@@ -57,7 +57,7 @@ struct DaemonConfig {
   // The service.
   std::string socket;
   std::string adminSocket;
-  std::string adminGroup;  // empty: the daemon's own group
+  std::string socketGroup;  // may read through `socket`; empty: root only
   int maxRequestBytes = 0;
   std::string stateDir;
   Durability durability = Durability::kNormal;
@@ -87,6 +87,8 @@ struct ConfigOption {
 // Every option, in the order the documentation lists them.
 const std::vector<ConfigOption>& configOptions();
 const ConfigOption* findConfigOption(std::string_view name);  // null: no such option
+// Why an option that once was is not any more, so that an old config file is refused with the reason.
+std::optional<std::string> removedConfigOption(std::string_view name);
 Result<void> setConfigOption(DaemonConfig& config, std::string_view name, const std::string& value);
 
 // Every option at its default.

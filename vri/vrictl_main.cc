@@ -1,7 +1,9 @@
 // vrictl: administers vrid the way virsh administers libvirt.
 #include <google/protobuf/util/json_util.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -86,8 +88,15 @@ int main(int argc, char** argv) {
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(5));
   const auto failed = [&](const grpc::Status& status) {
-    if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-        status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
+    if ((status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) &&
+        ::access(o.socket.c_str(), W_OK) != 0 && errno == EACCES)
+      std::fprintf(stderr,
+                   "vrictl: %s is not open to this user: vrid's sockets are root's, and the read-only one also its "
+                   "socket_group's when vrid.conf names one\n",
+                   o.socket.c_str());
+    else if (status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+             status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED)
       std::fprintf(stderr, "vrictl: cannot reach vrid at %s: %s\n", target.c_str(), status.error_message().c_str());
     else
       std::fprintf(stderr, "vrictl: %s\n", status.error_message().c_str());

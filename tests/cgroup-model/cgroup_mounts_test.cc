@@ -55,6 +55,17 @@ TEST(CgroupMountsTest, UnescapesMountPointsAndRefusesMalformedLines) {
   ASSERT_TRUE(mounts.ok());
   EXPECT_EQ(mounts->v1.at("cpuset"), "/mnt/with space");
   EXPECT_THAT(parseMountInfo("1 2 0:1 / /x rw cgroup cgroup rw,cpuset\n").error().message(), HasSubstr("malformed"));
+  // Found by fuzz/proc_fuzz: a cgroup line that ends after its source had its super options read past the end.
+  EXPECT_THAT(parseMountInfo("1 2 0:1 / /x rw - cgroup cgroup\n").error().message(), HasSubstr("malformed"));
+  // Found by fuzz/proc_fuzz (fuzz/regressions/proc_fuzz/): a mount point that is not an absolute path would be
+  // taken relative to vrid's working directory.
+  for (const char* line :
+       {"1 2 0:1 / sys/fs/cgroup rw - cgroup2 cgroup2 rw\n", "1 2 0:1 / cpuset rw - cgroup cgroup rw,cpuset\n",
+        "1 2 0:1 / /a\\000b rw - cgroup2 x rw\n"}) {
+    const auto refused = parseMountInfo(line);
+    ASSERT_FALSE(refused.ok()) << line;
+    EXPECT_THAT(refused.error().message(), HasSubstr("is not an absolute path")) << line;
+  }
   EXPECT_EQ(*parseCgroupVersion("v2"), CgroupVersion::kV2);
   EXPECT_FALSE(parseCgroupVersion("2").ok());
 }

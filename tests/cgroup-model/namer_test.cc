@@ -87,6 +87,32 @@ TEST(KubeletNamerTest, RefusesHostileIdentities) {
   }
 }
 
+// Found by fuzz/names_fuzz (fuzz/regressions/names_fuzz/): kubelet's systemd driver writes a UID's '-' as '_',
+// so a UID with '_' would share its slice with another pod's; cgroupfs keeps the UID as it is.
+TEST(KubeletNamerTest, UnderSystemdAPodUidWithAnUnderscoreIsRefusedNotConfusedWithAnother) {
+  const auto systemd = makeKubeletNamer(KubeletDriver::kSystemd);
+  const auto refused = systemd->pod(QosClass::kBurstable, "9d2bc3_9356");
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("cannot tell from '-'"));
+  const auto slice = systemd->pod(QosClass::kBurstable, "9d2bc3-9356");
+  ASSERT_TRUE(slice.ok());
+  EXPECT_EQ(systemd->podUidOf(QosClass::kBurstable, slice->leaf()), "9d2bc3-9356");
+  const auto cgroupfs = makeKubeletNamer(KubeletDriver::kCgroupfs);
+  const auto dir = cgroupfs->pod(QosClass::kBurstable, "9d2bc3_9356");
+  ASSERT_TRUE(dir.ok());
+  EXPECT_EQ(cgroupfs->podUidOf(QosClass::kBurstable, dir->leaf()), "9d2bc3_9356");
+}
+
+// Found by fuzz/names_fuzz: under systemd a container id with '-' read back as its last part.
+TEST(KubeletNamerTest, UnderSystemdAContainerIdWithADashReadsBackWhole) {
+  const auto systemd = makeKubeletNamer(KubeletDriver::kSystemd);
+  const auto scope = systemd->container(QosClass::kBurstable, kUid, "ri-containe");
+  ASSERT_TRUE(scope.ok());
+  EXPECT_EQ(scope->leaf(), "cri-containerd-ri-containe.scope");
+  EXPECT_EQ(systemd->containerIdOf(scope->leaf()), "ri-containe");
+  EXPECT_EQ(systemd->containerIdOf("crio-0123abcd.scope"), "0123abcd");  // another runtime's scope still reads
+}
+
 TEST(LibvirtNamerTest, MachineNamesAreLossy) {
   EXPECT_EQ(libvirtMachineName(3, "tiny"), "qemu-3-tiny");
   EXPECT_EQ(libvirtMachineName(7, "web_01.prod"), "qemu-7-web01.prod");

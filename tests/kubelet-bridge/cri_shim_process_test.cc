@@ -3,13 +3,16 @@
 // path is neither served on nor removed; a stopped shim removes only the socket
 // it bound. No containerd or vrid is needed to start: their channels connect lazily.
 #include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <filesystem>
 #include <fstream>
 
 #include "cgroup-model/unix_socket.h"
+#include "kubelet-bridge/cri.grpc.pb.h"
 #include "tests/support/eventually.h"
 #include "tests/vri/vrid_process.h"
 
@@ -62,6 +65,49 @@ class Shim {
   pid_t pid_;
   int exitCode_ = -1;
 };
+
+// Whoever can create containers through the shim can take any CPU: its socket is its user's alone,
+// and a directory others may write (where they could put a socket of their own) is refused.
+TEST(CriShimProcessTest, ItsSocketIsItsUsersAloneInADirectoryNobodyElseWrites) {
+  testing::TempDir tmp;
+  ASSERT_EQ(::mkdir(tmp.sub("run").c_str(), 0755), 0);
+  const std::string listen = tmp.sub("run/cri.sock");
+  {
+    Shim shim(tmp, "shim", listen);
+    ASSERT_TRUE(shim.ready()) << shim.log();
+    struct stat st {};
+    ASSERT_EQ(::stat(listen.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+  }
+  ASSERT_EQ(::chmod(tmp.sub("run").c_str(), 01777), 0);
+  Shim refused(tmp, "refused", listen);
+  EXPECT_FALSE(refused.ready());
+  EXPECT_EQ(refused.stop(), 1);
+  EXPECT_THAT(refused.log(), HasSubstr("the directory of " + listen + ": " + tmp.sub("run") +
+                                       " may be written by everyone (mode 1777)"));
+}
+
+// A request above the shim's 64 MiB limit is refused before the shim parses it (CreateContainer,
+// which the shim handles: nothing is asked of vrid, which is absent here and would answer
+// UNAVAILABLE) or sends it on.
+TEST(CriShimProcessTest, ARequestAboveTheLimitIsRefusedBeforeItIsRead) {
+  testing::TempDir tmp;
+  const std::string listen = tmp.sub("run/cri.sock");
+  Shim shim(tmp, "shim", listen);
+  ASSERT_TRUE(shim.ready()) << shim.log();
+  auto stub =
+      runtime::v1::RuntimeService::NewStub(grpc::CreateChannel("unix:" + listen, grpc::InsecureChannelCredentials()));
+  runtime::v1::CreateContainerRequest request;
+  request.set_pod_sandbox_id(std::string((64 << 20) + 1, 'x'));
+  runtime::v1::CreateContainerResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30 * testing::timeScale()));
+  const grpc::Status status = stub->CreateContainer(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+  // gRPC's receive limit (set on the shim's server) answers first, from the message's length prefix.
+  EXPECT_THAT(status.error_message(), HasSubstr("larger than max (67108870 vs. 67108864)"));
+  EXPECT_THAT(shim.log(), ::testing::Not(HasSubstr("CreateContainer")));
+}
 
 TEST(CriShimProcessTest, ASecondShimOnALiveShimsPathStopsAndLeavesItsSocket) {
   testing::TempDir tmp;

@@ -268,5 +268,45 @@ TEST(GenericProxyHandlersTest, AHandledMethodRunsOnTheWorkersWhileOtherCallsGoOn
   upstream_server->Shutdown(std::chrono::system_clock::now());
 }
 
+// The proxy's own limit, whatever the server's: a request above it is refused before a handler
+// parses it or the upstream sees it, whatever the method.
+TEST(GenericProxyLimitTest, ARequestAboveTheLimitIsRefusedBeforeAHandlerOrTheUpstreamSeesIt) {
+  testing::TempDir tmp;
+  Upstream upstream;
+  auto upstream_server = serve(tmp.sub("upstream.sock"), upstream);
+  ASSERT_TRUE(upstream_server);
+  WorkerPool workers(1);
+  std::atomic<int> handled{0};
+  std::map<std::string, UnaryHandler> handlers;
+  handlers["/vri.test.Unknown/Handled"] = [&](grpc::GenericCallbackServerContext&, const grpc::ByteBuffer& request,
+                                              grpc::ByteBuffer* reply) {
+    ++handled;
+    *reply = request;
+    return grpc::Status::OK;
+  };
+  GenericProxy proxy(channel(tmp.sub("upstream.sock")), handlers, &workers, 1024);
+  auto proxy_server = serve(tmp.sub("proxy.sock"), proxy);
+  ASSERT_TRUE(proxy_server);
+  grpc::GenericStub stub(channel(tmp.sub("proxy.sock")));
+  for (const char* method : {"/vri.test.Unknown/Echo", "/vri.test.Unknown/Handled"}) {
+    grpc::ClientContext context;
+    GenericCall call(stub, context, method, {std::string(1025, 'x')});
+    ASSERT_TRUE(call.wait()) << method;
+    EXPECT_EQ(call.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << method;
+    EXPECT_EQ(call.status.error_message(), "vri-cri-shim: the request is 1025 bytes, more than the 1024 accepted");
+    // At the limit, both go through.
+    grpc::ClientContext within_context;
+    GenericCall within(stub, within_context, method, {std::string(1024, 'y')});
+    ASSERT_TRUE(within.wait()) << method;
+    EXPECT_TRUE(within.status.ok()) << method << ": " << within.status.error_message();
+    EXPECT_THAT(within.replies, ElementsAre(std::string(1024, 'y')));
+  }
+  // The refused handled call never reached its handler; the refused echo carries the proxy's
+  // status and no reply (the upstream, which echoes, never had the message).
+  EXPECT_EQ(handled.load(), 1);
+  proxy_server->Shutdown(std::chrono::system_clock::now());
+  upstream_server->Shutdown(std::chrono::system_clock::now());
+}
+
 }  // namespace
 }  // namespace vri

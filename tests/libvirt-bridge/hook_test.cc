@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <chrono>
@@ -160,6 +161,17 @@ TEST(HookConfigTest, ParsesAndRefusesWithFileAndLine) {
   EXPECT_TRUE(loadHookConfig("/nonexistent/hook.conf").ok());  // no file: the defaults
 }
 
+TEST(HookConfigTest, NoFileInADirectoryOthersMayWriteIsRefusedNotTakenForTheDefaults) {
+  testing::TempDir tmp;
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0777), 0);
+  const auto refused = loadHookConfig(tmp.sub("hook.conf"));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(),
+              HasSubstr("hook config's directory: " + tmp.path() + " may be written by everyone"));
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0755), 0);
+  EXPECT_TRUE(loadHookConfig(tmp.sub("hook.conf")).ok());
+}
+
 TEST_F(HookTest, TheBinaryTakesArgvAndStdinAsLibvirtPassesThem) {
   const std::string conf = vrid_.tmp().sub("hook.conf");
   std::ofstream(conf) << "socket = " << config_.socket << "\ntimeout_ms = 2000\n";
@@ -183,6 +195,13 @@ TEST_F(HookTest, TheBinaryTakesArgvAndStdinAsLibvirtPassesThem) {
   auto bad_config = testing::runChild({VRI_HOOK_BINARY, "db", "prepare", "begin", "-"}, "", scratch, env);
   EXPECT_EQ(bad_config.exitCode, 1);
   EXPECT_THAT(bad_config.err, HasSubstr(conf + ":1: socket"));
+  // A configuration anyone may write would let anyone send VMs elsewhere: refused, nothing asked of vrid.
+  std::ofstream(conf) << "socket = " << config_.socket << "\ntimeout_ms = 2000\n";
+  ASSERT_EQ(::chmod(conf.c_str(), 0666), 0);
+  auto open_config = testing::runChild({VRI_HOOK_BINARY, "db2", "prepare", "begin", "-"},
+                                       domainXml("db2", kOtherUuid, 1, "dedicated"), scratch, env);
+  EXPECT_EQ(open_config.exitCode, 1);
+  EXPECT_THAT(open_config.err, HasSubstr("vri: hook config: " + conf + " may be written by everyone"));
   EXPECT_EQ(vmCount(), 1);
 }
 

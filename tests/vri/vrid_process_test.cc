@@ -1,7 +1,9 @@
 // The vrid binary as a process: its configuration surface, reflection,
 // vrictl against it, SIGHUP, SIGTERM during a burst, stale sockets.
 #include <gmock/gmock.h>
+#include <grp.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
 #include <atomic>
 #include <mutex>
 #include <set>
@@ -106,6 +108,58 @@ TEST(VridProcessTest, BadConfigurationIsRefusedWithFileAndLine) {
   EXPECT_EQ(runCommand({VRID_BINARY, "--no-such-flag=1"}, &out, tmp.sub("out")), 1);
   EXPECT_THAT(out, HasSubstr("unknown flag"));
   EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("absent.conf")}, &out, tmp.sub("out")), 1);
+}
+
+// Whoever may write vrid's configuration or its sockets' directory could move placement: vrid refuses
+// to start on them, before it claims, creates or writes anything.
+TEST(VridProcessTest, AConfigOrSocketDirectoryOthersMayWriteIsRefusedBeforeAnythingIsClaimed) {
+  testing::TempDir tmp;
+  const auto refusedAtStart = [&](const std::string& name, std::vector<std::string> extra, const std::string& why) {
+    VridProcess vrid(tmp, name, std::move(extra));
+    EXPECT_FALSE(vrid.start());
+    EXPECT_THAT(vrid.log(), HasSubstr(why)) << name;
+    EXPECT_NE(::access(tmp.sub("state").c_str(), F_OK), 0) << name << ": the state directory was made";
+  };
+  std::ofstream(tmp.sub("vrid.conf")) << "log_level = info\n";
+  ASSERT_EQ(::chmod(tmp.sub("vrid.conf").c_str(), 0666), 0);
+  refusedAtStart("open-config", {}, "config: " + tmp.sub("vrid.conf") + " may be written by everyone (mode 0666)");
+  ASSERT_EQ(::chmod(tmp.sub("vrid.conf").c_str(), 0644), 0);
+
+  ASSERT_EQ(::mkdir(tmp.sub("run").c_str(), 0755), 0);
+  ASSERT_EQ(::chmod(tmp.sub("run").c_str(), 01777), 0);  // as /tmp is
+  refusedAtStart("open-run", {},
+                 "the directory of " + tmp.sub("run/vri.sock") + ": " + tmp.sub("run") + " may be written by everyone");
+  ASSERT_EQ(::chmod(tmp.sub("run").c_str(), 0755), 0);
+
+  std::ofstream(tmp.sub("vrid.conf")) << "admin_group = operators\n";
+  refusedAtStart("admin-group", {}, "admin_group is no more: the admin socket is root's alone (mode 0600)");
+  std::ofstream(tmp.sub("vrid.conf")) << "# empty\n";
+  refusedAtStart("no-group", {"--socket-group=vri-no-such-group"}, "socket_group: no group named");
+}
+
+// The read-only socket is root's unless a group is named for it; the admin socket always is.
+TEST(VridProcessTest, TheSocketsAreTheirOwnersAloneUnlessTheReadOnlyOneIsGivenAGroup) {
+  testing::TempDir tmp;
+  struct stat st {};
+  {
+    VridProcess vrid(tmp);
+    ASSERT_TRUE(vrid.start());
+    ASSERT_EQ(::stat(vrid.socket().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    ASSERT_EQ(::stat(vrid.adminSocket().c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 0777, 0600u);
+    EXPECT_EQ(vrid.stop(), 0);
+  }
+  const struct group* own = ::getgrgid(::getegid());
+  ASSERT_NE(own, nullptr) << "the test's own group has no name";
+  VridProcess vrid(tmp, "grouped", {"--socket-group=" + std::string(own->gr_name)});
+  ASSERT_TRUE(vrid.start());
+  ASSERT_EQ(::stat(vrid.socket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0660u);
+  EXPECT_EQ(st.st_gid, ::getegid());
+  ASSERT_EQ(::stat(vrid.adminSocket().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(vrid.stop(), 0);
 }
 
 TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {

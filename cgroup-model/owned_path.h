@@ -1,0 +1,23 @@
+// Files and directories whose contents decide what VRI does (its configuration, the directories
+// its sockets and ledger live in) must be changeable by root and VRI's own user only: anyone
+// else who can write one can move placement, or put a socket of their own where VRI's clients
+// look for VRI's.
+#pragma once
+
+#include <string>
+
+#include "cgroup-model/result.h"
+
+namespace vri {
+
+// Refuses (FAILED_PRECONDITION, naming `what`, the path and who else may write it) when `path`
+// belongs to a user other than root and this process's user, or when its group (unless it is
+// root's group) or everyone may write to it. Symbolic links are followed: what counts is the
+// file that is read.
+Result<void> refuseWritableByOthers(const std::string& path, const std::string& what);
+
+// The same for a file and for the directory that holds it (whoever may write the directory may
+// replace the file).
+Result<void> refuseFileWritableByOthers(const std::string& path, const std::string& what);
+
+}  // namespace vri

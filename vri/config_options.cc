@@ -2,6 +2,7 @@
 #include "vri/daemon_config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 
 #include "cgroup-model/enum_text.h"
@@ -393,7 +394,20 @@ Result<void> setConfigOption(DaemonConfig& config, std::string_view name, const 
   if (auto removed = removedConfigOption(name)) return Error::invalidArgument(*removed);
   const ConfigOption* option = findConfigOption(name);
   if (option == nullptr) return Error::invalidArgument("unknown option " + quoteForMessage(name));
-  return option->set(config, value).context(std::string(name));
+  VRI_TRY(option->set(config, value).context(std::string(name)));
+  // What --print-config shows must read back as the same setting: a file cannot carry leading or
+  // trailing blanks (they are trimmed) or control characters (found by fuzz/config_fuzz: a path's
+  // trailing "/" dropped, which left a blank at the end of the value).
+  const std::string shown = option->get(config);
+  const bool blank_edge = !shown.empty() && (std::isspace(static_cast<unsigned char>(shown.front())) ||
+                                             std::isspace(static_cast<unsigned char>(shown.back())));
+  const bool control =
+      std::any_of(shown.begin(), shown.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+  if (blank_edge || control)
+    return Error::invalidArgument(std::string(name) + ": " + quoteForMessage(value) +
+                                  " takes a form a configuration file cannot hold (blanks at its ends or control "
+                                  "characters)");
+  return {};
 }
 
 }  // namespace vri

@@ -34,11 +34,24 @@ Result<void> refuseWritableByOthers(const std::string& path, const std::string& 
   return {};
 }
 
+namespace {
+
+std::string directoryOf(const std::string& path) {
+  const std::string directory = std::filesystem::path(path).parent_path();
+  return directory.empty() ? "." : directory;
+}
+
+}  // namespace
+
 Result<void> refuseFileWritableByOthers(const std::string& path, const std::string& what) {
   VRI_TRY(refuseWritableByOthers(path, what));
-  std::string directory = std::filesystem::path(path).parent_path();
-  if (directory.empty()) directory = ".";
-  return refuseWritableByOthers(directory, what + "'s directory");
+  return refuseWritableByOthers(directoryOf(path), what + "'s directory");
+}
+
+Result<void> refuseDirectoryOfWritableByOthers(const std::string& path, const std::string& what) {
+  const std::string directory = directoryOf(path);
+  if (std::error_code ec; !std::filesystem::exists(directory, ec)) return {};
+  return refuseWritableByOthers(directory, what);
 }
 
 }  // namespace vri

@@ -20,4 +20,8 @@ Result<void> refuseWritableByOthers(const std::string& path, const std::string& 
 // replace the file).
 Result<void> refuseFileWritableByOthers(const std::string& path, const std::string& what);
 
+// The same for the directory that holds `path`, when that directory exists (whoever may write it
+// could put a file or socket of their own at `path`).
+Result<void> refuseDirectoryOfWritableByOthers(const std::string& path, const std::string& what);
+
 }  // namespace vri

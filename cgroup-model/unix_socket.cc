@@ -65,7 +65,7 @@ Result<std::unique_ptr<SocketClaim>> SocketClaim::take(const std::string& path) 
     ::chmod(parent.c_str(), 0755);  // made by this process: its mode is ours to set
   }
   // Whoever may write the directory could put a socket of their own where clients look for this one.
-  VRI_TRY(refuseWritableByOthers(parent.empty() ? "." : parent.string(), "the directory of " + path));
+  VRI_TRY(refuseDirectoryOfWritableByOthers(path, "the directory of " + path));
   const std::string lock_path = path + ".lock";
   const int fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return Error::fromErrno(errno, "opening " + lock_path);

@@ -21,6 +21,15 @@ void roundTrip(std::string_view text, Parse parse, Format format) {
   VRI_FUZZ_CHECK(format(*again) == formatted);
 }
 
+// A value that parses also maps into the other cgroup version's range.
+template <typename T, typename Other>
+void mapsIntoRange(std::string_view text, Other (*map)(T)) {
+  if (const Result<T> parsed = T::parse(text); parsed.ok()) {
+    const Other mapped = map(*parsed);
+    VRI_FUZZ_CHECK(mapped.value >= Other::kMin && mapped.value <= Other::kMax);
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -34,17 +43,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     case 2:
       roundTrip<CpuShares>(in.text, CpuShares::parse, [](const CpuShares& s) { return s.format(); });
-      if (auto s = CpuShares::parse(in.text); s.ok()) {
-        const CpuWeight w = sharesToWeight(*s);
-        VRI_FUZZ_CHECK(w.value >= CpuWeight::kMin && w.value <= CpuWeight::kMax);
-      }
+      mapsIntoRange<CpuShares, CpuWeight>(in.text, sharesToWeight);
       break;
     case 3:
       roundTrip<CpuWeight>(in.text, CpuWeight::parse, [](const CpuWeight& w) { return w.format(); });
-      if (auto w = CpuWeight::parse(in.text); w.ok()) {
-        const CpuShares s = weightToShares(*w);
-        VRI_FUZZ_CHECK(s.value >= CpuShares::kMin && s.value <= CpuShares::kMax);
-      }
+      mapsIntoRange<CpuWeight, CpuShares>(in.text, weightToShares);
       break;
     case 4: roundTrip<CpuMax>(in.text, CpuMax::parseV2, [](const CpuMax& m) { return m.formatV2(); }); break;
     case 5: {

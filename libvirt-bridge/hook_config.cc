@@ -2,7 +2,6 @@
 
 #include <cerrno>
 #include <charconv>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -72,9 +71,7 @@ Result<HookConfig> loadHookConfig(const std::string& path) {
   if (!in) {
     if (errno != ENOENT) return Error::fromErrno(errno, "read " + path);
     // No file: the defaults, unless someone else could put one there.
-    const std::string directory = std::filesystem::path(path).parent_path();
-    if (std::error_code ec; !directory.empty() && std::filesystem::exists(directory, ec))
-      VRI_TRY(refuseWritableByOthers(directory, "hook config's directory"));
+    VRI_TRY(refuseDirectoryOfWritableByOthers(path, "hook config's directory"));
     return HookConfig{};
   }
   // Whoever may write it decides where the hook sends VMs and whether they start.

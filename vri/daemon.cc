@@ -132,11 +132,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   if (!config.socketGroup.empty()) VRI_TRY(groupId(config.socketGroup).context("socket_group"));
   // Directories others may write are refused before anything is claimed (SocketClaim checks again as it
   // takes each socket, and creates the directories that are missing).
-  for (const std::string* socket : {&config.socket, &config.adminSocket}) {
-    const std::string directory = std::filesystem::path(*socket).parent_path();
-    if (std::error_code ec; !directory.empty() && std::filesystem::exists(directory, ec))
-      VRI_TRY(refuseWritableByOthers(directory, "the directory of " + *socket));
-  }
+  for (const std::string* socket : {&config.socket, &config.adminSocket})
+    VRI_TRY(refuseDirectoryOfWritableByOthers(*socket, "the directory of " + *socket));
 
   // Every exclusive resource before anything else: the state directory, then
   // the sockets. A second vrid on either stops here, before it reads the ledger

@@ -28,4 +28,20 @@ std::string quoteForMessage(std::string_view text) {
   return out;
 }
 
+std::string asOneLine(std::string_view text) {
+  std::string out;
+  bool gap = false;
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (byte < 0x20 || byte == 0x7f || c == ' ') {
+      gap = true;
+      continue;
+    }
+    if (gap && !out.empty()) out += ' ';
+    gap = false;
+    out += c;
+  }
+  return out;
+}
+
 }  // namespace vri

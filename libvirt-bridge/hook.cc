@@ -4,6 +4,7 @@
 
 #include <chrono>
 
+#include "cgroup-model/quote.h"
 #include "libvirt-bridge/cputune_writer.h"
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/qemu_pid.h"
@@ -174,7 +175,10 @@ HookOutcome runHook(const HookConfig& config, const std::vector<std::string>& ar
                     v1::Vri::StubInterface& vrid) {
   const Operation operation = operationOf(args);
   if (operation == Operation::kOther) return {};
-  return Hook(config, vrid).run(operation, domainXml);
+  HookOutcome outcome = Hook(config, vrid).run(operation, domainXml);
+  // virsh shows the hook's stderr as one line; messages from libraries or vrid may hold breaks.
+  if (!outcome.err.empty()) outcome.err = asOneLine(outcome.err) + "\n";
+  return outcome;
 }
 
 }  // namespace vri

@@ -35,6 +35,13 @@ Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file)
     if (eq == std::string_view::npos) return Error::invalidArgument(where + "expected `name = value`");
     const std::string_view name = trim(line.substr(0, eq));
     const std::string_view value = trim(line.substr(eq + 1));
+    // A path with a control character in it is never what was meant (and a NUL would cut it short).
+    for (char c : value) {
+      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+        return Error::invalidArgument(where + std::string(name) + ": a value without control characters, not " +
+                                      quoteForMessage(value));
+      }
+    }
     if (name == "socket") {
       if (value.empty() || value.front() != '/') return Error::invalidArgument(where + "socket: an absolute path");
       config.socket = value;

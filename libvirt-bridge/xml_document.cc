@@ -49,8 +49,9 @@ Result<XmlDocument> XmlDocument::parse(std::string_view text, std::string_view w
   if (doc == nullptr || !ctxt->wellFormed) {
     if (doc != nullptr) xmlFreeDoc(doc);
     const xmlError* error = xmlCtxtGetLastError(ctxt.get());
-    std::string message = error != nullptr && error->message != nullptr ? error->message : "not well-formed";
-    while (!message.empty() && (message.back() == '\n' || message.back() == ' ')) message.pop_back();
+    // libxml2's messages may span lines ("... indicate encoding !\nBytes: 0x99 ..."): one line here.
+    const std::string message =
+        error != nullptr && error->message != nullptr ? asOneLine(error->message) : "not well-formed";
     const int line = error != nullptr ? error->line : 0;
     return Error::invalidArgument(prefix + "malformed XML" + (line > 0 ? " at line " + std::to_string(line) : "") +
                                   ": " + message);

@@ -98,6 +98,12 @@ TEST_F(HookTest, BadInputIsRefusedAndOtherOperationsPassAtOnce) {
   HookOutcome bad = hook("x", "prepare", "begin", "<domain><name>x</name>");
   EXPECT_EQ(bad.exitCode, 1);
   EXPECT_THAT(bad.err, HasSubstr("malformed XML"));
+  // libxml2's message for bytes that are not UTF-8 spans two lines; virsh shows the hook's one
+  // line (found by hook_fuzz).
+  bad = hook("x", "prepare", "begin", "<domain><name>\x99\x99\x99\x99</name></domain>");
+  EXPECT_EQ(bad.exitCode, 1);
+  EXPECT_THAT(bad.err, HasSubstr("not proper UTF-8"));
+  EXPECT_EQ(bad.err.find('\n'), bad.err.size() - 1) << bad.err;
   bad = hook("..", "prepare", "begin", domainXml("../../etc", kUuid, 1, ""));
   EXPECT_EQ(bad.exitCode, 1);
   EXPECT_THAT(bad.err, HasSubstr("cannot be a domain name"));
@@ -158,6 +164,12 @@ TEST(HookConfigTest, ParsesAndRefusesWithFileAndLine) {
   EXPECT_THAT(parseHookConfig("\nsocket = relative\n", "f").error().message(), HasSubstr("f:2: socket"));
   EXPECT_THAT(parseHookConfig("colour = blue\n", "f").error().message(), HasSubstr("unknown option"));
   EXPECT_THAT(parseHookConfig("when_unreachable = maybe\n", "f").error().message(), HasSubstr("start-shared or"));
+  // A control character inside a path (found by hook_fuzz): refused, shown escaped, not taken.
+  const auto control = parseHookConfig("socket = /run/vri\x0b/admin.sock\n", "f");
+  ASSERT_FALSE(control.ok());
+  EXPECT_THAT(control.error().message(), HasSubstr("f:1: socket: a value without control characters"));
+  EXPECT_THAT(control.error().message(), HasSubstr("\\x0b"));
+  EXPECT_FALSE(parseHookConfig("qemu_pid_dir = /run/\x01qemu\n", "f").ok());
   EXPECT_TRUE(loadHookConfig("/nonexistent/hook.conf").ok());  // no file: the defaults
 }
 

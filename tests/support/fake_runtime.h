@@ -61,6 +61,13 @@ class FakeRuntime final : public RuntimeClient {
     std::lock_guard lock(mutex_);
     return calls_;
   }
+  // The last request of `method` as it arrived, serialized with any fields this CRI subset does
+  // not know; empty when none came.
+  std::string lastRequestBytes(const std::string& method) const {
+    std::lock_guard lock(mutex_);
+    const auto found = lastRequests_.find(method);
+    return found == lastRequests_.end() ? "" : found->second;
+  }
   int mostUpdatesAtOnce() const {
     std::lock_guard lock(mutex_);
     return mostAtOnce_;
@@ -77,6 +84,7 @@ class FakeRuntime final : public RuntimeClient {
   Result<runtime::v1::RunPodSandboxResponse> runPodSandbox(const CallScope&,
                                                            const runtime::v1::RunPodSandboxRequest& r) override {
     std::lock_guard lock(mutex_);
+    lastRequests_["RunPodSandbox"] = r.SerializeAsString();
     VRI_TRY(called("RunPodSandbox"));
     runtime::v1::RunPodSandboxResponse out;
     out.set_pod_sandbox_id(makeSandbox(r.config()));
@@ -88,6 +96,7 @@ class FakeRuntime final : public RuntimeClient {
     std::function<void()> during;
     {
       std::lock_guard lock(mutex_);
+      lastRequests_["CreateContainer"] = r.SerializeAsString();
       VRI_TRY(called("CreateContainer"));
       if (!sandboxes_.count(r.pod_sandbox_id())) return Error::notFound("sandbox " + r.pod_sandbox_id());
       out.set_container_id(makeContainer(r.pod_sandbox_id(), r.config()));
@@ -105,6 +114,7 @@ class FakeRuntime final : public RuntimeClient {
                                         const runtime::v1::UpdateContainerResourcesRequest& r) override {
     std::unique_lock lock(mutex_);
     updates_.push_back(r);  // tried, whether it lands or not
+    lastRequests_["UpdateContainerResources"] = r.SerializeAsString();
     VRI_TRY(called("UpdateContainerResources"));
     ++atOnce_[r.container_id()];
     mostAtOnce_ = std::max(mostAtOnce_, atOnce_[r.container_id()]);
@@ -249,6 +259,7 @@ class FakeRuntime final : public RuntimeClient {
   std::multimap<std::string, Error> failures_;
   std::vector<runtime::v1::UpdateContainerResourcesRequest> updates_;
   std::vector<std::string> calls_;
+  std::map<std::string, std::string> lastRequests_;
   std::map<std::string, int> atOnce_;
   int mostAtOnce_ = 0;
 };

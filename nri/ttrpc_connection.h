@@ -1,0 +1,77 @@
+// TtrpcConnection: one NRI socket, as NRI's plugin side speaks it. Over the multiplexer it serves
+// the plugin's service on logical connection 1 (the runtime's requests go to `handler`, one at a
+// time, on a thread of its own, so that a handler may call the runtime meanwhile) and calls the
+// runtime's service on connection 2 (call(): ttRPC's odd client stream ids, a deadline each).
+//
+// Bytes that are neither multiplexer frames nor ttRPC messages, a request that does not parse, or
+// a response nobody asked for close the connection with a log line; so does the peer going away.
+// A closed connection answers every call UNAVAILABLE and runs no handler again.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "cgroup-model/result.h"
+#include "cgroup-model/thread_annotations.h"
+#include "nri/wire_frames.h"
+
+namespace vri::nri {
+
+class TtrpcConnection {
+ public:
+  // A request of the runtime's: its service ("nri.pkg.api.v1alpha1.Plugin"), method and payload;
+  // the reply's payload, or the error the runtime gets as the call's status.
+  using Handler = std::function<Result<std::string>(const std::string& service, const std::string& method,
+                                                    const std::string& payload)>;
+  using Log = std::function<void(const std::string&)>;
+
+  // Takes `fd`, a connected stream socket, and closes it when destroyed.
+  TtrpcConnection(int fd, Handler handler, Log log);
+  ~TtrpcConnection();
+  TtrpcConnection(const TtrpcConnection&) = delete;
+  TtrpcConnection& operator=(const TtrpcConnection&) = delete;
+
+  // A call of the runtime's service; its reply's payload, or the runtime's status as an error
+  // (UNAVAILABLE once the connection is closed, DEADLINE_EXCEEDED past `timeout`).
+  Result<std::string> call(const std::string& service, const std::string& method, const std::string& request,
+                           std::chrono::milliseconds timeout);
+
+  // Closes the connection (idempotent); `why` is logged once, with the first reason.
+  void close(const std::string& why);
+  bool closed() const;
+  // Waits until the connection is closed, by either side; false when `timeout` passed first.
+  bool waitClosed(std::chrono::milliseconds timeout);
+
+ private:
+  struct Pending {
+    bool done = false;
+    Result<std::string> reply = Error(ErrorCode::kUnavailable, "no reply yet");
+  };
+
+  void readLoop();
+  void serveLoop();
+  // Frames of one logical connection's bytes, written whole under writeMutex_.
+  Result<void> send(uint32_t conn, const TtrpcMessage& message);
+  void onRuntimeMessage(const TtrpcMessage& message);
+  void answer(const TtrpcMessage& request);
+
+  const int fd_;
+  const Handler handler_;
+  const Log log_;
+  Mutex writeMutex_;  // one writer at a time on the socket
+  mutable Mutex mutex_;
+  std::condition_variable_any changed_;
+  bool closed_ VRI_GUARDED_BY(mutex_) = false;
+  uint32_t nextStream_ VRI_GUARDED_BY(mutex_) = 1;
+  std::map<uint32_t, Pending> pending_ VRI_GUARDED_BY(mutex_);  // by stream id
+  std::deque<TtrpcMessage> requests_ VRI_GUARDED_BY(mutex_);    // the runtime's, to serve in order
+  std::thread reader_;
+  std::thread server_;
+};
+
+}  // namespace vri::nri

@@ -1,0 +1,174 @@
+// One NRI socket's plugin side against a runtime peer on a real socketpair: the runtime's requests
+// answered by the handler, the plugin's calls answered by the runtime, both at once, deadlines,
+// and bad bytes, which close the connection with a log line and never crash it.
+#include "nri/ttrpc_connection.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+
+#include <future>
+#include <mutex>
+
+#include "tests/support/nri_runtime_peer.h"
+
+namespace vri::nri {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr char kPlugin[] = "nri.pkg.api.v1alpha1.Plugin";
+constexpr char kRuntime[] = "nri.pkg.api.v1alpha1.Runtime";
+
+class TtrpcConnectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int fds[2];
+    ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+    peer_ = std::make_unique<testing::NriRuntimePeer>(fds[1]);
+    connection_ = std::make_unique<TtrpcConnection>(
+        fds[0],
+        [this](const std::string& service, const std::string& method, const std::string& payload) {
+          return handler_(service, method, payload);
+        },
+        [this](const std::string& line) {
+          std::lock_guard lock(logMutex_);
+          log_ += line + "\n";
+        });
+  }
+  std::string log() {
+    std::lock_guard lock(logMutex_);
+    return log_;
+  }
+  ttrpc::Response responseOn(uint32_t stream) {
+    auto got = peer_->next();
+    EXPECT_TRUE(got.has_value());
+    ttrpc::Response response;
+    if (!got) return response;
+    EXPECT_EQ(got->conn, kPluginServiceConn);
+    EXPECT_EQ(got->message.type, TtrpcType::kResponse);
+    EXPECT_EQ(got->message.streamId, stream);
+    EXPECT_TRUE(response.ParseFromString(got->message.payload));
+    return response;
+  }
+
+  TtrpcConnection::Handler handler_ = [](const std::string& service, const std::string& method,
+                                         const std::string& payload) -> Result<std::string> {
+    if (method == "Refuse") return Error::failedPrecondition("not now");
+    return service + "/" + method + ":" + payload;
+  };
+  std::unique_ptr<testing::NriRuntimePeer> peer_;
+  std::mutex logMutex_;
+  std::string log_;
+  std::unique_ptr<TtrpcConnection> connection_;  // last: its threads end before the rest goes
+};
+
+TEST_F(TtrpcConnectionTest, TheRuntimesRequestsAreAnsweredOnTheirStreamsInOrder) {
+  ASSERT_TRUE(peer_->request(1, kPlugin, "Configure", "a"));
+  ASSERT_TRUE(peer_->request(3, kPlugin, "Refuse", ""));
+  ASSERT_TRUE(peer_->request(5, kPlugin, "Synchronize", std::string(10000, 's')));  // past one frame
+  EXPECT_EQ(responseOn(1).payload(), std::string(kPlugin) + "/Configure:a");
+  const ttrpc::Response refused = responseOn(3);
+  EXPECT_EQ(refused.status().code(), 9);  // FAILED_PRECONDITION, as gRPC numbers it
+  EXPECT_EQ(refused.status().message(), "not now");
+  EXPECT_EQ(responseOn(5).payload(), std::string(kPlugin) + "/Synchronize:" + std::string(10000, 's'));
+}
+
+TEST_F(TtrpcConnectionTest, ThePluginsCallsGoOnOddStreamsAndGetTheRuntimesAnswer) {
+  auto first = std::async(std::launch::async, [&] {
+    return connection_->call(kRuntime, "RegisterPlugin", "reg", std::chrono::seconds(5));
+  });
+  auto sent = peer_->next();
+  ASSERT_TRUE(sent.has_value());
+  EXPECT_EQ(sent->conn, kRuntimeServiceConn);
+  EXPECT_EQ(sent->message.streamId, 1u);
+  ttrpc::Request request;
+  ASSERT_TRUE(request.ParseFromString(sent->message.payload));
+  EXPECT_EQ(request.service(), kRuntime);
+  EXPECT_EQ(request.method(), "RegisterPlugin");
+  EXPECT_EQ(request.payload(), "reg");
+  EXPECT_GT(request.timeout_nano(), 0);
+  ASSERT_TRUE(peer_->respond(1, "ok"));
+  auto reply = first.get();
+  ASSERT_TRUE(reply.ok()) << reply.error().message();
+  EXPECT_EQ(*reply, "ok");
+
+  auto second = std::async(
+      std::launch::async, [&] { return connection_->call(kRuntime, "UpdateContainers", "", std::chrono::seconds(5)); });
+  sent = peer_->next();
+  ASSERT_TRUE(sent.has_value());
+  EXPECT_EQ(sent->message.streamId, 3u);
+  ASSERT_TRUE(peer_->respond(3, "", 8, "too many"));
+  auto refused = second.get();
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.error().code(), ErrorCode::kResourceExhausted);
+  EXPECT_EQ(refused.error().message(), "too many");
+}
+
+TEST_F(TtrpcConnectionTest, AHandlerMayCallTheRuntimeWhileItAnswers) {
+  handler_ = [this](const std::string&, const std::string&, const std::string&) -> Result<std::string> {
+    return connection_->call(kRuntime, "UpdateContainers", "", std::chrono::seconds(5));
+  };
+  ASSERT_TRUE(peer_->request(1, kPlugin, "Synchronize", ""));
+  auto call = peer_->next();  // the handler's call, before any answer to the request
+  ASSERT_TRUE(call.has_value());
+  EXPECT_EQ(call->conn, kRuntimeServiceConn);
+  ASSERT_TRUE(peer_->respond(call->message.streamId, "updated"));
+  EXPECT_EQ(responseOn(1).payload(), "updated");
+}
+
+TEST_F(TtrpcConnectionTest, ACallPastItsDeadlineFailsAndItsLateReplyIsDropped) {
+  auto late = connection_->call(kRuntime, "RegisterPlugin", "", std::chrono::milliseconds(100));
+  ASSERT_FALSE(late.ok());
+  EXPECT_EQ(late.error().code(), ErrorCode::kDeadlineExceeded);
+  ASSERT_TRUE(peer_->next().has_value());
+  ASSERT_TRUE(peer_->respond(1, "late"));
+  // Still open: the next call is answered as usual.
+  auto next = std::async(std::launch::async,
+                         [&] { return connection_->call(kRuntime, "RegisterPlugin", "", std::chrono::seconds(5)); });
+  auto sent = peer_->next();
+  ASSERT_TRUE(sent.has_value());
+  ASSERT_TRUE(peer_->respond(sent->message.streamId, "on time"));
+  EXPECT_EQ(next.get().value(), "on time");
+  EXPECT_FALSE(connection_->closed());
+}
+
+TEST_F(TtrpcConnectionTest, BadBytesCloseTheConnectionWithALogLine) {
+  struct Case {
+    std::string bytes;
+    std::string logged;
+  };
+  const std::vector<Case> cases = {
+      {std::string("\0\0\0\0\0\0\0\1x", 9), "reserved connection 0"},
+      {std::string("\0\0\0\1\xff\xff\xff\xff", 8), "past the limit"},
+      {encodeMuxFrames(kPluginServiceConn, std::string("\0\0\0\0\0\0\0\1\x07\0", 10)), "type 7"},
+      {encodeMuxFrames(kPluginServiceConn, *encodeTtrpc({1, TtrpcType::kRequest, 0, "\xff\xff"})), "does not parse"},
+      {encodeMuxFrames(kPluginServiceConn, *encodeTtrpc({1, TtrpcType::kResponse, 0, ""})), "takes requests only"},
+      {encodeMuxFrames(kRuntimeServiceConn, *encodeTtrpc({1, TtrpcType::kResponse, 0, "\x0a"})), "does not parse"},
+  };
+  for (const Case& c : cases) {
+    SetUp();  // a fresh connection and peer for each
+    ASSERT_TRUE(peer_->writeRaw(c.bytes));
+    EXPECT_TRUE(connection_->waitClosed(std::chrono::seconds(5))) << c.logged;
+    EXPECT_THAT(log(), HasSubstr(c.logged));
+    EXPECT_TRUE(peer_->closedByPlugin()) << c.logged;
+    auto call = connection_->call(kRuntime, "RegisterPlugin", "", std::chrono::seconds(1));
+    ASSERT_FALSE(call.ok());
+    EXPECT_EQ(call.error().code(), ErrorCode::kUnavailable);
+  }
+}
+
+TEST_F(TtrpcConnectionTest, TheRuntimeGoingAwayClosesItAndFailsTheCallInFlight) {
+  auto pending = std::async(
+      std::launch::async, [&] { return connection_->call(kRuntime, "RegisterPlugin", "", std::chrono::seconds(10)); });
+  ASSERT_TRUE(peer_->next().has_value());
+  peer_.reset();  // the runtime's end closes
+  auto call = pending.get();
+  ASSERT_FALSE(call.ok());
+  EXPECT_EQ(call.error().code(), ErrorCode::kUnavailable);
+  EXPECT_TRUE(connection_->waitClosed(std::chrono::seconds(5)));
+  EXPECT_THAT(log(), HasSubstr("the runtime closed it"));
+}
+
+}  // namespace
+}  // namespace vri::nri

@@ -30,6 +30,7 @@ void TtrpcConnection::close(const std::string& why) {
     MutexLock lock(mutex_);
     if (closed_) return;
     closed_ = true;
+    log_("NRI connection closed: " + why);  // before anyone sees it closed
     for (auto& [stream, call] : pending_) {
       call.done = true;
       call.reply = Error(ErrorCode::kUnavailable, "NRI connection closed: " + why);
@@ -38,7 +39,6 @@ void TtrpcConnection::close(const std::string& why) {
   // Wakes the reader (its read returns 0) and fails a writer stuck on a full socket.
   ::shutdown(fd_, SHUT_RDWR);
   changed_.notify_all();
-  log_("NRI connection closed: " + why);
 }
 
 bool TtrpcConnection::closed() const {

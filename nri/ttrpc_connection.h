@@ -30,7 +30,9 @@ class TtrpcConnection {
                                                     const std::string& payload)>;
   using Log = std::function<void(const std::string&)>;
 
-  // Takes `fd`, a connected stream socket, and closes it when destroyed.
+  // Takes `fd`, a connected stream socket, and closes it when destroyed. `log` runs under the
+  // connection's lock (a closed connection is logged before anyone sees it closed): it must not
+  // call back into the connection.
   TtrpcConnection(int fd, Handler handler, Log log);
   ~TtrpcConnection();
   TtrpcConnection(const TtrpcConnection&) = delete;

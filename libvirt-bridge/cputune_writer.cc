@@ -1,5 +1,7 @@
 #include "libvirt-bridge/cputune_writer.h"
 
+#include <charconv>
+
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/xml_document.h"
 
@@ -49,6 +51,16 @@ void addPins(xmlNodePtr parent, xmlNsPtr ns, const VmPins& pins) {
   }
 }
 
+// Whether a <memnode> is cell `cell`'s, its cellid read as the domain's parser reads it: "007"
+// and "-0" name cells 7 and 0, and a second <memnode> for them would make the definition invalid.
+bool namesCell(xmlNodePtr memnode, int cell) {
+  const auto text = attribute(memnode, "cellid");
+  if (!text) return false;
+  int value = -1;
+  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
+  return ec == std::errc() && end == text->data() + text->size() && value == cell;
+}
+
 xmlNodePtr vriElement(xmlNodePtr metadata) {
   for (xmlNodePtr n = metadata->children; n != nullptr; n = n->next) {
     if (isElement(n, "domain") && n->ns != nullptr && n->ns->href != nullptr &&
@@ -93,7 +105,7 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
     for (const auto& [cell, nodes] : pins.cellNodes) {
       xmlNodePtr memnode = nullptr;
       for (xmlNodePtr n = numatune->children; n != nullptr && memnode == nullptr; n = n->next) {
-        if (isElement(n, "memnode") && attribute(n, "cellid") == std::to_string(cell)) memnode = n;
+        if (isElement(n, "memnode") && namesCell(n, cell)) memnode = n;
       }
       if (memnode == nullptr) {
         memnode = xmlNewChild(numatune, nullptr, text("memnode"), nullptr);

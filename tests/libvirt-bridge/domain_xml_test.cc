@@ -312,5 +312,25 @@ TEST(DomainXmlIdsTest, VrisNumatuneKeepsTheDomainsModeAndWritesItsMemnodes) {
   EXPECT_EQ(domain->memnodes.at(1).mode, "restrictive");
 }
 
+// A <memnode> whose cellid is spelled "-0" or "01" is cell 0's or 1's to the parser, and so to the
+// writer: VRI's nodes go into it, not into a second <memnode> that makes the definition invalid
+// (found by domain_xml_fuzz).
+TEST(DomainXmlIdsTest, AMemnodeIsFoundByItsCellNumberHoweverItsIdIsSpelled) {
+  const std::string xml = withVcpus("<vcpu>2</vcpu>",
+                                    "<numatune><memnode cellid='-0' mode='strict' nodeset='1'/>"
+                                    "<memnode cellid='01' mode='strict' nodeset='0'/></numatune>"
+                                    "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' "
+                                    "memory='512'/></numa></cpu>");
+  ASSERT_TRUE(parseDomainXml(xml).ok());
+  VmPins pins{{{0, CpuSet{2}}, {1, CpuSet{5}}}, CpuSet{0}, {}, CpuSet{0, 1}, {{0, CpuSet{0}}, {1, CpuSet{1}}}};
+  auto rewritten = writeVriPins(xml, pins);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
+  auto domain = parseDomainXml(*rewritten);
+  ASSERT_TRUE(domain.ok()) << domain.error().message() << *rewritten;
+  EXPECT_EQ(domain->memnodes.size(), 2u);
+  EXPECT_EQ(domain->memnodes.at(0).nodeset.format(), "0");
+  EXPECT_EQ(domain->memnodes.at(1).nodeset.format(), "1");
+}
+
 }  // namespace
 }  // namespace vri

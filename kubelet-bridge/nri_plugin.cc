@@ -1,0 +1,250 @@
+#include "kubelet-bridge/nri_plugin.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <thread>
+
+#include "kubelet-bridge/ledger_sync.h"
+#include "kubelet-bridge/nri_snapshot_runtime.h"
+
+namespace vri {
+
+namespace api = ::nri::pkg::api::v1alpha1;
+
+namespace {
+
+constexpr char kPluginService[] = "nri.pkg.api.v1alpha1.Plugin";
+constexpr char kRuntimeService[] = "nri.pkg.api.v1alpha1.Runtime";
+
+// The last event the runtime's NRI knows. containerd 2.2 vendors NRI v0.11.0, whose last event is
+// VALIDATE_CONTAINER_ADJUSTMENT; every NRI since the multiplexed protocol knows the events up to
+// REMOVE_CONTAINER, and that is all that is assumed of a runtime or version not known here.
+api::Event lastEventKnownTo(std::string_view name, std::string_view version) {
+  if (name == "containerd") {
+    if (!version.empty() && version.front() == 'v') version.remove_prefix(1);
+    int major = 0, minor = 0;
+    const char* end = version.data() + version.size();
+    auto [dot, ec] = std::from_chars(version.data(), end, major);
+    if (ec == std::errc() && dot != end && *dot == '.' && std::from_chars(dot + 1, end, minor).ec == std::errc() &&
+        (major > 2 || (major == 2 && minor >= 2))) {
+      return api::VALIDATE_CONTAINER_ADJUSTMENT;
+    }
+  }
+  return api::REMOVE_CONTAINER;
+}
+
+Result<int> connectTo(const std::string& path) {
+  sockaddr_un address{};
+  if (path.size() >= sizeof address.sun_path) return Error::invalidArgument("NRI socket path too long: " + path);
+  address.sun_family = AF_UNIX;
+  path.copy(address.sun_path, path.size());
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Error::fromErrno(errno, "socket");
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return Error(ErrorCode::kUnavailable, "connect to the runtime's NRI socket " + path + ": " + std::strerror(err),
+                 err);
+  }
+  return fd;
+}
+
+template <typename Message>
+Result<Message> parsed(const std::string& payload, const char* what) {
+  Message message;
+  if (!message.ParseFromString(payload)) return Error::invalidArgument(std::string(what) + " does not parse");
+  return message;
+}
+
+}  // namespace
+
+std::vector<api::Event> nriEventsHandled() { return {api::REMOVE_POD_SANDBOX, api::REMOVE_CONTAINER}; }
+
+Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion) {
+  const api::Event last = lastEventKnownTo(runtimeName, runtimeVersion);
+  int32_t mask = 0;
+  for (api::Event event : nriEventsHandled()) {
+    if (event > last) {
+      return Error::failedPrecondition("the NRI of " + std::string(runtimeName) + " " + std::string(runtimeVersion) +
+                                       " does not know event " + api::Event_Name(event) +
+                                       ", which vri-nri-plugin handles");
+    }
+    mask |= 1 << (event - 1);  // NRI's bit for event e
+  }
+  return mask;
+}
+
+NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options) : vrid_(vrid), options_(std::move(options)) {}
+
+std::string NriPlugin::runtime() const {
+  MutexLock lock(mutex_);
+  return runtime_;
+}
+
+CallScope NriPlugin::vridScope() const {
+  // A vrid that is restarting answers within the deadline.
+  return CallScope{std::chrono::system_clock::now() + options_.vridTimeout, nullptr, true};
+}
+
+Result<void> NriPlugin::runOnce() {
+  VRI_ASSIGN_OR_RETURN(const int fd, connectTo(options_.socket));
+  auto connection = std::make_shared<nri::TtrpcConnection>(
+      fd, [this](const std::string& s, const std::string& m, const std::string& p) { return handle(s, m, p); },
+      options_.log);
+  {
+    MutexLock lock(mutex_);
+    connection_ = connection;
+  }
+  if (stopping_) connection->close("stopping");
+  api::RegisterPluginRequest registration;
+  registration.set_plugin_name(options_.name);
+  registration.set_plugin_idx(options_.index);
+  // The runtime configures and synchronizes the plugin before it answers the registration.
+  auto registered = connection->call(kRuntimeService, "RegisterPlugin", registration.SerializeAsString(),
+                                     options_.registrationTimeout);
+  if (!registered.ok()) {
+    connection->close("registration failed");
+    Error error = registered.error();
+    return error.addContext("NRI registration as " + options_.index + "-" + options_.name);
+  }
+  options_.log("registered with the runtime's NRI as " + options_.index + "-" + options_.name);
+  while (!connection->waitClosed(std::chrono::seconds(1))) {
+  }
+  {
+    MutexLock lock(mutex_);
+    connection_.reset();
+  }
+  return {};
+}
+
+void NriPlugin::run() {
+  while (!stopping_) {
+    const Result<void> session = runOnce();
+    if (stopping_) break;
+    options_.log(session.ok() ? "the runtime's NRI connection ended; connecting again"
+                              : session.error().message() + "; trying again");
+    std::this_thread::sleep_for(options_.reconnectPause);
+  }
+}
+
+void NriPlugin::stop() {
+  stopping_ = true;
+  std::shared_ptr<nri::TtrpcConnection> connection;
+  {
+    MutexLock lock(mutex_);
+    connection = connection_;
+  }
+  if (connection) connection->close("stopping");
+}
+
+Result<std::string> NriPlugin::handle(const std::string& service, const std::string& method,
+                                      const std::string& payload) {
+  if (service != kPluginService) {
+    return Error(ErrorCode::kUnimplemented,
+                 "vri-nri-plugin serves " + std::string(kPluginService) + ", not " + service);
+  }
+  if (method == "Configure") return configure(payload);
+  if (method == "Synchronize") return synchronize(payload);
+  if (method == "StateChange") return stateChange(payload);
+  if (method == "Shutdown") {
+    options_.log("the runtime's NRI is shutting down");
+    return api::Empty().SerializeAsString();
+  }
+  // Only subscribed events are relayed; anything else is a runtime that ignored the subscription.
+  return Error(ErrorCode::kUnimplemented, "vri-nri-plugin does not handle " + method);
+}
+
+Result<std::string> NriPlugin::configure(const std::string& payload) {
+  VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::ConfigureRequest>(payload, "Configure's request"));
+  {
+    MutexLock lock(mutex_);
+    runtime_ = request.runtime_name() + " " + request.runtime_version();
+  }
+  auto mask = nriEventMask(request.runtime_name(), request.runtime_version());
+  if (!mask.ok()) {
+    options_.log("Configure refused: " + mask.error().message());
+    return mask.error();
+  }
+  syncPods_.clear();
+  syncContainers_.clear();
+  options_.log("configured by " + request.runtime_name() + " " + request.runtime_version() + " (events 0x" +
+               [](int32_t m) {
+                 char hex[16];
+                 std::snprintf(hex, sizeof hex, "%x", static_cast<unsigned>(m));
+                 return std::string(hex);
+               }(*mask) +
+               ")");
+  api::ConfigureResponse response;
+  response.set_events(*mask);
+  return response.SerializeAsString();
+}
+
+Result<std::string> NriPlugin::synchronize(const std::string& payload) {
+  VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::SynchronizeRequest>(payload, "Synchronize's request"));
+  syncPods_.insert(syncPods_.end(), request.pods().begin(), request.pods().end());
+  syncContainers_.insert(syncContainers_.end(), request.containers().begin(), request.containers().end());
+  api::SynchronizeResponse response;
+  if (request.more()) {
+    response.set_more(true);  // the rest is to come; judged once it is all here
+    return response.SerializeAsString();
+  }
+  syncWithVrid();
+  syncPods_.clear();
+  syncContainers_.clear();
+  return response.SerializeAsString();  // no updates: what runs keeps its CPUs
+}
+
+void NriPlugin::syncWithVrid() {
+  options_.log("synchronizing with the runtime: " + std::to_string(syncPods_.size()) + " pods, " +
+               std::to_string(syncContainers_.size()) + " containers");
+  // vrid's pods first: every id vrid binds was made in the runtime first, so the report has it.
+  auto tenants = vrid_.listPods(vridScope());
+  if (!tenants.ok()) {
+    // The runtime waits for this answer; the ledger is judged again at the next connection.
+    options_.log("vrid's pods are not available (" + tenants.error().message() +
+                 "); the ledger is not checked against the runtime this time");
+    return;
+  }
+  NriSnapshotRuntime snapshot(syncPods_, syncContainers_);
+  syncLedger(LedgerSyncCalls{vrid_, snapshot, options_.vridTimeout, options_.log}, *tenants);
+}
+
+Result<std::string> NriPlugin::stateChange(const std::string& payload) {
+  VRI_ASSIGN_OR_RETURN(const auto event, parsed<api::StateChangeEvent>(payload, "StateChange's event"));
+  std::function<Result<bool>()> release;
+  std::string what;
+  if (event.event() == api::REMOVE_POD_SANDBOX) {
+    v1::ReleasePodRequest request;
+    request.set_sandbox_id(event.pod().id());
+    what = "pod " + event.pod().namespace_() + "/" + event.pod().name();
+    release = [this, request] { return vrid_.releasePod(vridScope(), request); };
+  } else if (event.event() == api::REMOVE_CONTAINER) {
+    v1::ReleaseContainerRequest request;
+    request.set_container_id(event.container().id());
+    what = "container " + event.pod().name() + "/" + event.container().name();
+    release = [this, request] { return vrid_.releaseContainer(vridScope(), request); };
+  } else {
+    return api::Empty().SerializeAsString();
+  }
+  // A release by id is idempotent: once more when the first call met a connection to a vrid that
+  // has since restarted (gRPC fails that call rather than waiting for the new one).
+  Result<bool> released = release();
+  if (!released.ok() && released.error().code() == ErrorCode::kUnavailable) released = release();
+  // A failed release is logged, never the runtime's failure: what it removed is gone either way,
+  // and the next synchronization releases it.
+  if (!released.ok()) {
+    options_.log(what + " removed by the runtime; releasing it failed: " + released.error().message());
+  } else {
+    options_.log(what + " removed by the runtime; " + (*released ? "released" : "vrid held nothing under its id"));
+  }
+  return api::Empty().SerializeAsString();
+}
+
+}  // namespace vri

@@ -1,0 +1,82 @@
+// NriPlugin: VRI as an NRI plugin of the container runtime (containerd 2.x), on the runtime's NRI
+// socket (nri/README.md for the protocol). One session: connect, register with a name and an
+// index, answer Configure with the events it handles, take Synchronize (which may come in parts)
+// and judge vrid's ledger against it with the kubelet side's one ledger sync (ledger_sync.h):
+// what vrid holds that the runtime no longer has is released, running pods and containers vrid
+// does not know are adopted on the CPUs they hold. Then it releases each pod and container the
+// runtime removes, by its id, until the runtime closes the connection. run() starts a new session
+// whenever one ends, so a restarted runtime is met again; vrid is reached through `vrid`, whose
+// channel reconnects by itself.
+//
+// This is the plugin's life cycle; placing pods and containers through NRI's CreateContainer and
+// UpdateContainer is not subscribed yet: the shim places them where the runtime has no NRI.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cgroup-model/thread_annotations.h"
+#include "kubelet-bridge/vrid_client.h"
+#include "nri/nri_api.pb.h"
+#include "nri/ttrpc_connection.h"
+
+namespace vri {
+
+struct NriPluginOptions {
+  std::string socket = "/var/run/nri/nri.sock";  // the runtime's NRI socket
+  std::string name = "vri";
+  std::string index = "50";  // NRI calls plugins in ascending index order
+  std::chrono::milliseconds registrationTimeout{5000};
+  std::chrono::milliseconds vridTimeout{2000};     // each vrid call
+  std::chrono::milliseconds reconnectPause{1000};  // between sessions
+  std::function<void(const std::string&)> log = [](const std::string&) {};
+};
+
+// The NRI events the plugin handles.
+std::vector<::nri::pkg::api::v1alpha1::Event> nriEventsHandled();
+
+// The event mask to answer Configure with, for the runtime that configures the plugin: refused
+// when the runtime's NRI does not know an event the plugin handles (NRI refuses an unknown event
+// bit and the registration fails), saying which.
+Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion);
+
+class NriPlugin {
+ public:
+  NriPlugin(VridClient& vrid, NriPluginOptions options);
+
+  // One session, until the runtime closes the connection or stop(); why it ended, or the error
+  // that kept it from starting (no socket, registration refused).
+  Result<void> runOnce();
+  // Sessions one after another until stop().
+  void run();
+  // From any thread: the session ends and run() returns.
+  void stop();
+
+  // What the runtime said of itself in its last Configure ("containerd v2.2.9"); empty before.
+  std::string runtime() const;
+
+ private:
+  Result<std::string> handle(const std::string& service, const std::string& method, const std::string& payload);
+  Result<std::string> configure(const std::string& payload);
+  Result<std::string> synchronize(const std::string& payload);
+  Result<std::string> stateChange(const std::string& payload);
+  void syncWithVrid();
+  CallScope vridScope() const;
+
+  VridClient& vrid_;
+  const NriPluginOptions options_;
+  std::atomic<bool> stopping_{false};
+  mutable Mutex mutex_;
+  std::shared_ptr<nri::TtrpcConnection> connection_ VRI_GUARDED_BY(mutex_);
+  std::string runtime_ VRI_GUARDED_BY(mutex_);
+  // Synchronize's parts so far (the runtime sends them one after another, on the serving thread).
+  std::vector<::nri::pkg::api::v1alpha1::PodSandbox> syncPods_;
+  std::vector<::nri::pkg::api::v1alpha1::Container> syncContainers_;
+};
+
+}  // namespace vri

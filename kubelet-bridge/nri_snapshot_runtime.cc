@@ -1,0 +1,146 @@
+#include "kubelet-bridge/nri_snapshot_runtime.h"
+
+#include <google/protobuf/util/json_util.h>
+
+namespace vri {
+
+namespace api = ::nri::pkg::api::v1alpha1;
+
+namespace {
+
+// NRI's resources in CRI's terms: what vrid reads of a running container (shares, quota and
+// period, memory limit, its CPUs and memory nodes).
+runtime::v1::LinuxContainerResources criResources(const api::LinuxResources& nri) {
+  runtime::v1::LinuxContainerResources out;
+  if (nri.cpu().has_shares()) out.set_cpu_shares(static_cast<int64_t>(nri.cpu().shares().value()));
+  if (nri.cpu().has_quota()) out.set_cpu_quota(nri.cpu().quota().value());
+  if (nri.cpu().has_period()) out.set_cpu_period(static_cast<int64_t>(nri.cpu().period().value()));
+  if (nri.memory().has_limit()) out.set_memory_limit_in_bytes(nri.memory().limit().value());
+  out.set_cpuset_cpus(nri.cpu().cpus());
+  out.set_cpuset_mems(nri.cpu().mems());
+  for (const auto& [key, value] : nri.unified()) (*out.mutable_unified())[key] = value;
+  return out;
+}
+
+runtime::v1::ContainerState criState(api::ContainerState state) {
+  switch (state) {
+    case api::CONTAINER_CREATED: return runtime::v1::CONTAINER_CREATED;
+    case api::CONTAINER_RUNNING:
+    case api::CONTAINER_PAUSED: return runtime::v1::CONTAINER_RUNNING;
+    case api::CONTAINER_STOPPED: return runtime::v1::CONTAINER_EXITED;
+    default: return runtime::v1::CONTAINER_UNKNOWN;
+  }
+}
+
+// containerd's verbose info: a JSON object whose "config" is the CRI config.
+template <typename Config>
+std::string infoWithConfig(const Config& config) {
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(config, &json);
+  return "{\"config\":" + json + "}";
+}
+
+Error unimplemented(const char* call) {
+  return Error(ErrorCode::kUnimplemented, std::string(call) + ": an NRI synchronization is read-only");
+}
+
+}  // namespace
+
+NriSnapshotRuntime::NriSnapshotRuntime(const std::vector<api::PodSandbox>& pods,
+                                       const std::vector<api::Container>& containers) {
+  for (const api::PodSandbox& p : pods) {
+    Pod& pod = pods_[p.id()];
+    pod.sandbox.set_id(p.id());
+    pod.sandbox.set_state(runtime::v1::SANDBOX_READY);  // NRI reports the pods the runtime has
+    auto* metadata = pod.sandbox.mutable_metadata();
+    metadata->set_name(p.name());
+    metadata->set_uid(p.uid());
+    metadata->set_namespace_(p.namespace_());
+    for (const auto& [key, value] : p.labels()) (*pod.sandbox.mutable_labels())[key] = value;
+    *pod.config.mutable_metadata() = *metadata;
+    *pod.config.mutable_labels() = pod.sandbox.labels();
+    for (const auto& [key, value] : p.annotations()) (*pod.config.mutable_annotations())[key] = value;
+    pod.config.mutable_linux()->set_cgroup_parent(p.linux().cgroup_parent());
+  }
+  for (const api::Container& c : containers) {
+    Container& container = containers_[c.id()];
+    container.container.set_id(c.id());
+    container.container.set_pod_sandbox_id(c.pod_sandbox_id());
+    container.container.mutable_metadata()->set_name(c.name());
+    container.container.set_state(criState(c.state()));
+    for (const auto& [key, value] : c.labels()) (*container.container.mutable_labels())[key] = value;
+    *container.config.mutable_metadata() = container.container.metadata();
+    *container.config.mutable_labels() = container.container.labels();
+    for (const auto& [key, value] : c.annotations()) (*container.config.mutable_annotations())[key] = value;
+    *container.config.mutable_linux()->mutable_resources() = criResources(c.linux().resources());
+    const auto pod = pods_.find(c.pod_sandbox_id());
+    container.podUid = pod != pods_.end() ? pod->second.sandbox.metadata().uid() : "";
+  }
+}
+
+Result<std::vector<runtime::v1::PodSandbox>> NriSnapshotRuntime::listPodSandboxes(const CallScope&) {
+  std::vector<runtime::v1::PodSandbox> out;
+  for (const auto& [id, pod] : pods_) out.push_back(pod.sandbox);
+  return out;
+}
+
+Result<std::vector<runtime::v1::Container>> NriSnapshotRuntime::listContainers(const CallScope&,
+                                                                               const std::string& podUid) {
+  std::vector<runtime::v1::Container> out;
+  for (const auto& [id, c] : containers_) {
+    if (podUid.empty() || c.podUid == podUid) out.push_back(c.container);
+  }
+  return out;
+}
+
+Result<runtime::v1::PodSandboxStatusResponse> NriSnapshotRuntime::podSandboxStatus(const CallScope&,
+                                                                                   const std::string& sandboxId,
+                                                                                   bool verbose) {
+  const auto found = pods_.find(sandboxId);
+  if (found == pods_.end()) return Error::notFound("sandbox " + sandboxId + " is not in the runtime's NRI report");
+  runtime::v1::PodSandboxStatusResponse out;
+  if (verbose) (*out.mutable_info())["info"] = infoWithConfig(found->second.config);
+  return out;
+}
+
+Result<runtime::v1::ContainerStatusResponse> NriSnapshotRuntime::containerStatus(const CallScope&,
+                                                                                 const std::string& containerId,
+                                                                                 bool verbose) {
+  const auto found = containers_.find(containerId);
+  if (found == containers_.end()) {
+    return Error::notFound("container " + containerId + " is not in the runtime's NRI report");
+  }
+  runtime::v1::ContainerStatusResponse out;
+  out.mutable_status()->set_id(containerId);
+  out.mutable_status()->set_state(found->second.container.state());
+  *out.mutable_status()->mutable_resources()->mutable_linux() = found->second.config.linux().resources();
+  if (verbose) (*out.mutable_info())["info"] = infoWithConfig(found->second.config);
+  return out;
+}
+
+Result<runtime::v1::RunPodSandboxResponse> NriSnapshotRuntime::runPodSandbox(const CallScope&,
+                                                                             const runtime::v1::RunPodSandboxRequest&) {
+  return unimplemented("RunPodSandbox");
+}
+Result<runtime::v1::CreateContainerResponse> NriSnapshotRuntime::createContainer(
+    const CallScope&, const runtime::v1::CreateContainerRequest&) {
+  return unimplemented("CreateContainer");
+}
+Result<void> NriSnapshotRuntime::updateContainerResources(const CallScope&,
+                                                          const runtime::v1::UpdateContainerResourcesRequest&) {
+  return unimplemented("UpdateContainerResources");
+}
+Result<void> NriSnapshotRuntime::stopPodSandbox(const CallScope&, const std::string&) {
+  return unimplemented("StopPodSandbox");
+}
+Result<void> NriSnapshotRuntime::removePodSandbox(const CallScope&, const std::string&) {
+  return unimplemented("RemovePodSandbox");
+}
+Result<void> NriSnapshotRuntime::removeContainer(const CallScope&, const std::string&) {
+  return unimplemented("RemoveContainer");
+}
+Result<runtime::v1::RuntimeConfigResponse> NriSnapshotRuntime::runtimeConfig(const CallScope&) {
+  return unimplemented("RuntimeConfig");
+}
+
+}  // namespace vri

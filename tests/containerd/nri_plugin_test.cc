@@ -1,0 +1,157 @@
+// vri-nri-plugin on a real containerd 2.x's NRI socket (label `containerd2`; start it with
+// tests/containerd/containerd-fixture.sh up 2, whose NRI socket is inside the fixture), with a real
+// vrid on this machine's CPUs and a private kubepods. A pod made before the plugin ran is adopted
+// with the CPUs it holds; containerd and vrid restarted in turn change nothing; what containerd
+// removes is released.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kubelet-bridge/cri_client.h"
+#include "proto/vri.grpc.pb.h"
+#include "tests/containerd/containerd_under_test.h"
+#include "tests/support/eventually.h"
+#include "tests/support/temp_dir.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using cri_client::CriClient;
+using cri_client::PodQos;
+using ::testing::HasSubstr;
+namespace cri = ::runtime::v1;
+
+const testing::ContainerdUnderTest kUnderTest = testing::containerdUnderTest();
+constexpr char kNriSocket[] = "/var/tmp/vri-containerd2/run/nri.sock";
+
+size_t count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+class NriPluginContainerdTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::geteuid(), 0u) << "the containerd tests run as root";
+    ASSERT_TRUE(kUnderTest.atLeast2()) << "NRI is containerd 2's: run with VRI_CONTAINERD=2";
+    ASSERT_TRUE(std::filesystem::exists(kUnderTest.socket))
+        << "containerd is not running at " << kUnderTest.socket << ": " << kUnderTest.fixtureHint();
+    ASSERT_TRUE(std::filesystem::exists(kNriSocket)) << "containerd 2 has no NRI socket at " << kNriSocket;
+    vrid_ = std::make_unique<testing::VridProcess>(
+        tmp_, "vrid",
+        std::vector<std::string>{"--topology=live", "--kubelet-cgroup-root=/" + root_, "--reconcile-interval=0"});
+    ASSERT_TRUE(vrid_->start());
+    vri_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->socket(), grpc::InsecureChannelCredentials()));
+  }
+  void TearDown() override {
+    if (!kUnderTest.atLeast2() || !vrid_) return;
+    CriClient direct(kUnderTest.socket);
+    cri::ListPodSandboxResponse sandboxes;
+    if (direct.listPodSandboxes(&sandboxes).ok()) {
+      for (const cri::PodSandbox& s : sandboxes.items()) {
+        if (!s.metadata().uid().starts_with(uidPrefix())) continue;
+        EXPECT_TRUE(direct.stopPodSandbox(s.id()).ok());
+        EXPECT_TRUE(direct.removePodSandbox(s.id()).ok());
+      }
+    }
+    stopPlugin();
+    if (vrid_) vrid_->stop();
+    for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
+      testing::removeCgroupTree(hierarchy.path().string() + "/" + root_);
+  }
+  void startPlugin() {
+    plugin_ = testing::spawn({VRI_NRI_PLUGIN_BINARY, std::string("--nri-socket=") + kNriSocket,
+                              "--vrid=" + vrid_->adminSocket(), "--index=90", "--name=vri-test"},
+                             tmp_.sub("plugin.log"), O_APPEND, true);
+  }
+  void stopPlugin() {
+    if (plugin_ <= 0) return;
+    ::kill(plugin_, SIGTERM);
+    ::waitpid(plugin_, nullptr, 0);
+    plugin_ = -1;
+  }
+  std::string pluginLog() const { return testing::readFile(tmp_.sub("plugin.log")); }
+  std::string uidPrefix() const { return "vri-nri-test-" + std::to_string(::getpid()) + "-"; }
+  v1::PodInfo podInfo(const std::string& podUid) {
+    grpc::ClientContext context;
+    v1::GetTenantRequest request;
+    request.set_pod_uid(podUid);
+    v1::Tenant tenant;
+    return vri_->GetTenant(&context, request, &tenant).ok() ? tenant.pod() : v1::PodInfo();
+  }
+
+  testing::TempDir tmp_;
+  const std::string root_ = "vri-nri-" + std::to_string(::getpid());
+  std::unique_ptr<testing::VridProcess> vrid_;
+  std::unique_ptr<v1::Vri::Stub> vri_;
+  pid_t plugin_ = -1;
+};
+
+TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleasesWhatContainerdRemoves) {
+  // A Burstable pod made straight on containerd, before the plugin runs.
+  CriClient direct(kUnderTest.socket);
+  const std::string uid = uidPrefix() + "1";
+  const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
+      uid, "pod1", cri_client::podCgroupParent("/" + root_ + "/kubepods", PodQos::kBurstable, uid));
+  std::string sandbox, container;
+  ASSERT_TRUE(direct.runPodSandbox(pod, &sandbox).ok());
+  cri::LinuxContainerResources resources = cri_client::kubeletResources(250, 0, 64 << 20);
+  resources.set_cpuset_cpus("0-1");
+  ASSERT_TRUE(
+      direct.createContainer(sandbox, pod, cri_client::containerConfig(pod, "app", resources), &container).ok());
+  ASSERT_TRUE(direct.startContainer(container).ok());
+
+  startPlugin();
+  ASSERT_TRUE(testing::eventually([&] {
+    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
+  })) << pluginLog();
+  EXPECT_THAT(pluginLog(), HasSubstr("as 90-vri-test"));
+  EXPECT_THAT(pluginLog(), HasSubstr("configured by containerd v2."));
+  // Synchronize adopts it with the CPUs it holds.
+  ASSERT_TRUE(testing::eventually([&] { return podInfo(uid).containers_size() == 1; })) << pluginLog() << vrid_->log();
+  const v1::PodInfo adopted = podInfo(uid);
+  EXPECT_EQ(adopted.sandbox_id(), sandbox);
+  EXPECT_EQ(adopted.containers(0).resources().id(), container);
+  EXPECT_EQ(adopted.containers(0).cpuset_cpus(), "0-1") << adopted.DebugString();
+
+  // containerd restarts: the plugin registers again, and nothing changes.
+  std::string output;
+  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", "2"}, &output,
+                                tmp_.sub("restart.out")),
+            0)
+      << output;
+  ASSERT_TRUE(testing::eventually([&] { return count(pluginLog(), "registered with the runtime's NRI") == 2; },
+                                  std::chrono::seconds(30)))
+      << pluginLog();
+  ASSERT_TRUE(testing::eventually([&] { return count(pluginLog(), "synchronizing with the runtime") == 2; }))
+      << pluginLog();
+  EXPECT_EQ(podInfo(uid).SerializeAsString(), adopted.SerializeAsString());
+
+  // vrid restarts: the plugin keeps its connection to containerd, and vrid its ledger.
+  ASSERT_EQ(vrid_->stop(), 0);
+  ASSERT_TRUE(vrid_->start());
+  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid).containers_size() == 1; })) << vrid_->log();
+  EXPECT_EQ(podInfo(uid).containers(0).cpuset_cpus(), "0-1");
+  EXPECT_EQ(count(pluginLog(), "registered with the runtime's NRI"), 2u) << pluginLog();
+
+  // containerd removes the pod. Its container's removal reaches the plugin and vrid lets go of the
+  // container; the pod's does not: containerd 2.2 keeps no NRI state for a pod across its restart,
+  // and relays no RemovePodSandbox for one it has none for. The next synchronization releases it.
+  ASSERT_TRUE(direct.stopPodSandbox(sandbox).ok());
+  ASSERT_TRUE(direct.removePodSandbox(sandbox).ok());
+  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid).containers_size() == 0; })) << pluginLog();
+  EXPECT_THAT(pluginLog(), HasSubstr("container pod1/app removed by the runtime; released"));
+  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", "2"}, &output,
+                                tmp_.sub("restart.out")),
+            0)
+      << output;
+  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid).uid().empty(); }, std::chrono::seconds(30)))
+      << pluginLog() << vrid_->log();
+  EXPECT_THAT(pluginLog(), HasSubstr("its sandbox is gone from the runtime; released"));
+}
+
+}  // namespace
+}  // namespace vri

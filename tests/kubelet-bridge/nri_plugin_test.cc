@@ -1,0 +1,213 @@
+// vri-nri-plugin's life cycle against a runtime peer on a real unix socket (the runtime's NRI side,
+// tests/support/nri_runtime_peer.h) and vrid in memory (fake_vrid.h): registration, Configure's
+// event mask, Synchronize in parts judged by the ledger sync (adopting what vrid does not know,
+// releasing what is gone), releases on removal, and a new session when the runtime restarts. The
+// same against a real containerd 2.x is tests/containerd/nri_plugin_test.cc.
+#include "kubelet-bridge/nri_plugin.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+
+#include <mutex>
+#include <thread>
+
+#include "kubelet-bridge/cri_client.h"
+#include "tests/support/fake_vrid.h"
+#include "tests/support/nri_runtime_peer.h"
+#include "tests/support/temp_dir.h"
+
+namespace vri {
+namespace {
+
+namespace api = ::nri::pkg::api::v1alpha1;
+using ::testing::HasSubstr;
+
+constexpr char kPlugin[] = "nri.pkg.api.v1alpha1.Plugin";
+constexpr char kUid[] = "0b1c2d3e-0000-4000-8000-00000000000a";
+
+TEST(NriEventMaskTest, TheRemovalEventsAsNrisBitsForEveryRuntime) {
+  const int32_t removals = (1 << (api::REMOVE_POD_SANDBOX - 1)) | (1 << (api::REMOVE_CONTAINER - 1));
+  EXPECT_EQ(nriEventMask("containerd", "v2.2.9").value(), removals);
+  EXPECT_EQ(nriEventMask("containerd", "2.0.5").value(), removals);
+  EXPECT_EQ(nriEventMask("cri-o", "1.30.0").value(), removals);
+  EXPECT_EQ(removals, 0x404);
+}
+
+class NriPluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    listener_ = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    const std::string path = tmp_.sub("nri.sock");
+    path.copy(address.sun_path, path.size());
+    ASSERT_EQ(::bind(listener_, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
+    ASSERT_EQ(::listen(listener_, 4), 0);
+    NriPluginOptions options;
+    options.socket = path;
+    options.reconnectPause = std::chrono::milliseconds(50);
+    options.log = [this](const std::string& line) {
+      std::lock_guard lock(logMutex_);
+      log_ += line + "\n";
+    };
+    plugin_ = std::make_unique<NriPlugin>(vrid_, options);
+    sessions_ = std::thread([this] { plugin_->run(); });
+  }
+  void TearDown() override {
+    plugin_->stop();
+    ::shutdown(listener_, SHUT_RDWR);
+    sessions_.join();
+    ::close(listener_);
+  }
+  std::unique_ptr<testing::NriRuntimePeer> accept() {
+    const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
+    return fd < 0 ? nullptr : std::make_unique<testing::NriRuntimePeer>(fd);
+  }
+  std::string log() {
+    std::lock_guard lock(logMutex_);
+    return log_;
+  }
+  // The runtime's side of a registration: the plugin's RegisterPlugin, then Configure from `runtime`.
+  uint32_t registration(testing::NriRuntimePeer& runtime, api::ConfigureResponse& configured) {
+    auto registered = runtime.next();
+    EXPECT_TRUE(registered.has_value());
+    if (!registered) return 0;
+    ttrpc::Request request;
+    EXPECT_TRUE(request.ParseFromString(registered->message.payload));
+    EXPECT_EQ(request.method(), "RegisterPlugin");
+    api::RegisterPluginRequest who;
+    EXPECT_TRUE(who.ParseFromString(request.payload()));
+    EXPECT_EQ(who.plugin_name(), "vri");
+    EXPECT_EQ(who.plugin_idx(), "50");
+    api::ConfigureRequest configure;
+    configure.set_runtime_name("containerd");
+    configure.set_runtime_version("v2.2.9");
+    EXPECT_TRUE(runtime.request(1, kPlugin, "Configure", configure.SerializeAsString()));
+    const auto answer = replyTo(runtime, 1);
+    EXPECT_TRUE(configured.ParseFromString(answer.payload()));
+    return registered->message.streamId;
+  }
+  ttrpc::Response replyTo(testing::NriRuntimePeer& runtime, uint32_t stream) {
+    auto got = runtime.next();
+    ttrpc::Response response;
+    EXPECT_TRUE(got.has_value());
+    if (!got) return response;
+    EXPECT_EQ(got->conn, nri::kPluginServiceConn);
+    EXPECT_EQ(got->message.streamId, stream);
+    EXPECT_TRUE(response.ParseFromString(got->message.payload));
+    return response;
+  }
+
+  testing::TempDir tmp_;
+  testing::FakeVrid vrid_;
+  int listener_ = -1;
+  std::mutex logMutex_;
+  std::string log_;
+  std::unique_ptr<NriPlugin> plugin_;
+  std::thread sessions_;
+};
+
+api::PodSandbox nriPod(const std::string& id, const std::string& uid) {
+  api::PodSandbox pod;
+  pod.set_id(id);
+  pod.set_uid(uid);
+  pod.set_name("p-" + uid.substr(uid.size() - 2));
+  pod.set_namespace_("default");
+  (*pod.mutable_labels())["io.kubernetes.pod.uid"] = uid;
+  pod.mutable_linux()->set_cgroup_parent(cri_client::podCgroupParent("/kubepods", cri_client::PodQos::kBurstable, uid));
+  return pod;
+}
+
+TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatIsGone) {
+  // vrid holds a pod whose sandbox the runtime no longer has.
+  vrid_.holdPod("0b1c2d3e-0000-4000-8000-0000000000ff", "gone-sandbox", {});
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  api::ConfigureResponse configured;
+  const uint32_t registering = registration(*runtime, configured);
+  EXPECT_EQ(configured.events(), 0x404);  // RemovePodSandbox and RemoveContainer
+
+  api::SynchronizeRequest first;
+  *first.add_pods() = nriPod("sb1", kUid);
+  first.set_more(true);
+  ASSERT_TRUE(runtime->request(3, kPlugin, "Synchronize", first.SerializeAsString()));
+  api::SynchronizeResponse partial;
+  ASSERT_TRUE(partial.ParseFromString(replyTo(*runtime, 3).payload()));
+  EXPECT_TRUE(partial.more());
+  EXPECT_FALSE(vrid_.holds(kUid));  // judged once all parts are in
+
+  api::SynchronizeRequest rest;
+  api::Container* app = rest.add_containers();
+  app->set_id("c1");
+  app->set_pod_sandbox_id("sb1");
+  app->set_name("app");
+  app->set_state(api::CONTAINER_RUNNING);
+  (*app->mutable_labels())["io.kubernetes.container.name"] = "app";
+  (*app->mutable_labels())["io.kubernetes.pod.uid"] = kUid;
+  app->mutable_linux()->mutable_resources()->mutable_cpu()->mutable_shares()->set_value(256);
+  app->mutable_linux()->mutable_resources()->mutable_cpu()->set_cpus("0-3");
+  ASSERT_TRUE(runtime->request(5, kPlugin, "Synchronize", rest.SerializeAsString()));
+  api::SynchronizeResponse done;
+  ASSERT_TRUE(done.ParseFromString(replyTo(*runtime, 5).payload()));
+  EXPECT_FALSE(done.more());
+  EXPECT_EQ(done.update_size(), 0);  // what runs keeps its CPUs
+  ASSERT_TRUE(runtime->respond(registering, api::Empty().SerializeAsString()));
+
+  EXPECT_TRUE(vrid_.holds(kUid));                                     // adopted with its sandbox
+  EXPECT_FALSE(vrid_.holds("0b1c2d3e-0000-4000-8000-0000000000ff"));  // released: its sandbox is gone
+  const auto admits = vrid_.containerAdmits();
+  ASSERT_FALSE(admits.empty());
+  EXPECT_EQ(admits.back().container_id(), "c1");
+  EXPECT_EQ(admits.back().running_cpus(), "0-3");
+
+  // The runtime removes the container: released by its id.
+  api::StateChangeEvent removed;
+  removed.set_event(api::REMOVE_CONTAINER);
+  *removed.mutable_pod() = nriPod("sb1", kUid);
+  removed.mutable_container()->set_id("c1");
+  removed.mutable_container()->set_name("app");
+  ASSERT_TRUE(runtime->request(7, kPlugin, "StateChange", removed.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 7).status().code(), 0);
+  ASSERT_FALSE(vrid_.containerReleases().empty());
+  EXPECT_EQ(vrid_.containerReleases().back().container_id(), "c1");
+  EXPECT_THAT(log(), HasSubstr("registered with the runtime's NRI as 50-vri"));
+  EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x404)"));
+}
+
+TEST_F(NriPluginTest, ARestartedRuntimeIsMetAgainAndBadBytesEndOnlyTheSession) {
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  api::ConfigureResponse configured;
+  ASSERT_NE(registration(*runtime, configured), 0u);
+  runtime.reset();  // the runtime restarts
+
+  runtime = accept();
+  ASSERT_TRUE(runtime);
+  ASSERT_NE(registration(*runtime, configured), 0u);
+  ASSERT_TRUE(runtime->writeRaw(std::string("\0\0\0\0\0\0\0\1x", 9)));  // garbage from the runtime
+  EXPECT_TRUE(runtime->closedByPlugin());
+  EXPECT_THAT(log(), HasSubstr("reserved connection 0"));
+
+  runtime = accept();  // and the plugin connects once more
+  ASSERT_TRUE(runtime);
+  ASSERT_NE(registration(*runtime, configured), 0u);
+}
+
+TEST_F(NriPluginTest, AnUnreachableVridFailsNoCallOfTheRuntimes) {
+  vrid_.refuseNext("ListTenants", Error(ErrorCode::kUnavailable, "vrid is restarting"));
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  api::ConfigureResponse configured;
+  ASSERT_NE(registration(*runtime, configured), 0u);
+  api::SynchronizeRequest all;
+  *all.add_pods() = nriPod("sb1", kUid);
+  ASSERT_TRUE(runtime->request(3, kPlugin, "Synchronize", all.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 3).status().code(), 0);
+  EXPECT_THAT(log(), HasSubstr("the ledger is not checked against the runtime this time"));
+  EXPECT_FALSE(vrid_.holds(kUid));
+}
+
+}  // namespace
+}  // namespace vri

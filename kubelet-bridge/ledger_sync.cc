@@ -150,6 +150,12 @@ std::optional<std::string> jsonMember(const std::string& json, const std::string
   return out;
 }
 
+std::string verboseInfoWithConfig(const google::protobuf::Message& config) {
+  std::string json;
+  (void)google::protobuf::util::MessageToJsonString(config, &json);
+  return "{\"config\":" + json + "}";
+}
+
 void syncLedger(const LedgerSyncCalls& calls, const v1::TenantList& tenants) {
   Sync sync(calls);
   auto sandboxes = calls.runtime.listPodSandboxes(sync.scope());

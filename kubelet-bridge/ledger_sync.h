@@ -7,6 +7,8 @@
 // bound) are judged. Every failure is logged; none stops the rest.
 #pragma once
 
+#include <google/protobuf/message.h>
+
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -30,5 +32,9 @@ void syncLedger(const LedgerSyncCalls& calls, const v1::TenantList& tenants);
 
 // The top-level member `key` of a JSON object, as JSON text (the runtime's verbose status info).
 std::optional<std::string> jsonMember(const std::string& json, const std::string& key);
+
+// A verbose status's info as containerd writes it: a JSON object whose "config" is `config`, the
+// CRI config the runtime keeps (what the sync reads back with jsonMember).
+std::string verboseInfoWithConfig(const google::protobuf::Message& config);
 
 }  // namespace vri

@@ -1,6 +1,6 @@
 #include "kubelet-bridge/nri_snapshot_runtime.h"
 
-#include <google/protobuf/util/json_util.h>
+#include "kubelet-bridge/ledger_sync.h"
 
 namespace vri {
 
@@ -30,14 +30,6 @@ runtime::v1::ContainerState criState(api::ContainerState state) {
     case api::CONTAINER_STOPPED: return runtime::v1::CONTAINER_EXITED;
     default: return runtime::v1::CONTAINER_UNKNOWN;
   }
-}
-
-// containerd's verbose info: a JSON object whose "config" is the CRI config.
-template <typename Config>
-std::string infoWithConfig(const Config& config) {
-  std::string json;
-  (void)google::protobuf::util::MessageToJsonString(config, &json);
-  return "{\"config\":" + json + "}";
 }
 
 Error unimplemented(const char* call) {
@@ -99,7 +91,7 @@ Result<runtime::v1::PodSandboxStatusResponse> NriSnapshotRuntime::podSandboxStat
   const auto found = pods_.find(sandboxId);
   if (found == pods_.end()) return Error::notFound("sandbox " + sandboxId + " is not in the runtime's NRI report");
   runtime::v1::PodSandboxStatusResponse out;
-  if (verbose) (*out.mutable_info())["info"] = infoWithConfig(found->second.config);
+  if (verbose) (*out.mutable_info())["info"] = verboseInfoWithConfig(found->second.config);
   return out;
 }
 
@@ -114,7 +106,7 @@ Result<runtime::v1::ContainerStatusResponse> NriSnapshotRuntime::containerStatus
   out.mutable_status()->set_id(containerId);
   out.mutable_status()->set_state(found->second.container.state());
   *out.mutable_status()->mutable_resources()->mutable_linux() = found->second.config.linux().resources();
-  if (verbose) (*out.mutable_info())["info"] = infoWithConfig(found->second.config);
+  if (verbose) (*out.mutable_info())["info"] = verboseInfoWithConfig(found->second.config);
   return out;
 }
 

@@ -26,6 +26,7 @@
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/grpc_runtime_client.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
+#include "kubelet-bridge/program_log.h"
 #include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_connection.h"
 
@@ -41,12 +42,7 @@ int usage(const std::string& why) {
   return 2;
 }
 
-void logLine(const std::string& line) {
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::gmtime(&now));
-  std::fprintf(stderr, "%s vri-cri-shim: %s\n", stamp, line.c_str());
-}
+void logLine(const std::string& line) { vri::logProgramLine("vri-cri-shim", line); }
 
 // `quickReconnect`: vrid restarts in well under a second; a call waits for it
 // (within its deadline) instead of failing on gRPC's default back-off of up to 2 minutes.

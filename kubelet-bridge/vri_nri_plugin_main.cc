@@ -18,6 +18,7 @@
 #include "cgroup-model/version.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/nri_plugin.h"
+#include "kubelet-bridge/program_log.h"
 
 namespace {
 
@@ -29,12 +30,7 @@ int usage(const std::string& why) {
   return 2;
 }
 
-void logLine(const std::string& line) {
-  char stamp[32];
-  const std::time_t now = std::time(nullptr);
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", std::gmtime(&now));
-  std::fprintf(stderr, "%s vri-nri-plugin: %s\n", stamp, line.c_str());
-}
+void logLine(const std::string& line) { vri::logProgramLine("vri-nri-plugin", line); }
 
 }  // namespace
 

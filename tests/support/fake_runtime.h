@@ -5,8 +5,6 @@
 // test can make the next call of a method fail, or hold updates in flight.
 #pragma once
 
-#include <google/protobuf/util/json_util.h>
-
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -15,6 +13,7 @@
 #include <utility>
 #include <vector>
 
+#include "kubelet-bridge/ledger_sync.h"
 #include "kubelet-bridge/runtime_client.h"
 
 namespace vri::testing {
@@ -167,7 +166,7 @@ class FakeRuntime final : public RuntimeClient {
     const auto found = sandboxes_.find(id);
     if (found == sandboxes_.end()) return Error::notFound("sandbox " + id);
     runtime::v1::PodSandboxStatusResponse out;  // this CRI subset carries the info only
-    if (verbose) (*out.mutable_info())["info"] = withConfig(found->second.config);
+    if (verbose) (*out.mutable_info())["info"] = verboseInfoWithConfig(found->second.config);
     return out;
   }
   Result<runtime::v1::ContainerStatusResponse> containerStatus(const CallScope&, const std::string& id,
@@ -181,7 +180,7 @@ class FakeRuntime final : public RuntimeClient {
     out.mutable_status()->set_state(found->second.container.state());
     out.mutable_status()->set_exit_code(found->second.exitCode);
     *out.mutable_status()->mutable_resources()->mutable_linux() = found->second.resources;
-    if (verbose) (*out.mutable_info())["info"] = withConfig(found->second.config);
+    if (verbose) (*out.mutable_info())["info"] = verboseInfoWithConfig(found->second.config);
     return out;
   }
   Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope&) override {
@@ -239,13 +238,6 @@ class FakeRuntime final : public RuntimeClient {
     const auto sandbox = sandboxes_.find(sandboxId);
     c.podUid = sandbox != sandboxes_.end() ? sandbox->second.config.metadata().uid() : "";
     return id;
-  }
-  // containerd's verbose info: a JSON object whose "config" is the CRI config.
-  template <typename Config>
-  static std::string withConfig(const Config& config) {
-    std::string json;
-    (void)google::protobuf::util::MessageToJsonString(config, &json);
-    return "{\"config\":" + json + "}";
   }
 
   runtime::v1::CgroupDriver cgroupDriver_ = runtime::v1::CGROUPFS;

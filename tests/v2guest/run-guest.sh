@@ -6,8 +6,9 @@
 # Env:   KERNEL=vmlinuz  INITRD=initrd.cpio.gz  (required)
 #        ACCEL=tcg|kvm (default tcg: where /dev/kvm is PVM, as on the CI machines, stock kernels do not boot under kvm)
 #        SMP=2  MEM=2048 (MiB)  NUMA=1 (2 nodes, one vCPU each, MEM/2 each)  CPU=max
-#        Exit: the guest's rc; 97 QEMU itself aborted; 98 an emulated CPU locked up; 99 no result
-#        TIMEOUT=600 (s)  LOG=<file> (serial console log; default <outdir>/console.log)
+#        Exit: the guest's rc; 96 the console went silent; 97 QEMU itself aborted; 98 an emulated CPU
+#        locked up; 99 no result
+#        TIMEOUT=600 (s)  SILENT=600 (s)  LOG=<file> (serial console log; default <outdir>/console.log)
 #        INTERACTIVE=1: serial console on this terminal, autologin root shell, no script (Ctrl-A x quits)
 set -euo pipefail
 IMG=$(readlink -f "${1:?image}"); IN=$(readlink -f "${2:?indir}"); OUT=${3:?outdir}; shift 3
@@ -46,10 +47,18 @@ qemu=$!
 # Under TCG an emulated CPU now and then locks up for good (the guest's kernel reports a soft lockup
 # that only grows). Such a guest never finishes: it is stopped as soon as a CPU has been stuck for
 # 120 s, and the exit code 98 says so (testbed.sh boots once more).
-locked=0
+# A guest can also freeze without a word (seen once under heavy load on the host: the console
+# stopped in the middle of a suite for the rest of its 45 minutes). Every suite prints a line at
+# least every few minutes, so a console silent for SILENT seconds is stopped too, with exit code 96.
+locked=0 silent=0
 while kill -0 "$qemu" 2>/dev/null; do
   if grep -qE 'soft lockup - CPU#[0-9]+ stuck for ([0-9]{4,}|[2-9][0-9]{2}|1[2-9][0-9])s' "$LOG" 2>/dev/null; then
     locked=1
+    kill "$qemu" 2>/dev/null
+    break
+  fi
+  if [ $(( $(date +%s) - $(stat -c %Y "$LOG" 2>/dev/null || date +%s) )) -ge "${SILENT:-600}" ]; then
+    silent=1
     kill "$qemu" 2>/dev/null
     break
   fi
@@ -58,6 +67,10 @@ done
 wait "$qemu"
 qrc=$?
 set -e
+if [ "$silent" = 1 ] && [ ! -f "$OUT/rc" ]; then
+  echo "qemu stopped: the guest's console was silent for ${SILENT:-600} s"
+  exit 96
+fi
 if [ "$locked" = 1 ]; then
   echo "qemu stopped: an emulated CPU locked up ($(grep -oE 'soft lockup - CPU#[0-9]+ stuck for [0-9]+s' "$LOG" | tail -1))"
   exit 98

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "kubelet-bridge/cri_client.h"
+#include "tests/support/eventually.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/nri_runtime_peer.h"
 #include "tests/support/temp_dir.h"
@@ -172,7 +173,10 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
   EXPECT_EQ(replyTo(*runtime, 7).status().code(), 0);
   ASSERT_FALSE(vrid_.containerReleases().empty());
   EXPECT_EQ(vrid_.containerReleases().back().container_id(), "c1");
-  EXPECT_THAT(log(), HasSubstr("registered with the runtime's NRI as 50-vri"));
+  // Logged once the plugin has read the registration's answer, on its own thread.
+  EXPECT_TRUE(testing::eventually([&] {
+    return log().find("registered with the runtime's NRI as 50-vri") != std::string::npos;
+  })) << log();
   EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x404)"));
 }
 

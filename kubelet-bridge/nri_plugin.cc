@@ -9,7 +9,9 @@
 #include <cstdio>
 #include <cstring>
 #include <functional>
+#include <optional>
 #include <thread>
+#include <utility>
 
 #include "kubelet-bridge/ledger_sync.h"
 #include "kubelet-bridge/nri_snapshot_runtime.h"
@@ -23,21 +25,16 @@ namespace {
 constexpr char kPluginService[] = "nri.pkg.api.v1alpha1.Plugin";
 constexpr char kRuntimeService[] = "nri.pkg.api.v1alpha1.Runtime";
 
-// The last event the runtime's NRI knows. containerd 2.2 vendors NRI v0.11.0, whose last event is
-// VALIDATE_CONTAINER_ADJUSTMENT; every NRI since the multiplexed protocol knows the events up to
-// REMOVE_CONTAINER, and that is all that is assumed of a runtime or version not known here.
-api::Event lastEventKnownTo(std::string_view name, std::string_view version) {
-  if (name == "containerd") {
-    if (!version.empty() && version.front() == 'v') version.remove_prefix(1);
-    int major = 0, minor = 0;
-    const char* end = version.data() + version.size();
-    auto [dot, ec] = std::from_chars(version.data(), end, major);
-    if (ec == std::errc() && dot != end && *dot == '.' && std::from_chars(dot + 1, end, minor).ec == std::errc() &&
-        (major > 2 || (major == 2 && minor >= 2))) {
-      return api::VALIDATE_CONTAINER_ADJUSTMENT;
-    }
+// "v0.12.3" or "2.2.9": its major and minor numbers, if it starts with them.
+std::optional<std::pair<int, int>> majorMinor(std::string_view version) {
+  if (!version.empty() && version.front() == 'v') version.remove_prefix(1);
+  int major = 0, minor = 0;
+  const char* end = version.data() + version.size();
+  auto [dot, ec] = std::from_chars(version.data(), end, major);
+  if (ec != std::errc() || dot == end || *dot != '.' || std::from_chars(dot + 1, end, minor).ec != std::errc()) {
+    return std::nullopt;
   }
-  return api::REMOVE_CONTAINER;
+  return std::pair{major, minor};
 }
 
 Result<int> connectTo(const std::string& path) {
@@ -65,16 +62,36 @@ Result<Message> parsed(const std::string& payload, const char* what) {
 
 }  // namespace
 
+// The last event the runtime's NRI knows. NRI v0.11.0 added UPDATE_POD_SANDBOX,
+// POST_UPDATE_POD_SANDBOX and VALIDATE_CONTAINER_ADJUSTMENT after REMOVE_CONTAINER (v0.8.0 ends
+// there), and v0.12.0 names its own version in Configure. Without that, the runtime's release says
+// it: containerd 2.0 and 2.1 vendor NRI v0.8.0, 2.2 v0.11.0, 2.3 and 2.4 v0.12. Every NRI since the
+// multiplexed protocol knows the events up to REMOVE_CONTAINER, and that is all that is assumed of
+// a runtime or version not known here.
+api::Event nriEventsKnownTo(std::string_view name, std::string_view version, std::string_view nriVersion) {
+  if (const auto nri = majorMinor(nriVersion)) {
+    return *nri >= std::pair{0, 11} ? api::VALIDATE_CONTAINER_ADJUSTMENT : api::REMOVE_CONTAINER;
+  }
+  if (name == "containerd") {
+    if (const auto release = majorMinor(version); release && *release >= std::pair{2, 2}) {
+      return api::VALIDATE_CONTAINER_ADJUSTMENT;
+    }
+  }
+  return api::REMOVE_CONTAINER;
+}
+
 std::vector<api::Event> nriEventsHandled() { return {api::REMOVE_POD_SANDBOX, api::REMOVE_CONTAINER}; }
 
-Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion) {
-  const api::Event last = lastEventKnownTo(runtimeName, runtimeVersion);
+Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion,
+                             std::string_view runtimeNriVersion) {
+  const api::Event last = nriEventsKnownTo(runtimeName, runtimeVersion, runtimeNriVersion);
   int32_t mask = 0;
   for (api::Event event : nriEventsHandled()) {
     if (event > last) {
-      return Error::failedPrecondition("the NRI of " + std::string(runtimeName) + " " + std::string(runtimeVersion) +
-                                       " does not know event " + api::Event_Name(event) +
-                                       ", which vri-nri-plugin handles");
+      return Error::failedPrecondition(
+          "the NRI of " + std::string(runtimeName) + " " + std::string(runtimeVersion) +
+          (runtimeNriVersion.empty() ? "" : " (NRI " + std::string(runtimeNriVersion) + ")") + " does not know event " +
+          api::Event_Name(event) + ", which vri-nri-plugin handles");
     }
     mask |= 1 << (event - 1);  // NRI's bit for event e
   }
@@ -106,6 +123,7 @@ Result<void> NriPlugin::runOnce() {
   api::RegisterPluginRequest registration;
   registration.set_plugin_name(options_.name);
   registration.set_plugin_idx(options_.index);
+  registration.set_nri_version(kNriApiVersion);
   // The runtime configures and synchronizes the plugin before it answers the registration.
   auto registered = connection->call(kRuntimeService, "RegisterPlugin", registration.SerializeAsString(),
                                      options_.registrationTimeout);
@@ -153,6 +171,9 @@ Result<std::string> NriPlugin::handle(const std::string& service, const std::str
   if (method == "Configure") return configure(payload);
   if (method == "Synchronize") return synchronize(payload);
   if (method == "StateChange") return stateChange(payload);
+  // NRI v0.12 calls a method per event, and StateChange only for plugins that lack it.
+  if (method == "RemovePodSandbox") return removePodSandbox(payload);
+  if (method == "RemoveContainer") return removeContainer(payload);
   if (method == "Shutdown") {
     options_.log("the runtime's NRI is shutting down");
     return api::Empty().SerializeAsString();
@@ -167,19 +188,17 @@ Result<std::string> NriPlugin::configure(const std::string& payload) {
     MutexLock lock(mutex_);
     runtime_ = request.runtime_name() + " " + request.runtime_version();
   }
-  auto mask = nriEventMask(request.runtime_name(), request.runtime_version());
+  auto mask = nriEventMask(request.runtime_name(), request.runtime_version(), request.nri_version());
   if (!mask.ok()) {
     options_.log("Configure refused: " + mask.error().message());
     return mask.error();
   }
   syncPods_.clear();
   syncContainers_.clear();
-  options_.log("configured by " + request.runtime_name() + " " + request.runtime_version() + " (events 0x" +
-               [](int32_t m) {
-                 char hex[16];
-                 std::snprintf(hex, sizeof hex, "%x", static_cast<unsigned>(m));
-                 return std::string(hex);
-               }(*mask) +
+  char hexMask[16];
+  std::snprintf(hexMask, sizeof hexMask, "%x", static_cast<unsigned>(*mask));
+  options_.log("configured by " + request.runtime_name() + " " + request.runtime_version() +
+               (request.nri_version().empty() ? "" : " with NRI " + request.nri_version()) + " (events 0x" + hexMask +
                ")");
   api::ConfigureResponse response;
   response.set_events(*mask);
@@ -218,21 +237,41 @@ void NriPlugin::syncWithVrid() {
 
 Result<std::string> NriPlugin::stateChange(const std::string& payload) {
   VRI_ASSIGN_OR_RETURN(const auto event, parsed<api::StateChangeEvent>(payload, "StateChange's event"));
-  std::function<Result<bool>()> release;
-  std::string what;
   if (event.event() == api::REMOVE_POD_SANDBOX) {
-    v1::ReleasePodRequest request;
-    request.set_sandbox_id(event.pod().id());
-    what = "pod " + event.pod().namespace_() + "/" + event.pod().name();
-    release = [this, request] { return vrid_.releasePod(vridScope(), request); };
+    releasePod(event.pod());
   } else if (event.event() == api::REMOVE_CONTAINER) {
-    v1::ReleaseContainerRequest request;
-    request.set_container_id(event.container().id());
-    what = "container " + event.pod().name() + "/" + event.container().name();
-    release = [this, request] { return vrid_.releaseContainer(vridScope(), request); };
-  } else {
-    return api::Empty().SerializeAsString();
+    releaseContainer(event.pod(), event.container());
   }
+  return api::Empty().SerializeAsString();
+}
+
+Result<std::string> NriPlugin::removePodSandbox(const std::string& payload) {
+  VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::RemovePodSandboxRequest>(payload, "RemovePodSandbox's request"));
+  releasePod(request.pod());
+  return api::RemovePodSandboxResponse().SerializeAsString();
+}
+
+Result<std::string> NriPlugin::removeContainer(const std::string& payload) {
+  VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::RemoveContainerRequest>(payload, "RemoveContainer's request"));
+  releaseContainer(request.pod(), request.container());
+  return api::RemoveContainerResponse().SerializeAsString();
+}
+
+void NriPlugin::releasePod(const api::PodSandbox& pod) {
+  v1::ReleasePodRequest request;
+  request.set_sandbox_id(pod.id());
+  releaseRemoved("pod " + pod.namespace_() + "/" + pod.name(),
+                 [this, request] { return vrid_.releasePod(vridScope(), request); });
+}
+
+void NriPlugin::releaseContainer(const api::PodSandbox& pod, const api::Container& container) {
+  v1::ReleaseContainerRequest request;
+  request.set_container_id(container.id());
+  releaseRemoved("container " + pod.name() + "/" + container.name(),
+                 [this, request] { return vrid_.releaseContainer(vridScope(), request); });
+}
+
+void NriPlugin::releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release) {
   // A release by id is idempotent: once more when the first call met a connection to a vrid that
   // has since restarted (gRPC fails that call rather than waiting for the new one).
   Result<bool> released = release();
@@ -244,7 +283,6 @@ Result<std::string> NriPlugin::stateChange(const std::string& payload) {
   } else {
     options_.log(what + " removed by the runtime; " + (*released ? "released" : "vrid held nothing under its id"));
   }
-  return api::Empty().SerializeAsString();
 }
 
 }  // namespace vri

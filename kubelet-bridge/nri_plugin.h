@@ -8,6 +8,8 @@
 // whenever one ends, so a restarted runtime is met again; vrid is reached through `vrid`, whose
 // channel reconnects by itself.
 //
+// It serves NRI v0.12's RemovePodSandbox and RemoveContainer and, for older runtimes, StateChange.
+//
 // This is the plugin's life cycle; placing pods and containers through NRI's CreateContainer and
 // UpdateContainer is not subscribed yet: the shim places them where the runtime has no NRI.
 #pragma once
@@ -40,10 +42,20 @@ struct NriPluginOptions {
 // The NRI events the plugin handles.
 std::vector<::nri::pkg::api::v1alpha1::Event> nriEventsHandled();
 
-// The event mask to answer Configure with, for the runtime that configures the plugin: refused
-// when the runtime's NRI does not know an event the plugin handles (NRI refuses an unknown event
-// bit and the registration fails), saying which.
-Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion);
+// The last event the runtime's NRI knows, from its name, release and NRI version (empty when the
+// runtime does not say: NRI before v0.12).
+::nri::pkg::api::v1alpha1::Event nriEventsKnownTo(std::string_view runtimeName, std::string_view runtimeVersion,
+                                                  std::string_view runtimeNriVersion);
+
+// The event mask to answer Configure with, for the runtime that configures the plugin (its name,
+// release and, from NRI v0.12, its NRI's version): refused when the runtime's NRI does not know an
+// event the plugin handles (NRI refuses an unknown event bit and the registration fails), saying
+// which.
+Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion,
+                             std::string_view runtimeNriVersion = {});
+
+// The version of NRI's API the plugin speaks (nri/nri_api.proto), as it tells the runtime.
+inline constexpr char kNriApiVersion[] = "v0.12.3";
 
 class NriPlugin {
  public:
@@ -65,6 +77,12 @@ class NriPlugin {
   Result<std::string> configure(const std::string& payload);
   Result<std::string> synchronize(const std::string& payload);
   Result<std::string> stateChange(const std::string& payload);
+  Result<std::string> removePodSandbox(const std::string& payload);
+  Result<std::string> removeContainer(const std::string& payload);
+  void releasePod(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
+  void releaseContainer(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,
+                        const ::nri::pkg::api::v1alpha1::Container& container);
+  void releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release);
   void syncWithVrid();
   CallScope vridScope() const;
 

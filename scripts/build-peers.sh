@@ -3,7 +3,9 @@
 # the versions pinned in tests/peers/<peer>/go.mod and go.sum, with this machine's Go:
 #   kubelet      k8s.io/kubernetes cmd/kubelet (a wrapper module: kubernetes' own go.mod points its
 #                staging modules at directories a module download lacks)
-#   containerd   containerd 2.x, containerd-shim-runc-v2 and ctr (runc is Debian's)
+#   containerd   containerd 2.x, containerd-shim-runc-v2 and ctr (runc is Debian's), at the release
+#                the containerd 2.x tests run on; containerd-2.0 and containerd-2.4, the oldest and
+#                newest 2.x lines, for the NRI plugin's tests
 #
 #   scripts/build-peers.sh [OUT]      (OUT defaults to build/peers)
 #
@@ -82,11 +84,21 @@ build_peer kubelet "k8s.io/kubernetes/cmd/kubelet|-X $version_pkg.gitVersion=$ku
 -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor -X $version_pkg.gitTreeState=clean \
 -X $version_pkg.buildDate=1970-01-01T00:00:00Z"
 
-containerd=$(required_version "$repo/tests/peers/containerd" github.com/containerd/containerd/v2)
-containerd_version="-X github.com/containerd/containerd/v2/version.Version=$containerd"
-# no_btrfs: the btrfs snapshotter needs cgo and btrfs headers; the tests use overlayfs.
-PEER_TAGS=no_btrfs build_peer containerd \
-  "github.com/containerd/containerd/v2/cmd/containerd|$containerd_version" \
-  "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|$containerd_version" \
-  "github.com/containerd/containerd/v2/cmd/ctr|$containerd_version"
+# build_containerd NAME: containerd, its runc shim and ctr from the wrapper module tests/peers/NAME,
+# at the release its go.mod pins.
+build_containerd() {
+  local release
+  release=$(required_version "$repo/tests/peers/$1" github.com/containerd/containerd/v2)
+  local version_flag="-X github.com/containerd/containerd/v2/version.Version=$release"
+  # no_btrfs: the btrfs snapshotter needs cgo and btrfs headers; the tests use overlayfs.
+  PEER_TAGS=no_btrfs build_peer "$1" \
+    "github.com/containerd/containerd/v2/cmd/containerd|$version_flag" \
+    "github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2|$version_flag" \
+    "github.com/containerd/containerd/v2/cmd/ctr|$version_flag"
+}
+# The release every containerd 2.x test runs on, and the oldest and newest 2.x lines the NRI plugin
+# is also tested against (they vendor NRI v0.8.0 and v0.12.3; the first one, v0.11.0).
+build_containerd containerd
+build_containerd containerd-2.0
+build_containerd containerd-2.4
 say "programs in $out"

@@ -3,7 +3,7 @@
 # second and fails a run that would otherwise fail only at its end), builds VRI, and runs every
 # test:
 #   0. the outside programs Debian 12 lacks, built from their Go modules (scripts/build-peers.sh:
-#      kubelet, containerd 2.x), cached outside the clone,
+#      kubelet, containerd 2.x at three releases), cached outside the clone,
 #   1. the whole suite built with g++ (every label; libvirtd and both containerds, Debian's 1.6 and
 #      2.x, are started for the `libvirt`, `containerd` and `containerd2` tests and stopped
 #      afterwards), and the CRI pass-through benchmark against each containerd,
@@ -52,15 +52,19 @@ stage "start libvirtd (libvirt tests)" "$libvirt_fixture" up build/libvirt-bridg
 # The `containerd` tests need a real containerd with the CRI plugin and a local image: Debian's 1.6
 # (label containerd) and 2.x (label containerd2), side by side.
 containerd_fixture=tests/containerd/containerd-fixture.sh
-trap '"$libvirt_fixture" down; "$containerd_fixture" down 1.6; "$containerd_fixture" down 2' EXIT
-stage "start containerd 1.6 and 2.x" bash -c '"$1" up 1.6 && "$1" up 2' _ "$containerd_fixture"
+# The NRI plugin's tests also run on the oldest and newest 2.x lines (2.0, 2.4).
+containerds=(1.6 2 2.0 2.4)
+containerds_down() { for flavour in "${containerds[@]}"; do "$containerd_fixture" down "$flavour"; done; }
+containerds_up() { for flavour in "${containerds[@]}"; do "$containerd_fixture" up "$flavour"; done; }
+trap '"$libvirt_fixture" down; containerds_down' EXIT
+stage "start containerd 1.6, 2.x (2.2, 2.0, 2.4)" containerds_up
 stage "test (g++, all labels but v2guest)" ctest --test-dir build -j "$jobs" -LE v2guest --output-on-failure
 stage "bench (CRI pass-through, 1.6)" build/bench/cri_passthrough \
   --containerd=/var/tmp/vri-containerd/run/containerd.sock --shim=build/kubelet-bridge/vri-cri-shim
 stage "bench (CRI pass-through, 2.x)" build/bench/cri_passthrough \
   --containerd=/var/tmp/vri-containerd2/run/containerd.sock --shim=build/kubelet-bridge/vri-cri-shim
-stage "stop libvirtd and containerd" bash -c '"$1" down && "$2" down 1.6 && "$2" down 2' _ "$libvirt_fixture" \
-  "$containerd_fixture"
+stop_fixtures() { "$libvirt_fixture" down && containerds_down; }
+stage "stop libvirtd and containerd" stop_fixtures
 trap - EXIT
 stage "package (dpkg-buildpackage, lintian)" scripts/build-package.sh build/package
 stage "first package (cached by its tag)" tests/v2guest/first-package.sh build

@@ -2,15 +2,18 @@
 # A private containerd for the `containerd` tests: its own root, state, runc
 # root and sockets, the CRI plugin configured for these machines, and a locally
 # built image (localhost/vri/pause:1.0: a static sleeper, also the sandbox image).
-# Two of them, which can run side by side:
+# Several of them, which can run side by side:
 #   1.6  Debian's containerd 1.6, in /var/tmp/vri-containerd (containerd.toml.in)
 #   2    containerd 2.x as scripts/build-peers.sh builds it (its programs in
 #        $VRI_PEERS, default build/peers/containerd), in /var/tmp/vri-containerd2
-#        (containerd2.toml.in); runc is Debian's for both
+#        (containerd2.toml.in)
+#   2.0, 2.4  the oldest and newest 2.x lines (build/peers/containerd-2.0, -2.4), for the NRI
+#        plugin's tests, in /var/tmp/vri-containerd2.0 and 2.4 (containerd2.toml.in)
+# runc is Debian's for all.
 #
-#   tests/containerd/containerd-fixture.sh up [1.6|2]      starts it (replacing one left running)
-#   tests/containerd/containerd-fixture.sh down [1.6|2]    stops it and removes what it made
-#   tests/containerd/containerd-fixture.sh restart [1.6|2] restarts containerd alone: running containers stay
+#   tests/containerd/containerd-fixture.sh up [FLAVOUR]      starts it (replacing one left running)
+#   tests/containerd/containerd-fixture.sh down [FLAVOUR]    stops it and removes what it made
+#   tests/containerd/containerd-fixture.sh restart [FLAVOUR] restarts containerd alone: running containers stay
 #
 # The CRI socket is <root>/run/containerd.sock.
 set -euo pipefail
@@ -21,14 +24,16 @@ case "$flavour" in
     root=/var/tmp/vri-containerd
     config=$here/containerd.toml.in
     ;;
-  2)
-    root=/var/tmp/vri-containerd2
+  2 | 2.0 | 2.4)
+    root=/var/tmp/vri-containerd$flavour
     config=$here/containerd2.toml.in
-    peers=$(readlink -f "${VRI_PEERS:-$here/../../build/peers/containerd}")
+    peer=containerd
+    [ "$flavour" = 2 ] || peer=containerd-$flavour
+    peers=$(readlink -f "${VRI_PEERS:-$here/../../build/peers/$peer}")
     # Its own containerd, ctr and runc shim first (containerd starts the shim found on PATH).
     export PATH=$peers:$PATH
     ;;
-  *) echo "$0: no containerd '$flavour' (1.6 or 2)" >&2; exit 2 ;;
+  *) echo "$0: no containerd '$flavour' (1.6, 2, 2.0 or 2.4)" >&2; exit 2 ;;
 esac
 sock=$root/run/containerd.sock
 
@@ -54,7 +59,7 @@ down() {
 }
 
 up() {
-  if [ "$flavour" = 2 ]; then
+  if [ "$flavour" != 1.6 ]; then
     [ -x "$peers/containerd" ] || { say "no containerd 2.x in $peers: build it with scripts/build-peers.sh"; exit 1; }
   else
     command -v containerd >/dev/null || { say "containerd is not installed (scripts/install-deps.sh)"; exit 1; }
@@ -91,5 +96,5 @@ case "${1:-}" in
   up) up ;;
   down) down ;;
   restart) restart ;;
-  *) echo "usage: $0 up|down|restart [1.6|2]" >&2; exit 2 ;;
+  *) echo "usage: $0 up|down|restart [1.6|2|2.0|2.4]" >&2; exit 2 ;;
 esac

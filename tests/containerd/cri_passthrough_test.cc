@@ -28,7 +28,7 @@ namespace vri {
 namespace {
 
 const testing::ContainerdUnderTest kUnderTest = testing::containerdUnderTest();
-const std::string kContainerd = kUnderTest.socket;
+const std::string kContainerd = kUnderTest.socket();
 
 struct Answer {
   std::vector<std::string> replies;

@@ -23,7 +23,7 @@ using ::testing::HasSubstr;
 namespace cri = ::runtime::v1;
 
 const testing::ContainerdUnderTest kUnderTest = testing::containerdUnderTest();
-const std::string kContainerd = kUnderTest.socket;
+const std::string kContainerd = kUnderTest.socket();
 constexpr int64_t kMemory = 64LL << 20;
 
 std::string procStatusField(int pid, const std::string& field) {

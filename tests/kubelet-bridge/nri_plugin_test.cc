@@ -33,7 +33,24 @@ TEST(NriEventMaskTest, TheRemovalEventsAsNrisBitsForEveryRuntime) {
   EXPECT_EQ(nriEventMask("containerd", "v2.2.9").value(), removals);
   EXPECT_EQ(nriEventMask("containerd", "2.0.5").value(), removals);
   EXPECT_EQ(nriEventMask("cri-o", "1.30.0").value(), removals);
+  EXPECT_EQ(nriEventMask("containerd", "v2.4.2", "v0.12.3").value(), removals);
   EXPECT_EQ(removals, 0x404);
+}
+
+// Which runtime knows which events: the events each NRI's api.proto lists (v0.8.0 ends at
+// REMOVE_CONTAINER; v0.11.0 and v0.12.3 at VALIDATE_CONTAINER_ADJUSTMENT), and the NRI each
+// containerd release vendors (2.0 and 2.1: v0.8.0; 2.2: v0.11.0; 2.4: v0.12.3).
+TEST(NriEventMaskTest, TheEventsTheRuntimesNriKnowsFollowItsVersionOrElseItsRelease) {
+  EXPECT_EQ(nriEventsKnownTo("containerd", "v2.0.14", ""), api::REMOVE_CONTAINER);
+  EXPECT_EQ(nriEventsKnownTo("containerd", "v2.1.5", ""), api::REMOVE_CONTAINER);
+  EXPECT_EQ(nriEventsKnownTo("containerd", "v2.2.9", ""), api::VALIDATE_CONTAINER_ADJUSTMENT);
+  EXPECT_EQ(nriEventsKnownTo("containerd", "v2.4.2", "v0.12.3"), api::VALIDATE_CONTAINER_ADJUSTMENT);
+  // The NRI version, when the runtime names it, is what counts.
+  EXPECT_EQ(nriEventsKnownTo("containerd", "v9.0.0", "v0.8.1"), api::REMOVE_CONTAINER);
+  EXPECT_EQ(nriEventsKnownTo("cri-o", "1.34.0", "v0.12.0"), api::VALIDATE_CONTAINER_ADJUSTMENT);
+  // Nothing more than the multiplexed protocol's first events is assumed of the unknown.
+  EXPECT_EQ(nriEventsKnownTo("cri-o", "1.30.0", ""), api::REMOVE_CONTAINER);
+  EXPECT_EQ(nriEventsKnownTo("containerd", "devel", "unknown"), api::REMOVE_CONTAINER);
 }
 
 class NriPluginTest : public ::testing::Test {
@@ -82,6 +99,7 @@ class NriPluginTest : public ::testing::Test {
     EXPECT_TRUE(who.ParseFromString(request.payload()));
     EXPECT_EQ(who.plugin_name(), "vri");
     EXPECT_EQ(who.plugin_idx(), "50");
+    EXPECT_EQ(who.nri_version(), kNriApiVersion);
     api::ConfigureRequest configure;
     configure.set_runtime_name("containerd");
     configure.set_runtime_version("v2.2.9");
@@ -178,6 +196,53 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
     return log().find("registered with the runtime's NRI as 50-vri") != std::string::npos;
   })) << log();
   EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x404)"));
+}
+
+// NRI v0.12 calls RemovePodSandbox and RemoveContainer, and falls back to StateChange only for a
+// plugin that answers UNIMPLEMENTED (and logs it as deprecated).
+TEST_F(NriPluginTest, NriV012sRemovalMethodsReleaseByIdAsStateChangeDoes) {
+  vrid_.holdPod(kUid, "sb1", {{"app", "c1"}});
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  api::ConfigureResponse configured;
+  const uint32_t registering = registration(*runtime, configured);
+  api::SynchronizeRequest running;  // what vrid holds still runs
+  *running.add_pods() = nriPod("sb1", kUid);
+  api::Container* app = running.add_containers();
+  app->set_id("c1");
+  app->set_pod_sandbox_id("sb1");
+  app->set_name("app");
+  app->set_state(api::CONTAINER_RUNNING);
+  (*app->mutable_labels())["io.kubernetes.container.name"] = "app";
+  (*app->mutable_labels())["io.kubernetes.pod.uid"] = kUid;
+  ASSERT_TRUE(runtime->request(3, kPlugin, "Synchronize", running.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 3).status().code(), 0);
+  ASSERT_TRUE(runtime->respond(registering, api::Empty().SerializeAsString()));
+  ASSERT_TRUE(vrid_.holds(kUid)) << log();
+  ASSERT_TRUE(vrid_.containerReleases().empty()) << log();
+
+  api::RemoveContainerRequest container;
+  *container.mutable_pod() = nriPod("sb1", kUid);
+  container.mutable_container()->set_id("c1");
+  container.mutable_container()->set_name("app");
+  ASSERT_TRUE(runtime->request(5, kPlugin, "RemoveContainer", container.SerializeAsString()));
+  const ttrpc::Response containerAnswer = replyTo(*runtime, 5);
+  EXPECT_EQ(containerAnswer.status().code(), 0) << containerAnswer.status().message();
+  api::RemoveContainerResponse parsedContainerAnswer;
+  EXPECT_TRUE(parsedContainerAnswer.ParseFromString(containerAnswer.payload()));
+  ASSERT_EQ(vrid_.containerReleases().size(), 1u);
+  EXPECT_EQ(vrid_.containerReleases().back().container_id(), "c1");
+
+  api::RemovePodSandboxRequest pod;
+  *pod.mutable_pod() = nriPod("sb1", kUid);
+  ASSERT_TRUE(runtime->request(7, kPlugin, "RemovePodSandbox", pod.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 7).status().code(), 0);
+  EXPECT_FALSE(vrid_.holds(kUid));
+  EXPECT_THAT(log(), HasSubstr("pod default/p-0a removed by the runtime; released"));
+
+  // A method of an event the plugin did not subscribe to is UNIMPLEMENTED, so NRI falls back.
+  ASSERT_TRUE(runtime->request(9, kPlugin, "StartContainer", api::StartContainerRequest().SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 9).status().code(), 12);  // google.rpc.Code UNIMPLEMENTED
 }
 
 TEST_F(NriPluginTest, ARestartedRuntimeIsMetAgainAndBadBytesEndOnlyTheSession) {

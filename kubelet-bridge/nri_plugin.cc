@@ -60,6 +60,13 @@ Result<Message> parsed(const std::string& payload, const char* what) {
   return message;
 }
 
+// A handler's answer as the ttRPC payload, or its error.
+template <typename Message>
+Result<std::string> answer(const Result<Message>& result) {
+  if (!result.ok()) return result.error();
+  return result->SerializeAsString();
+}
+
 }  // namespace
 
 // The last event the runtime's NRI knows. NRI v0.11.0 added UPDATE_POD_SANDBOX,
@@ -80,7 +87,10 @@ api::Event nriEventsKnownTo(std::string_view name, std::string_view version, std
   return api::REMOVE_CONTAINER;
 }
 
-std::vector<api::Event> nriEventsHandled() { return {api::REMOVE_POD_SANDBOX, api::REMOVE_CONTAINER}; }
+std::vector<api::Event> nriEventsHandled() {
+  return {api::RUN_POD_SANDBOX,  api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
+          api::UPDATE_CONTAINER, api::STOP_CONTAINER,     api::REMOVE_CONTAINER};
+}
 
 Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion,
                              std::string_view runtimeNriVersion) {
@@ -98,7 +108,8 @@ Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runt
   return mask;
 }
 
-NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options) : vrid_(vrid), options_(std::move(options)) {}
+NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)
+    : vrid_(vrid), options_(std::move(options)), placement_(vrid_, options_.vridTimeout, options_.log) {}
 
 std::string NriPlugin::runtime() const {
   MutexLock lock(mutex_);
@@ -171,15 +182,13 @@ Result<std::string> NriPlugin::handle(const std::string& service, const std::str
   if (method == "Configure") return configure(payload);
   if (method == "Synchronize") return synchronize(payload);
   if (method == "StateChange") return stateChange(payload);
-  // NRI v0.12 calls a method per event, and StateChange only for plugins that lack it.
-  if (method == "RemovePodSandbox") return removePodSandbox(payload);
-  if (method == "RemoveContainer") return removeContainer(payload);
   if (method == "Shutdown") {
     options_.log("the runtime's NRI is shutting down");
     return api::Empty().SerializeAsString();
   }
-  // Only subscribed events are relayed; anything else is a runtime that ignored the subscription.
-  return Error(ErrorCode::kUnimplemented, "vri-nri-plugin does not handle " + method);
+  // The events' own methods (NRI v0.12 calls one per event, and StateChange only for a plugin that
+  // lacks it; CreateContainer, UpdateContainer and StopContainer have always had theirs).
+  return placementCall(method, payload);
 }
 
 Result<std::string> NriPlugin::configure(const std::string& payload) {
@@ -214,6 +223,7 @@ Result<std::string> NriPlugin::synchronize(const std::string& payload) {
     response.set_more(true);  // the rest is to come; judged once it is all here
     return response.SerializeAsString();
   }
+  placement_.synchronized(syncPods_, syncContainers_);
   syncWithVrid();
   syncPods_.clear();
   syncContainers_.clear();
@@ -237,52 +247,46 @@ void NriPlugin::syncWithVrid() {
 
 Result<std::string> NriPlugin::stateChange(const std::string& payload) {
   VRI_ASSIGN_OR_RETURN(const auto event, parsed<api::StateChangeEvent>(payload, "StateChange's event"));
-  if (event.event() == api::REMOVE_POD_SANDBOX) {
-    releasePod(event.pod());
-  } else if (event.event() == api::REMOVE_CONTAINER) {
-    releaseContainer(event.pod(), event.container());
+  switch (event.event()) {
+    case api::RUN_POD_SANDBOX: VRI_TRY(placement_.runPodSandbox(event.pod())); break;
+    case api::REMOVE_POD_SANDBOX: placement_.podRemoved(event.pod()); break;
+    case api::REMOVE_CONTAINER: placement_.containerRemoved(event.pod(), event.container()); break;
+    default: break;
   }
   return api::Empty().SerializeAsString();
 }
 
-Result<std::string> NriPlugin::removePodSandbox(const std::string& payload) {
-  VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::RemovePodSandboxRequest>(payload, "RemovePodSandbox's request"));
-  releasePod(request.pod());
-  return api::RemovePodSandboxResponse().SerializeAsString();
-}
-
-Result<std::string> NriPlugin::removeContainer(const std::string& payload) {
-  VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::RemoveContainerRequest>(payload, "RemoveContainer's request"));
-  releaseContainer(request.pod(), request.container());
-  return api::RemoveContainerResponse().SerializeAsString();
-}
-
-void NriPlugin::releasePod(const api::PodSandbox& pod) {
-  v1::ReleasePodRequest request;
-  request.set_sandbox_id(pod.id());
-  releaseRemoved("pod " + pod.namespace_() + "/" + pod.name(),
-                 [this, request] { return vrid_.releasePod(vridScope(), request); });
-}
-
-void NriPlugin::releaseContainer(const api::PodSandbox& pod, const api::Container& container) {
-  v1::ReleaseContainerRequest request;
-  request.set_container_id(container.id());
-  releaseRemoved("container " + pod.name() + "/" + container.name(),
-                 [this, request] { return vrid_.releaseContainer(vridScope(), request); });
-}
-
-void NriPlugin::releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release) {
-  // A release by id is idempotent: once more when the first call met a connection to a vrid that
-  // has since restarted (gRPC fails that call rather than waiting for the new one).
-  Result<bool> released = release();
-  if (!released.ok() && released.error().code() == ErrorCode::kUnavailable) released = release();
-  // A failed release is logged, never the runtime's failure: what it removed is gone either way,
-  // and the next synchronization releases it.
-  if (!released.ok()) {
-    options_.log(what + " removed by the runtime; releasing it failed: " + released.error().message());
-  } else {
-    options_.log(what + " removed by the runtime; " + (*released ? "released" : "vrid held nothing under its id"));
+Result<std::string> NriPlugin::placementCall(const std::string& method, const std::string& payload) {
+  if (method == "RunPodSandbox") {
+    VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::RunPodSandboxRequest>(payload, "RunPodSandbox's request"));
+    return answer(placement_.runPodSandbox(request.pod()));
   }
+  if (method == "CreateContainer") {
+    VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::CreateContainerRequest>(payload, "CreateContainer's request"));
+    return answer(placement_.createContainer(request));
+  }
+  if (method == "UpdateContainer") {
+    VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::UpdateContainerRequest>(payload, "UpdateContainer's request"));
+    return answer(placement_.updateContainer(request));
+  }
+  if (method == "StopContainer") {
+    VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::StopContainerRequest>(payload, "StopContainer's request"));
+    placement_.containerStopped(request.pod(), request.container());
+    return api::StopContainerResponse().SerializeAsString();
+  }
+  if (method == "RemovePodSandbox") {
+    VRI_ASSIGN_OR_RETURN(const auto request,
+                         parsed<api::RemovePodSandboxRequest>(payload, "RemovePodSandbox's request"));
+    placement_.podRemoved(request.pod());
+    return api::RemovePodSandboxResponse().SerializeAsString();
+  }
+  if (method == "RemoveContainer") {
+    VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::RemoveContainerRequest>(payload, "RemoveContainer's request"));
+    placement_.containerRemoved(request.pod(), request.container());
+    return api::RemoveContainerResponse().SerializeAsString();
+  }
+  // Only subscribed events are relayed; anything else is a runtime that ignored the subscription.
+  return Error(ErrorCode::kUnimplemented, "vri-nri-plugin does not handle " + method);
 }
 
 }  // namespace vri

@@ -8,10 +8,8 @@
 // whenever one ends, so a restarted runtime is met again; vrid is reached through `vrid`, whose
 // channel reconnects by itself.
 //
-// It serves NRI v0.12's RemovePodSandbox and RemoveContainer and, for older runtimes, StateChange.
-//
-// This is the plugin's life cycle; placing pods and containers through NRI's CreateContainer and
-// UpdateContainer is not subscribed yet: the shim places them where the runtime has no NRI.
+// Each pod and container event is placed by NriPlacement (nri_placement.h), on the same core as
+// the CRI shim. It serves NRI v0.12's per-event methods and, for older runtimes, StateChange.
 #pragma once
 
 #include <atomic>
@@ -23,6 +21,7 @@
 #include <vector>
 
 #include "cgroup-model/thread_annotations.h"
+#include "kubelet-bridge/nri_placement.h"
 #include "kubelet-bridge/vrid_client.h"
 #include "nri/nri_api.pb.h"
 #include "nri/ttrpc_connection.h"
@@ -77,17 +76,13 @@ class NriPlugin {
   Result<std::string> configure(const std::string& payload);
   Result<std::string> synchronize(const std::string& payload);
   Result<std::string> stateChange(const std::string& payload);
-  Result<std::string> removePodSandbox(const std::string& payload);
-  Result<std::string> removeContainer(const std::string& payload);
-  void releasePod(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
-  void releaseContainer(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,
-                        const ::nri::pkg::api::v1alpha1::Container& container);
-  void releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release);
+  Result<std::string> placementCall(const std::string& method, const std::string& payload);
   void syncWithVrid();
   CallScope vridScope() const;
 
   VridClient& vrid_;
   const NriPluginOptions options_;
+  NriPlacement placement_;  // on the serving thread only
   std::atomic<bool> stopping_{false};
   mutable Mutex mutex_;
   std::shared_ptr<nri::TtrpcConnection> connection_ VRI_GUARDED_BY(mutex_);

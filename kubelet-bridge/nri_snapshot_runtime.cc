@@ -1,36 +1,13 @@
 #include "kubelet-bridge/nri_snapshot_runtime.h"
 
 #include "kubelet-bridge/ledger_sync.h"
+#include "kubelet-bridge/nri_cri_terms.h"
 
 namespace vri {
 
 namespace api = ::nri::pkg::api::v1alpha1;
 
 namespace {
-
-// NRI's resources in CRI's terms: what vrid reads of a running container (shares, quota and
-// period, memory limit, its CPUs and memory nodes).
-runtime::v1::LinuxContainerResources criResources(const api::LinuxResources& nri) {
-  runtime::v1::LinuxContainerResources out;
-  if (nri.cpu().has_shares()) out.set_cpu_shares(static_cast<int64_t>(nri.cpu().shares().value()));
-  if (nri.cpu().has_quota()) out.set_cpu_quota(nri.cpu().quota().value());
-  if (nri.cpu().has_period()) out.set_cpu_period(static_cast<int64_t>(nri.cpu().period().value()));
-  if (nri.memory().has_limit()) out.set_memory_limit_in_bytes(nri.memory().limit().value());
-  out.set_cpuset_cpus(nri.cpu().cpus());
-  out.set_cpuset_mems(nri.cpu().mems());
-  for (const auto& [key, value] : nri.unified()) (*out.mutable_unified())[key] = value;
-  return out;
-}
-
-runtime::v1::ContainerState criState(api::ContainerState state) {
-  switch (state) {
-    case api::CONTAINER_CREATED: return runtime::v1::CONTAINER_CREATED;
-    case api::CONTAINER_RUNNING:
-    case api::CONTAINER_PAUSED: return runtime::v1::CONTAINER_RUNNING;
-    case api::CONTAINER_STOPPED: return runtime::v1::CONTAINER_EXITED;
-    default: return runtime::v1::CONTAINER_UNKNOWN;
-  }
-}
 
 Error unimplemented(const char* call) {
   return Error(ErrorCode::kUnimplemented, std::string(call) + ": an NRI synchronization is read-only");
@@ -49,22 +26,19 @@ NriSnapshotRuntime::NriSnapshotRuntime(const std::vector<api::PodSandbox>& pods,
     metadata->set_uid(p.uid());
     metadata->set_namespace_(p.namespace_());
     for (const auto& [key, value] : p.labels()) (*pod.sandbox.mutable_labels())[key] = value;
-    *pod.config.mutable_metadata() = *metadata;
-    *pod.config.mutable_labels() = pod.sandbox.labels();
-    for (const auto& [key, value] : p.annotations()) (*pod.config.mutable_annotations())[key] = value;
-    pod.config.mutable_linux()->set_cgroup_parent(p.linux().cgroup_parent());
+    pod.config = nri_terms::criPodConfig(p);
   }
   for (const api::Container& c : containers) {
     Container& container = containers_[c.id()];
     container.container.set_id(c.id());
     container.container.set_pod_sandbox_id(c.pod_sandbox_id());
     container.container.mutable_metadata()->set_name(c.name());
-    container.container.set_state(criState(c.state()));
+    container.container.set_state(nri_terms::criState(c.state()));
     for (const auto& [key, value] : c.labels()) (*container.container.mutable_labels())[key] = value;
     *container.config.mutable_metadata() = container.container.metadata();
     *container.config.mutable_labels() = container.container.labels();
     for (const auto& [key, value] : c.annotations()) (*container.config.mutable_annotations())[key] = value;
-    *container.config.mutable_linux()->mutable_resources() = criResources(c.linux().resources());
+    *container.config.mutable_linux()->mutable_resources() = nri_terms::criResources(c.linux().resources());
     const auto pod = pods_.find(c.pod_sandbox_id());
     container.podUid = pod != pods_.end() ? pod->second.sandbox.metadata().uid() : "";
   }

@@ -7,6 +7,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <google/protobuf/struct.pb.h>
+#include <google/protobuf/util/json_util.h>
+
 #include <filesystem>
 #include <iostream>
 
@@ -117,7 +120,7 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
   })) << pluginLog();
   EXPECT_THAT(pluginLog(), HasSubstr("as 90-vri-test"));
   EXPECT_THAT(pluginLog(), HasSubstr("configured by containerd v" + kUnderTest.flavour));
-  EXPECT_THAT(pluginLog(), HasSubstr("(events 0x404)"));
+  EXPECT_THAT(pluginLog(), HasSubstr("(events 0x68d)"));
   // Synchronize adopts it with the CPUs it holds.
   ASSERT_TRUE(testing::eventually([&] { return podInfo(uid).containers_size() == 1; })) << pluginLog() << vrid_->log();
   const v1::PodInfo adopted = podInfo(uid);
@@ -172,6 +175,93 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
   EXPECT_TRUE(testing::eventually([&] { return podInfo(uid).uid().empty(); }, std::chrono::seconds(30)))
       << pluginLog() << vrid_->log();
   EXPECT_TRUE(pluginLogShows("its sandbox is gone from the runtime; released")) << pluginLog();
+}
+
+// kubelet talks to containerd directly; the plugin places what containerd creates, as the shim
+// does: a Guaranteed container on an exclusive CPU, a Burstable one on the shared pool, and one
+// that does not fit refused with vrid's reason, leaving nothing behind.
+// A value of the container's OCI spec, linux.resources.cpu.<field>, from containerd's verbose status.
+std::string specCpu(CriClient& cri, const std::string& id, const std::string& field) {
+  cri::ContainerStatusResponse status;
+  if (!cri.status(id, &status, true).ok() || !status.info().contains("info")) return "<no verbose status>";
+  google::protobuf::Struct info;
+  if (!google::protobuf::util::JsonStringToMessage(status.info().at("info"), &info).ok()) return "<not JSON>";
+  const google::protobuf::Value* at = nullptr;
+  const google::protobuf::Struct* in = &info;
+  for (const std::string key : {"runtimeSpec", "linux", "resources", "cpu", field.c_str()}) {
+    const auto found = in->fields().find(key);
+    if (found == in->fields().end()) return "<no " + key + ">";
+    at = &found->second;
+    in = &at->struct_value();
+  }
+  if (at->has_number_value()) return std::to_string(static_cast<int64_t>(at->number_value()));
+  return at->string_value();
+}
+
+TEST_F(NriPluginContainerdTest, PlacesWhatContainerdCreatesAndRefusesWhatDoesNotFit) {
+  startPlugin();
+  ASSERT_TRUE(testing::eventually([&] {
+    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
+  })) << pluginLog();
+  CriClient direct(kUnderTest.socket());
+  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) {
+    const std::string uid = uidPrefix() + std::to_string(n);
+    const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
+        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
+    const grpc::Status run = direct.runPodSandbox(pod, sandbox);
+    EXPECT_TRUE(run.ok()) << run.error_message() << pluginLog();
+    return pod;
+  };
+  const auto cpusetOf = [](const std::string& parent, const std::string& id) {
+    return testing::trimmed(testing::readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
+  };
+
+  std::string sandbox1, app;
+  const cri::PodSandboxConfig guaranteed = runPod(1, PodQos::kGuaranteed, &sandbox1);
+  EXPECT_EQ(podInfo(uidPrefix() + "1").sandbox_id(), sandbox1);  // admitted with its sandbox by RunPodSandbox
+  grpc::Status created = direct.createContainer(
+      sandbox1, guaranteed,
+      cri_client::containerConfig(guaranteed, "app", cri_client::kubeletResources(1000, 1000, 64 << 20)), &app);
+  ASSERT_TRUE(created.ok()) << created.error_message() << pluginLog();
+  ASSERT_TRUE(direct.startContainer(app).ok());
+  const v1::PodInfo placed = podInfo(uidPrefix() + "1");
+  ASSERT_EQ(placed.containers_size(), 1) << placed.DebugString();
+  EXPECT_EQ(placed.containers(0).resources().id(), app);
+  const std::string cpu = placed.containers(0).exclusive_cpus();
+  ASSERT_EQ(cpu.size(), 1u) << "one exclusive CPU, got '" << cpu << "'" << pluginLog();
+  const std::string shared = cpu == "0" ? "1" : "0";
+  // The kernel and containerd's OCI spec agree with vrid: containerd took the plugin's adjustment.
+  // (CRI's ContainerStatus still reports the resources kubelet asked for, without the adjustment's
+  // CPUs: containerd keeps NRI's adjustments out of it.)
+  EXPECT_EQ(cpusetOf(guaranteed.linux().cgroup_parent(), app), cpu);
+  EXPECT_EQ(specCpu(direct, app, "cpus"), cpu);
+  EXPECT_EQ(specCpu(direct, app, "quota"), "100000");
+
+  std::string sandbox2, web;
+  const cri::PodSandboxConfig burstable = runPod(2, PodQos::kBurstable, &sandbox2);
+  created = direct.createContainer(
+      sandbox2, burstable,
+      cri_client::containerConfig(burstable, "web", cri_client::kubeletResources(250, 500, 64 << 20)), &web);
+  ASSERT_TRUE(created.ok()) << created.error_message() << pluginLog();
+  ASSERT_TRUE(direct.startContainer(web).ok());
+  EXPECT_EQ(cpusetOf(burstable.linux().cgroup_parent(), web), shared);
+  EXPECT_EQ(specCpu(direct, web, "cpus"), shared);
+  EXPECT_EQ(specCpu(direct, web, "shares"), "256");
+
+  // A second exclusive CPU is not there (one is reserved, one taken): containerd fails the
+  // creation with vrid's reason, and neither containerd nor vrid keeps anything of it.
+  std::string sandbox3, big;
+  const cri::PodSandboxConfig second = runPod(3, PodQos::kGuaranteed, &sandbox3);
+  created = direct.createContainer(
+      sandbox3, second, cri_client::containerConfig(second, "big", cri_client::kubeletResources(1000, 1000, 64 << 20)),
+      &big);
+  ASSERT_FALSE(created.ok());
+  EXPECT_THAT(created.error_message(), HasSubstr("vri: ")) << created.error_message();
+  cri::ListContainersResponse containers;
+  ASSERT_TRUE(direct.listContainers(uidPrefix() + "3", &containers).ok());
+  for (const cri::Container& c : containers.containers()) EXPECT_NE(c.pod_sandbox_id(), sandbox3) << c.id();
+  EXPECT_EQ(podInfo(uidPrefix() + "3").containers_size(), 0);
+  EXPECT_EQ(podInfo(uidPrefix() + "1").containers(0).exclusive_cpus(), cpu);
 }
 
 }  // namespace

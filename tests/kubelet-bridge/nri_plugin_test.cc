@@ -28,13 +28,17 @@ using ::testing::HasSubstr;
 constexpr char kPlugin[] = "nri.pkg.api.v1alpha1.Plugin";
 constexpr char kUid[] = "0b1c2d3e-0000-4000-8000-00000000000a";
 
-TEST(NriEventMaskTest, TheRemovalEventsAsNrisBitsForEveryRuntime) {
-  const int32_t removals = (1 << (api::REMOVE_POD_SANDBOX - 1)) | (1 << (api::REMOVE_CONTAINER - 1));
-  EXPECT_EQ(nriEventMask("containerd", "v2.2.9").value(), removals);
-  EXPECT_EQ(nriEventMask("containerd", "2.0.5").value(), removals);
-  EXPECT_EQ(nriEventMask("cri-o", "1.30.0").value(), removals);
-  EXPECT_EQ(nriEventMask("containerd", "v2.4.2", "v0.12.3").value(), removals);
-  EXPECT_EQ(removals, 0x404);
+TEST(NriEventMaskTest, ThePodAndContainerEventsAsNrisBitsForEveryRuntime) {
+  int32_t handled = 0;
+  for (api::Event event : {api::RUN_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER, api::UPDATE_CONTAINER,
+                           api::STOP_CONTAINER, api::REMOVE_CONTAINER}) {
+    handled |= 1 << (event - 1);
+  }
+  EXPECT_EQ(nriEventMask("containerd", "v2.2.9").value(), handled);
+  EXPECT_EQ(nriEventMask("containerd", "2.0.5").value(), handled);
+  EXPECT_EQ(nriEventMask("cri-o", "1.30.0").value(), handled);
+  EXPECT_EQ(nriEventMask("containerd", "v2.4.2", "v0.12.3").value(), handled);
+  EXPECT_EQ(handled, 0x68d);
 }
 
 // Which runtime knows which events: the events each NRI's api.proto lists (v0.8.0 ends at
@@ -146,7 +150,7 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
   ASSERT_TRUE(runtime);
   api::ConfigureResponse configured;
   const uint32_t registering = registration(*runtime, configured);
-  EXPECT_EQ(configured.events(), 0x404);  // RemovePodSandbox and RemoveContainer
+  EXPECT_EQ(configured.events(), 0x68d);  // the pod and container events NriPlacement handles
 
   api::SynchronizeRequest first;
   *first.add_pods() = nriPod("sb1", kUid);
@@ -195,7 +199,7 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
   EXPECT_TRUE(testing::eventually([&] {
     return log().find("registered with the runtime's NRI as 50-vri") != std::string::npos;
   })) << log();
-  EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x404)"));
+  EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x68d)"));
 }
 
 // NRI v0.12 calls RemovePodSandbox and RemoveContainer, and falls back to StateChange only for a
@@ -243,6 +247,109 @@ TEST_F(NriPluginTest, NriV012sRemovalMethodsReleaseByIdAsStateChangeDoes) {
   // A method of an event the plugin did not subscribe to is UNIMPLEMENTED, so NRI falls back.
   ASSERT_TRUE(runtime->request(9, kPlugin, "StartContainer", api::StartContainerRequest().SerializeAsString()));
   EXPECT_EQ(replyTo(*runtime, 9).status().code(), 12);  // google.rpc.Code UNIMPLEMENTED
+}
+
+// RunPodSandbox, StopContainer, CreateContainer and UpdateContainer through the plugin, with vrid
+// in memory: what vrid is asked, and what the runtime is answered.
+TEST_F(NriPluginTest, PodsAndContainersArePlacedThroughNriAsTheShimPlacesThem) {
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  api::ConfigureResponse configured;
+  const uint32_t registering = registration(*runtime, configured);
+  ASSERT_TRUE(runtime->request(3, kPlugin, "Synchronize", api::SynchronizeRequest().SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 3).status().code(), 0);
+  ASSERT_TRUE(runtime->respond(registering, api::Empty().SerializeAsString()));
+  vrid_.setSharedCpus("2-7");
+
+  // RunPodSandbox: the pod, with its sandbox bound in the same admit.
+  api::RunPodSandboxRequest run;
+  *run.mutable_pod() = nriPod("sb1", kUid);
+  ASSERT_TRUE(runtime->request(5, kPlugin, "RunPodSandbox", run.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 5).status().code(), 0);
+  ASSERT_EQ(vrid_.podAdmits().size(), 1u);
+  EXPECT_EQ(vrid_.podAdmits().back().sandbox_id(), "sb1");
+  EXPECT_EQ(vrid_.podAdmits().back().pod_name(), "default/p-0a");
+  EXPECT_EQ(vrid_.podAdmits().back().cgroup_parent(), run.pod().linux().cgroup_parent());
+
+  // An init container ran and exited 0.
+  api::StopContainerRequest stop;
+  *stop.mutable_pod() = run.pod();
+  stop.mutable_container()->set_id("init1");
+  stop.mutable_container()->set_pod_sandbox_id("sb1");
+  stop.mutable_container()->set_name("init");
+  stop.mutable_container()->set_state(api::CONTAINER_STOPPED);
+  stop.mutable_container()->set_finished_at(1);
+  stop.mutable_container()->set_exit_code(0);
+  ASSERT_TRUE(runtime->request(7, kPlugin, "StopContainer", stop.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 7).status().code(), 0);
+
+  // CreateContainer: admitted with its id and the finished init container; vrid's allocation is
+  // the adjustment, with full explicit values.
+  api::CreateContainerRequest create;
+  *create.mutable_pod() = run.pod();
+  create.mutable_container()->set_id("c1");
+  create.mutable_container()->set_pod_sandbox_id("sb1");
+  create.mutable_container()->set_name("app");
+  api::LinuxResources& asked = *create.mutable_container()->mutable_linux()->mutable_resources();
+  asked.mutable_cpu()->mutable_shares()->set_value(512);  // 500m
+  asked.mutable_cpu()->mutable_quota()->set_value(100000);
+  asked.mutable_cpu()->mutable_period()->set_value(100000);  // a limit of 1 CPU
+  asked.mutable_memory()->mutable_limit()->set_value(64 << 20);
+  ASSERT_TRUE(runtime->request(9, kPlugin, "CreateContainer", create.SerializeAsString()));
+  const ttrpc::Response created = replyTo(*runtime, 9);
+  ASSERT_EQ(created.status().code(), 0) << created.status().message();
+  api::CreateContainerResponse adjusted;
+  ASSERT_TRUE(adjusted.ParseFromString(created.payload()));
+  const api::LinuxResources& given = adjusted.adjust().linux().resources();
+  EXPECT_EQ(given.cpu().cpus(), "2-7");
+  EXPECT_EQ(given.cpu().mems(), "0");
+  EXPECT_EQ(given.cpu().shares().value(), 1024u);  // vrid's values, not the asked ones
+  EXPECT_EQ(given.cpu().period().value(), 100000u);
+  EXPECT_EQ(given.cpu().quota().value(), -1);  // vrid set no quota
+  EXPECT_EQ(given.unified().at("cpu.weight"), "39");
+  EXPECT_EQ(given.memory().limit().value(), 64 << 20);  // vrid named no limit: the container's own
+  ASSERT_FALSE(vrid_.containerAdmits().empty());
+  const v1::AdmitContainerRequest admitted = vrid_.containerAdmits().back();
+  EXPECT_EQ(admitted.container_id(), "c1");
+  EXPECT_EQ(admitted.container_name(), "app");
+  EXPECT_EQ(admitted.cpu_request_milli(), 500);
+  EXPECT_EQ(admitted.cpu_limit_milli(), 1000);
+  EXPECT_EQ(admitted.memory_limit_bytes(), 64u << 20);
+  EXPECT_THAT(std::vector<std::string>(admitted.finished_containers().begin(), admitted.finished_containers().end()),
+              ::testing::ElementsAre("init"));
+
+  // UpdateContainer: resized through vrid and answered as an update of that container.
+  api::UpdateContainerRequest update;
+  *update.mutable_pod() = run.pod();
+  *update.mutable_container() = create.container();
+  update.mutable_linux_resources()->mutable_cpu()->mutable_shares()->set_value(1024);
+  ASSERT_TRUE(runtime->request(11, kPlugin, "UpdateContainer", update.SerializeAsString()));
+  const ttrpc::Response updatedAnswer = replyTo(*runtime, 11);
+  ASSERT_EQ(updatedAnswer.status().code(), 0) << updatedAnswer.status().message();
+  api::UpdateContainerResponse updated;
+  ASSERT_TRUE(updated.ParseFromString(updatedAnswer.payload()));
+  ASSERT_EQ(updated.update_size(), 1);
+  EXPECT_EQ(updated.update(0).container_id(), "c1");
+  EXPECT_EQ(updated.update(0).linux().resources().cpu().cpus(), "2-7");
+
+  // vrid refuses the next container: the creation fails with vrid's code and "vri: <reason>".
+  vrid_.refuseNext("AdmitContainer", Error(ErrorCode::kResourceExhausted, "2 exclusive CPUs asked, 1 free"));
+  create.mutable_container()->set_id("c2");
+  create.mutable_container()->set_name("big");
+  ASSERT_TRUE(runtime->request(13, kPlugin, "CreateContainer", create.SerializeAsString()));
+  const ttrpc::Response refused = replyTo(*runtime, 13);
+  EXPECT_EQ(refused.status().code(), 8);  // RESOURCE_EXHAUSTED
+  EXPECT_EQ(refused.status().message(), "vri: 2 exclusive CPUs asked, 1 free");
+
+  // A container asking for a negative memory limit is refused before vrid is asked.
+  const size_t admitsBefore = vrid_.containerAdmits().size();
+  create.mutable_container()->set_id("c3");
+  asked.mutable_memory()->mutable_limit()->set_value(-5);
+  ASSERT_TRUE(runtime->request(15, kPlugin, "CreateContainer", create.SerializeAsString()));
+  const ttrpc::Response invalid = replyTo(*runtime, 15);
+  EXPECT_EQ(invalid.status().code(), 3);  // INVALID_ARGUMENT
+  EXPECT_THAT(invalid.status().message(), ::testing::StartsWith("vri: config.linux.resources"));
+  EXPECT_EQ(vrid_.containerAdmits().size(), admitsBefore);
 }
 
 TEST_F(NriPluginTest, ARestartedRuntimeIsMetAgainAndBadBytesEndOnlyTheSession) {

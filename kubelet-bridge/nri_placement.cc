@@ -1,0 +1,170 @@
+#include "kubelet-bridge/nri_placement.h"
+
+#include "kubelet-bridge/nri_cri_terms.h"
+
+namespace vri {
+
+namespace api = ::nri::pkg::api::v1alpha1;
+
+namespace {
+
+// vrid's refusal as the runtime reports it to kubelet ("vri: <reason>", with vrid's code), or, when
+// vrid did not answer, UNAVAILABLE: the runtime creates nothing without VRI's allocation.
+Error fromVrid(const std::string& what, const Error& error) {
+  const bool unreachable = error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded;
+  if (unreachable) {
+    return Error(ErrorCode::kUnavailable, "vri: vrid did not answer " + what + " (" + error.message() +
+                                              "); pods and containers are created only with vrid's allocation");
+  }
+  return Error(error.code(), "vri: " + error.message());
+}
+
+Error invalid(const Error& error) { return Error::invalidArgument("vri: " + error.message()); }
+
+// The container as the finished-container rule sees it. NRI before v0.11 reports no exit code (nor
+// when the container finished): an exited container's code is then unknown, and it is finished
+// only when its sandbox was replaced.
+cri::SeenContainer seenOf(const api::Container& container, runtime::v1::ContainerState state) {
+  const bool knownExit = container.finished_at() != 0;
+  return cri::SeenContainer{container.name(), container.pod_sandbox_id(), state,
+                            knownExit ? container.exit_code() : -1};
+}
+
+}  // namespace
+
+NriPlacement::NriPlacement(VridClient& vrid, std::chrono::milliseconds vridTimeout, Log log)
+    : vrid_(vrid), vridTimeout_(vridTimeout), log_(std::move(log)) {}
+
+CallScope NriPlacement::vridScope() const {
+  // A vrid that is restarting answers within the deadline.
+  return CallScope{std::chrono::system_clock::now() + vridTimeout_, nullptr, true};
+}
+
+Result<api::RunPodSandboxResponse> NriPlacement::runPodSandbox(const api::PodSandbox& pod) {
+  auto admit = cri::admitPodRequest(nri_terms::criPodConfig(pod));
+  if (!admit.ok()) return invalid(admit.error());
+  admit->set_sandbox_id(pod.id());
+  auto admitted = vrid_.admitPod(vridScope(), *admit);
+  if (!admitted.ok()) return fromVrid("RunPodSandbox for pod " + admit->pod_name(), admitted.error());
+  log_("RunPodSandbox " + admit->pod_name() + ": sandbox " + pod.id() +
+       (admit->outside_kubelet_tree() ? " outside kubelet's tree (no cgroup parent), on the shared pool"
+                                      : " in " + admit->cgroup_parent()));
+  return api::RunPodSandboxResponse();
+}
+
+Result<api::CreateContainerResponse> NriPlacement::createContainer(const api::CreateContainerRequest& request) {
+  const runtime::v1::CreateContainerRequest create = nri_terms::criCreateRequest(request.pod(), request.container());
+  auto admit = cri::admitContainerRequest(create);
+  if (!admit.ok()) return invalid(admit.error());
+  const std::string who = admit->pod_name() + "/" + admit->container_name();
+  admit->set_container_id(request.container().id());
+  for (const std::string& name : finishedBefore(admit->pod_uid(), admit->container_name(), request.pod().id())) {
+    admit->add_finished_containers(name);
+  }
+  auto node = nodeCgroups_.get(vrid_, vridScope());
+  if (!node.ok()) return fromVrid("GetNode", node.error());
+  auto allocation = vrid_.admitContainer(vridScope(), *admit);
+  if (!allocation.ok()) return fromVrid("CreateContainer for " + who, allocation.error());
+
+  runtime::v1::LinuxContainerResources resources = create.config().linux().resources();
+  cri::applyAllocation(*allocation, *node, resources);
+  api::CreateContainerResponse response;
+  *response.mutable_adjust()->mutable_linux()->mutable_resources() = nri_terms::nriResources(resources);
+  note(admit->pod_uid(), request.container().id(),
+       cri::SeenContainer{request.container().name(), request.pod().id(), runtime::v1::CONTAINER_CREATED, 0});
+  log_("CreateContainer " + who + ": " + request.container().id() + " on CPUs " + allocation->cpuset_cpus() +
+       (allocation->exclusive() ? " (exclusive)" : " (shared pool)") + "; vrid's cgroup writes " +
+       std::to_string(allocation->cgroup_write_us()) + " µs");
+  return response;
+}
+
+Result<api::UpdateContainerResponse> NriPlacement::updateContainer(const api::UpdateContainerRequest& request) {
+  runtime::v1::UpdateContainerResourcesRequest update;
+  update.set_container_id(request.container().id());
+  *update.mutable_linux() = nri_terms::criResources(request.linux_resources());
+  auto resize = cri::resizeRequest(update);
+  if (!resize.ok()) return invalid(resize.error());
+  auto allocation = vrid_.resizeContainer(vridScope(), *resize);
+  if (!allocation.ok() && allocation.error().code() == ErrorCode::kNotFound) {
+    log_("UpdateContainer " + request.container().id() + ": not known to vrid, left as asked");
+    return api::UpdateContainerResponse();
+  }
+  if (!allocation.ok()) return fromVrid("UpdateContainer for " + request.container().id(), allocation.error());
+  auto node = nodeCgroups_.get(vrid_, vridScope());
+  if (!node.ok()) return fromVrid("GetNode", node.error());
+  cri::applyAllocation(*allocation, *node, *update.mutable_linux());
+  api::UpdateContainerResponse response;
+  api::ContainerUpdate* resized = response.add_update();
+  resized->set_container_id(request.container().id());
+  *resized->mutable_linux()->mutable_resources() = nri_terms::nriResources(update.linux());
+  log_("UpdateContainer " + request.pod().name() + "/" + request.container().name() + ": CPUs " +
+       allocation->cpuset_cpus());
+  return response;
+}
+
+void NriPlacement::containerStopped(const api::PodSandbox& pod, const api::Container& container) {
+  note(pod.uid(), container.id(), seenOf(container, runtime::v1::CONTAINER_EXITED));
+}
+
+void NriPlacement::containerRemoved(const api::PodSandbox& pod, const api::Container& container) {
+  if (auto found = containersOfPod_.find(pod.uid()); found != containersOfPod_.end()) {
+    found->second.erase(container.id());
+    if (found->second.empty()) containersOfPod_.erase(found);
+  }
+  v1::ReleaseContainerRequest request;
+  request.set_container_id(container.id());
+  releaseRemoved("container " + pod.name() + "/" + container.name(),
+                 [this, request] { return vrid_.releaseContainer(vridScope(), request); });
+}
+
+void NriPlacement::podRemoved(const api::PodSandbox& pod) {
+  if (auto found = containersOfPod_.find(pod.uid()); found != containersOfPod_.end()) {
+    std::erase_if(found->second, [&](const auto& entry) { return entry.second.sandboxId == pod.id(); });
+    if (found->second.empty()) containersOfPod_.erase(found);
+  }
+  v1::ReleasePodRequest request;
+  request.set_sandbox_id(pod.id());
+  releaseRemoved("pod " + pod.namespace_() + "/" + pod.name(),
+                 [this, request] { return vrid_.releasePod(vridScope(), request); });
+}
+
+void NriPlacement::synchronized(const std::vector<api::PodSandbox>& pods,
+                                const std::vector<api::Container>& containers) {
+  containersOfPod_.clear();
+  std::map<std::string, std::string> uidOfSandbox;
+  for (const api::PodSandbox& pod : pods) uidOfSandbox[pod.id()] = pod.uid();
+  for (const api::Container& container : containers) {
+    const auto uid = uidOfSandbox.find(container.pod_sandbox_id());
+    if (uid == uidOfSandbox.end()) continue;
+    note(uid->second, container.id(), seenOf(container, nri_terms::criState(container.state())));
+  }
+}
+
+void NriPlacement::note(const std::string& podUid, const std::string& containerId, cri::SeenContainer seen) {
+  containersOfPod_[podUid][containerId] = std::move(seen);
+}
+
+std::vector<std::string> NriPlacement::finishedBefore(const std::string& podUid, const std::string& creating,
+                                                      const std::string& sandboxId) const {
+  std::vector<cri::SeenContainer> seen;
+  if (auto found = containersOfPod_.find(podUid); found != containersOfPod_.end()) {
+    for (const auto& [id, container] : found->second) seen.push_back(container);
+  }
+  return cri::finishedContainers(seen, creating, sandboxId);
+}
+
+void NriPlacement::releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release) {
+  // A release by id is idempotent: once more when the first call met a connection to a vrid that
+  // has since restarted (gRPC fails that call rather than waiting for the new one).
+  Result<bool> released = release();
+  if (!released.ok() && released.error().code() == ErrorCode::kUnavailable) released = release();
+  // A failed release is logged, never the runtime's failure: what it removed is gone either way,
+  // and the next synchronization releases it.
+  if (!released.ok()) {
+    log_(what + " removed by the runtime; releasing it failed: " + released.error().message());
+  } else {
+    log_(what + " removed by the runtime; " + (*released ? "released" : "vrid held nothing under its id"));
+  }
+}
+
+}  // namespace vri

@@ -1,0 +1,69 @@
+// NriPlacement: what vri-nri-plugin does with each pod and container event the runtime relays,
+// on the kubelet side's one core (cri_translate.h, through nri_cri_terms.h), as the CRI shim does
+// with kubelet's calls:
+//   RunPodSandbox     admit the pod with its sandbox bound (NRI relays it once the sandbox exists)
+//   CreateContainer   admit the container with its id bound, and answer vrid's allocation as the
+//                     container's adjustment: CPUs and memory nodes, shares (and cpu.weight on
+//                     v2), quota and period, memory limit. A refusal fails the creation with
+//                     "vri: <reason>"; the runtime then creates nothing.
+//   UpdateContainer   resize through vrid, answered as an update of that container; a container
+//                     vrid does not know is the runtime's own business
+//   StopContainer     noted: a container that has exited for good (a completed init container, a
+//                     container of a replaced sandbox) gives its exclusive CPUs to the next one
+//                     its pod creates, by the shim's rule (cri::finishedContainers)
+//   RemoveContainer,  release by id: only what holds that id now, so a removal that comes after a
+//   RemovePodSandbox  re-created sandbox or container changes nothing
+// One call at a time: the runtime's requests are served in order on the connection's serving
+// thread, and Synchronize starts each session's record afresh.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kubelet-bridge/cri_translate.h"
+#include "kubelet-bridge/node_cgroups.h"
+#include "kubelet-bridge/vrid_client.h"
+#include "nri/nri_api.pb.h"
+
+namespace vri {
+
+class NriPlacement {
+ public:
+  using Log = std::function<void(const std::string&)>;
+  NriPlacement(VridClient& vrid, std::chrono::milliseconds vridTimeout, Log log);
+
+  Result<::nri::pkg::api::v1alpha1::RunPodSandboxResponse> runPodSandbox(
+      const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
+  Result<::nri::pkg::api::v1alpha1::CreateContainerResponse> createContainer(
+      const ::nri::pkg::api::v1alpha1::CreateContainerRequest& request);
+  Result<::nri::pkg::api::v1alpha1::UpdateContainerResponse> updateContainer(
+      const ::nri::pkg::api::v1alpha1::UpdateContainerRequest& request);
+  void containerStopped(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,
+                        const ::nri::pkg::api::v1alpha1::Container& container);
+  void containerRemoved(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,
+                        const ::nri::pkg::api::v1alpha1::Container& container);
+  void podRemoved(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
+  // What the runtime reported at the start of a session: the record of each pod's containers.
+  void synchronized(const std::vector<::nri::pkg::api::v1alpha1::PodSandbox>& pods,
+                    const std::vector<::nri::pkg::api::v1alpha1::Container>& containers);
+
+ private:
+  CallScope vridScope() const;
+  void note(const std::string& podUid, const std::string& containerId, cri::SeenContainer seen);
+  std::vector<std::string> finishedBefore(const std::string& podUid, const std::string& creating,
+                                          const std::string& sandboxId) const;
+  void releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release);
+
+  VridClient& vrid_;
+  const std::chrono::milliseconds vridTimeout_;
+  const Log log_;
+  KnownNodeCgroups nodeCgroups_;
+  // Each pod's containers as the runtime has relayed them (by pod UID, then container id): the
+  // facts the finished-container rule reads, as the shim reads them from the runtime's list.
+  std::map<std::string, std::map<std::string, cri::SeenContainer>> containersOfPod_;
+};
+
+}  // namespace vri

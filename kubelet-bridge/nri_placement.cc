@@ -32,8 +32,8 @@ cri::SeenContainer seenOf(const api::Container& container, runtime::v1::Containe
 
 }  // namespace
 
-NriPlacement::NriPlacement(VridClient& vrid, std::chrono::milliseconds vridTimeout, Log log)
-    : vrid_(vrid), vridTimeout_(vridTimeout), log_(std::move(log)) {}
+NriPlacement::NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, std::chrono::milliseconds vridTimeout, Log log)
+    : vrid_(vrid), runtime_(runtime), vridTimeout_(vridTimeout), log_(std::move(log)) {}
 
 CallScope NriPlacement::vridScope() const {
   // A vrid that is restarting answers within the deadline.
@@ -70,11 +70,16 @@ Result<api::CreateContainerResponse> NriPlacement::createContainer(const api::Cr
   cri::applyAllocation(*allocation, *node, resources);
   api::CreateContainerResponse response;
   *response.mutable_adjust()->mutable_linux()->mutable_resources() = nri_terms::nriResources(resources);
+  runtime_.record(request.container().id(), resources);
+  if (allocation->exclusive() && allocation->is_new())
+    narrowSharedContainers(request.container().id(), *node, response);
   note(admit->pod_uid(), request.container().id(),
        cri::SeenContainer{request.container().name(), request.pod().id(), runtime::v1::CONTAINER_CREATED, 0});
   log_("CreateContainer " + who + ": " + request.container().id() + " on CPUs " + allocation->cpuset_cpus() +
        (allocation->exclusive() ? " (exclusive)" : " (shared pool)") + "; vrid's cgroup writes " +
-       std::to_string(allocation->cgroup_write_us()) + " µs");
+       std::to_string(allocation->cgroup_write_us()) + " µs" +
+       (response.update_size() > 0 ? "; " + std::to_string(response.update_size()) + " shared containers narrowed"
+                                   : ""));
   return response;
 }
 
@@ -93,6 +98,7 @@ Result<api::UpdateContainerResponse> NriPlacement::updateContainer(const api::Up
   auto node = nodeCgroups_.get(vrid_, vridScope());
   if (!node.ok()) return fromVrid("GetNode", node.error());
   cri::applyAllocation(*allocation, *node, *update.mutable_linux());
+  runtime_.record(request.container().id(), update.linux());
   api::UpdateContainerResponse response;
   api::ContainerUpdate* resized = response.add_update();
   resized->set_container_id(request.container().id());
@@ -107,6 +113,7 @@ void NriPlacement::containerStopped(const api::PodSandbox& pod, const api::Conta
 }
 
 void NriPlacement::containerRemoved(const api::PodSandbox& pod, const api::Container& container) {
+  runtime_.forget(container.id());
   if (auto found = containersOfPod_.find(pod.uid()); found != containersOfPod_.end()) {
     found->second.erase(container.id());
     if (found->second.empty()) containersOfPod_.erase(found);
@@ -137,6 +144,35 @@ void NriPlacement::synchronized(const std::vector<api::PodSandbox>& pods,
     const auto uid = uidOfSandbox.find(container.pod_sandbox_id());
     if (uid == uidOfSandbox.end()) continue;
     note(uid->second, container.id(), seenOf(container, nri_terms::criState(container.state())));
+  }
+  for (const api::Container& container : containers) {
+    runtime_.record(container.id(), nri_terms::criResources(container.linux().resources()));
+  }
+}
+
+void NriPlacement::narrowSharedContainers(const std::string& creating, const cri::NodeCgroups& node,
+                                          api::CreateContainerResponse& response) {
+  // vrid has narrowed their cgroups already; this tells the runtime, whose records (and runc's next
+  // write) would otherwise put them back on the CPUs just taken.
+  auto pods = vrid_.listPods(vridScope());
+  if (!pods.ok()) {
+    log_("the shared containers are left to the pool follower: " + pods.error().message());
+    return;
+  }
+  for (const v1::Tenant& tenant : pods->tenants()) {
+    if (tenant.pod().sandbox_id().empty()) continue;  // not run through the runtime
+    for (const v1::ContainerInfo& c : tenant.pod().containers()) {
+      const std::string& id = c.resources().id();
+      if (id.empty() || id == creating || c.allocation().exclusive()) continue;
+      runtime::v1::LinuxContainerResources wanted;
+      cri::applyAllocation(c.allocation(), node, wanted);
+      if (runtime_.holds(id, wanted)) continue;
+      api::ContainerUpdate* update = response.add_update();
+      update->set_container_id(id);
+      *update->mutable_linux()->mutable_resources() = nri_terms::nriResources(wanted);
+      update->set_ignore_failure(true);  // a container gone meanwhile does not fail this creation
+      runtime_.record(id, wanted);
+    }
   }
 }
 

@@ -5,7 +5,10 @@
 //   CreateContainer   admit the container with its id bound, and answer vrid's allocation as the
 //                     container's adjustment: CPUs and memory nodes, shares (and cpu.weight on
 //                     v2), quota and period, memory limit. A refusal fails the creation with
-//                     "vri: <reason>"; the runtime then creates nothing.
+//                     "vri: <reason>"; the runtime then creates nothing. When the container takes
+//                     exclusive CPUs, the running shared containers are narrowed in the same
+//                     answer (its update list), so the runtime's records never lag the kernel's;
+//                     the shared-pool follower covers every other change of the pool.
 //   UpdateContainer   resize through vrid, answered as an update of that container; a container
 //                     vrid does not know is the runtime's own business
 //   StopContainer     noted: a container that has exited for good (a completed init container, a
@@ -25,6 +28,7 @@
 
 #include "kubelet-bridge/cri_translate.h"
 #include "kubelet-bridge/node_cgroups.h"
+#include "kubelet-bridge/nri_runtime_updates.h"
 #include "kubelet-bridge/vrid_client.h"
 #include "nri/nri_api.pb.h"
 
@@ -33,7 +37,8 @@ namespace vri {
 class NriPlacement {
  public:
   using Log = std::function<void(const std::string&)>;
-  NriPlacement(VridClient& vrid, std::chrono::milliseconds vridTimeout, Log log);
+  // `runtime` records what the runtime is told of each container, for the shared-pool follower.
+  NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, std::chrono::milliseconds vridTimeout, Log log);
 
   Result<::nri::pkg::api::v1alpha1::RunPodSandboxResponse> runPodSandbox(
       const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
@@ -57,7 +62,11 @@ class NriPlacement {
                                           const std::string& sandboxId) const;
   void releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release);
 
+  void narrowSharedContainers(const std::string& creating, const cri::NodeCgroups& node,
+                              ::nri::pkg::api::v1alpha1::CreateContainerResponse& response);
+
   VridClient& vrid_;
+  NriRuntimeUpdates& runtime_;
   const std::chrono::milliseconds vridTimeout_;
   const Log log_;
   KnownNodeCgroups nodeCgroups_;

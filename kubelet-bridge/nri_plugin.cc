@@ -109,7 +109,32 @@ Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runt
 }
 
 NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)
-    : vrid_(vrid), options_(std::move(options)), placement_(vrid_, options_.vridTimeout, options_.log) {}
+    : vrid_(vrid),
+      options_(std::move(options)),
+      runtimeUpdates_([this](const api::ContainerUpdate& update) { return sendUpdate(update); }),
+      placement_(vrid_, runtimeUpdates_, options_.vridTimeout, options_.log),
+      follower_(vrid_, runtimeUpdates_, SharedPoolFollowerOptions{.log = options_.log}),
+      vridConnection_(vrid_, runtimeUpdates_, follower_,
+                      VridConnectionOptions{.log = options_.log, .checkLedger = false}) {}
+
+Result<void> NriPlugin::sendUpdate(const api::ContainerUpdate& update) {
+  std::shared_ptr<nri::TtrpcConnection> connection;
+  {
+    MutexLock lock(mutex_);
+    if (registered_) connection = connection_;
+  }
+  if (!connection) return Error(ErrorCode::kUnavailable, "not registered with the runtime's NRI");
+  api::UpdateContainersRequest request;
+  *request.add_update() = update;
+  VRI_ASSIGN_OR_RETURN(const std::string reply, connection->call(kRuntimeService, "UpdateContainers",
+                                                                 request.SerializeAsString(), options_.vridTimeout));
+  VRI_ASSIGN_OR_RETURN(const auto answer, parsed<api::UpdateContainersResponse>(reply, "UpdateContainers' answer"));
+  if (answer.failed_size() > 0) {
+    // Gone, or the runtime could not apply it: tried again until vrid no longer holds it shared.
+    return Error(ErrorCode::kUnavailable, "the runtime did not update container " + update.container_id());
+  }
+  return {};
+}
 
 std::string NriPlugin::runtime() const {
   MutexLock lock(mutex_);
@@ -144,16 +169,22 @@ Result<void> NriPlugin::runOnce() {
     return error.addContext("NRI registration as " + options_.index + "-" + options_.name);
   }
   options_.log("registered with the runtime's NRI as " + options_.index + "-" + options_.name);
+  {
+    MutexLock lock(mutex_);
+    registered_ = true;
+  }
   while (!connection->waitClosed(std::chrono::seconds(1))) {
   }
   {
     MutexLock lock(mutex_);
+    registered_ = false;
     connection_.reset();
   }
   return {};
 }
 
 void NriPlugin::run() {
+  std::call_once(following_, [this] { vridConnection_.start(); });
   while (!stopping_) {
     const Result<void> session = runOnce();
     if (stopping_) break;

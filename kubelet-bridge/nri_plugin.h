@@ -9,20 +9,26 @@
 // channel reconnects by itself.
 //
 // Each pod and container event is placed by NriPlacement (nri_placement.h), on the same core as
-// the CRI shim. It serves NRI v0.12's per-event methods and, for older runtimes, StateChange.
+// the CRI shim; the shared pool is followed as the shim follows it (shared_pool_follower.h), its
+// updates sent as NRI's unsolicited UpdateContainers (nri_runtime_updates.h). It serves NRI v0.12's per-event methods
+// and, for older runtimes, StateChange.
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cgroup-model/thread_annotations.h"
 #include "kubelet-bridge/nri_placement.h"
+#include "kubelet-bridge/nri_runtime_updates.h"
+#include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_client.h"
+#include "kubelet-bridge/vrid_connection.h"
 #include "nri/nri_api.pb.h"
 #include "nri/ttrpc_connection.h"
 
@@ -77,12 +83,20 @@ class NriPlugin {
   Result<std::string> synchronize(const std::string& payload);
   Result<std::string> stateChange(const std::string& payload);
   Result<std::string> placementCall(const std::string& method, const std::string& payload);
+  // One unsolicited update to the runtime, on the current session (UNAVAILABLE without one).
+  Result<void> sendUpdate(const ::nri::pkg::api::v1alpha1::ContainerUpdate& update);
   void syncWithVrid();
   CallScope vridScope() const;
 
   VridClient& vrid_;
   const NriPluginOptions options_;
+  NriRuntimeUpdates runtimeUpdates_;
   NriPlacement placement_;  // on the serving thread only
+  // The shared pool followed from vrid's events (started by run()), as the shim follows it.
+  SharedPoolFollower follower_;
+  VridConnection vridConnection_;
+  std::once_flag following_;
+  bool registered_ VRI_GUARDED_BY(mutex_) = false;
   std::atomic<bool> stopping_{false};
   mutable Mutex mutex_;
   std::shared_ptr<nri::TtrpcConnection> connection_ VRI_GUARDED_BY(mutex_);

@@ -1,20 +1,8 @@
 #include "kubelet-bridge/shared_pool_follower.h"
 
+#include "kubelet-bridge/runtime_values.h"
+
 namespace vri {
-
-namespace {
-
-// Whether the runtime already holds these values (it reports what it was last given). What
-// `wanted` leaves unset ("" and 0: a pod outside kubelet's tree, whose CPUs alone are VRI's) is not compared.
-bool holds(const runtime::v1::LinuxContainerResources& now, const runtime::v1::LinuxContainerResources& wanted) {
-  const auto same = [](const auto& a, const auto& b, const auto& unset) { return b == unset || a == b; };
-  return now.cpuset_cpus() == wanted.cpuset_cpus() && same(now.cpuset_mems(), wanted.cpuset_mems(), "") &&
-         same(now.cpu_shares(), wanted.cpu_shares(), 0) && same(now.cpu_period(), wanted.cpu_period(), 0) &&
-         (wanted.cpu_quota() == 0 || now.cpu_quota() == wanted.cpu_quota() ||
-          (now.cpu_quota() <= 0 && wanted.cpu_quota() <= 0));
-}
-
-}  // namespace
 
 SharedPoolFollower::SharedPoolFollower(VridClient& vrid, RuntimeClient& runtime, SharedPoolFollowerOptions options)
     : vrid_(vrid), runtime_(runtime), options_(std::move(options)), pool_(options_.workers) {}
@@ -114,7 +102,7 @@ void SharedPoolFollower::apply(const std::string& id, const Wanted& wanted) {
     // Not given anything by this shim yet (it just started): the runtime may hold these values already.
     auto status = runtime_.containerStatus(scope(), id, false);
     if (!status.ok() && status.error().code() == ErrorCode::kNotFound) return;  // gone: nothing to keep in line
-    if (status.ok() && holds(status->status().resources().linux(), update.linux())) {
+    if (status.ok() && runtimeHolds(status->status().resources().linux(), update.linux())) {
       MutexLock lock(mutex_);
       given_[id] = values;
       return;

@@ -59,7 +59,7 @@ bool VridConnection::pass(bool checkLedger) {
   auto tenants = vrid_.listPods(CallScope::within(options_.callTimeout));
   if (!tenants.ok()) return false;                        // vrid away: the next stream tries again
   if (!follower_.take(tenants->sequence())) return true;  // an older list than one already taken
-  if (checkLedger) {
+  if (checkLedger && options_.checkLedger) {
     syncLedger(LedgerSyncCalls{vrid_, runtime_, options_.callTimeout, options_.log}, *tenants);
     // What the sync adopted is followed too: a container adopted on every CPU (its client set none, as
     // outside kubelet's tree) is brought onto the shared pool now, not at the next change of it.

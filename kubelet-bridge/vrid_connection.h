@@ -28,6 +28,9 @@ struct VridConnectionOptions {
   std::chrono::milliseconds callTimeout{10000};
   const Clock* clock = &steadyClock();  // not owned
   std::function<void(const std::string&)> log = [](const std::string&) {};
+  // Whether each full pass first brings the ledger in line with the runtime's lists. The NRI
+  // plugin does that at each Synchronize instead: NRI has no lists to ask for.
+  bool checkLedger = true;
 };
 
 class VridConnection {

@@ -264,5 +264,57 @@ TEST_F(NriPluginContainerdTest, PlacesWhatContainerdCreatesAndRefusesWhatDoesNot
   EXPECT_EQ(podInfo(uidPrefix() + "1").containers(0).exclusive_cpus(), cpu);
 }
 
+// The shared pool shrinks and grows: a Guaranteed container created through NRI narrows the
+// running Burstable one in the same answer (containerd's records never lag the kernel's), and its
+// removal widens it again through NRI's unsolicited UpdateContainers, sent by the shared-pool
+// follower as the shim sends UpdateContainerResources.
+TEST_F(NriPluginContainerdTest, RunningSharedContainersFollowTheSharedPoolInContainerdsRecords) {
+  startPlugin();
+  ASSERT_TRUE(testing::eventually([&] {
+    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
+  })) << pluginLog();
+  CriClient direct(kUnderTest.socket());
+  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) {
+    const std::string uid = uidPrefix() + std::to_string(n);
+    const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
+        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
+    EXPECT_TRUE(direct.runPodSandbox(pod, sandbox).ok()) << pluginLog();
+    return pod;
+  };
+  std::string sandbox1, web;
+  const cri::PodSandboxConfig burstable = runPod(1, PodQos::kBurstable, &sandbox1);
+  ASSERT_TRUE(direct
+                  .createContainer(
+                      sandbox1, burstable,
+                      cri_client::containerConfig(burstable, "web", cri_client::kubeletResources(250, 500, 64 << 20)),
+                      &web)
+                  .ok());
+  ASSERT_TRUE(direct.startContainer(web).ok());
+  EXPECT_EQ(specCpu(direct, web, "cpus"), "0-1");
+
+  std::string sandbox2, app;
+  const cri::PodSandboxConfig guaranteed = runPod(2, PodQos::kGuaranteed, &sandbox2);
+  ASSERT_TRUE(
+      direct
+          .createContainer(
+              sandbox2, guaranteed,
+              cri_client::containerConfig(guaranteed, "app", cri_client::kubeletResources(1000, 1000, 64 << 20)), &app)
+          .ok())
+      << pluginLog();
+  const std::string cpu = podInfo(uidPrefix() + "2").containers(0).exclusive_cpus();
+  ASSERT_EQ(cpu.size(), 1u) << pluginLog();
+  const std::string shared = cpu == "0" ? "1" : "0";
+  // In containerd's records at once: the creation's answer carried the update.
+  EXPECT_EQ(specCpu(direct, web, "cpus"), shared);
+  EXPECT_THAT(pluginLog(), HasSubstr("1 shared containers narrowed"));
+
+  // The Guaranteed container goes: the pool widens, and the follower tells containerd.
+  ASSERT_TRUE(direct.stopPodSandbox(sandbox2).ok());
+  ASSERT_TRUE(direct.removePodSandbox(sandbox2).ok());
+  EXPECT_TRUE(testing::eventually([&] { return specCpu(direct, web, "cpus") == "0-1"; }, std::chrono::seconds(10)))
+      << specCpu(direct, web, "cpus") << pluginLog();
+  EXPECT_THAT(pluginLog(), HasSubstr("now on CPUs 0-1 in the runtime too"));
+}
+
 }  // namespace
 }  // namespace vri

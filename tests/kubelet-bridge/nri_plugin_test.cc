@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
+#include <algorithm>
 #include <mutex>
 #include <thread>
 
@@ -372,6 +373,12 @@ TEST_F(NriPluginTest, ARestartedRuntimeIsMetAgainAndBadBytesEndOnlyTheSession) {
 }
 
 TEST_F(NriPluginTest, AnUnreachableVridFailsNoCallOfTheRuntimes) {
+  // The shared-pool follower's first pass lists vrid's pods as the plugin starts; the refusal is
+  // for the synchronization's.
+  ASSERT_TRUE(testing::eventually([&] {
+    const auto calls = vrid_.calls();
+    return std::find(calls.begin(), calls.end(), "ListTenants") != calls.end();
+  }));
   vrid_.refuseNext("ListTenants", Error(ErrorCode::kUnavailable, "vrid is restarting"));
   auto runtime = accept();
   ASSERT_TRUE(runtime);

@@ -1,0 +1,88 @@
+#include "kubelet-bridge/nri_runtime_updates.h"
+
+#include "kubelet-bridge/nri_cri_terms.h"
+#include "kubelet-bridge/runtime_values.h"
+
+namespace vri {
+
+namespace {
+
+Error notForTheFollower(const char* call) {
+  return Error(ErrorCode::kUnimplemented, std::string(call) + ": the NRI plugin's runtime only takes updates");
+}
+
+}  // namespace
+
+NriRuntimeUpdates::NriRuntimeUpdates(Send send) : send_(std::move(send)) {}
+
+void NriRuntimeUpdates::record(const std::string& containerId, const runtime::v1::LinuxContainerResources& resources) {
+  MutexLock lock(mutex_);
+  held_[containerId] = resources;
+}
+
+void NriRuntimeUpdates::forget(const std::string& containerId) {
+  MutexLock lock(mutex_);
+  held_.erase(containerId);
+}
+
+bool NriRuntimeUpdates::holds(const std::string& containerId,
+                              const runtime::v1::LinuxContainerResources& wanted) const {
+  MutexLock lock(mutex_);
+  const auto held = held_.find(containerId);
+  return held != held_.end() && runtimeHolds(held->second, wanted);
+}
+
+Result<void> NriRuntimeUpdates::updateContainerResources(const CallScope&,
+                                                         const runtime::v1::UpdateContainerResourcesRequest& request) {
+  ::nri::pkg::api::v1alpha1::ContainerUpdate update;
+  update.set_container_id(request.container_id());
+  *update.mutable_linux()->mutable_resources() = nri_terms::nriResources(request.linux());
+  VRI_TRY(send_(update));
+  record(request.container_id(), request.linux());
+  return {};
+}
+
+Result<runtime::v1::ContainerStatusResponse> NriRuntimeUpdates::containerStatus(const CallScope&,
+                                                                                const std::string& containerId, bool) {
+  MutexLock lock(mutex_);
+  const auto held = held_.find(containerId);
+  // Not seen in this session: the follower then sends its values, which is always right.
+  if (held == held_.end()) return Error::failedPrecondition("container " + containerId + ": no values recorded");
+  runtime::v1::ContainerStatusResponse out;
+  out.mutable_status()->set_id(containerId);
+  *out.mutable_status()->mutable_resources()->mutable_linux() = held->second;
+  return out;
+}
+
+Result<runtime::v1::RunPodSandboxResponse> NriRuntimeUpdates::runPodSandbox(const CallScope&,
+                                                                            const runtime::v1::RunPodSandboxRequest&) {
+  return notForTheFollower("RunPodSandbox");
+}
+Result<runtime::v1::CreateContainerResponse> NriRuntimeUpdates::createContainer(
+    const CallScope&, const runtime::v1::CreateContainerRequest&) {
+  return notForTheFollower("CreateContainer");
+}
+Result<void> NriRuntimeUpdates::stopPodSandbox(const CallScope&, const std::string&) {
+  return notForTheFollower("StopPodSandbox");
+}
+Result<void> NriRuntimeUpdates::removePodSandbox(const CallScope&, const std::string&) {
+  return notForTheFollower("RemovePodSandbox");
+}
+Result<void> NriRuntimeUpdates::removeContainer(const CallScope&, const std::string&) {
+  return notForTheFollower("RemoveContainer");
+}
+Result<std::vector<runtime::v1::PodSandbox>> NriRuntimeUpdates::listPodSandboxes(const CallScope&) {
+  return notForTheFollower("ListPodSandbox");
+}
+Result<std::vector<runtime::v1::Container>> NriRuntimeUpdates::listContainers(const CallScope&, const std::string&) {
+  return notForTheFollower("ListContainers");
+}
+Result<runtime::v1::PodSandboxStatusResponse> NriRuntimeUpdates::podSandboxStatus(const CallScope&, const std::string&,
+                                                                                  bool) {
+  return notForTheFollower("PodSandboxStatus");
+}
+Result<runtime::v1::RuntimeConfigResponse> NriRuntimeUpdates::runtimeConfig(const CallScope&) {
+  return notForTheFollower("RuntimeConfig");
+}
+
+}  // namespace vri

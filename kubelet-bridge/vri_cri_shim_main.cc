@@ -26,6 +26,7 @@
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/grpc_runtime_client.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
+#include "kubelet-bridge/kubelet_side_claim.h"
 #include "kubelet-bridge/program_log.h"
 #include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_connection.h"
@@ -109,6 +110,13 @@ int main(int argc, char** argv) {
   auto claim = vri::SocketClaim::take(listen);
   if (!claim.ok()) {
     std::fprintf(stderr, "vri-cri-shim: --listen: %s\n", claim.error().message().c_str());
+    return 1;
+  }
+
+  // One placer of kubelet's pods per vrid: not beside a vri-nri-plugin (kubelet_side_claim.h).
+  auto placer = vri::KubeletSideClaim::take(vrid, "vri-cri-shim");
+  if (!placer.ok()) {
+    std::fprintf(stderr, "vri-cri-shim: %s\n", placer.error().message().c_str());
     return 1;
   }
 

@@ -17,6 +17,7 @@
 
 #include "cgroup-model/version.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
+#include "kubelet-bridge/kubelet_side_claim.h"
 #include "kubelet-bridge/nri_plugin.h"
 #include "kubelet-bridge/program_log.h"
 
@@ -72,6 +73,13 @@ int main(int argc, char** argv) {
     return usage("--index: two digits, as NRI orders plugins");
   }
   if (options.name.empty()) return usage("--name: not empty");
+
+  // One placer of kubelet's pods per vrid: not beside a vri-cri-shim (kubelet_side_claim.h).
+  auto placer = vri::KubeletSideClaim::take(vrid, "vri-nri-plugin");
+  if (!placer.ok()) {
+    std::fprintf(stderr, "vri-nri-plugin: %s\n", placer.error().message().c_str());
+    return 1;
+  }
 
   sigset_t stop;
   sigemptyset(&stop);

@@ -316,5 +316,24 @@ TEST_F(NriPluginContainerdTest, RunningSharedContainersFollowTheSharedPoolInCont
   EXPECT_THAT(pluginLog(), HasSubstr("now on CPUs 0-1 in the runtime too"));
 }
 
+// The shim and the plugin are both placers of kubelet's pods: a shim started for the plugin's vrid
+// stops at once, saying why, and leaves the plugin placing.
+TEST_F(NriPluginContainerdTest, AShimBesideThePluginIsRefusedWithAClearMessage) {
+  startPlugin();
+  ASSERT_TRUE(testing::eventually([&] {
+    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
+  })) << pluginLog();
+  std::string output;
+  const int exit = testing::runCommand({VRI_CRI_SHIM_BINARY, "--listen=" + tmp_.sub("cri.sock"),
+                                        "--containerd=" + kUnderTest.socket(), "--vrid=" + vrid_->adminSocket()},
+                                       &output, tmp_.sub("shim.out"));
+  EXPECT_EQ(exit, 1) << output;
+  EXPECT_THAT(output, HasSubstr("vri-cri-shim: vri-nri-plugin (pid " + std::to_string(plugin_) +
+                                ") already places this node's pods for vrid at " + vrid_->adminSocket()));
+  EXPECT_THAT(output, HasSubstr("run vri-cri-shim or vri-nri-plugin, not both"));
+  EXPECT_FALSE(std::filesystem::exists(tmp_.sub("cri.sock")));  // it served nothing
+  EXPECT_EQ(::kill(plugin_, 0), 0);                             // and the plugin runs on
+}
+
 }  // namespace
 }  // namespace vri

@@ -11,7 +11,9 @@
 #include <google/protobuf/util/json_util.h>
 
 #include <filesystem>
+#include <functional>
 #include <iostream>
+#include <map>
 
 #include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
@@ -68,9 +70,9 @@ class NriPluginContainerdTest : public ::testing::Test {
     for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
       testing::removeCgroupTree(hierarchy.path().string() + "/" + root_);
   }
-  void startPlugin() {
+  void startPlugin(const std::string& name = "vri-test") {
     plugin_ = testing::spawn({VRI_NRI_PLUGIN_BINARY, "--nri-socket=" + kNriSocket, "--vrid=" + vrid_->adminSocket(),
-                              "--index=90", "--name=vri-test"},
+                              "--index=90", "--name=" + name},
                              tmp_.sub("plugin.log"), O_APPEND, true);
   }
   void stopPlugin() {
@@ -333,6 +335,72 @@ TEST_F(NriPluginContainerdTest, AShimBesideThePluginIsRefusedWithAClearMessage) 
   EXPECT_THAT(output, HasSubstr("run vri-cri-shim or vri-nri-plugin, not both"));
   EXPECT_FALSE(std::filesystem::exists(tmp_.sub("cri.sock")));  // it served nothing
   EXPECT_EQ(::kill(plugin_, 0), 0);                             // and the plugin runs on
+}
+
+// The package's containerd drop-in makes the plugin required: while it is away, containerd 2.2 and
+// later refuse every container but those of pods that tolerate its absence; once it is back,
+// containers are created and placed. containerd 2.0 has no validator: there a container is
+// created without VRI's allocation, as the README says.
+TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePluginIsAway) {
+  const std::string dropIn = kUnderTest.root + "/conf.d/vri-required.toml";
+  std::filesystem::create_directories(kUnderTest.root + "/conf.d");
+  std::filesystem::create_symlink(VRI_SOURCE_DIR "/deploy/containerd-vri-required.toml", dropIn);
+  std::string output;
+  const auto restartContainerd = [&] {
+    return testing::runCommand(
+        {VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour}, &output,
+        tmp_.sub("restart.out"));
+  };
+  ASSERT_EQ(restartContainerd(), 0) << output;
+  struct Unrequire {
+    std::string dropIn;
+    std::function<int()> restart;
+    ~Unrequire() {
+      std::filesystem::remove(dropIn);
+      restart();
+    }
+  } unrequire{dropIn, restartContainerd};
+
+  CriClient direct(kUnderTest.socket());
+  const auto podWith = [&](int n, std::map<std::string, std::string> annotations, std::string* sandbox) {
+    const std::string uid = uidPrefix() + std::to_string(n);
+    cri::PodSandboxConfig pod =
+        cri_client::sandboxConfig(uid, "pod" + std::to_string(n),
+                                  cri_client::podCgroupParent("/" + root_ + "/kubepods", PodQos::kBurstable, uid));
+    for (const auto& [key, value] : annotations) (*pod.mutable_annotations())[key] = value;
+    EXPECT_TRUE(direct.runPodSandbox(pod, sandbox).ok());
+    return pod;
+  };
+  const auto create = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod, std::string* id) {
+    return direct.createContainer(
+        sandbox, pod, cri_client::containerConfig(pod, "app", cri_client::kubeletResources(250, 0, 64 << 20)), id);
+  };
+
+  std::string sandbox1, c1;
+  const cri::PodSandboxConfig plain = podWith(1, {}, &sandbox1);
+  const grpc::Status away = create(sandbox1, plain, &c1);
+  if (kUnderTest.flavour == "2.0") {
+    EXPECT_TRUE(away.ok()) << away.error_message();
+    std::cout << "containerd 2.0 has no NRI validator: created without VRI while the plugin is away" << std::endl;
+  } else {
+    ASSERT_FALSE(away.ok());
+    EXPECT_THAT(away.error_message(), HasSubstr("required plugin \"vri\" not present")) << away.error_message();
+  }
+
+  std::string sandbox2, c2;
+  const cri::PodSandboxConfig tolerant = podWith(2, {{"tolerate-missing-plugins.vri.dev/pod", "true"}}, &sandbox2);
+  const grpc::Status tolerated = create(sandbox2, tolerant, &c2);
+  EXPECT_TRUE(tolerated.ok()) << tolerated.error_message();
+
+  startPlugin("vri");  // the name the drop-in requires
+  ASSERT_TRUE(testing::eventually([&] {
+    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
+  })) << pluginLog();
+  std::string sandbox3, c3;
+  const cri::PodSandboxConfig later = podWith(3, {}, &sandbox3);
+  const grpc::Status back = create(sandbox3, later, &c3);
+  ASSERT_TRUE(back.ok()) << back.error_message() << pluginLog();
+  EXPECT_EQ(podInfo(uidPrefix() + "3").containers_size(), 1) << pluginLog();
 }
 
 }  // namespace

@@ -134,11 +134,24 @@ systemctl start vri-cri-shim || fail "the shim's unit does not start"
 wait_for 30 "the shim's socket" test -S /run/vri/cri.sock
 systemctl is-active -q vri-cri-shim || fail "the shim stopped"
 
+step "the NRI plugin's unit beside the shim: refused, naming the shim"
+systemctl start vri-nri-plugin || true
+wait_for 30 "the plugin's refusal" sh -c \
+  "journalctl -u vri-nri-plugin --no-pager | grep -q 'vri-cri-shim (pid [0-9]*) already places this node'"
+systemctl stop vri-nri-plugin
+systemctl is-active -q vri-cri-shim || fail "the shim stopped"
+
+step "VRI made required in containerd's drop-ins (README): the link is the package's file"
+mkdir -p /etc/containerd/conf.d
+ln -s /usr/share/vri/containerd/vri-required.toml /etc/containerd/conf.d/vri-required.toml
+grep -q 'required_plugins = \["vri"\]' /etc/containerd/conf.d/vri-required.toml || fail "the drop-in requires no vri"
+
 step "apt remove: services stopped, the hook's link gone, the state kept, VMs startable"
 apt-get remove -y -q vri > /tmp/remove.out 2>&1 || { cat /tmp/remove.out; fail "apt-get remove"; }
 ! systemctl is-active -q vrid || fail "vrid still runs"
 ! systemctl is-active -q vri-cri-shim || fail "the shim still runs"
 [ ! -e /etc/libvirt/hooks/qemu.d/vri ] || fail "the hook's link is still there"
+[ ! -L /etc/containerd/conf.d/vri-required.toml ] || fail "containerd's drop-in link is still there"
 [ -f /var/lib/vri/ledger.sqlite ] || fail "remove took the ledger"
 v destroy ded-a >/dev/null
 v start --paused ded-a || fail "ded-a does not start without VRI"

@@ -41,7 +41,7 @@ class Planner {
     VRI_TRY(widenCpusets());
     VRI_TRY(writePlainValues());
     VRI_TRY(removeUndesired());
-    narrowCpusets();
+    VRI_TRY(narrowCpusets());
     return std::move(ops_);
   }
 
@@ -301,16 +301,45 @@ class Planner {
     return {};
   }
 
-  void narrowCpusets() {
+  Result<void> narrowCpusets() {
     for (auto it = files_.rbegin(); it != files_.rend(); ++it) {
       for (const ControlFile& file : it->second) {
         if (file.kind == FileKind::kPlain) continue;
         const CgroupDir dir{file.hierarchy, it->first};
         if (isSkipped(dir)) continue;
         const CpuSet wanted = *CpuSet::parse(file.value);
-        if (afterWiden_.at({dir, file.file}) != wanted) add(CgroupOp::Kind::kWrite, dir, file.file, file.value);
+        if (afterWiden_.at({dir, file.file}) == wanted) continue;
+        if (backend_.version() == CgroupVersion::kV1 && adopted(it->first)) {
+          VRI_TRY(narrowStrangers(dir, file.file, wanted));
+        }
+        add(CgroupOp::Kind::kWrite, dir, file.file, file.value);
       }
     }
+    return {};
+  }
+
+  // v1: the kernel refuses to narrow a cpuset below a child's. A child VRI does not know (a
+  // container created while VRI was away, not yet adopted) is narrowed first to what it keeps of
+  // `within` (all of `within` if nothing), its own such children before it. v2's effective sets do
+  // this by themselves. Desired children are narrowed in their own turn, before their parent.
+  Result<void> narrowStrangers(const CgroupDir& dir, const std::string& file, const CpuSet& within) {
+    if (created_.count(dir) || !fs_.exists(dir)) return {};
+    VRI_ASSIGN_OR_RETURN(auto names, fs_.children(dir));
+    for (const std::string& name : names) {
+      auto child_path = dir.path.child(name);
+      if (!child_path.ok()) return std::move(child_path).context("found under " + dir.describe()).error();
+      const CgroupDir child{dir.hierarchy, *child_path};
+      if (desiredIn(child)) continue;
+      VRI_ASSIGN_OR_RETURN(std::string text, readControlValue(fs_, backend_, child, file));
+      auto current = CpuSet::parse(text);
+      if (!current.ok()) return std::move(current).context(child.describe() + "/" + file).error();
+      if (current->isSubsetOf(within)) continue;
+      CpuSet kept = *current & within;
+      if (kept.empty()) kept = within;
+      VRI_TRY(narrowStrangers(child, file, kept));
+      add(CgroupOp::Kind::kWrite, child, file, kept.format());
+    }
+    return {};
   }
 
   const CgroupFs& fs_;

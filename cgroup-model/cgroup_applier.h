@@ -11,7 +11,8 @@
 //   3. write every other value that differs;
 //   4. remove cgroups below the managed roots that are not desired, deepest
 //      first (the kernel refuses while one still has tasks);
-//   5. narrow cpusets child-first.
+//   5. narrow cpusets child-first (v1: below an adopted root, a child VRI does
+//      not know that holds more is narrowed first, as the kernel demands).
 // A cpuset that only grows or only shrinks is written once.
 #pragma once
 

@@ -71,8 +71,13 @@ Result<api::CreateContainerResponse> NriPlacement::createContainer(const api::Cr
   api::CreateContainerResponse response;
   *response.mutable_adjust()->mutable_linux()->mutable_resources() = nri_terms::nriResources(resources);
   runtime_.record(request.container().id(), resources);
-  if (allocation->exclusive() && allocation->is_new())
-    narrowSharedContainers(request.container().id(), *node, response);
+  if (allocation->exclusive() && allocation->is_new()) {
+    // vrid has narrowed their cgroups already; this tells the runtime, whose records (and runc's
+    // next write) would otherwise put them back on the CPUs just taken.
+    for (api::ContainerUpdate& update : updatesToLedger(*node, request.container().id(), true)) {
+      *response.add_update() = std::move(update);
+    }
+  }
   note(admit->pod_uid(), request.container().id(),
        cri::SeenContainer{request.container().name(), request.pod().id(), runtime::v1::CONTAINER_CREATED, 0});
   log_("CreateContainer " + who + ": " + request.container().id() + " on CPUs " + allocation->cpuset_cpus() +
@@ -150,30 +155,39 @@ void NriPlacement::synchronized(const std::vector<api::PodSandbox>& pods,
   }
 }
 
-void NriPlacement::narrowSharedContainers(const std::string& creating, const cri::NodeCgroups& node,
-                                          api::CreateContainerResponse& response) {
-  // vrid has narrowed their cgroups already; this tells the runtime, whose records (and runc's next
-  // write) would otherwise put them back on the CPUs just taken.
+std::vector<api::ContainerUpdate> NriPlacement::updatesToLedger(const cri::NodeCgroups& node, const std::string& except,
+                                                                bool sharedOnly) {
+  std::vector<api::ContainerUpdate> updates;
   auto pods = vrid_.listPods(vridScope());
   if (!pods.ok()) {
-    log_("the shared containers are left to the pool follower: " + pods.error().message());
-    return;
+    log_("the runtime's records are left to the pool follower: " + pods.error().message());
+    return updates;
   }
   for (const v1::Tenant& tenant : pods->tenants()) {
     if (tenant.pod().sandbox_id().empty()) continue;  // not run through the runtime
     for (const v1::ContainerInfo& c : tenant.pod().containers()) {
       const std::string& id = c.resources().id();
-      if (id.empty() || id == creating || c.allocation().exclusive()) continue;
+      if (id.empty() || id == except || (sharedOnly && c.allocation().exclusive())) continue;
       runtime::v1::LinuxContainerResources wanted;
       cri::applyAllocation(c.allocation(), node, wanted);
       if (runtime_.holds(id, wanted)) continue;
-      api::ContainerUpdate* update = response.add_update();
-      update->set_container_id(id);
-      *update->mutable_linux()->mutable_resources() = nri_terms::nriResources(wanted);
-      update->set_ignore_failure(true);  // a container gone meanwhile does not fail this creation
+      api::ContainerUpdate& update = updates.emplace_back();
+      update.set_container_id(id);
+      *update.mutable_linux()->mutable_resources() = nri_terms::nriResources(wanted);
+      update.set_ignore_failure(true);  // a container gone meanwhile fails nothing
       runtime_.record(id, wanted);
     }
   }
+  return updates;
+}
+
+std::vector<api::ContainerUpdate> NriPlacement::updatesAfterSynchronize() {
+  // What the synchronization adopted or placed anew (a container created while the plugin was away
+  // runs on every CPU; vrid has narrowed its cgroups already): the runtime's records follow in the
+  // synchronization's answer.
+  auto node = nodeCgroups_.get(vrid_, vridScope());
+  if (!node.ok()) return {};
+  return updatesToLedger(*node, "", false);
 }
 
 void NriPlacement::note(const std::string& podUid, const std::string& containerId, cri::SeenContainer seen) {

@@ -51,6 +51,9 @@ class NriPlacement {
   void containerRemoved(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,
                         const ::nri::pkg::api::v1alpha1::Container& container);
   void podRemoved(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
+  // The updates to answer Synchronize with, once the ledger sync has run: the runtime's records of
+  // the containers it adopted or placed anew.
+  std::vector<::nri::pkg::api::v1alpha1::ContainerUpdate> updatesAfterSynchronize();
   // What the runtime reported at the start of a session: the record of each pod's containers.
   void synchronized(const std::vector<::nri::pkg::api::v1alpha1::PodSandbox>& pods,
                     const std::vector<::nri::pkg::api::v1alpha1::Container>& containers);
@@ -62,8 +65,10 @@ class NriPlacement {
                                           const std::string& sandboxId) const;
   void releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release);
 
-  void narrowSharedContainers(const std::string& creating, const cri::NodeCgroups& node,
-                              ::nri::pkg::api::v1alpha1::CreateContainerResponse& response);
+  // Updates that bring the runtime's records of vrid's containers to vrid's allocations, where they
+  // differ (only the shared ones with `sharedOnly`; `except` skipped), recorded as sent.
+  std::vector<::nri::pkg::api::v1alpha1::ContainerUpdate> updatesToLedger(const cri::NodeCgroups& node,
+                                                                          const std::string& except, bool sharedOnly);
 
   VridClient& vrid_;
   NriRuntimeUpdates& runtime_;

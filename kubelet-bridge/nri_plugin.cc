@@ -255,13 +255,17 @@ Result<std::string> NriPlugin::synchronize(const std::string& payload) {
     return response.SerializeAsString();
   }
   placement_.synchronized(syncPods_, syncContainers_);
-  syncWithVrid();
+  if (syncWithVrid()) {
+    for (api::ContainerUpdate& update : placement_.updatesAfterSynchronize())
+      *response.add_update() = std::move(update);
+  }
   syncPods_.clear();
   syncContainers_.clear();
-  return response.SerializeAsString();  // no updates: what runs keeps its CPUs
+  // What ran on its CPUs keeps them; what vrid placed anew is updated in the runtime's records.
+  return response.SerializeAsString();
 }
 
-void NriPlugin::syncWithVrid() {
+bool NriPlugin::syncWithVrid() {
   options_.log("synchronizing with the runtime: " + std::to_string(syncPods_.size()) + " pods, " +
                std::to_string(syncContainers_.size()) + " containers");
   // vrid's pods first: every id vrid binds was made in the runtime first, so the report has it.
@@ -270,10 +274,11 @@ void NriPlugin::syncWithVrid() {
     // The runtime waits for this answer; the ledger is judged again at the next connection.
     options_.log("vrid's pods are not available (" + tenants.error().message() +
                  "); the ledger is not checked against the runtime this time");
-    return;
+    return false;
   }
   NriSnapshotRuntime snapshot(syncPods_, syncContainers_);
   syncLedger(LedgerSyncCalls{vrid_, snapshot, options_.vridTimeout, options_.log}, *tenants);
+  return true;
 }
 
 Result<std::string> NriPlugin::stateChange(const std::string& payload) {

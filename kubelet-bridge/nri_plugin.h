@@ -85,7 +85,7 @@ class NriPlugin {
   Result<std::string> placementCall(const std::string& method, const std::string& payload);
   // One unsolicited update to the runtime, on the current session (UNAVAILABLE without one).
   Result<void> sendUpdate(const ::nri::pkg::api::v1alpha1::ContainerUpdate& update);
-  void syncWithVrid();
+  bool syncWithVrid();  // false when vrid could not be asked
   CallScope vridScope() const;
 
   VridClient& vrid_;

@@ -232,6 +232,46 @@ TEST_P(CgroupApplierTest, AdoptedSubtreesAreWrittenButNeverCreatedOrRemoved) {
   EXPECT_TRUE(s.fs.exists({h, path("kubepods/stranger")}));
 }
 
+// A pod adopted while its container, which VRI does not know yet, runs on CPUs the pod is to give
+// up (created while VRI was away): on v1 the kernel refuses to narrow a cpuset below a child's, so
+// the stranger is narrowed to what it keeps of the pod's new set first, deepest first. v2's
+// effective set does that by itself: nothing is written below the pod there.
+TEST_P(CgroupApplierTest, NarrowingAnAdoptedCgroupNarrowsChildrenItDoesNotKnowFirstOnV1) {
+  Node s(GetParam());
+  const bool v1 = GetParam() == CgroupVersion::kV1;
+  const std::string h = v1 ? "cpuset" : "";
+  DesiredTree made_by_the_runtime;
+  made_by_the_runtime.managedRoots = {path("kubepods")};
+  made_by_the_runtime.cgroups[path("kubepods")] = spec("0-7");
+  made_by_the_runtime.cgroups[path("kubepods/pod")] = spec("0-7");
+  made_by_the_runtime.cgroups[path("kubepods/pod/ctr")] = spec("0-7");
+  made_by_the_runtime.cgroups[path("kubepods/pod/ctr/sub")] = spec("2-7");
+  made_by_the_runtime.cgroups[path("kubepods/pod/low")] = spec("0-1");
+  ASSERT_TRUE(CgroupApplier(s.fs, *s.backend).apply(made_by_the_runtime).ok());
+
+  DesiredTree tree;
+  tree.adoptedRoots = {path("kubepods")};
+  tree.cgroups[path("kubepods")] = spec("0-7");
+  tree.cgroups[path("kubepods/pod")] = spec("0-3");
+  CgroupApplier applier(s.fs, *s.backend);
+  auto ops = applier.apply(tree);
+  ASSERT_TRUE(ops.ok()) << ops.error().message();
+  std::vector<std::string> described;
+  for (const CgroupOp& op : *ops) described.push_back(op.describe());
+  if (v1) {
+    EXPECT_THAT(described, ::testing::ElementsAre("write \"2-3\" to cpuset:kubepods/pod/ctr/sub/cpuset.cpus",
+                                                  "write \"0-3\" to cpuset:kubepods/pod/ctr/cpuset.cpus",
+                                                  "write \"0-3\" to cpuset:kubepods/pod/cpuset.cpus"));
+  } else {
+    EXPECT_THAT(described, ::testing::ElementsAre("write \"0-3\" to :kubepods/pod/cpuset.cpus"));
+  }
+  EXPECT_EQ(*s.fs.read({h, path("kubepods/pod/low")}, "cpuset.cpus"), "0-1");  // within already: untouched
+  // And a second run has nothing left to do.
+  auto again = applier.plan(tree);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(BothVersions, CgroupApplierTest, ::testing::Values(CgroupVersion::kV1, CgroupVersion::kV2),
                          [](const auto& info) { return std::string(cgroupVersionName(info.param)); });
 

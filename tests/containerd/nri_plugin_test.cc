@@ -403,5 +403,58 @@ TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePlugi
   EXPECT_EQ(podInfo(uidPrefix() + "3").containers_size(), 1) << pluginLog();
 }
 
+// Without the validator (containerd 2.0, or VRI not required), a container created while the plugin
+// is away runs on every CPU, another tenant's exclusive one included. Measured: from the plugin
+// starting again to that container's cgroup holding only the shared pool.
+TEST_F(NriPluginContainerdTest, AContainerCreatedWhileThePluginWasAwayLeavesExclusiveCpusWhenItIsBack) {
+  startPlugin();
+  ASSERT_TRUE(testing::eventually([&] {
+    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
+  })) << pluginLog();
+  CriClient direct(kUnderTest.socket());
+  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) {
+    const std::string uid = uidPrefix() + std::to_string(n);
+    const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
+        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
+    EXPECT_TRUE(direct.runPodSandbox(pod, sandbox).ok());
+    return pod;
+  };
+  const auto run = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod,
+                       const cri::LinuxContainerResources& resources, std::string* id) {
+    EXPECT_TRUE(direct.createContainer(sandbox, pod, cri_client::containerConfig(pod, "app", resources), id).ok());
+    EXPECT_TRUE(direct.startContainer(*id).ok());
+  };
+  const auto cpusetOf = [](const std::string& parent, const std::string& id) {
+    return testing::trimmed(testing::readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
+  };
+  std::string sandbox1, exclusive;
+  const cri::PodSandboxConfig guaranteed = runPod(1, PodQos::kGuaranteed, &sandbox1);
+  run(sandbox1, guaranteed, cri_client::kubeletResources(1000, 1000, 64 << 20), &exclusive);
+  const std::string cpu = podInfo(uidPrefix() + "1").containers(0).exclusive_cpus();
+  ASSERT_EQ(cpu.size(), 1u) << pluginLog();
+  const std::string shared = cpu == "0" ? "1" : "0";
+
+  stopPlugin();
+  std::string sandbox2, intruder;
+  const cri::PodSandboxConfig burstable = runPod(2, PodQos::kBurstable, &sandbox2);
+  run(sandbox2, burstable, cri_client::kubeletResources(250, 0, 64 << 20), &intruder);
+  const std::string unplaced = cpusetOf(burstable.linux().cgroup_parent(), intruder);
+  EXPECT_NE(unplaced, shared) << "created without the plugin, yet on the shared pool";
+
+  const auto back = std::chrono::steady_clock::now();
+  startPlugin();
+  ASSERT_TRUE(testing::eventually([&] { return cpusetOf(burstable.linux().cgroup_parent(), intruder) == shared; },
+                                  std::chrono::seconds(10)))
+      << cpusetOf(burstable.linux().cgroup_parent(), intruder) << pluginLog();
+  const auto window =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back).count();
+  std::cout << "containerd " << kUnderTest.flavour << ": a container created while the plugin was away ran on CPUs "
+            << unplaced << " (CPU " << cpu << " exclusive to another pod) until " << window
+            << " ms after the plugin started again (polled every 20 ms)" << std::endl;
+  // containerd's records follow: the container's spec holds the shared pool too.
+  EXPECT_TRUE(testing::eventually([&] { return specCpu(direct, intruder, "cpus") == shared; }))
+      << specCpu(direct, intruder, "cpus") << pluginLog();
+}
+
 }  // namespace
 }  // namespace vri

@@ -1,5 +1,7 @@
 #include "kubelet-bridge/cri_shim.h"
 
+#include "kubelet-bridge/program_log.h"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -25,12 +27,6 @@ Error fromVrid(const std::string& what, const Error& error) {
 }
 
 Error invalid(const Error& error) { return Error::invalidArgument("vri-cri-shim: " + error.message()); }
-
-std::string millis(std::chrono::steady_clock::duration d) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.3f ms", std::chrono::duration<double, std::milli>(d).count());
-  return text;
-}
 
 // A handler for GenericProxy: the request parsed as `Request`, the call, and its answer as bytes or a status.
 template <typename Request, typename Call>

@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 #include "kubelet-bridge/ledger_sync.h"
@@ -60,6 +61,13 @@ Result<Message> parsed(const std::string& payload, const char* what) {
   return message;
 }
 
+// The shared-pool updates waiting for an answer (NRI before v0.12.1: NriRuntimeUpdates), added to
+// this one's update list, but for `skip`, whose own values the answer carries.
+template <typename Response>
+void withPendingUpdates(NriRuntimeUpdates& runtime, Response& response, const std::string& skip) {
+  for (api::ContainerUpdate& update : runtime.takePending(skip)) *response.add_update() = std::move(update);
+}
+
 // A handler's answer as the ttRPC payload, or its error.
 template <typename Message>
 Result<std::string> answer(const Result<Message>& result) {
@@ -85,6 +93,23 @@ api::Event nriEventsKnownTo(std::string_view name, std::string_view version, std
     }
   }
   return api::REMOVE_CONTAINER;
+}
+
+bool nriTakesUnsolicitedUpdatesSafely(std::string_view nriVersion) {
+  if (!nriVersion.empty() && nriVersion.front() == 'v') nriVersion.remove_prefix(1);
+  int part[3] = {0, 0, 0};
+  const char* at = nriVersion.data();
+  const char* end = nriVersion.data() + nriVersion.size();
+  for (int i = 0; i < 3; ++i) {
+    auto [next, ec] = std::from_chars(at, end, part[i]);
+    if (ec != std::errc()) return false;
+    at = next;
+    if (i < 2) {
+      if (at == end || *at != '.') return false;
+      ++at;
+    }
+  }
+  return std::tuple{part[0], part[1], part[2]} >= std::tuple{0, 12, 1};
 }
 
 std::vector<api::Event> nriEventsHandled() {
@@ -235,11 +260,13 @@ Result<std::string> NriPlugin::configure(const std::string& payload) {
   }
   syncPods_.clear();
   syncContainers_.clear();
+  const bool unsolicited = nriTakesUnsolicitedUpdatesSafely(request.nri_version());
+  runtimeUpdates_.setUnsolicitedAllowed(unsolicited);
   char hexMask[16];
   std::snprintf(hexMask, sizeof hexMask, "%x", static_cast<unsigned>(*mask));
   options_.log("configured by " + request.runtime_name() + " " + request.runtime_version() +
                (request.nri_version().empty() ? "" : " with NRI " + request.nri_version()) + " (events 0x" + hexMask +
-               ")");
+               ")" + (unsolicited ? "" : "; shared-pool updates ride on its next answer (NRI before v0.12.1)"));
   api::ConfigureResponse response;
   response.set_events(*mask);
   return response.SerializeAsString();
@@ -259,6 +286,7 @@ Result<std::string> NriPlugin::synchronize(const std::string& payload) {
     for (api::ContainerUpdate& update : placement_.updatesAfterSynchronize())
       *response.add_update() = std::move(update);
   }
+  withPendingUpdates(runtimeUpdates_, response, "");
   syncPods_.clear();
   syncContainers_.clear();
   // What ran on its CPUs keeps them; what vrid placed anew is updated in the runtime's records.
@@ -299,16 +327,22 @@ Result<std::string> NriPlugin::placementCall(const std::string& method, const st
   }
   if (method == "CreateContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::CreateContainerRequest>(payload, "CreateContainer's request"));
-    return answer(placement_.createContainer(request));
+    VRI_ASSIGN_OR_RETURN(auto created, placement_.createContainer(request));
+    withPendingUpdates(runtimeUpdates_, created, request.container().id());
+    return created.SerializeAsString();
   }
   if (method == "UpdateContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::UpdateContainerRequest>(payload, "UpdateContainer's request"));
-    return answer(placement_.updateContainer(request));
+    VRI_ASSIGN_OR_RETURN(auto updated, placement_.updateContainer(request));
+    withPendingUpdates(runtimeUpdates_, updated, request.container().id());  // its own values are the answer's
+    return updated.SerializeAsString();
   }
   if (method == "StopContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::StopContainerRequest>(payload, "StopContainer's request"));
     placement_.containerStopped(request.pod(), request.container());
-    return api::StopContainerResponse().SerializeAsString();
+    api::StopContainerResponse stopped;
+    withPendingUpdates(runtimeUpdates_, stopped, "");
+    return stopped.SerializeAsString();
   }
   if (method == "RemovePodSandbox") {
     VRI_ASSIGN_OR_RETURN(const auto request,

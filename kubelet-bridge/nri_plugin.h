@@ -59,6 +59,10 @@ std::vector<::nri::pkg::api::v1alpha1::Event> nriEventsHandled();
 Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion,
                              std::string_view runtimeNriVersion = {});
 
+// Whether the runtime's NRI takes unsolicited UpdateContainers without risk of deadlocking the
+// runtime: v0.12.1 and later (containerd#13733); unknown versions do not.
+bool nriTakesUnsolicitedUpdatesSafely(std::string_view runtimeNriVersion);
+
 // The version of NRI's API the plugin speaks (nri/nri_api.proto), as it tells the runtime.
 inline constexpr char kNriApiVersion[] = "v0.12.3";
 

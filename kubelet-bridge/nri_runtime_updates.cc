@@ -23,6 +23,26 @@ void NriRuntimeUpdates::record(const std::string& containerId, const runtime::v1
 void NriRuntimeUpdates::forget(const std::string& containerId) {
   MutexLock lock(mutex_);
   held_.erase(containerId);
+  pending_.erase(containerId);
+}
+
+void NriRuntimeUpdates::setUnsolicitedAllowed(bool allowed) {
+  MutexLock lock(mutex_);
+  unsolicitedAllowed_ = allowed;
+}
+
+std::vector<::nri::pkg::api::v1alpha1::ContainerUpdate> NriRuntimeUpdates::takePending(const std::string& skip) {
+  MutexLock lock(mutex_);
+  std::vector<::nri::pkg::api::v1alpha1::ContainerUpdate> out;
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    if (it->first == skip) {
+      ++it;
+      continue;
+    }
+    out.push_back(std::move(it->second));
+    it = pending_.erase(it);
+  }
+  return out;
 }
 
 bool NriRuntimeUpdates::holds(const std::string& containerId,
@@ -37,6 +57,16 @@ Result<void> NriRuntimeUpdates::updateContainerResources(const CallScope&,
   ::nri::pkg::api::v1alpha1::ContainerUpdate update;
   update.set_container_id(request.container_id());
   *update.mutable_linux()->mutable_resources() = nri_terms::nriResources(request.linux());
+  {
+    MutexLock lock(mutex_);
+    if (!unsolicitedAllowed_) {
+      // Carried by the plugin's next answer; a container gone by then fails nothing.
+      update.set_ignore_failure(true);
+      pending_[request.container_id()] = std::move(update);
+      held_[request.container_id()] = request.linux();
+      return {};
+    }
+  }
   VRI_TRY(send_(update));
   record(request.container_id(), request.linux());
   return {};

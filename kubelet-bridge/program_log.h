@@ -2,6 +2,7 @@
 // journal takes stderr as it is; the time is for a program run by hand or under a test.
 #pragma once
 
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -15,6 +16,13 @@ inline void logProgramLine(const char* program, const std::string& line) {
   ::gmtime_r(&now, &utc);
   std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &utc);
   std::fprintf(stderr, "%s %s: %s\n", stamp, program, line.c_str());
+}
+
+// A duration as the programs log it, "1.234 ms" (bench/ reads it back).
+inline std::string millis(std::chrono::steady_clock::duration d) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.3f ms", std::chrono::duration<double, std::milli>(d).count());
+  return text;
 }
 
 }  // namespace vri

@@ -58,6 +58,19 @@ TEST(NriEventMaskTest, TheEventsTheRuntimesNriKnowsFollowItsVersionOrElseItsRele
   EXPECT_EQ(nriEventsKnownTo("containerd", "devel", "unknown"), api::REMOVE_CONTAINER);
 }
 
+// containerd#13733: before NRI v0.12.1 an unsolicited UpdateContainers can deadlock the runtime.
+TEST(NriUnsolicitedUpdatesTest, OnlyFromNriV0121On) {
+  EXPECT_FALSE(nriTakesUnsolicitedUpdatesSafely(""));  // NRI before v0.12 names no version
+  EXPECT_FALSE(nriTakesUnsolicitedUpdatesSafely("unknown"));
+  EXPECT_FALSE(nriTakesUnsolicitedUpdatesSafely("v0.11.0"));
+  EXPECT_FALSE(nriTakesUnsolicitedUpdatesSafely("v0.12.0"));
+  EXPECT_TRUE(nriTakesUnsolicitedUpdatesSafely("v0.12.1"));
+  EXPECT_TRUE(nriTakesUnsolicitedUpdatesSafely("v0.12.3"));
+  EXPECT_TRUE(nriTakesUnsolicitedUpdatesSafely("v0.13.0"));
+  EXPECT_TRUE(nriTakesUnsolicitedUpdatesSafely("v1.0.0"));
+  EXPECT_FALSE(nriTakesUnsolicitedUpdatesSafely("v0.12"));
+}
+
 class NriPluginTest : public ::testing::Test {
  protected:
   void SetUp() override {

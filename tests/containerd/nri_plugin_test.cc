@@ -82,6 +82,25 @@ class NriPluginContainerdTest : public ::testing::Test {
     plugin_ = -1;
   }
   std::string pluginLog() const { return testing::readFile(tmp_.sub("plugin.log")); }
+  // Starts the plugin and waits for its registration with containerd.
+  bool startRegisteredPlugin(const std::string& name = "vri-test") {
+    startPlugin(name);
+    return pluginLogShows("registered with the runtime's NRI");
+  }
+  // A pod made through containerd directly, as kubelet makes one, in this test's kubepods.
+  cri::PodSandboxConfig runPodOn(CriClient& cri, int n, PodQos qos, std::string* sandbox,
+                                 const std::map<std::string, std::string>& annotations = {}) {
+    const std::string uid = uidPrefix() + std::to_string(n);
+    cri::PodSandboxConfig pod = cri_client::sandboxConfig(
+        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
+    for (const auto& [key, value] : annotations) (*pod.mutable_annotations())[key] = value;
+    const grpc::Status run = cri.runPodSandbox(pod, sandbox);
+    EXPECT_TRUE(run.ok()) << run.error_message() << pluginLog();
+    return pod;
+  }
+  static std::string cpusetOf(const std::string& parent, const std::string& id) {
+    return testing::trimmed(testing::readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
+  }
   // The plugin logs a release once vrid has answered, so after vrid's ledger shows it: awaited.
   bool pluginLogShows(const std::string& line) const {
     return testing::eventually([&] { return pluginLog().find(line) != std::string::npos; });
@@ -116,10 +135,7 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
       direct.createContainer(sandbox, pod, cri_client::containerConfig(pod, "app", resources), &container).ok());
   ASSERT_TRUE(direct.startContainer(container).ok());
 
-  startPlugin();
-  ASSERT_TRUE(testing::eventually([&] {
-    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
-  })) << pluginLog();
+  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
   EXPECT_THAT(pluginLog(), HasSubstr("as 90-vri-test"));
   EXPECT_THAT(pluginLog(), HasSubstr("configured by containerd v" + kUnderTest.flavour));
   EXPECT_THAT(pluginLog(), HasSubstr("(events 0x68d)"));
@@ -201,22 +217,9 @@ std::string specCpu(CriClient& cri, const std::string& id, const std::string& fi
 }
 
 TEST_F(NriPluginContainerdTest, PlacesWhatContainerdCreatesAndRefusesWhatDoesNotFit) {
-  startPlugin();
-  ASSERT_TRUE(testing::eventually([&] {
-    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
-  })) << pluginLog();
+  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
   CriClient direct(kUnderTest.socket());
-  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) {
-    const std::string uid = uidPrefix() + std::to_string(n);
-    const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
-        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
-    const grpc::Status run = direct.runPodSandbox(pod, sandbox);
-    EXPECT_TRUE(run.ok()) << run.error_message() << pluginLog();
-    return pod;
-  };
-  const auto cpusetOf = [](const std::string& parent, const std::string& id) {
-    return testing::trimmed(testing::readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
-  };
+  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) { return runPodOn(direct, n, qos, sandbox); };
 
   std::string sandbox1, app;
   const cri::PodSandboxConfig guaranteed = runPod(1, PodQos::kGuaranteed, &sandbox1);
@@ -271,18 +274,9 @@ TEST_F(NriPluginContainerdTest, PlacesWhatContainerdCreatesAndRefusesWhatDoesNot
 // removal widens it again through NRI's unsolicited UpdateContainers, sent by the shared-pool
 // follower as the shim sends UpdateContainerResources.
 TEST_F(NriPluginContainerdTest, RunningSharedContainersFollowTheSharedPoolInContainerdsRecords) {
-  startPlugin();
-  ASSERT_TRUE(testing::eventually([&] {
-    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
-  })) << pluginLog();
+  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
   CriClient direct(kUnderTest.socket());
-  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) {
-    const std::string uid = uidPrefix() + std::to_string(n);
-    const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
-        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
-    EXPECT_TRUE(direct.runPodSandbox(pod, sandbox).ok()) << pluginLog();
-    return pod;
-  };
+  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) { return runPodOn(direct, n, qos, sandbox); };
   std::string sandbox1, web;
   const cri::PodSandboxConfig burstable = runPod(1, PodQos::kBurstable, &sandbox1);
   ASSERT_TRUE(direct
@@ -337,10 +331,7 @@ TEST_F(NriPluginContainerdTest, RunningSharedContainersFollowTheSharedPoolInCont
 // The shim and the plugin are both placers of kubelet's pods: a shim started for the plugin's vrid
 // stops at once, saying why, and leaves the plugin placing.
 TEST_F(NriPluginContainerdTest, AShimBesideThePluginIsRefusedWithAClearMessage) {
-  startPlugin();
-  ASSERT_TRUE(testing::eventually([&] {
-    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
-  })) << pluginLog();
+  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
   std::string output;
   const int exit = testing::runCommand({VRI_CRI_SHIM_BINARY, "--listen=" + tmp_.sub("cri.sock"),
                                         "--containerd=" + kUnderTest.socket(), "--vrid=" + vrid_->adminSocket()},
@@ -378,15 +369,10 @@ TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePlugi
   } unrequire{dropIn, restartContainerd};
 
   CriClient direct(kUnderTest.socket());
-  const auto podWith = [&](int n, std::map<std::string, std::string> annotations, std::string* sandbox) {
-    const std::string uid = uidPrefix() + std::to_string(n);
-    cri::PodSandboxConfig pod =
-        cri_client::sandboxConfig(uid, "pod" + std::to_string(n),
-                                  cri_client::podCgroupParent("/" + root_ + "/kubepods", PodQos::kBurstable, uid));
-    for (const auto& [key, value] : annotations) (*pod.mutable_annotations())[key] = value;
-    EXPECT_TRUE(direct.runPodSandbox(pod, sandbox).ok());
-    return pod;
+  const auto podWith = [&](int n, const std::map<std::string, std::string>& annotations, std::string* sandbox) {
+    return runPodOn(direct, n, PodQos::kBurstable, sandbox, annotations);
   };
+
   const auto create = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod, std::string* id) {
     return direct.createContainer(
         sandbox, pod, cri_client::containerConfig(pod, "app", cri_client::kubeletResources(250, 0, 64 << 20)), id);
@@ -408,10 +394,8 @@ TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePlugi
   const grpc::Status tolerated = create(sandbox2, tolerant, &c2);
   EXPECT_TRUE(tolerated.ok()) << tolerated.error_message();
 
-  startPlugin("vri");  // the name the drop-in requires
-  ASSERT_TRUE(testing::eventually([&] {
-    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
-  })) << pluginLog();
+  // The name the drop-in requires.
+  ASSERT_TRUE(startRegisteredPlugin("vri")) << pluginLog();
   std::string sandbox3, c3;
   const cri::PodSandboxConfig later = podWith(3, {}, &sandbox3);
   const grpc::Status back = create(sandbox3, later, &c3);
@@ -423,25 +407,13 @@ TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePlugi
 // is away runs on every CPU, another tenant's exclusive one included. Measured: from the plugin
 // starting again to that container's cgroup holding only the shared pool.
 TEST_F(NriPluginContainerdTest, AContainerCreatedWhileThePluginWasAwayLeavesExclusiveCpusWhenItIsBack) {
-  startPlugin();
-  ASSERT_TRUE(testing::eventually([&] {
-    return pluginLog().find("registered with the runtime's NRI") != std::string::npos;
-  })) << pluginLog();
+  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
   CriClient direct(kUnderTest.socket());
-  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) {
-    const std::string uid = uidPrefix() + std::to_string(n);
-    const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
-        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
-    EXPECT_TRUE(direct.runPodSandbox(pod, sandbox).ok());
-    return pod;
-  };
+  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) { return runPodOn(direct, n, qos, sandbox); };
   const auto run = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod,
                        const cri::LinuxContainerResources& resources, std::string* id) {
     EXPECT_TRUE(direct.createContainer(sandbox, pod, cri_client::containerConfig(pod, "app", resources), id).ok());
     EXPECT_TRUE(direct.startContainer(*id).ok());
-  };
-  const auto cpusetOf = [](const std::string& parent, const std::string& id) {
-    return testing::trimmed(testing::readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
   };
   std::string sandbox1, exclusive;
   const cri::PodSandboxConfig guaranteed = runPod(1, PodQos::kGuaranteed, &sandbox1);

@@ -1,6 +1,7 @@
 #include "kubelet-bridge/cri_shim.h"
 
 #include "kubelet-bridge/program_log.h"
+#include "kubelet-bridge/vrid_refusal.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -15,18 +16,8 @@ namespace {
 constexpr char kRuntime[] = "/runtime.v1.RuntimeService/";
 constexpr auto kCleanupTimeout = std::chrono::seconds(10);
 
-// vrid's answer as kubelet sees it: its refusal (code and reason) as it is, or,
-// when vrid did not answer at all, UNAVAILABLE saying that nothing was created.
-Error fromVrid(const std::string& what, const Error& error) {
-  const bool unreachable = error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded;
-  if (unreachable) {
-    return Error(ErrorCode::kUnavailable, "vri-cri-shim: vrid did not answer " + what + " (" + error.message() +
-                                              "); pods and containers are created only with vrid's allocation");
-  }
-  return Error(error.code(), "vri: " + error.message());
-}
-
-Error invalid(const Error& error) { return Error::invalidArgument("vri-cri-shim: " + error.message()); }
+Error fromVrid(const std::string& what, const Error& error) { return refusalFromVrid("vri-cri-shim", what, error); }
+Error invalid(const Error& error) { return unreadableRequest("vri-cri-shim", error); }
 
 // A handler for GenericProxy: the request parsed as `Request`, the call, and its answer as bytes or a status.
 template <typename Request, typename Call>

@@ -2,6 +2,7 @@
 
 #include "kubelet-bridge/nri_cri_terms.h"
 #include "kubelet-bridge/program_log.h"
+#include "kubelet-bridge/vrid_refusal.h"
 
 namespace vri {
 
@@ -9,18 +10,8 @@ namespace api = ::nri::pkg::api::v1alpha1;
 
 namespace {
 
-// vrid's refusal as the runtime reports it to kubelet ("vri: <reason>", with vrid's code), or, when
-// vrid did not answer, UNAVAILABLE: the runtime creates nothing without VRI's allocation.
-Error fromVrid(const std::string& what, const Error& error) {
-  const bool unreachable = error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded;
-  if (unreachable) {
-    return Error(ErrorCode::kUnavailable, "vri: vrid did not answer " + what + " (" + error.message() +
-                                              "); pods and containers are created only with vrid's allocation");
-  }
-  return Error(error.code(), "vri: " + error.message());
-}
-
-Error invalid(const Error& error) { return Error::invalidArgument("vri: " + error.message()); }
+Error fromVrid(const std::string& what, const Error& error) { return refusalFromVrid("vri", what, error); }
+Error invalid(const Error& error) { return unreadableRequest("vri", error); }
 
 // The container as the finished-container rule sees it. NRI before v0.11 reports no exit code (nor
 // when the container finished): an exited container's code is then unknown, and it is finished
@@ -119,7 +110,10 @@ Result<api::UpdateContainerResponse> NriPlacement::updateContainer(const api::Up
 }
 
 void NriPlacement::containerStopped(const api::PodSandbox& pod, const api::Container& container) {
-  note(pod.uid(), container.id(), seenOf(container, runtime::v1::CONTAINER_EXITED));
+  const cri::SeenContainer seen = seenOf(container, runtime::v1::CONTAINER_EXITED);
+  log_("container " + pod.name() + "/" + container.name() + " stopped (exit code " +
+       (seen.exitCode < 0 ? std::string("not reported") : std::to_string(seen.exitCode)) + ")");
+  note(pod.uid(), container.id(), seen);
 }
 
 void NriPlacement::containerRemoved(const api::PodSandbox& pod, const api::Container& container) {

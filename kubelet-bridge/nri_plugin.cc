@@ -11,8 +11,8 @@
 #include <functional>
 #include <optional>
 #include <thread>
-#include <tuple>
 #include <utility>
+#include <vector>
 
 #include "kubelet-bridge/ledger_sync.h"
 #include "kubelet-bridge/nri_snapshot_runtime.h"
@@ -27,16 +27,29 @@ namespace {
 constexpr char kPluginService[] = "nri.pkg.api.v1alpha1.Plugin";
 constexpr char kRuntimeService[] = "nri.pkg.api.v1alpha1.Runtime";
 
-// "v0.12.3" or "2.2.9": its major and minor numbers, if it starts with them.
-std::optional<std::pair<int, int>> majorMinor(std::string_view version) {
+// "v0.12.3" or "2.2.9": its leading numbers, as many as are separated by dots (at most three);
+// none when it does not start with one.
+std::vector<int> versionNumbers(std::string_view version) {
   if (!version.empty() && version.front() == 'v') version.remove_prefix(1);
-  int major = 0, minor = 0;
+  std::vector<int> numbers;
+  const char* at = version.data();
   const char* end = version.data() + version.size();
-  auto [dot, ec] = std::from_chars(version.data(), end, major);
-  if (ec != std::errc() || dot == end || *dot != '.' || std::from_chars(dot + 1, end, minor).ec != std::errc()) {
-    return std::nullopt;
+  while (numbers.size() < 3) {
+    int number = 0;
+    auto [next, ec] = std::from_chars(at, end, number);
+    if (ec != std::errc()) break;
+    numbers.push_back(number);
+    if (next == end || *next != '.') break;
+    at = next + 1;
   }
-  return std::pair{major, minor};
+  return numbers;
+}
+
+// Its major and minor numbers, if it has both.
+std::optional<std::pair<int, int>> majorMinor(std::string_view version) {
+  const std::vector<int> numbers = versionNumbers(version);
+  if (numbers.size() < 2) return std::nullopt;
+  return std::pair{numbers[0], numbers[1]};
 }
 
 Result<int> connectTo(const std::string& path) {
@@ -97,20 +110,8 @@ api::Event nriEventsKnownTo(std::string_view name, std::string_view version, std
 }
 
 bool nriTakesUnsolicitedUpdatesSafely(std::string_view nriVersion) {
-  if (!nriVersion.empty() && nriVersion.front() == 'v') nriVersion.remove_prefix(1);
-  int part[3] = {0, 0, 0};
-  const char* at = nriVersion.data();
-  const char* end = nriVersion.data() + nriVersion.size();
-  for (int i = 0; i < 3; ++i) {
-    auto [next, ec] = std::from_chars(at, end, part[i]);
-    if (ec != std::errc()) return false;
-    at = next;
-    if (i < 2) {
-      if (at == end || *at != '.') return false;
-      ++at;
-    }
-  }
-  return std::tuple{part[0], part[1], part[2]} >= std::tuple{0, 12, 1};
+  const std::vector<int> numbers = versionNumbers(nriVersion);
+  return numbers.size() == 3 && numbers >= std::vector<int>{0, 12, 1};
 }
 
 std::vector<api::Event> nriEventsHandled() {

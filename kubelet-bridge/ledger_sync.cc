@@ -114,7 +114,11 @@ class Sync {
   }
 
   bool adopted(const std::string& sandboxId) const { return adopted_.count(sandboxId) > 0; }
-  CallScope scope() const { return CallScope::within(calls_.timeout); }
+  CallScope scope() const {
+    CallScope scope = CallScope::within(calls_.timeout);
+    scope.deadline = std::min(scope.deadline, calls_.until);
+    return scope;
+  }
 
  private:
   Result<runtime::v1::PodSandboxConfig> sandboxConfig(const std::string& id) {

@@ -24,6 +24,8 @@ struct LedgerSyncCalls {
   RuntimeClient& runtime;
   std::chrono::milliseconds timeout;  // each call's
   std::function<void(const std::string&)> log;
+  // And all of them by then (NRI's Synchronize is one request of the runtime's, with its timeout).
+  std::chrono::system_clock::time_point until = std::chrono::system_clock::time_point::max();
 };
 
 // `tenants` must be listed before the runtime is: every id vrid binds was

@@ -24,12 +24,12 @@ cri::SeenContainer seenOf(const api::Container& container, runtime::v1::Containe
 
 }  // namespace
 
-NriPlacement::NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, std::chrono::milliseconds vridTimeout, Log log)
-    : vrid_(vrid), runtime_(runtime), vridTimeout_(vridTimeout), log_(std::move(log)) {}
+NriPlacement::NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, Log log)
+    : vrid_(vrid), runtime_(runtime), log_(std::move(log)) {}
 
 CallScope NriPlacement::vridScope() const {
   // A vrid that is restarting answers within the deadline.
-  return CallScope{std::chrono::system_clock::now() + vridTimeout_, nullptr, true};
+  return CallScope{deadline_, nullptr, true};
 }
 
 Result<api::RunPodSandboxResponse> NriPlacement::runPodSandbox(const api::PodSandbox& pod) {

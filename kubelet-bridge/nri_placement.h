@@ -38,7 +38,11 @@ class NriPlacement {
  public:
   using Log = std::function<void(const std::string&)>;
   // `runtime` records what the runtime is told of each container, for the shared-pool follower.
-  NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, std::chrono::milliseconds vridTimeout, Log log);
+  NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, Log log);
+
+  // The runtime's request being answered is answered by `deadline`: every vrid call made for it
+  // shares that time (NRI disconnects a plugin that misses the runtime's timeout). Set before each.
+  void answerBy(std::chrono::system_clock::time_point deadline) { deadline_ = deadline; }
 
   Result<::nri::pkg::api::v1alpha1::RunPodSandboxResponse> runPodSandbox(
       const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
@@ -72,7 +76,7 @@ class NriPlacement {
 
   VridClient& vrid_;
   NriRuntimeUpdates& runtime_;
-  const std::chrono::milliseconds vridTimeout_;
+  std::chrono::system_clock::time_point deadline_ = std::chrono::system_clock::now();
   const Log log_;
   KnownNodeCgroups nodeCgroups_;
   // Each pod's containers as the runtime has relayed them (by pod UID, then container id): the

@@ -139,7 +139,7 @@ NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)
     : vrid_(vrid),
       options_(std::move(options)),
       runtimeUpdates_([this](const api::ContainerUpdate& update) { return sendUpdate(update); }),
-      placement_(vrid_, runtimeUpdates_, options_.vridTimeout, options_.log),
+      placement_(vrid_, runtimeUpdates_, options_.log),
       follower_(vrid_, runtimeUpdates_, SharedPoolFollowerOptions{.log = options_.log}),
       vridConnection_(vrid_, runtimeUpdates_, follower_,
                       VridConnectionOptions{.log = options_.log, .checkLedger = false}) {}
@@ -170,13 +170,16 @@ std::string NriPlugin::runtime() const {
 
 CallScope NriPlugin::vridScope() const {
   // A vrid that is restarting answers within the deadline.
-  return CallScope{std::chrono::system_clock::now() + options_.vridTimeout, nullptr, true};
+  return CallScope{answerBy_, nullptr, true};
 }
 
 Result<void> NriPlugin::runOnce() {
   VRI_ASSIGN_OR_RETURN(const int fd, connectTo(options_.socket));
   auto connection = std::make_shared<nri::TtrpcConnection>(
-      fd, [this](const std::string& s, const std::string& m, const std::string& p) { return handle(s, m, p); },
+      fd,
+      [this](const std::string& s, const std::string& m, const std::string& p, std::chrono::nanoseconds timeout) {
+        return handle(s, m, p, timeout);
+      },
       options_.log);
   {
     MutexLock lock(mutex_);
@@ -231,8 +234,16 @@ void NriPlugin::stop() {
   if (connection) connection->close("stopping");
 }
 
-Result<std::string> NriPlugin::handle(const std::string& service, const std::string& method,
-                                      const std::string& payload) {
+Result<std::string> NriPlugin::handle(const std::string& service, const std::string& method, const std::string& payload,
+                                      std::chrono::nanoseconds runtimeTimeout) {
+  // The whole answer, vrid's calls and writes included, within half the runtime's time (NRI's
+  // default 2 s): a plugin that misses it is disconnected and the runtime creates containers without
+  // it, so a vrid that does not answer in time gets a refusal sent in time instead.
+  std::chrono::nanoseconds budget = options_.vridTimeout;
+  if (runtimeTimeout.count() > 0) budget = std::min(budget, runtimeTimeout / 2);
+  answerBy_ =
+      std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(budget);
+  placement_.answerBy(answerBy_);
   if (service != kPluginService) {
     return Error(ErrorCode::kUnimplemented,
                  "vri-nri-plugin serves " + std::string(kPluginService) + ", not " + service);
@@ -312,7 +323,7 @@ bool NriPlugin::syncWithVrid() {
     return false;
   }
   NriSnapshotRuntime snapshot(syncPods_, syncContainers_);
-  syncLedger(LedgerSyncCalls{vrid_, snapshot, options_.vridTimeout, options_.log}, *tenants);
+  syncLedger(LedgerSyncCalls{vrid_, snapshot, options_.vridTimeout, options_.log, answerBy_}, *tenants);
   return true;
 }
 

@@ -39,7 +39,10 @@ struct NriPluginOptions {
   std::string name = "vri";
   std::string index = "50";  // NRI calls plugins in ascending index order
   std::chrono::milliseconds registrationTimeout{5000};
-  std::chrono::milliseconds vridTimeout{2000};     // each vrid call
+  // The most a request of the runtime's waits for vrid (all its vrid calls together); never more
+  // than half the time the runtime gives the request (NRI's default: 2 s), so that the answer,
+  // a refusal included, is in before the runtime disconnects the plugin for being late.
+  std::chrono::milliseconds vridTimeout{1000};
   std::chrono::milliseconds reconnectPause{1000};  // between sessions
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
@@ -82,7 +85,8 @@ class NriPlugin {
   std::string runtime() const;
 
  private:
-  Result<std::string> handle(const std::string& service, const std::string& method, const std::string& payload);
+  Result<std::string> handle(const std::string& service, const std::string& method, const std::string& payload,
+                             std::chrono::nanoseconds runtimeTimeout);
   Result<std::string> configure(const std::string& payload);
   Result<std::string> synchronize(const std::string& payload);
   Result<std::string> stateChange(const std::string& payload);
@@ -93,6 +97,8 @@ class NriPlugin {
   CallScope vridScope() const;
 
   VridClient& vrid_;
+  // When the request being answered must be answered (set by handle(), on the serving thread).
+  std::chrono::system_clock::time_point answerBy_ = std::chrono::system_clock::now();
   const NriPluginOptions options_;
   NriRuntimeUpdates runtimeUpdates_;
   NriPlacement placement_;  // on the serving thread only

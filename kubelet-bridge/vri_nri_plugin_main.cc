@@ -1,7 +1,7 @@
 // vri-nri-plugin: VRI as an NRI plugin of containerd 2.x (kubelet-bridge/nri_plugin.h).
 //
 //   vri-nri-plugin [--nri-socket=/var/run/nri/nri.sock] [--vrid=/run/vri/admin.sock]
-//                  [--name=vri] [--index=50] [--vrid-timeout-ms=2000]
+//                  [--name=vri] [--index=50] [--vrid-timeout-ms=1000]
 //
 // It connects to the runtime's NRI socket, registers, synchronizes vrid's ledger with what the
 // runtime runs, releases what the runtime removes, and connects again whenever the runtime

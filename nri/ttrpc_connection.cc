@@ -197,7 +197,8 @@ void TtrpcConnection::answer(const TtrpcMessage& request) {
     close("ttRPC: a request on stream " + std::to_string(request.streamId) + " that does not parse");
     return;
   }
-  const Result<std::string> reply = handler_(envelope.service(), envelope.method(), envelope.payload());
+  const Result<std::string> reply = handler_(envelope.service(), envelope.method(), envelope.payload(),
+                                             std::chrono::nanoseconds(std::max<int64_t>(envelope.timeout_nano(), 0)));
   ttrpc::Response response;
   if (reply.ok()) {
     response.set_payload(*reply);

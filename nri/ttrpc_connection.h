@@ -24,10 +24,11 @@ namespace vri::nri {
 
 class TtrpcConnection {
  public:
-  // A request of the runtime's: its service ("nri.pkg.api.v1alpha1.Plugin"), method and payload;
-  // the reply's payload, or the error the runtime gets as the call's status.
+  // A request of the runtime's: its service ("nri.pkg.api.v1alpha1.Plugin"), method, payload and
+  // the time the runtime gives it (ttRPC's timeout; zero when it sets none); the reply's payload,
+  // or the error the runtime gets as the call's status.
   using Handler = std::function<Result<std::string>(const std::string& service, const std::string& method,
-                                                    const std::string& payload)>;
+                                                    const std::string& payload, std::chrono::nanoseconds timeout)>;
   using Log = std::function<void(const std::string&)>;
 
   // Takes `fd`, a connected stream socket, and closes it when destroyed. `log` runs under the

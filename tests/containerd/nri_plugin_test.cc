@@ -4,123 +4,24 @@
 // vrid on this machine's CPUs and a private kubepods. A pod made before the plugin ran is adopted
 // with the CPUs it holds; containerd and vrid restarted in turn change nothing; what containerd
 // removes is released.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
-
 #include <filesystem>
-#include <functional>
 #include <iostream>
-#include <map>
-#include <thread>
+#include <string>
 
-#include "kubelet-bridge/cri_client.h"
-#include "proto/vri.grpc.pb.h"
-#include "tests/containerd/containerd_under_test.h"
-#include "tests/support/eventually.h"
-#include "tests/support/temp_dir.h"
-#include "tests/vri/vrid_process.h"
+#include "tests/containerd/nri_plugin_fixture.h"
 
 namespace vri {
 namespace {
 
-using cri_client::CriClient;
-using cri_client::PodQos;
+using testing::count;
+using testing::CriClient;
 using ::testing::HasSubstr;
+using testing::kUnderTest;
 using ::testing::Not;
+using testing::NriPluginContainerdTest;
+using testing::PodQos;
+using testing::specCpu;
 namespace cri = ::runtime::v1;
-
-const testing::ContainerdUnderTest kUnderTest = testing::containerdUnderTest();
-const std::string kNriSocket = kUnderTest.nriSocket();
-
-size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
-
-class NriPluginContainerdTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_EQ(::geteuid(), 0u) << "the containerd tests run as root";
-    ASSERT_TRUE(kUnderTest.atLeast2()) << "NRI is containerd 2's: run with VRI_CONTAINERD=2, 2.0 or 2.4";
-    ASSERT_TRUE(std::filesystem::exists(kUnderTest.socket()))
-        << "containerd is not running at " << kUnderTest.socket() << ": " << kUnderTest.fixtureHint();
-    ASSERT_TRUE(std::filesystem::exists(kNriSocket)) << "containerd 2 has no NRI socket at " << kNriSocket;
-    vrid_ = std::make_unique<testing::VridProcess>(
-        tmp_, "vrid",
-        std::vector<std::string>{"--topology=live", "--kubelet-cgroup-root=/" + root_, "--reconcile-interval=0"});
-    ASSERT_TRUE(vrid_->start());
-    vri_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->socket(), grpc::InsecureChannelCredentials()));
-  }
-  void TearDown() override {
-    if (!kUnderTest.atLeast2() || !vrid_) return;
-    CriClient direct(kUnderTest.socket());
-    cri::ListPodSandboxResponse sandboxes;
-    if (direct.listPodSandboxes(&sandboxes).ok()) {
-      for (const cri::PodSandbox& s : sandboxes.items()) {
-        if (!s.metadata().uid().starts_with(uidPrefix())) continue;
-        EXPECT_TRUE(direct.stopPodSandbox(s.id()).ok());
-        EXPECT_TRUE(direct.removePodSandbox(s.id()).ok());
-      }
-    }
-    stopPlugin();
-    if (vrid_) vrid_->stop();
-    for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
-      testing::removeCgroupTree(hierarchy.path().string() + "/" + root_);
-  }
-  void startPlugin(const std::string& name = "vri-test") {
-    plugin_ = testing::spawn({VRI_NRI_PLUGIN_BINARY, "--nri-socket=" + kNriSocket, "--vrid=" + vrid_->adminSocket(),
-                              "--index=90", "--name=" + name},
-                             tmp_.sub("plugin.log"), O_APPEND, true);
-  }
-  void stopPlugin() {
-    if (plugin_ <= 0) return;
-    ::kill(plugin_, SIGTERM);
-    ::waitpid(plugin_, nullptr, 0);
-    plugin_ = -1;
-  }
-  std::string pluginLog() const { return testing::readFile(tmp_.sub("plugin.log")); }
-  // Starts the plugin and waits for its registration with containerd.
-  bool startRegisteredPlugin(const std::string& name = "vri-test") {
-    startPlugin(name);
-    return pluginLogShows("registered with the runtime's NRI");
-  }
-  // A pod made through containerd directly, as kubelet makes one, in this test's kubepods.
-  cri::PodSandboxConfig runPodOn(CriClient& cri, int n, PodQos qos, std::string* sandbox,
-                                 const std::map<std::string, std::string>& annotations = {}) {
-    const std::string uid = uidPrefix() + std::to_string(n);
-    cri::PodSandboxConfig pod = cri_client::sandboxConfig(
-        uid, "pod" + std::to_string(n), cri_client::podCgroupParent("/" + root_ + "/kubepods", qos, uid));
-    for (const auto& [key, value] : annotations) (*pod.mutable_annotations())[key] = value;
-    const grpc::Status run = cri.runPodSandbox(pod, sandbox);
-    EXPECT_TRUE(run.ok()) << run.error_message() << pluginLog();
-    return pod;
-  }
-  static std::string cpusetOf(const std::string& parent, const std::string& id) {
-    return testing::trimmed(testing::readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
-  }
-  // The plugin logs a release once vrid has answered, so after vrid's ledger shows it: awaited.
-  bool pluginLogShows(const std::string& line) const {
-    return testing::eventually([&] { return pluginLog().find(line) != std::string::npos; });
-  }
-  std::string uidPrefix() const { return "vri-nri-test-" + std::to_string(::getpid()) + "-"; }
-  v1::PodInfo podInfo(const std::string& podUid) {
-    grpc::ClientContext context;
-    v1::GetTenantRequest request;
-    request.set_pod_uid(podUid);
-    v1::Tenant tenant;
-    return vri_->GetTenant(&context, request, &tenant).ok() ? tenant.pod() : v1::PodInfo();
-  }
-
-  testing::TempDir tmp_;
-  const std::string root_ = "vri-nri-" + std::to_string(::getpid());
-  std::unique_ptr<testing::VridProcess> vrid_;
-  std::unique_ptr<v1::Vri::Stub> vri_;
-  pid_t plugin_ = -1;
-};
 
 TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleasesWhatContainerdRemoves) {
   // A Burstable pod made straight on containerd, before the plugin runs.
@@ -199,24 +100,6 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
 // kubelet talks to containerd directly; the plugin places what containerd creates, as the shim
 // does: a Guaranteed container on an exclusive CPU, a Burstable one on the shared pool, and one
 // that does not fit refused with vrid's reason, leaving nothing behind.
-// A value of the container's OCI spec, linux.resources.cpu.<field>, from containerd's verbose status.
-std::string specCpu(CriClient& cri, const std::string& id, const std::string& field) {
-  cri::ContainerStatusResponse status;
-  if (!cri.status(id, &status, true).ok() || !status.info().contains("info")) return "<no verbose status>";
-  google::protobuf::Struct info;
-  if (!google::protobuf::util::JsonStringToMessage(status.info().at("info"), &info).ok()) return "<not JSON>";
-  const google::protobuf::Value* at = nullptr;
-  const google::protobuf::Struct* in = &info;
-  for (const std::string key : {"runtimeSpec", "linux", "resources", "cpu", field.c_str()}) {
-    const auto found = in->fields().find(key);
-    if (found == in->fields().end()) return "<no " + key + ">";
-    at = &found->second;
-    in = &at->struct_value();
-  }
-  if (at->has_number_value()) return std::to_string(static_cast<int64_t>(at->number_value()));
-  return at->string_value();
-}
-
 TEST_F(NriPluginContainerdTest, PlacesWhatContainerdCreatesAndRefusesWhatDoesNotFit) {
   ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
   CriClient direct(kUnderTest.socket());
@@ -343,106 +226,6 @@ TEST_F(NriPluginContainerdTest, AShimBesideThePluginIsRefusedWithAClearMessage) 
   EXPECT_THAT(output, HasSubstr("run vri-cri-shim or vri-nri-plugin, not both"));
   EXPECT_FALSE(std::filesystem::exists(tmp_.sub("cri.sock")));  // it served nothing
   EXPECT_EQ(::kill(plugin_, 0), 0);                             // and the plugin runs on
-}
-
-// The package's containerd drop-in makes the plugin required: while it is away, containerd 2.2 and
-// later refuse every container but those of pods that tolerate its absence; once it is back,
-// containers are created and placed. containerd 2.0 has no validator: there a container is
-// created without VRI's allocation, as the README says.
-TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePluginIsAway) {
-  const std::string dropIn = kUnderTest.root + "/conf.d/vri-required.toml";
-  std::filesystem::create_directories(kUnderTest.root + "/conf.d");
-  std::filesystem::create_symlink(VRI_SOURCE_DIR "/deploy/containerd-vri-required.toml", dropIn);
-  std::string output;
-  const auto restartContainerd = [&] {
-    return testing::runCommand(
-        {VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour}, &output,
-        tmp_.sub("restart.out"));
-  };
-  ASSERT_EQ(restartContainerd(), 0) << output;
-  struct Unrequire {
-    std::string dropIn;
-    std::function<int()> restart;
-    ~Unrequire() {
-      std::filesystem::remove(dropIn);
-      restart();
-    }
-  } unrequire{dropIn, restartContainerd};
-
-  CriClient direct(kUnderTest.socket());
-  const auto podWith = [&](int n, const std::map<std::string, std::string>& annotations, std::string* sandbox) {
-    return runPodOn(direct, n, PodQos::kBurstable, sandbox, annotations);
-  };
-
-  const auto create = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod, std::string* id) {
-    return direct.createContainer(
-        sandbox, pod, cri_client::containerConfig(pod, "app", cri_client::kubeletResources(250, 0, 64 << 20)), id);
-  };
-
-  std::string sandbox1, c1;
-  const cri::PodSandboxConfig plain = podWith(1, {}, &sandbox1);
-  const grpc::Status away = create(sandbox1, plain, &c1);
-  if (kUnderTest.flavour == "2.0") {
-    EXPECT_TRUE(away.ok()) << away.error_message();
-    std::cout << "containerd 2.0 has no NRI validator: created without VRI while the plugin is away" << std::endl;
-  } else {
-    ASSERT_FALSE(away.ok());
-    EXPECT_THAT(away.error_message(), HasSubstr("required plugin \"vri\" not present")) << away.error_message();
-  }
-
-  std::string sandbox2, c2;
-  const cri::PodSandboxConfig tolerant = podWith(2, {{"tolerate-missing-plugins.vri.dev/pod", "true"}}, &sandbox2);
-  const grpc::Status tolerated = create(sandbox2, tolerant, &c2);
-  EXPECT_TRUE(tolerated.ok()) << tolerated.error_message();
-
-  // The name the drop-in requires.
-  ASSERT_TRUE(startRegisteredPlugin("vri")) << pluginLog();
-  std::string sandbox3, c3;
-  const cri::PodSandboxConfig later = podWith(3, {}, &sandbox3);
-  const grpc::Status back = create(sandbox3, later, &c3);
-  ASSERT_TRUE(back.ok()) << back.error_message() << pluginLog();
-  EXPECT_EQ(podInfo(uidPrefix() + "3").containers_size(), 1) << pluginLog();
-}
-
-// Without the validator (containerd 2.0, or VRI not required), a container created while the plugin
-// is away runs on every CPU, another tenant's exclusive one included. Measured: from the plugin
-// starting again to that container's cgroup holding only the shared pool.
-TEST_F(NriPluginContainerdTest, AContainerCreatedWhileThePluginWasAwayLeavesExclusiveCpusWhenItIsBack) {
-  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
-  CriClient direct(kUnderTest.socket());
-  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) { return runPodOn(direct, n, qos, sandbox); };
-  const auto run = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod,
-                       const cri::LinuxContainerResources& resources, std::string* id) {
-    EXPECT_TRUE(direct.createContainer(sandbox, pod, cri_client::containerConfig(pod, "app", resources), id).ok());
-    EXPECT_TRUE(direct.startContainer(*id).ok());
-  };
-  std::string sandbox1, exclusive;
-  const cri::PodSandboxConfig guaranteed = runPod(1, PodQos::kGuaranteed, &sandbox1);
-  run(sandbox1, guaranteed, cri_client::kubeletResources(1000, 1000, 64 << 20), &exclusive);
-  const std::string cpu = podInfo(uidPrefix() + "1").containers(0).exclusive_cpus();
-  ASSERT_EQ(cpu.size(), 1u) << pluginLog();
-  const std::string shared = cpu == "0" ? "1" : "0";
-
-  stopPlugin();
-  std::string sandbox2, intruder;
-  const cri::PodSandboxConfig burstable = runPod(2, PodQos::kBurstable, &sandbox2);
-  run(sandbox2, burstable, cri_client::kubeletResources(250, 0, 64 << 20), &intruder);
-  const std::string unplaced = cpusetOf(burstable.linux().cgroup_parent(), intruder);
-  EXPECT_NE(unplaced, shared) << "created without the plugin, yet on the shared pool";
-
-  const auto back = std::chrono::steady_clock::now();
-  startPlugin();
-  ASSERT_TRUE(testing::eventually([&] { return cpusetOf(burstable.linux().cgroup_parent(), intruder) == shared; },
-                                  std::chrono::seconds(10)))
-      << cpusetOf(burstable.linux().cgroup_parent(), intruder) << pluginLog();
-  const auto window =
-      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back).count();
-  std::cout << "containerd " << kUnderTest.flavour << ": a container created while the plugin was away ran on CPUs "
-            << unplaced << " (CPU " << cpu << " exclusive to another pod) until " << window
-            << " ms after the plugin started again (polled every 20 ms)" << std::endl;
-  // containerd's records follow: the container's spec holds the shared pool too.
-  EXPECT_TRUE(testing::eventually([&] { return specCpu(direct, intruder, "cpus") == shared; }))
-      << specCpu(direct, intruder, "cpus") << pluginLog();
 }
 
 // An init container that completed gives its exclusive CPU to the pod's next container, by the

@@ -28,9 +28,8 @@ class TtrpcConnectionTest : public ::testing::Test {
     peer_ = std::make_unique<testing::NriRuntimePeer>(fds[1]);
     connection_ = std::make_unique<TtrpcConnection>(
         fds[0],
-        [this](const std::string& service, const std::string& method, const std::string& payload) {
-          return handler_(service, method, payload);
-        },
+        [this](const std::string& service, const std::string& method, const std::string& payload,
+               std::chrono::nanoseconds timeout) { return handler_(service, method, payload, timeout); },
         [this](const std::string& line) {
           std::lock_guard lock(logMutex_);
           log_ += line + "\n";
@@ -53,8 +52,10 @@ class TtrpcConnectionTest : public ::testing::Test {
   }
 
   TtrpcConnection::Handler handler_ = [](const std::string& service, const std::string& method,
-                                         const std::string& payload) -> Result<std::string> {
+                                         const std::string& payload,
+                                         std::chrono::nanoseconds timeout) -> Result<std::string> {
     if (method == "Refuse") return Error::failedPrecondition("not now");
+    if (method == "Timeout") return std::to_string(timeout.count()) + " ns";
     return service + "/" + method + ":" + payload;
   };
   std::unique_ptr<testing::NriRuntimePeer> peer_;
@@ -72,6 +73,15 @@ TEST_F(TtrpcConnectionTest, TheRuntimesRequestsAreAnsweredOnTheirStreamsInOrder)
   EXPECT_EQ(refused.status().code(), 9);  // FAILED_PRECONDITION, as gRPC numbers it
   EXPECT_EQ(refused.status().message(), "not now");
   EXPECT_EQ(responseOn(5).payload(), std::string(kPlugin) + "/Synchronize:" + std::string(10000, 's'));
+}
+
+TEST_F(TtrpcConnectionTest, TheHandlerIsGivenTheTimeTheRuntimeGivesTheRequest) {
+  ASSERT_TRUE(peer_->request(1, kPlugin, "Timeout", "", std::chrono::seconds(2)));
+  ASSERT_TRUE(peer_->request(3, kPlugin, "Timeout", ""));
+  ASSERT_TRUE(peer_->request(5, kPlugin, "Timeout", "", std::chrono::nanoseconds(-5)));  // nonsense: none
+  EXPECT_EQ(responseOn(1).payload(), "2000000000 ns");
+  EXPECT_EQ(responseOn(3).payload(), "0 ns");
+  EXPECT_EQ(responseOn(5).payload(), "0 ns");
 }
 
 TEST_F(TtrpcConnectionTest, ThePluginsCallsGoOnOddStreamsAndGetTheRuntimesAnswer) {
@@ -106,7 +116,8 @@ TEST_F(TtrpcConnectionTest, ThePluginsCallsGoOnOddStreamsAndGetTheRuntimesAnswer
 }
 
 TEST_F(TtrpcConnectionTest, AHandlerMayCallTheRuntimeWhileItAnswers) {
-  handler_ = [this](const std::string&, const std::string&, const std::string&) -> Result<std::string> {
+  handler_ = [this](const std::string&, const std::string&, const std::string&,
+                    std::chrono::nanoseconds) -> Result<std::string> {
     return connection_->call(kRuntime, "UpdateContainers", "", std::chrono::seconds(5));
   };
   ASSERT_TRUE(peer_->request(1, kPlugin, "Synchronize", ""));

@@ -27,12 +27,15 @@ class NriRuntimePeer {
   bool write(uint32_t conn, const nri::TtrpcMessage& message) {
     return writeRaw(nri::encodeMuxFrames(conn, nri::encodeTtrpc(message).value()));
   }
-  // The runtime calling the plugin's service (connection 1) on `stream`.
-  bool request(uint32_t stream, const std::string& service, const std::string& method, const std::string& payload) {
+  // The runtime calling the plugin's service (connection 1) on `stream`, giving it `timeout` as
+  // containerd's NRI gives each request its plugin_request_timeout (zero: none).
+  bool request(uint32_t stream, const std::string& service, const std::string& method, const std::string& payload,
+               std::chrono::nanoseconds timeout = std::chrono::nanoseconds(0)) {
     ttrpc::Request request;
     request.set_service(service);
     request.set_method(method);
     request.set_payload(payload);
+    request.set_timeout_nano(timeout.count());
     return write(nri::kPluginServiceConn, {stream, nri::TtrpcType::kRequest, 0, request.SerializeAsString()});
   }
   // The runtime answering the plugin's call on `stream` (connection 2).

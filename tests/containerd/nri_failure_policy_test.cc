@@ -1,0 +1,167 @@
+// The NRI plugin's failure policy on a real containerd 2.x (label `containerd2`, as
+// nri_plugin_test.cc): the plugin away with VRI required and without, and a vrid that does not
+// answer. NRI gives each request of the runtime's 2 s; a plugin that misses it is disconnected and
+// containerd creates containers without it, so the plugin answers within half of that, refusing
+// what vrid could not place in time.
+#include <signal.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <iostream>
+#include <map>
+#include <string>
+
+#include "tests/containerd/nri_plugin_fixture.h"
+
+namespace vri {
+namespace {
+
+using testing::count;
+using testing::CriClient;
+using ::testing::HasSubstr;
+using testing::kUnderTest;
+using ::testing::Not;
+using testing::NriPluginContainerdTest;
+using testing::PodQos;
+using testing::specCpu;
+namespace cri = ::runtime::v1;
+
+// The package's containerd drop-in makes the plugin required: while it is away, containerd 2.2 and
+// later refuse every container but those of pods that tolerate its absence; once it is back,
+// containers are created and placed. containerd 2.0 has no validator: there a container is
+// created without VRI's allocation, as the README says.
+TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePluginIsAway) {
+  const std::string dropIn = kUnderTest.root + "/conf.d/vri-required.toml";
+  std::filesystem::create_directories(kUnderTest.root + "/conf.d");
+  std::filesystem::create_symlink(VRI_SOURCE_DIR "/deploy/containerd-vri-required.toml", dropIn);
+  std::string output;
+  const auto restartContainerd = [&] {
+    return testing::runCommand(
+        {VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour}, &output,
+        tmp_.sub("restart.out"));
+  };
+  ASSERT_EQ(restartContainerd(), 0) << output;
+  struct Unrequire {
+    std::string dropIn;
+    std::function<int()> restart;
+    ~Unrequire() {
+      std::filesystem::remove(dropIn);
+      restart();
+    }
+  } unrequire{dropIn, restartContainerd};
+
+  CriClient direct(kUnderTest.socket());
+  const auto podWith = [&](int n, const std::map<std::string, std::string>& annotations, std::string* sandbox) {
+    return runPodOn(direct, n, PodQos::kBurstable, sandbox, annotations);
+  };
+
+  const auto create = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod, std::string* id) {
+    return direct.createContainer(
+        sandbox, pod, cri_client::containerConfig(pod, "app", cri_client::kubeletResources(250, 0, 64 << 20)), id);
+  };
+
+  std::string sandbox1, c1;
+  const cri::PodSandboxConfig plain = podWith(1, {}, &sandbox1);
+  const grpc::Status away = create(sandbox1, plain, &c1);
+  if (kUnderTest.flavour == "2.0") {
+    EXPECT_TRUE(away.ok()) << away.error_message();
+    std::cout << "containerd 2.0 has no NRI validator: created without VRI while the plugin is away" << std::endl;
+  } else {
+    ASSERT_FALSE(away.ok());
+    EXPECT_THAT(away.error_message(), HasSubstr("required plugin \"vri\" not present")) << away.error_message();
+  }
+
+  std::string sandbox2, c2;
+  const cri::PodSandboxConfig tolerant = podWith(2, {{"tolerate-missing-plugins.vri.dev/pod", "true"}}, &sandbox2);
+  const grpc::Status tolerated = create(sandbox2, tolerant, &c2);
+  EXPECT_TRUE(tolerated.ok()) << tolerated.error_message();
+
+  // The name the drop-in requires.
+  ASSERT_TRUE(startRegisteredPlugin("vri")) << pluginLog();
+  std::string sandbox3, c3;
+  const cri::PodSandboxConfig later = podWith(3, {}, &sandbox3);
+  const grpc::Status back = create(sandbox3, later, &c3);
+  ASSERT_TRUE(back.ok()) << back.error_message() << pluginLog();
+  EXPECT_EQ(podInfo(uidPrefix() + "3").containers_size(), 1) << pluginLog();
+}
+
+// Without the validator (containerd 2.0, or VRI not required), a container created while the plugin
+// is away runs on every CPU, another tenant's exclusive one included. Measured: from the plugin
+// starting again to that container's cgroup holding only the shared pool.
+TEST_F(NriPluginContainerdTest, AContainerCreatedWhileThePluginWasAwayLeavesExclusiveCpusWhenItIsBack) {
+  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
+  CriClient direct(kUnderTest.socket());
+  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) { return runPodOn(direct, n, qos, sandbox); };
+  const auto run = [&](const std::string& sandbox, const cri::PodSandboxConfig& pod,
+                       const cri::LinuxContainerResources& resources, std::string* id) {
+    EXPECT_TRUE(direct.createContainer(sandbox, pod, cri_client::containerConfig(pod, "app", resources), id).ok());
+    EXPECT_TRUE(direct.startContainer(*id).ok());
+  };
+  std::string sandbox1, exclusive;
+  const cri::PodSandboxConfig guaranteed = runPod(1, PodQos::kGuaranteed, &sandbox1);
+  run(sandbox1, guaranteed, cri_client::kubeletResources(1000, 1000, 64 << 20), &exclusive);
+  const std::string cpu = podInfo(uidPrefix() + "1").containers(0).exclusive_cpus();
+  ASSERT_EQ(cpu.size(), 1u) << pluginLog();
+  const std::string shared = cpu == "0" ? "1" : "0";
+
+  stopPlugin();
+  std::string sandbox2, intruder;
+  const cri::PodSandboxConfig burstable = runPod(2, PodQos::kBurstable, &sandbox2);
+  run(sandbox2, burstable, cri_client::kubeletResources(250, 0, 64 << 20), &intruder);
+  const std::string unplaced = cpusetOf(burstable.linux().cgroup_parent(), intruder);
+  EXPECT_NE(unplaced, shared) << "created without the plugin, yet on the shared pool";
+
+  const auto back = std::chrono::steady_clock::now();
+  startPlugin();
+  ASSERT_TRUE(testing::eventually([&] { return cpusetOf(burstable.linux().cgroup_parent(), intruder) == shared; },
+                                  std::chrono::seconds(10)))
+      << cpusetOf(burstable.linux().cgroup_parent(), intruder) << pluginLog();
+  const auto window =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back).count();
+  std::cout << "containerd " << kUnderTest.flavour << ": a container created while the plugin was away ran on CPUs "
+            << unplaced << " (CPU " << cpu << " exclusive to another pod) until " << window
+            << " ms after the plugin started again (polled every 20 ms)" << std::endl;
+  // containerd's records follow: the container's spec holds the shared pool too.
+  EXPECT_TRUE(testing::eventually([&] { return specCpu(direct, intruder, "cpus") == shared; }))
+      << specCpu(direct, intruder, "cpus") << pluginLog();
+}
+
+// vrid stopped in its tracks (SIGSTOP: its socket still accepts, nothing answers): the pod is refused
+// within the plugin's budget, half of NRI's 2-s timeout, with vrid's missed deadline as the reason,
+// and the plugin stays registered, so nothing is created without it. vrid resumed, the same pod is
+// created and placed.
+TEST_F(NriPluginContainerdTest, AVridThatDoesNotAnswerGetsThePodRefusedInTimeAndThePluginStaysRegistered) {
+  const std::string containerdLog = kUnderTest.root + "/containerd.log";
+  const size_t logged = testing::readFile(containerdLog).size();  // this test's lines follow
+  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
+  CriClient direct(kUnderTest.socket());
+  const std::string uid = uidPrefix() + "1";
+  const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
+      uid, "pod1", cri_client::podCgroupParent("/" + root_ + "/kubepods", PodQos::kBurstable, uid));
+  ASSERT_EQ(::kill(vrid_->pid(), SIGSTOP), 0);
+  struct Resume {
+    pid_t pid;
+    ~Resume() { ::kill(pid, SIGCONT); }
+  } resume{vrid_->pid()};
+  std::string sandbox;
+  const auto asked = std::chrono::steady_clock::now();
+  const grpc::Status stalled = direct.runPodSandbox(pod, &sandbox);
+  const auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - asked).count();
+  ASSERT_FALSE(stalled.ok());
+  EXPECT_THAT(stalled.error_message(), HasSubstr("vri: ")) << stalled.error_message();
+  std::cout << "containerd " << kUnderTest.flavour << ": RunPodSandbox with vrid stopped refused after " << took
+            << " ms: " << stalled.error_message() << std::endl;
+  ::kill(vrid_->pid(), SIGCONT);
+
+  // The same connection places the pod once vrid answers: never disconnected for being late.
+  ASSERT_TRUE(direct.runPodSandbox(pod, &sandbox).ok()) << pluginLog();
+  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid).sandbox_id() == sandbox; })) << pluginLog();
+  EXPECT_EQ(count(pluginLog(), "registered with the runtime's NRI"), 1u) << pluginLog();
+  const std::string since = testing::readFile(containerdLog).substr(logged);
+  EXPECT_EQ(since.find("closing plugin 90-vri-test"), std::string::npos) << "containerd dropped the plugin";
+}
+
+}  // namespace
+}  // namespace vri

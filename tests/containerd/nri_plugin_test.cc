@@ -97,62 +97,6 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
   EXPECT_TRUE(pluginLogShows("its sandbox is gone from the runtime; released")) << pluginLog();
 }
 
-// kubelet talks to containerd directly; the plugin places what containerd creates, as the shim
-// does: a Guaranteed container on an exclusive CPU, a Burstable one on the shared pool, and one
-// that does not fit refused with vrid's reason, leaving nothing behind.
-TEST_F(NriPluginContainerdTest, PlacesWhatContainerdCreatesAndRefusesWhatDoesNotFit) {
-  ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
-  CriClient direct(kUnderTest.socket());
-  const auto runPod = [&](int n, PodQos qos, std::string* sandbox) { return runPodOn(direct, n, qos, sandbox); };
-
-  std::string sandbox1, app;
-  const cri::PodSandboxConfig guaranteed = runPod(1, PodQos::kGuaranteed, &sandbox1);
-  EXPECT_EQ(podInfo(uidPrefix() + "1").sandbox_id(), sandbox1);  // admitted with its sandbox by RunPodSandbox
-  grpc::Status created = direct.createContainer(
-      sandbox1, guaranteed,
-      cri_client::containerConfig(guaranteed, "app", cri_client::kubeletResources(1000, 1000, 64 << 20)), &app);
-  ASSERT_TRUE(created.ok()) << created.error_message() << pluginLog();
-  ASSERT_TRUE(direct.startContainer(app).ok());
-  const v1::PodInfo placed = podInfo(uidPrefix() + "1");
-  ASSERT_EQ(placed.containers_size(), 1) << placed.DebugString();
-  EXPECT_EQ(placed.containers(0).resources().id(), app);
-  const std::string cpu = placed.containers(0).exclusive_cpus();
-  ASSERT_EQ(cpu.size(), 1u) << "one exclusive CPU, got '" << cpu << "'" << pluginLog();
-  const std::string shared = cpu == "0" ? "1" : "0";
-  // The kernel and containerd's OCI spec agree with vrid: containerd took the plugin's adjustment.
-  // (CRI's ContainerStatus still reports the resources kubelet asked for, without the adjustment's
-  // CPUs: containerd keeps NRI's adjustments out of it.)
-  EXPECT_EQ(cpusetOf(guaranteed.linux().cgroup_parent(), app), cpu);
-  EXPECT_EQ(specCpu(direct, app, "cpus"), cpu);
-  EXPECT_EQ(specCpu(direct, app, "quota"), "100000");
-
-  std::string sandbox2, web;
-  const cri::PodSandboxConfig burstable = runPod(2, PodQos::kBurstable, &sandbox2);
-  created = direct.createContainer(
-      sandbox2, burstable,
-      cri_client::containerConfig(burstable, "web", cri_client::kubeletResources(250, 500, 64 << 20)), &web);
-  ASSERT_TRUE(created.ok()) << created.error_message() << pluginLog();
-  ASSERT_TRUE(direct.startContainer(web).ok());
-  EXPECT_EQ(cpusetOf(burstable.linux().cgroup_parent(), web), shared);
-  EXPECT_EQ(specCpu(direct, web, "cpus"), shared);
-  EXPECT_EQ(specCpu(direct, web, "shares"), "256");
-
-  // A second exclusive CPU is not there (one is reserved, one taken): containerd fails the
-  // creation with vrid's reason, and neither containerd nor vrid keeps anything of it.
-  std::string sandbox3, big;
-  const cri::PodSandboxConfig second = runPod(3, PodQos::kGuaranteed, &sandbox3);
-  created = direct.createContainer(
-      sandbox3, second, cri_client::containerConfig(second, "big", cri_client::kubeletResources(1000, 1000, 64 << 20)),
-      &big);
-  ASSERT_FALSE(created.ok());
-  EXPECT_THAT(created.error_message(), HasSubstr("vri: ")) << created.error_message();
-  cri::ListContainersResponse containers;
-  ASSERT_TRUE(direct.listContainers(uidPrefix() + "3", &containers).ok());
-  for (const cri::Container& c : containers.containers()) EXPECT_NE(c.pod_sandbox_id(), sandbox3) << c.id();
-  EXPECT_EQ(podInfo(uidPrefix() + "3").containers_size(), 0);
-  EXPECT_EQ(podInfo(uidPrefix() + "1").containers(0).exclusive_cpus(), cpu);
-}
-
 // The shared pool shrinks and grows: a Guaranteed container created through NRI narrows the
 // running Burstable one in the same answer (containerd's records never lag the kernel's), and its
 // removal widens it again through NRI's unsolicited UpdateContainers, sent by the shared-pool

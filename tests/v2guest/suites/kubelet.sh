@@ -1,12 +1,15 @@
 #!/bin/sh
-# kubelet itself drives the shim: a standalone kubelet 1.35 (static pods, no API server) in front of
-# vri-cri-shim, containerd 2.x and Debian's runc, beside libvirt under machined, on a systemd node.
-# Run twice in one boot: with containerd's (and so kubelet's) systemd cgroup driver, then cgroupfs.
+# kubelet itself drives VRI, both ways in: a standalone kubelet 1.35 (static pods, no API server) with
+# containerd 2.4 and Debian's runc, beside libvirt under machined, on a systemd node. The same
+# scenarios run twice in one boot: first kubelet talking to containerd directly, with vri-nri-plugin
+# on containerd's NRI and VRI required (containerd's, and so kubelet's, systemd cgroup driver), then
+# kubelet talking to vri-cri-shim in front of containerd (cgroupfs): each way in and each driver
+# once. The steps that differ between the ways in (the placer restarted, the placer away) say so.
 # Each placement is checked as the kernel enforces it, as the process runs, as containerd reports
 # it, as kubelet's read-only /pods shows the pod, and as vrictl lists it.
 # guest-packages: systemd-container,libvirt-daemon-system,qemu-system-x86,apparmor,runc,curl,jq
 # guest-package-depends: yes
-# guest-peers: kubelet,containerd
+# guest-peers: kubelet,containerd-2.4
 # guest-smp: 4
 # guest-mem: 6144
 # guest-timeout: 2700
@@ -15,7 +18,7 @@ cd /
 fail() {
   echo "kubelet: FAIL: $*"
   journalctl -u kubelet --no-pager -o short-monotonic | grep -v ' I[0-9]' | tail -n 40
-  journalctl -u vrid -u vri-cri-shim -u containerd --no-pager -o short-monotonic | tail -n 60
+  journalctl -u vrid -u vri-cri-shim -u vri-nri-plugin -u containerd --no-pager -o short-monotonic | tail -n 60
   exit 1
 }
 uuid_prefix=7c2e1d3f-8a4b-4d5e-9f60-
@@ -39,21 +42,35 @@ kubelet_view() { # pod container
       else "terminated \(.state.terminated.reason)" end'
 }
 
-step "the node: a dummy interface for kubelet's node IP (no network here), containerd 2.x, kubelet 1.35"
+step "the node: a dummy interface for kubelet's node IP (no network here), containerd 2.4, kubelet 1.35"
 modprobe dummy 2>/dev/null || true
 ip link add vri0 type dummy && ip addr add 10.254.0.1/24 dev vri0 && ip link set vri0 up &&
   ip route add default dev vri0 || fail "the dummy interface"
 for program in containerd containerd-shim-runc-v2 ctr; do
-  install -m 0755 "$peers/containerd/$program" /usr/local/bin/ || fail "no $program in $peers/containerd"
+  install -m 0755 "$peers/containerd-2.4/$program" /usr/local/bin/ || fail "no $program in $peers/containerd-2.4"
 done
 install -m 0755 "$peers/kubelet/kubelet" /usr/local/bin/ || fail "no kubelet in $peers/kubelet"
 echo "$(containerd --version); $(kubelet --version); runc $(runc --version | head -1)"
 
-containerd_with() { # systemd|cgroupfs
+# containerd's configuration for a cgroup driver and a way in: NRI on for the plugin, off for the shim.
+# With NRI, as the README wires it: conf.d imported (where VRI is made required), NRI's socket at its
+# default; its request timeout is scaled for the emulation as the hook's deadline is (2 s -> 10 s).
+containerd_with() { # systemd|cgroupfs nri|shim
   [ "$1" = systemd ] && systemd_cgroup=true || systemd_cgroup=false
-  mkdir -p /etc/containerd
+  if [ "$2" = nri ]; then
+    imports='imports = ["/etc/containerd/conf.d/*.toml"]'
+    nri='disable = false
+  socket_path = "/var/run/nri/nri.sock"
+  plugin_request_timeout = "10s"
+  plugin_registration_timeout = "25s"'
+  else
+    imports=''
+    nri='disable = true'
+  fi
+  mkdir -p /etc/containerd/conf.d
   cat > /etc/containerd/config.toml <<EOF2
 version = 3
+$imports
 [plugins."io.containerd.cri.v1.images".pinned_images]
   sandbox = "localhost/vri/pause:1.0"
 [plugins."io.containerd.cri.v1.runtime"]
@@ -66,7 +83,7 @@ version = 3
       SystemdCgroup = $systemd_cgroup
       BinaryName = "/usr/sbin/runc"
 [plugins."io.containerd.nri.v1.nri"]
-  disable = true
+  $nri
 EOF2
 }
 cat > /etc/systemd/system/containerd.service <<'EOF2'
@@ -86,7 +103,7 @@ mkdir -p $manifests /etc/kubernetes /var/lib/kubelet
 cat > /etc/systemd/system/kubelet.service <<EOF2
 [Unit]
 Description=kubelet, standalone (static pods)
-After=containerd.service vri-cri-shim.service
+After=containerd.service vri-cri-shim.service vri-nri-plugin.service
 [Service]
 ExecStart=/usr/local/bin/kubelet --config=/etc/kubernetes/kubelet.yaml --root-dir=/var/lib/kubelet --hostname-override=$node --node-ip=10.254.0.1 --v=2
 Restart=always
@@ -94,7 +111,7 @@ RestartSec=2
 [Install]
 WantedBy=multi-user.target
 EOF2
-containerd_with systemd
+containerd_with systemd shim
 systemctl daemon-reload
 systemctl start containerd || fail "containerd does not start"
 wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
@@ -109,8 +126,34 @@ dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg -i"; }
 scale_hook_deadline
 # vrid holds kubelet's settings too, and checks them against kubelet's own file.
 cp "$here/kubelet/config.yaml" /etc/kubernetes/kubelet.yaml
-# As the README wires it (Install it on a node, step 3): the shim enabled and started, then kubelet.
-unit enable --now vri-cri-shim
+# The way in, as the README wires it (Install it on a node, step 3): kubelet's runtime endpoint, and
+# one placer enabled and started (the other disabled first: the second placer for one vrid refuses
+# to run). The plugin's deadline is scaled for the emulation with containerd's NRI timeout (1 s ->
+# 5 s, half of it), as the hook's is. Sets $placer.
+way_in() { # nri|shim
+  if [ "$1" = nri ]; then
+    placer=vri-nri-plugin endpoint=unix:///run/containerd/containerd.sock
+    unit disable --now vri-cri-shim
+    mkdir -p /etc/systemd/system/vri-nri-plugin.service.d
+    printf '[Service]\nExecStart=\nExecStart=/usr/sbin/vri-nri-plugin --nri-socket=/var/run/nri/nri.sock --vrid=/run/vri/admin.sock --name=vri --index=50 --vrid-timeout-ms=5000\n' \
+      > /etc/systemd/system/vri-nri-plugin.service.d/emulation.conf
+  else
+    placer=vri-cri-shim endpoint=unix:///run/vri/cri.sock
+    unit disable --now vri-nri-plugin
+    rm -f /etc/containerd/conf.d/vri-required.toml
+  fi
+  sed -i "s|^containerRuntimeEndpoint:.*|containerRuntimeEndpoint: $endpoint|" /etc/kubernetes/kubelet.yaml
+  systemctl daemon-reload
+  unit enable $placer
+}
+registered_since() { journalctl -u vri-nri-plugin --since "$1" -o cat | grep -q "registered with the runtime's NRI"; }
+# The placer serves again after its start at $1 (the shim's socket; the plugin's registration).
+placer_ready_since() { # since
+  case $placer in
+    vri-cri-shim) wait_for 30 "the shim's socket" test -S /run/vri/cri.sock ;;
+    vri-nri-plugin) wait_for 120 "the plugin's registration with containerd's NRI" registered_since "$1" ;;
+  esac
+}
 # As the README's step 1 has it: vrid's settings in /etc/vri/vrid.conf, kubelet's reservations among them.
 set_conf() { sed -i "/^$1 *=/d" /etc/vri/vrid.conf && echo "$1 = $2" >> /etc/vri/vrid.conf; }
 vrid_with() { # driver
@@ -135,8 +178,8 @@ start_vrid_with_a_new_ledger() {
   systemctl daemon-reload
 }
 
-# The updates the shim's pool follower made since then (one log line each).
-shim_updates_since() { journalctl -u vri-cri-shim --since "$1" -o cat | grep -c 'in the runtime too' || true; }
+# The updates the placer's pool follower made since then (one log line each).
+placer_updates_since() { journalctl -u $placer --since "$1" -o cat | grep -c 'in the runtime too' || true; }
 
 # Static pods: host network (no CNI here), the test image, never pulled.
 manifest() { # name qos(guaranteed|burstable) cpu [extra container yaml]
@@ -194,25 +237,39 @@ direct_pid() { # id
 }
 sandbox_gone() { ! direct pods | awk '{print $2}' | grep -qx "$1"; }
 
-run_scenarios() { # driver
-  driver=$1
-  step "[$driver] vrid, the shim and kubelet; kubelet's driver from RuntimeConfig through the shim"
-  containerd_with "$driver"
+containerd_restarted() {
   unit restart containerd
   wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+}
+
+run_scenarios() { # driver way(nri|shim)
+  driver=$1 way=$2 pass="$1, $2"
+  way_in "$way"
+  step "[$pass] vrid, $placer and kubelet; kubelet's driver from RuntimeConfig"
+  containerd_with "$driver" "$way"
+  containerd_restarted
   vrid_with "$driver"
   start_vrid_with_a_new_ledger
   journalctl -u vrid -o cat | grep -q "kubelet_config /etc/kubernetes/kubelet.yaml agrees" ||
     fail "vrid did not check kubelet's configuration"
-  unit restart vri-cri-shim
-  wait_for 30 "the shim's socket" test -S /run/vri/cri.sock
+  since=$(date '+%Y-%m-%d %H:%M:%S')
+  unit restart $placer
+  placer_ready_since "$since"
+  if [ "$way" = nri ]; then
+    # As "Making VRI required" has it: linked once the plugin runs, then containerd restarted.
+    ln -sf /usr/share/vri/containerd/vri-required.toml /etc/containerd/conf.d/vri-required.toml
+    since=$(date '+%Y-%m-%d %H:%M:%S')
+    containerd_restarted
+    placer_ready_since "$since"
+    grep -q 'required_plugins = \["vri"\]' /etc/containerd/conf.d/vri-required.toml || fail "the drop-in"
+  fi
   since=$(date '+%Y-%m-%d %H:%M:%S')
   unit restart kubelet
   wait_for 300 "kubelet's healthz" curl -sf --max-time 5 http://127.0.0.1:10258/healthz
   journalctl -u kubelet --since "$since" -o cat | grep -q "received from the CRI runtime\" cgroupDriver=\"$driver\"" ||
     fail "kubelet did not take the $driver driver from RuntimeConfig"
 
-  step "[$driver] a Guaranteed pod runs on its exclusive CPU, a Burstable one on the shared pool"
+  step "[$pass] a Guaranteed pod runs on its exclusive CPU, a Burstable one on the shared pool"
   manifest g1 guaranteed 1
   manifest b1 burstable 250m
   for pod in g1 b1; do wait_for 300 "$pod running (kubelet: $(kubelet_view $pod app))" running $pod; done
@@ -225,7 +282,7 @@ run_scenarios() { # driver
   echo "b1: $(views b1); the shared pool: $shared"
   case ",$shared," in *",$g,"*) fail "the shared pool $shared holds g1's CPU $g";; esac
 
-  step "[$driver] a dedicated VM started with virsh takes a CPU; the Burstable pod is narrowed"
+  step "[$pass] a dedicated VM started with virsh takes a CPU; the Burstable pod is narrowed"
   define ded-a 2 1  # two dedicated vCPUs: with g1, every CPU but the reserved one is taken
   v start --paused ded-a || fail "virsh start ded-a"
   a=$(vm_cpu ded-a)
@@ -235,15 +292,15 @@ run_scenarios() { # driver
   echo "ded-a on CPU $a; b1: $(views b1)"
   on_cpus g1 "$g" || fail "g1 moved: $(views g1)"
 
-  step "[$driver] steady: the shim sends no more updates"
+  step "[$pass] steady: $placer sends no more updates"
   quiet_reconcile  # steady: vrid's reconcile finds nothing to repair
   quiet=$(date '+%Y-%m-%d %H:%M:%S')
   sleep 20  # the window watched: an absence of updates is only seen over time
-  n=$(shim_updates_since "$quiet")
-  [ "$n" = 0 ] || fail "the shim sent $n updates on a steady node"
+  n=$(placer_updates_since "$quiet")
+  [ "$n" = 0 ] || fail "$placer sent $n updates on a steady node"
   echo "no update in 20 s"
 
-  step "[$driver] a pod kubelet admits but VRI's pool cannot hold: refused, backed off, created once the VM is gone"
+  step "[$pass] a pod kubelet admits but VRI's pool cannot hold: refused, backed off, created once the VM is gone"
   manifest g2 guaranteed 1
   refusal=
   for i in $(seq 1 300); do
@@ -260,7 +317,7 @@ run_scenarios() { # driver
   g2=$(agreed g2)
   [ "$g2" != "$g" ] || fail "g2 on g1's CPU"
 
-  step "[$driver] a crashed container is restarted by kubelet under a new id on its CPU; garbage collection releases nothing it holds"
+  step "[$pass] a crashed container is restarted by kubelet under a new id on its CPU; garbage collection releases nothing it holds"
   first=$(container_of g1)
   kill_app() { pid=$(direct_pid "$1"); kill -9 "$pid" || fail "kill $pid"; }
   kill_app "$first"
@@ -278,7 +335,7 @@ run_scenarios() { # driver
   on_cpus g1 "$g" || fail "g1 moved after garbage collection: $(views g1)"
   vrictl list --pods | grep "g1-$node" | grep -q "$g" || fail "vrid no longer holds CPU $g for g1: $(vrictl list --pods)"
 
-  step "[$driver] a sidecar keeps its CPU; the app takes the init container's once it exits"
+  step "[$pass] a sidecar keeps its CPU; the app takes the init container's once it exits"
   rm "$manifests/g2.yaml"
   wait_for 300 "vrid releasing g2" sh -c "! vrictl list --pods | grep -q 'g2-$node'"
   cat > /tmp/s1.yaml <<EOF2
@@ -308,17 +365,19 @@ EOF2
   [ "$side" != "$app" ] || fail "s1's sidecar shares the app's CPU $app"
   case "$side$app" in *,*|*-*) fail "s1's containers are not on one CPU each: side $side, app $app";; esac
 
-  step "[$driver] kubelet, the shim, vrid and containerd restarted in turn: nothing moves, nothing is recreated"
+  step "[$pass] kubelet, $placer, vrid and containerd restarted in turn: nothing moves, nothing is recreated"
   placements() { for pod in g1 b1 s1; do echo "$pod $(container_of $pod) $(agreed $pod)"; done; }
   placements > /tmp/placed.txt
   cat /tmp/placed.txt
-  for unit in kubelet vri-cri-shim vrid containerd; do
+  for unit in kubelet $placer vrid containerd; do
+    since=$(date '+%Y-%m-%d %H:%M:%S')
     unit restart $unit
     case $unit in
       kubelet) wait_for 300 "kubelet's healthz" curl -sf --max-time 5 http://127.0.0.1:10258/healthz ;;
-      vri-cri-shim) wait_for 30 "the shim's socket" test -S /run/vri/cri.sock ;;
+      $placer) placer_ready_since "$since" ;;
       vrid) wait_for 120 "vrid" vrictl nodeinfo ;;
-      containerd) wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'" ;;
+      containerd) wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+        [ "$way" = shim ] || placer_ready_since "$since" ;;
     esac
     # Settled when kubelet runs all three again and vrid's next reconcile, after the restart, repairs nothing.
     for pod in g1 b1 s1; do wait_for 120 "$pod running after restarting $unit" running $pod; done
@@ -328,7 +387,7 @@ EOF2
     echo "after restarting $unit: the same"
   done
 
-  step "[$driver] vrid down for 30 s while kubelet starts a pod: nothing is created, the pod starts once vrid is back"
+  step "[$pass] vrid down for 30 s while kubelet starts a pod: nothing is created, the pod starts once vrid is back"
   unit stop vrid
   manifest p3 burstable 100m
   sleep 30
@@ -344,13 +403,36 @@ EOF2
   running p3 || fail "p3 did not start within 200 s of vrid's return"
   echo "p3 running $(( $(date +%s) - back )) s after vrid returned: $(views p3)"
   [ "$(agreed p3)" = "$(shared_pool)" ] || fail "p3 is not on the shared pool $(shared_pool): $(views p3)"
+  pods="g1 b1 s1 p3"
 
-  step "[$driver] manifests removed: kubelet deletes the pods, vrid releases them"
-  # All four at once: kubelet removes sandboxes at its garbage collection (every minute), so one by one
+  if [ "$way" = nri ]; then
+    step "[$pass] the plugin down while kubelet starts a pod: VRI required, no container is created; it starts once the plugin is back"
+    unit stop vri-nri-plugin
+    manifest p4 burstable 100m
+    refusal=
+    for i in $(seq 1 300); do
+      refusal=$(kubelet_view p4 app | grep 'required plugin .vri. not present' || true)
+      [ -n "$refusal" ] && break
+      sleep 1
+    done
+    [ -n "$refusal" ] || fail "kubelet never showed containerd's refusal for p4: $(kubelet_view p4 app)"
+    echo "kubelet: $refusal"
+    since=$(date '+%Y-%m-%d %H:%M:%S')
+    unit start vri-nri-plugin
+    back=$(date +%s)
+    placer_ready_since "$since"
+    wait_for 300 "p4 running once the plugin is back" running p4
+    echo "p4 running $(( $(date +%s) - back )) s after the plugin started: $(views p4)"
+    [ "$(agreed p4)" = "$(shared_pool)" ] || fail "p4 is not on the shared pool $(shared_pool): $(views p4)"
+    pods="$pods p4"
+  fi
+
+  step "[$pass] manifests removed: kubelet deletes the pods, vrid releases them"
+  # All at once: kubelet removes sandboxes at its garbage collection (every minute), so one by one
   # would cost a minute each. Each pod's times are taken as it goes.
   removed_at=$(date +%s)
-  for pod in g1 b1 s1 p3; do rm "$manifests/$pod.yaml"; done
-  pending="g1 b1 s1 p3"; released=""; gone=""
+  for pod in $pods; do rm "$manifests/$pod.yaml"; done
+  pending=$pods released="" gone=""
   while [ -n "$pending" ] && [ $(( $(date +%s) - removed_at )) -lt 300 ]; do
     # The runtime's list first: the shim releases a pod right after containerd confirms its sandbox's
     # removal, so a pod whose sandbox is gone may be held for that moment, never longer than a few seconds.
@@ -377,7 +459,7 @@ EOF2
     [ -n "$pending" ] && sleep 1
   done
   [ -z "$pending" ] || fail "kubelet did not remove the sandboxes of $pending within 300 s of their manifests"
-  for pod in g1 b1 s1 p3; do
+  for pod in $pods; do
     r=$(echo "$released" | tr ' ' '\n' | sed -n "s/^$pod=//p"); s=$(echo "$gone" | tr ' ' '\n' | sed -n "s/^$pod=//p")
     echo "$pod: released by vrid $r s after its manifest went, its sandbox removed $s s after"
   done
@@ -388,17 +470,20 @@ EOF2
   v undefine ded-a >/dev/null
 }
 
-run_scenarios systemd
+run_scenarios systemd nri
 
-step "a mismatch: containerd on cgroupfs, vrid on systemd; kubelet is refused its driver"
-containerd_with cgroupfs
-unit restart containerd
-wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
+step "a mismatch, through the shim: containerd on cgroupfs, vrid on systemd; kubelet is refused its driver"
+way_in shim
+containerd_with cgroupfs shim
+containerd_restarted
+since=$(date '+%Y-%m-%d %H:%M:%S')
+unit restart vri-cri-shim
+placer_ready_since "$since"
 since=$(date '+%Y-%m-%d %H:%M:%S')
 unit restart kubelet
 wait_for 120 "kubelet's refusal" sh -c "journalctl -u kubelet --since '$since' -o cat | grep -q 'the runtime runs with the cgroupfs cgroup driver, vrid with systemd'"
 unit stop kubelet
 echo "kubelet: $(journalctl -u kubelet --since "$since" -o cat | grep -m1 'the runtime runs with')"
 
-run_scenarios cgroupfs
+run_scenarios cgroupfs shim
 step "done"

@@ -185,6 +185,17 @@ class CriClient {
     const std::string info = s.info().count("info") ? s.info().at("info") : "";
     return std::regex_search(info, m, std::regex("\"pid\":\\s*([0-9]+)")) ? std::stoi(m[1]) : -1;
   }
+  // The CPUs the container's OCI spec gives it, from containerd's verbose status: what the runtime
+  // applied, as it records it for either way in (the shim's values arrive in CRI's calls and show in
+  // CRI's resources too; an NRI plugin's adjustment shows only in the spec).
+  std::string specCpus(const std::string& id) {
+    cri::ContainerStatusResponse s;
+    if (!status(id, &s, true).ok()) return "?";
+    std::smatch m;
+    const std::string info = s.info().count("info") ? s.info().at("info") : "";
+    static const std::regex kCpus("\"cpu\":\\s*\\{[^{}]*\"cpus\":\\s*\"([^\"]*)\"");
+    return std::regex_search(info, m, kCpus) ? m[1].str() : "";
+  }
 
  private:
   static std::unique_ptr<grpc::ClientContext> context() {

@@ -53,11 +53,8 @@ std::string newUid() {
   return uid;
 }
 
-std::string cpusetOf(CriClient& client, const std::string& container) {
-  cri::ContainerStatusResponse status;
-  if (!client.status(container, &status).ok()) return "?";
-  return status.status().resources().linux().cpuset_cpus();
-}
+// The container's CPUs as containerd applied them (its OCI spec), whichever way VRI placed it.
+std::string cpusetOf(CriClient& client, const std::string& container) { return client.specCpus(container); }
 
 int run(CriClient& client, const std::string& name, const std::map<std::string, std::string>& flags) {
   const auto flag = [&](const std::string& key, const std::string& fallback) {

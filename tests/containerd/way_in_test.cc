@@ -35,6 +35,7 @@ TEST_P(WayInTest, AGuaranteedContainerGetsAnExclusiveCpuEveryoneAgreesOnAndABurs
   EXPECT_EQ(cpusetOf(guaranteed.config.linux().cgroup_parent(), app), cpu);
   EXPECT_EQ(procStatusField(cri_->pid(app), "Cpus_allowed_list"), cpu);
   EXPECT_EQ(recorded(app, "cpus"), cpu);
+  EXPECT_EQ(cri_->specCpus(app), cpu);  // what vri-cri-client ps shows
   EXPECT_EQ(recorded(app, "quota"), "100000");
   // vrid: the sandbox is bound and is not a container.
   const v1::PodInfo info = podInfo(uid(1));

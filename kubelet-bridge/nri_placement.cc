@@ -24,8 +24,8 @@ cri::SeenContainer seenOf(const api::Container& container, runtime::v1::Containe
 
 }  // namespace
 
-NriPlacement::NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, Log log)
-    : vrid_(vrid), runtime_(runtime), log_(std::move(log)) {}
+NriPlacement::NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, RuntimeClient* cri, Log log)
+    : vrid_(vrid), runtime_(runtime), cri_(cri), log_(std::move(log)) {}
 
 CallScope NriPlacement::vridScope() const {
   // A vrid that is restarting answers within the deadline.
@@ -194,12 +194,26 @@ void NriPlacement::note(const std::string& podUid, const std::string& containerI
 }
 
 std::vector<std::string> NriPlacement::finishedBefore(const std::string& podUid, const std::string& creating,
-                                                      const std::string& sandboxId) const {
+                                                      const std::string& sandboxId) {
   std::vector<cri::SeenContainer> seen;
   if (auto found = containersOfPod_.find(podUid); found != containersOfPod_.end()) {
-    for (const auto& [id, container] : found->second) seen.push_back(container);
+    for (auto& [id, container] : found->second) {
+      if (container.name != creating) learnExitFromCri(id, container);
+      seen.push_back(container);
+    }
   }
   return cri::finishedContainers(seen, creating, sandboxId);
+}
+
+void NriPlacement::learnExitFromCri(const std::string& containerId, cri::SeenContainer& seen) {
+  if (cri_ == nullptr || (seen.state == runtime::v1::CONTAINER_EXITED && seen.exitCode >= 0)) return;
+  // Within the answer's deadline, as vrid's calls; a runtime that does not say leaves the record as it is.
+  auto status = cri_->containerStatus(CallScope{deadline_, nullptr, false}, containerId, false);
+  if (!status.ok() || status->status().state() != runtime::v1::CONTAINER_EXITED) return;
+  seen.state = runtime::v1::CONTAINER_EXITED;
+  seen.exitCode = status->status().exit_code();
+  log_("container " + seen.name + " (" + containerId.substr(0, 13) + ") exited with code " +
+       std::to_string(seen.exitCode) + ", from the runtime's CRI");
 }
 
 void NriPlacement::releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release) {

@@ -13,7 +13,10 @@
 //                     vrid does not know is the runtime's own business
 //   StopContainer     noted: a container that has exited for good (a completed init container, a
 //                     container of a replaced sandbox) gives its exclusive CPUs to the next one
-//                     its pod creates, by the shim's rule (cri::finishedContainers)
+//                     its pod creates, by the shim's rule (cri::finishedContainers). That needs the
+//                     exit code, which NRI reports from containerd 2.4 on; before that, it is asked
+//                     of the runtime's CRI when the pod's next container is created (kubelet has
+//                     seen the exit there before it creates the next one)
 //   RemoveContainer,  release by id: only what holds that id now, so a removal that comes after a
 //   RemovePodSandbox  re-created sandbox or container changes nothing
 // One call at a time: the runtime's requests are served in order on the connection's serving
@@ -29,6 +32,7 @@
 #include "kubelet-bridge/cri_translate.h"
 #include "kubelet-bridge/node_cgroups.h"
 #include "kubelet-bridge/nri_runtime_updates.h"
+#include "kubelet-bridge/runtime_client.h"
 #include "kubelet-bridge/vrid_client.h"
 #include "nri/nri_api.pb.h"
 
@@ -38,7 +42,8 @@ class NriPlacement {
  public:
   using Log = std::function<void(const std::string&)>;
   // `runtime` records what the runtime is told of each container, for the shared-pool follower.
-  NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, Log log);
+  // `cri`, when set, is the runtime's CRI endpoint, asked for the exit codes NRI does not report.
+  NriPlacement(VridClient& vrid, NriRuntimeUpdates& runtime, RuntimeClient* cri, Log log);
 
   // The runtime's request being answered is answered by `deadline`: every vrid call made for it
   // shares that time (NRI disconnects a plugin that misses the runtime's timeout). Set before each.
@@ -66,7 +71,9 @@ class NriPlacement {
   CallScope vridScope() const;
   void note(const std::string& podUid, const std::string& containerId, cri::SeenContainer seen);
   std::vector<std::string> finishedBefore(const std::string& podUid, const std::string& creating,
-                                          const std::string& sandboxId) const;
+                                          const std::string& sandboxId);
+  // The exit of a container NRI reported without an exit code (or not at all yet), from the runtime's CRI.
+  void learnExitFromCri(const std::string& containerId, cri::SeenContainer& seen);
   void releaseRemoved(const std::string& what, const std::function<Result<bool>()>& release);
 
   // Updates that bring the runtime's records of vrid's containers to vrid's allocations, where they
@@ -76,6 +83,7 @@ class NriPlacement {
 
   VridClient& vrid_;
   NriRuntimeUpdates& runtime_;
+  RuntimeClient* const cri_;
   std::chrono::system_clock::time_point deadline_ = std::chrono::system_clock::now();
   const Log log_;
   KnownNodeCgroups nodeCgroups_;

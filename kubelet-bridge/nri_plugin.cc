@@ -139,7 +139,7 @@ NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)
     : vrid_(vrid),
       options_(std::move(options)),
       runtimeUpdates_([this](const api::ContainerUpdate& update) { return sendUpdate(update); }),
-      placement_(vrid_, runtimeUpdates_, options_.log),
+      placement_(vrid_, runtimeUpdates_, options_.cri, options_.log),
       follower_(vrid_, runtimeUpdates_, SharedPoolFollowerOptions{.log = options_.log}),
       vridConnection_(vrid_, runtimeUpdates_, follower_,
                       VridConnectionOptions{.log = options_.log, .checkLedger = false}) {}

@@ -44,6 +44,9 @@ struct NriPluginOptions {
   // a refusal included, is in before the runtime disconnects the plugin for being late.
   std::chrono::milliseconds vridTimeout{1000};
   std::chrono::milliseconds reconnectPause{1000};  // between sessions
+  // The runtime's CRI endpoint (containerd's socket), asked for the exit codes its NRI does not
+  // report (containerd before 2.4); none: a completed init container keeps its exclusive CPUs there.
+  RuntimeClient* cri = nullptr;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

@@ -2,6 +2,7 @@
 //
 //   vri-nri-plugin [--nri-socket=/var/run/nri/nri.sock] [--vrid=/run/vri/admin.sock]
 //                  [--name=vri] [--index=50] [--vrid-timeout-ms=1000]
+//                  [--cri-socket=/run/containerd/containerd.sock]
 //
 // It connects to the runtime's NRI socket, registers, synchronizes vrid's ledger with what the
 // runtime runs, releases what the runtime removes, and connects again whenever the runtime
@@ -16,6 +17,7 @@
 #include <thread>
 
 #include "cgroup-model/version.h"
+#include "kubelet-bridge/grpc_runtime_client.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/kubelet_side_claim.h"
 #include "kubelet-bridge/nri_plugin.h"
@@ -26,7 +28,7 @@ namespace {
 int usage(const std::string& why) {
   std::fprintf(stderr,
                "vri-nri-plugin: %s\nusage: vri-nri-plugin [--nri-socket=PATH] [--vrid=PATH] [--name=NAME] "
-               "[--index=NN] [--vrid-timeout-ms=N]\n",
+               "[--index=NN] [--vrid-timeout-ms=N] [--cri-socket=PATH]\n",
                why.c_str());
   return 2;
 }
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   vri::NriPluginOptions options;
   options.log = logLine;
   std::string vrid = "/run/vri/admin.sock";
+  std::string criSocket;  // none: exit codes only as NRI reports them
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto value = [&](const char* flag) { return arg.substr(std::string(flag).size()); };
@@ -51,6 +54,9 @@ int main(int argc, char** argv) {
       options.name = value("--name=");
     } else if (arg.starts_with("--index=")) {
       options.index = value("--index=");
+    } else if (arg.starts_with("--cri-socket=")) {
+      criSocket = value("--cri-socket=");
+      if (criSocket.empty() || criSocket[0] != '/') return usage("--cri-socket: an absolute path");
     } else if (arg.starts_with("--vrid-timeout-ms=")) {
       const std::string text = value("--vrid-timeout-ms=");
       int ms = 0;
@@ -94,6 +100,12 @@ int main(int argc, char** argv) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   args.SetUserAgentPrefix(vri::clientUserAgent("vri-nri-plugin"));
   vri::GrpcVridClient vrid_client(grpc::CreateCustomChannel("unix:" + vrid, grpc::InsecureChannelCredentials(), args));
+  std::unique_ptr<vri::GrpcRuntimeClient> cri;
+  if (!criSocket.empty()) {
+    cri = std::make_unique<vri::GrpcRuntimeClient>(
+        grpc::CreateChannel("unix:" + criSocket, grpc::InsecureChannelCredentials()));
+    options.cri = cri.get();
+  }
   vri::NriPlugin plugin(vrid_client, options);
   std::thread sessions([&] { plugin.run(); });
   logLine("connecting to " + options.socket + " as " + options.index + "-" + options.name + "; vrid at " + vrid);

@@ -101,7 +101,7 @@ class KubeletSideTest : public ::testing::Test {
     }
     const size_t registered = registrations();
     placer_ = spawn({VRI_NRI_PLUGIN_BINARY, "--nri-socket=" + kNriSocket, "--vrid=" + vrid_->adminSocket(),
-                     "--index=90", "--name=vri-test"},
+                     "--index=90", "--name=vri-test", "--cri-socket=" + kUnderTest.socket()},
                     placerLogPath(), O_APPEND, true);
     ASSERT_TRUE(awaitRegistrationAfter(registered)) << placerLog();
   }

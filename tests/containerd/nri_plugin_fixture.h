@@ -55,7 +55,7 @@ class NriPluginContainerdTest : public ::testing::Test {
   }
   void startPlugin(const std::string& name = "vri-test") {
     plugin_ = spawn({VRI_NRI_PLUGIN_BINARY, "--nri-socket=" + kNriSocket, "--vrid=" + vrid_->adminSocket(),
-                     "--index=90", "--name=" + name},
+                     "--index=90", "--name=" + name, "--cri-socket=" + kUnderTest.socket()},
                     tmp_.sub("plugin.log"), O_APPEND, true);
   }
   void stopPlugin() {

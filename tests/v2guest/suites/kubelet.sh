@@ -135,7 +135,7 @@ way_in() { # nri|shim
     placer=vri-nri-plugin endpoint=unix:///run/containerd/containerd.sock
     unit disable --now vri-cri-shim
     mkdir -p /etc/systemd/system/vri-nri-plugin.service.d
-    printf '[Service]\nExecStart=\nExecStart=/usr/sbin/vri-nri-plugin --nri-socket=/var/run/nri/nri.sock --vrid=/run/vri/admin.sock --name=vri --index=50 --vrid-timeout-ms=5000\n' \
+    printf '[Service]\nExecStart=\nExecStart=/usr/sbin/vri-nri-plugin --nri-socket=/var/run/nri/nri.sock --vrid=/run/vri/admin.sock --name=vri --index=50 --vrid-timeout-ms=5000 --cri-socket=/run/containerd/containerd.sock\n' \
       > /etc/systemd/system/vri-nri-plugin.service.d/emulation.conf
   else
     placer=vri-cri-shim endpoint=unix:///run/vri/cri.sock

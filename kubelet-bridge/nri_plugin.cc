@@ -190,7 +190,7 @@ Result<void> NriPlugin::runOnce() {
   registration.set_plugin_name(options_.name);
   registration.set_plugin_idx(options_.index);
   registration.set_nri_version(kNriApiVersion);
-  // The runtime configures and synchronizes the plugin before it answers the registration.
+  // The runtime configures and synchronizes the plugin around its answer to the registration.
   auto registered = connection->call(kRuntimeService, "RegisterPlugin", registration.SerializeAsString(),
                                      options_.registrationTimeout);
   if (!registered.ok()) {
@@ -214,7 +214,6 @@ Result<void> NriPlugin::runOnce() {
 }
 
 void NriPlugin::run() {
-  std::call_once(following_, [this] { vridConnection_.start(); });
   while (!stopping_) {
     const Result<void> session = runOnce();
     if (stopping_) break;
@@ -307,6 +306,10 @@ Result<std::string> NriPlugin::synchronize(const std::string& payload) {
                std::to_string(response.update_size()) + " updates)");
   syncPods_.clear();
   syncContainers_.clear();
+  // The shared pool is followed from the first synchronization on, once what the runtime holds is
+  // recorded: a follower that started before would not know it, and would send every shared
+  // container's values again at each start of the plugin.
+  std::call_once(following_, [this] { vridConnection_.start(); });
   // What ran on its CPUs keeps them; what vrid placed anew is updated in the runtime's records.
   return response.SerializeAsString();
 }

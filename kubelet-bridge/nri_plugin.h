@@ -105,7 +105,7 @@ class NriPlugin {
   const NriPluginOptions options_;
   NriRuntimeUpdates runtimeUpdates_;
   NriPlacement placement_;  // on the serving thread only
-  // The shared pool followed from vrid's events (started by run()), as the shim follows it.
+  // The shared pool followed from vrid's events (from the first Synchronize on), as the shim follows it.
   SharedPoolFollower follower_;
   VridConnection vridConnection_;
   std::once_flag following_;

@@ -208,9 +208,15 @@ TEST_P(WayInTest, RestartingThePlacerVridAndContainerdInTurnChangesNoCpuset) {
   // would; it then reconnects.
   ASSERT_TRUE(testing::eventually([&] { return !recorded(app, "cpus").starts_with("<error"); }));
   EXPECT_EQ(cpusets(), before) << "after the placer restarted";
+  const size_t followed = testing::count(placerLog(), "following vrid's events again");
   ASSERT_EQ(vrid_->stop(), 0);
   ASSERT_TRUE(vrid_->start());
   EXPECT_EQ(cpusets(), before) << "after vrid restarted";
+  // The placer's pass over the new vrid's pool checks each shared container with containerd: done
+  // before containerd goes, or it would try again (the same values) while containerd is away.
+  ASSERT_TRUE(testing::eventually([&] {
+    return testing::count(placerLog(), "following vrid's events again") > followed;
+  })) << placerLog();
   const size_t registered = registrations();
   std::string out;
   ASSERT_EQ(

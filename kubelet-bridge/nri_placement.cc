@@ -114,6 +114,7 @@ void NriPlacement::containerStopped(const api::PodSandbox& pod, const api::Conta
   log_("container " + pod.name() + "/" + container.name() + " stopped (exit code " +
        (seen.exitCode < 0 ? std::string("not reported") : std::to_string(seen.exitCode)) + ")");
   note(pod.uid(), container.id(), seen);
+  runtime_.exited(container.id());
 }
 
 void NriPlacement::containerRemoved(const api::PodSandbox& pod, const api::Container& container) {
@@ -151,6 +152,7 @@ void NriPlacement::synchronized(const std::vector<api::PodSandbox>& pods,
   }
   for (const api::Container& container : containers) {
     runtime_.record(container.id(), nri_terms::criResources(container.linux().resources()));
+    if (container.state() == api::CONTAINER_STOPPED) runtime_.exited(container.id());
   }
 }
 
@@ -167,6 +169,7 @@ std::vector<api::ContainerUpdate> NriPlacement::updatesToLedger(const cri::NodeC
     for (const v1::ContainerInfo& c : tenant.pod().containers()) {
       const std::string& id = c.resources().id();
       if (id.empty() || id == except || (sharedOnly && c.allocation().exclusive())) continue;
+      if (runtime_.hasExited(id)) continue;  // it keeps what it ran with
       runtime::v1::LinuxContainerResources wanted;
       cri::applyAllocation(c.allocation(), node, wanted);
       if (runtime_.holds(id, wanted)) continue;

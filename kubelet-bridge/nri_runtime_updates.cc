@@ -24,6 +24,18 @@ void NriRuntimeUpdates::forget(const std::string& containerId) {
   MutexLock lock(mutex_);
   held_.erase(containerId);
   pending_.erase(containerId);
+  exited_.erase(containerId);
+}
+
+void NriRuntimeUpdates::exited(const std::string& containerId) {
+  MutexLock lock(mutex_);
+  exited_.insert(containerId);
+  pending_.erase(containerId);
+}
+
+bool NriRuntimeUpdates::hasExited(const std::string& containerId) const {
+  MutexLock lock(mutex_);
+  return exited_.count(containerId) > 0;
 }
 
 void NriRuntimeUpdates::setUnsolicitedAllowed(bool allowed) {
@@ -59,6 +71,9 @@ Result<void> NriRuntimeUpdates::updateContainerResources(const CallScope&,
   *update.mutable_linux()->mutable_resources() = nri_terms::nriResources(request.linux());
   {
     MutexLock lock(mutex_);
+    if (exited_.count(request.container_id())) {
+      return Error(ErrorCode::kNotFound, "container " + request.container_id() + " has exited");
+    }
     if (!unsolicitedAllowed_) {
       // Carried by the plugin's next answer; a container gone by then fails nothing.
       update.set_ignore_failure(true);
@@ -75,6 +90,7 @@ Result<void> NriRuntimeUpdates::updateContainerResources(const CallScope&,
 Result<runtime::v1::ContainerStatusResponse> NriRuntimeUpdates::containerStatus(const CallScope&,
                                                                                 const std::string& containerId, bool) {
   MutexLock lock(mutex_);
+  if (exited_.count(containerId)) return Error(ErrorCode::kNotFound, "container " + containerId + " has exited");
   const auto held = held_.find(containerId);
   // Not seen in this session: the follower then sends its values, which is always right.
   if (held == held_.end()) return Error::failedPrecondition("container " + containerId + ": no values recorded");

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,10 @@ class NriRuntimeUpdates final : public RuntimeClient {
   // What the runtime holds for a container, as it was told or reported; forgotten when it goes.
   void record(const std::string& containerId, const runtime::v1::LinuxContainerResources& resources);
   void forget(const std::string& containerId);
+  // A container that has exited keeps the values it ran with: nothing is sent for it any more
+  // (its status is NOT_FOUND to the follower, as a container that is gone).
+  void exited(const std::string& containerId);
+  bool hasExited(const std::string& containerId) const;
   // Whether the runtime holds these values for the container already (unset values not compared).
   bool holds(const std::string& containerId, const runtime::v1::LinuxContainerResources& wanted) const;
 
@@ -62,6 +67,7 @@ class NriRuntimeUpdates final : public RuntimeClient {
   std::map<std::string, runtime::v1::LinuxContainerResources> held_ VRI_GUARDED_BY(mutex_);
   bool unsolicitedAllowed_ VRI_GUARDED_BY(mutex_) = false;
   std::map<std::string, ::nri::pkg::api::v1alpha1::ContainerUpdate> pending_ VRI_GUARDED_BY(mutex_);
+  std::set<std::string> exited_ VRI_GUARDED_BY(mutex_);
 };
 
 }  // namespace vri

@@ -140,6 +140,9 @@ TEST_P(WayInTest, AnInitAndAnAppContainerOfOneCpuEachRunOnTheOneFreeCpu) {
   EXPECT_EQ(exclusiveOf(uid(1), "setup"), "");
   EXPECT_EQ(procStatusField(cri_->pid(app), "Cpus_allowed_list"), cpu);
   EXPECT_EQ(recorded(app, "cpus"), cpu);
+  // The init container's record keeps what it ran with: nothing is sent for a container that exited.
+  EXPECT_EQ(recorded(init, "cpus"), cpu);
+  EXPECT_THAT(placerLog(), ::testing::Not(HasSubstr("container " + init.substr(0, 13))));
 }
 
 // A VM takes the free CPU and releases it: vrid narrows and widens the running shared container's

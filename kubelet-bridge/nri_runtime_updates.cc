@@ -5,15 +5,8 @@
 
 namespace vri {
 
-namespace {
-
-Error notForTheFollower(const char* call) {
-  return Error(ErrorCode::kUnimplemented, std::string(call) + ": the NRI plugin's runtime only takes updates");
-}
-
-}  // namespace
-
-NriRuntimeUpdates::NriRuntimeUpdates(Send send) : send_(std::move(send)) {}
+NriRuntimeUpdates::NriRuntimeUpdates(Send send)
+    : PartialRuntime("the NRI plugin's runtime only takes updates"), send_(std::move(send)) {}
 
 void NriRuntimeUpdates::record(const std::string& containerId, const runtime::v1::LinuxContainerResources& resources) {
   MutexLock lock(mutex_);
@@ -98,37 +91,6 @@ Result<runtime::v1::ContainerStatusResponse> NriRuntimeUpdates::containerStatus(
   out.mutable_status()->set_id(containerId);
   *out.mutable_status()->mutable_resources()->mutable_linux() = held->second;
   return out;
-}
-
-Result<runtime::v1::RunPodSandboxResponse> NriRuntimeUpdates::runPodSandbox(const CallScope&,
-                                                                            const runtime::v1::RunPodSandboxRequest&) {
-  return notForTheFollower("RunPodSandbox");
-}
-Result<runtime::v1::CreateContainerResponse> NriRuntimeUpdates::createContainer(
-    const CallScope&, const runtime::v1::CreateContainerRequest&) {
-  return notForTheFollower("CreateContainer");
-}
-Result<void> NriRuntimeUpdates::stopPodSandbox(const CallScope&, const std::string&) {
-  return notForTheFollower("StopPodSandbox");
-}
-Result<void> NriRuntimeUpdates::removePodSandbox(const CallScope&, const std::string&) {
-  return notForTheFollower("RemovePodSandbox");
-}
-Result<void> NriRuntimeUpdates::removeContainer(const CallScope&, const std::string&) {
-  return notForTheFollower("RemoveContainer");
-}
-Result<std::vector<runtime::v1::PodSandbox>> NriRuntimeUpdates::listPodSandboxes(const CallScope&) {
-  return notForTheFollower("ListPodSandbox");
-}
-Result<std::vector<runtime::v1::Container>> NriRuntimeUpdates::listContainers(const CallScope&, const std::string&) {
-  return notForTheFollower("ListContainers");
-}
-Result<runtime::v1::PodSandboxStatusResponse> NriRuntimeUpdates::podSandboxStatus(const CallScope&, const std::string&,
-                                                                                  bool) {
-  return notForTheFollower("PodSandboxStatus");
-}
-Result<runtime::v1::RuntimeConfigResponse> NriRuntimeUpdates::runtimeConfig(const CallScope&) {
-  return notForTheFollower("RuntimeConfig");
 }
 
 }  // namespace vri

@@ -17,12 +17,12 @@
 #include <vector>
 
 #include "cgroup-model/thread_annotations.h"
-#include "kubelet-bridge/runtime_client.h"
+#include "kubelet-bridge/partial_runtime.h"
 #include "nri/nri_api.pb.h"
 
 namespace vri {
 
-class NriRuntimeUpdates final : public RuntimeClient {
+class NriRuntimeUpdates final : public PartialRuntime {
  public:
   // Sends one update to the runtime (the plugin's UpdateContainers): UNAVAILABLE while the plugin
   // has no registered connection.
@@ -48,18 +48,6 @@ class NriRuntimeUpdates final : public RuntimeClient {
   Result<void> updateContainerResources(const CallScope&, const runtime::v1::UpdateContainerResourcesRequest&) override;
   Result<runtime::v1::ContainerStatusResponse> containerStatus(const CallScope&, const std::string& containerId,
                                                                bool verbose) override;
-
-  Result<runtime::v1::RunPodSandboxResponse> runPodSandbox(const CallScope&,
-                                                           const runtime::v1::RunPodSandboxRequest&) override;
-  Result<runtime::v1::CreateContainerResponse> createContainer(const CallScope&,
-                                                               const runtime::v1::CreateContainerRequest&) override;
-  Result<void> stopPodSandbox(const CallScope&, const std::string&) override;
-  Result<void> removePodSandbox(const CallScope&, const std::string&) override;
-  Result<void> removeContainer(const CallScope&, const std::string&) override;
-  Result<std::vector<runtime::v1::PodSandbox>> listPodSandboxes(const CallScope&) override;
-  Result<std::vector<runtime::v1::Container>> listContainers(const CallScope&, const std::string&) override;
-  Result<runtime::v1::PodSandboxStatusResponse> podSandboxStatus(const CallScope&, const std::string&, bool) override;
-  Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope&) override;
 
  private:
   const Send send_;

@@ -7,16 +7,9 @@ namespace vri {
 
 namespace api = ::nri::pkg::api::v1alpha1;
 
-namespace {
-
-Error unimplemented(const char* call) {
-  return Error(ErrorCode::kUnimplemented, std::string(call) + ": an NRI synchronization is read-only");
-}
-
-}  // namespace
-
 NriSnapshotRuntime::NriSnapshotRuntime(const std::vector<api::PodSandbox>& pods,
-                                       const std::vector<api::Container>& containers) {
+                                       const std::vector<api::Container>& containers)
+    : PartialRuntime("an NRI synchronization is read-only") {
   for (const api::PodSandbox& p : pods) {
     Pod& pod = pods_[p.id()];
     pod.sandbox.set_id(p.id());
@@ -82,31 +75,6 @@ Result<runtime::v1::ContainerStatusResponse> NriSnapshotRuntime::containerStatus
   *out.mutable_status()->mutable_resources()->mutable_linux() = found->second.config.linux().resources();
   if (verbose) (*out.mutable_info())["info"] = verboseInfoWithConfig(found->second.config);
   return out;
-}
-
-Result<runtime::v1::RunPodSandboxResponse> NriSnapshotRuntime::runPodSandbox(const CallScope&,
-                                                                             const runtime::v1::RunPodSandboxRequest&) {
-  return unimplemented("RunPodSandbox");
-}
-Result<runtime::v1::CreateContainerResponse> NriSnapshotRuntime::createContainer(
-    const CallScope&, const runtime::v1::CreateContainerRequest&) {
-  return unimplemented("CreateContainer");
-}
-Result<void> NriSnapshotRuntime::updateContainerResources(const CallScope&,
-                                                          const runtime::v1::UpdateContainerResourcesRequest&) {
-  return unimplemented("UpdateContainerResources");
-}
-Result<void> NriSnapshotRuntime::stopPodSandbox(const CallScope&, const std::string&) {
-  return unimplemented("StopPodSandbox");
-}
-Result<void> NriSnapshotRuntime::removePodSandbox(const CallScope&, const std::string&) {
-  return unimplemented("RemovePodSandbox");
-}
-Result<void> NriSnapshotRuntime::removeContainer(const CallScope&, const std::string&) {
-  return unimplemented("RemoveContainer");
-}
-Result<runtime::v1::RuntimeConfigResponse> NriSnapshotRuntime::runtimeConfig(const CallScope&) {
-  return unimplemented("RuntimeConfig");
 }
 
 }  // namespace vri

@@ -8,12 +8,12 @@
 #include <map>
 #include <vector>
 
-#include "kubelet-bridge/runtime_client.h"
+#include "kubelet-bridge/partial_runtime.h"
 #include "nri/nri_api.pb.h"
 
 namespace vri {
 
-class NriSnapshotRuntime final : public RuntimeClient {
+class NriSnapshotRuntime final : public PartialRuntime {
  public:
   NriSnapshotRuntime(const std::vector<::nri::pkg::api::v1alpha1::PodSandbox>& pods,
                      const std::vector<::nri::pkg::api::v1alpha1::Container>& containers);
@@ -24,16 +24,6 @@ class NriSnapshotRuntime final : public RuntimeClient {
                                                                  bool verbose) override;
   Result<runtime::v1::ContainerStatusResponse> containerStatus(const CallScope&, const std::string& containerId,
                                                                bool verbose) override;
-
-  Result<runtime::v1::RunPodSandboxResponse> runPodSandbox(const CallScope&,
-                                                           const runtime::v1::RunPodSandboxRequest&) override;
-  Result<runtime::v1::CreateContainerResponse> createContainer(const CallScope&,
-                                                               const runtime::v1::CreateContainerRequest&) override;
-  Result<void> updateContainerResources(const CallScope&, const runtime::v1::UpdateContainerResourcesRequest&) override;
-  Result<void> stopPodSandbox(const CallScope&, const std::string&) override;
-  Result<void> removePodSandbox(const CallScope&, const std::string&) override;
-  Result<void> removeContainer(const CallScope&, const std::string&) override;
-  Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope&) override;
 
  private:
   struct Pod {

@@ -37,7 +37,17 @@ Result<api::RunPodSandboxResponse> NriPlacement::runPodSandbox(const api::PodSan
   if (!admit.ok()) return invalid(admit.error());
   admit->set_sandbox_id(pod.id());
   auto admitted = vrid_.admitPod(vridScope(), *admit);
+  const bool unanswered = !admitted.ok() && (admitted.error().code() == ErrorCode::kUnavailable ||
+                                             admitted.error().code() == ErrorCode::kDeadlineExceeded);
+  if (unanswered && !runtimeStopsFailedSandboxes_) {
+    log_("RunPodSandbox " + admit->pod_name() + ": vrid did not answer (" + admitted.error().message() +
+         "); the sandbox goes ahead, as this runtime would leave a failed one running, and its containers wait "
+         "for vrid");
+    unadmittedSandboxes_.insert(pod.id());
+    return api::RunPodSandboxResponse();
+  }
   if (!admitted.ok()) return fromVrid("RunPodSandbox for pod " + admit->pod_name(), admitted.error());
+  unadmittedSandboxes_.erase(pod.id());
   log_("RunPodSandbox " + admit->pod_name() + ": sandbox " + pod.id() +
        (admit->outside_kubelet_tree() ? " outside kubelet's tree (no cgroup parent), on the shared pool"
                                       : " in " + admit->cgroup_parent()));
@@ -51,6 +61,14 @@ Result<api::CreateContainerResponse> NriPlacement::createContainer(const api::Cr
   if (!admit.ok()) return invalid(admit.error());
   const std::string who = admit->pod_name() + "/" + admit->container_name();
   admit->set_container_id(request.container().id());
+  if (unadmittedSandboxes_.count(request.pod().id())) {
+    // Its RunPodSandbox went ahead without vrid: the pod is admitted now, with its sandbox bound.
+    VRI_TRY(runPodSandbox(request.pod()));
+    if (unadmittedSandboxes_.count(request.pod().id())) {
+      return Error(ErrorCode::kUnavailable, "vri: vrid did not answer for pod " + admit->pod_name() +
+                                                "; pods and containers are created only with vrid's allocation");
+    }
+  }
   for (const std::string& name : finishedBefore(admit->pod_uid(), admit->container_name(), request.pod().id())) {
     admit->add_finished_containers(name);
   }
@@ -130,6 +148,7 @@ void NriPlacement::containerRemoved(const api::PodSandbox& pod, const api::Conta
 }
 
 void NriPlacement::podRemoved(const api::PodSandbox& pod) {
+  unadmittedSandboxes_.erase(pod.id());
   if (auto found = containersOfPod_.find(pod.uid()); found != containersOfPod_.end()) {
     std::erase_if(found->second, [&](const auto& entry) { return entry.second.sandboxId == pod.id(); });
     if (found->second.empty()) containersOfPod_.erase(found);
@@ -143,6 +162,7 @@ void NriPlacement::podRemoved(const api::PodSandbox& pod) {
 void NriPlacement::synchronized(const std::vector<api::PodSandbox>& pods,
                                 const std::vector<api::Container>& containers) {
   containersOfPod_.clear();
+  unadmittedSandboxes_.clear();  // the synchronization adopts them, sandboxes bound
   std::map<std::string, std::string> uidOfSandbox;
   for (const api::PodSandbox& pod : pods) uidOfSandbox[pod.id()] = pod.uid();
   for (const api::Container& container : containers) {

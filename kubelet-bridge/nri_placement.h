@@ -26,6 +26,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class NriPlacement {
   // The runtime's request being answered is answered by `deadline`: every vrid call made for it
   // shares that time (NRI disconnects a plugin that misses the runtime's timeout). Set before each.
   void answerBy(std::chrono::system_clock::time_point deadline) { deadline_ = deadline; }
+  // Whether a failed RunPodSandbox is cleaned up by the runtime (containerd 2.0 and 2.1 leak the
+  // sandbox's pause process): where not, a sandbox vrid could not be asked about goes ahead, and
+  // its pod is admitted with its first container, which is refused until vrid answers.
+  void setRuntimeStopsFailedSandboxes(bool stops) { runtimeStopsFailedSandboxes_ = stops; }
 
   Result<::nri::pkg::api::v1alpha1::RunPodSandboxResponse> runPodSandbox(
       const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
@@ -85,6 +90,9 @@ class NriPlacement {
   NriRuntimeUpdates& runtime_;
   RuntimeClient* const cri_;
   std::chrono::system_clock::time_point deadline_ = std::chrono::system_clock::now();
+  bool runtimeStopsFailedSandboxes_ = true;
+  // Sandboxes that went ahead while vrid did not answer: admitted with their first container.
+  std::set<std::string> unadmittedSandboxes_;
   const Log log_;
   KnownNodeCgroups nodeCgroups_;
   // Each pod's containers as the runtime has relayed them (by pod UID, then container id): the

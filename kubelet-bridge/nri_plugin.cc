@@ -114,6 +114,12 @@ bool nriTakesUnsolicitedUpdatesSafely(std::string_view nriVersion) {
   return numbers.size() == 3 && numbers >= std::vector<int>{0, 12, 1};
 }
 
+bool runtimeStopsFailedSandboxes(std::string_view runtimeName, std::string_view runtimeVersion) {
+  if (runtimeName != "containerd") return true;
+  const std::vector<int> numbers = versionNumbers(runtimeVersion);
+  return numbers.size() < 2 || numbers >= std::vector<int>{2, 2};
+}
+
 std::vector<api::Event> nriEventsHandled() {
   return {api::RUN_POD_SANDBOX,  api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
           api::UPDATE_CONTAINER, api::STOP_CONTAINER,     api::REMOVE_CONTAINER};
@@ -273,6 +279,8 @@ Result<std::string> NriPlugin::configure(const std::string& payload) {
   syncPods_.clear();
   syncContainers_.clear();
   const bool unsolicited = nriTakesUnsolicitedUpdatesSafely(request.nri_version());
+  placement_.setRuntimeStopsFailedSandboxes(
+      runtimeStopsFailedSandboxes(request.runtime_name(), request.runtime_version()));
   runtimeUpdates_.setUnsolicitedAllowed(unsolicited);
   char hexMask[16];
   std::snprintf(hexMask, sizeof hexMask, "%x", static_cast<unsigned>(*mask));

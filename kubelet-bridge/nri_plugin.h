@@ -69,6 +69,11 @@ Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runt
 // runtime: v0.12.1 and later (containerd#13733); unknown versions do not.
 bool nriTakesUnsolicitedUpdatesSafely(std::string_view runtimeNriVersion);
 
+// Whether the runtime stops a sandbox whose RunPodSandbox a plugin failed: containerd 2.0 and 2.1
+// leave its pause process and runc shim running (containerd 2.2 added the cleanup); other runtimes
+// are taken to clean up.
+bool runtimeStopsFailedSandboxes(std::string_view runtimeName, std::string_view runtimeVersion);
+
 // The version of NRI's API the plugin speaks (nri/nri_api.proto), as it tells the runtime.
 inline constexpr char kNriApiVersion[] = "v0.12.3";
 

@@ -74,20 +74,10 @@ class KubeletSideTest : public ::testing::Test {
     admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
   }
   void TearDown() override {
-    // Every pod this test made, through containerd directly, then the cgroups containerd leaves.
-    CriClient direct(kUnderTest.socket());
-    cri::ListPodSandboxResponse sandboxes;
-    if (direct.listPodSandboxes(&sandboxes).ok()) {
-      for (const cri::PodSandbox& s : sandboxes.items()) {
-        if (!s.metadata().uid().starts_with(uidPrefix())) continue;
-        EXPECT_TRUE(direct.stopPodSandbox(s.id()).ok());
-        EXPECT_TRUE(direct.removePodSandbox(s.id()).ok());
-      }
-    }
+    removePodsOf(uidPrefix());
     stopPlacer();
     if (vrid_) vrid_->stop();
-    for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
-      removeCgroupTree(hierarchy.path().string() + "/" + root_);
+    removeCgroupsUnder(root_);
   }
 
   // Starts the placer and waits until it serves: the shim's socket, the plugin's registration.

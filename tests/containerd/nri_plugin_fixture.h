@@ -39,19 +39,10 @@ class NriPluginContainerdTest : public ::testing::Test {
   }
   void TearDown() override {
     if (!kUnderTest.atLeast2() || !vrid_) return;
-    CriClient direct(kUnderTest.socket());
-    cri::ListPodSandboxResponse sandboxes;
-    if (direct.listPodSandboxes(&sandboxes).ok()) {
-      for (const cri::PodSandbox& s : sandboxes.items()) {
-        if (!s.metadata().uid().starts_with(uidPrefix())) continue;
-        EXPECT_TRUE(direct.stopPodSandbox(s.id()).ok());
-        EXPECT_TRUE(direct.removePodSandbox(s.id()).ok());
-      }
-    }
+    removePodsOf(uidPrefix());
     stopPlugin();
     if (vrid_) vrid_->stop();
-    for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
-      removeCgroupTree(hierarchy.path().string() + "/" + root_);
+    removeCgroupsUnder(root_);
   }
   void startPlugin(const std::string& name = "vri-test") {
     plugin_ = spawn({VRI_NRI_PLUGIN_BINARY, "--nri-socket=" + kNriSocket, "--vrid=" + vrid_->adminSocket(),

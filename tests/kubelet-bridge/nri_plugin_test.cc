@@ -59,6 +59,15 @@ TEST(NriEventMaskTest, TheEventsTheRuntimesNriKnowsFollowItsVersionOrElseItsRele
 }
 
 // containerd#13733: before NRI v0.12.1 an unsolicited UpdateContainers can deadlock the runtime.
+TEST(NriFailedSandboxesTest, ContainerdStopsThemFrom22On) {
+  EXPECT_FALSE(runtimeStopsFailedSandboxes("containerd", "v2.0.14"));
+  EXPECT_FALSE(runtimeStopsFailedSandboxes("containerd", "v2.1.5"));
+  EXPECT_TRUE(runtimeStopsFailedSandboxes("containerd", "v2.2.0"));
+  EXPECT_TRUE(runtimeStopsFailedSandboxes("containerd", "v2.4.2"));
+  EXPECT_TRUE(runtimeStopsFailedSandboxes("cri-o", "1.31.0"));
+  EXPECT_TRUE(runtimeStopsFailedSandboxes("containerd", "unknown"));  // the strict policy
+}
+
 TEST(NriUnsolicitedUpdatesTest, OnlyFromNriV0121On) {
   EXPECT_FALSE(nriTakesUnsolicitedUpdatesSafely(""));  // NRI before v0.12 names no version
   EXPECT_FALSE(nriTakesUnsolicitedUpdatesSafely("unknown"));

@@ -235,6 +235,15 @@ direct_pid() { # id
   dir=$(find $cg/kubepods* -type d \( -name "cri-containerd-$1.scope" -o -name "$1" \) | head -1)
   head -1 "$dir/cgroup.procs"
 }
+# Waits (300 s) until kubelet shows the pod's app waiting with a message that matches, and prints it.
+refused() { # pod pattern what
+  for i in $(seq 1 300); do
+    refusal=$(kubelet_view "$1" app | grep "$2" || true)
+    [ -n "$refusal" ] && { echo "kubelet: $refusal"; return 0; }
+    sleep 1
+  done
+  fail "kubelet never showed $3 for $1: $(kubelet_view "$1" app)"
+}
 sandbox_gone() { ! direct pods | awk '{print $2}' | grep -qx "$1"; }
 
 containerd_restarted() {
@@ -302,14 +311,7 @@ run_scenarios() { # driver way(nri|shim)
 
   step "[$pass] a pod kubelet admits but VRI's pool cannot hold: refused, backed off, created once the VM is gone"
   manifest g2 guaranteed 1
-  refusal=
-  for i in $(seq 1 300); do
-    refusal=$(kubelet_view g2 app | grep 'vri: ' || true)
-    [ -n "$refusal" ] && break
-    sleep 1
-  done
-  [ -n "$refusal" ] || fail "kubelet never showed VRI's refusal for g2: $(kubelet_view g2 app)"
-  echo "kubelet: $refusal"
+  refused g2 'vri: ' "VRI's refusal"
   refused_at=$(date +%s)
   v destroy ded-a >/dev/null
   wait_for 300 "g2 created after ded-a left" running g2
@@ -409,14 +411,7 @@ EOF2
     step "[$pass] the plugin down while kubelet starts a pod: VRI required, no container is created; it starts once the plugin is back"
     unit stop vri-nri-plugin
     manifest p4 burstable 100m
-    refusal=
-    for i in $(seq 1 300); do
-      refusal=$(kubelet_view p4 app | grep 'required plugin .vri. not present' || true)
-      [ -n "$refusal" ] && break
-      sleep 1
-    done
-    [ -n "$refusal" ] || fail "kubelet never showed containerd's refusal for p4: $(kubelet_view p4 app)"
-    echo "kubelet: $refusal"
+    refused p4 'required plugin .vri. not present' "containerd's refusal"
     since=$(date '+%Y-%m-%d %H:%M:%S')
     unit start vri-nri-plugin
     back=$(date +%s)

@@ -148,7 +148,11 @@ NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)
       placement_(vrid_, runtimeUpdates_, options_.cri, options_.log),
       follower_(vrid_, runtimeUpdates_, SharedPoolFollowerOptions{.log = options_.log}),
       vridConnection_(vrid_, runtimeUpdates_, follower_,
-                      VridConnectionOptions{.log = options_.log, .checkLedger = false}) {}
+                      VridConnectionOptions{.log = options_.log, .checkLedger = false}) {
+  if (options_.cri != nullptr) {
+    sweeper_ = std::make_unique<NriSandboxSweeper>(vrid_, *options_.cri, options_.sweepInterval, options_.log);
+  }
+}
 
 Result<void> NriPlugin::sendUpdate(const api::ContainerUpdate& update) {
   std::shared_ptr<nri::TtrpcConnection> connection;
@@ -312,6 +316,11 @@ Result<std::string> NriPlugin::synchronize(const std::string& payload) {
   options_.log("synchronized " + std::to_string(syncPods_.size()) + " pods, " + std::to_string(syncContainers_.size()) +
                " containers in " + millis(std::chrono::steady_clock::now() - start) + " (" +
                std::to_string(response.update_size()) + " updates)");
+  if (sweeper_) {
+    std::vector<std::string> sandboxes;
+    for (const api::PodSandbox& pod : syncPods_) sandboxes.push_back(pod.id());
+    sweeper_->watch(sandboxes);
+  }
   syncPods_.clear();
   syncContainers_.clear();
   // The shared pool is followed from the first synchronization on, once what the runtime holds is
@@ -338,11 +347,16 @@ bool NriPlugin::syncWithVrid() {
   return true;
 }
 
+void NriPlugin::podRemoved(const api::PodSandbox& pod) {
+  if (sweeper_) sweeper_->removed(pod.id());
+  placement_.podRemoved(pod);
+}
+
 Result<std::string> NriPlugin::stateChange(const std::string& payload) {
   VRI_ASSIGN_OR_RETURN(const auto event, parsed<api::StateChangeEvent>(payload, "StateChange's event"));
   switch (event.event()) {
     case api::RUN_POD_SANDBOX: VRI_TRY(placement_.runPodSandbox(event.pod())); break;
-    case api::REMOVE_POD_SANDBOX: placement_.podRemoved(event.pod()); break;
+    case api::REMOVE_POD_SANDBOX: podRemoved(event.pod()); break;
     case api::REMOVE_CONTAINER: placement_.containerRemoved(event.pod(), event.container()); break;
     default: break;
   }
@@ -376,7 +390,7 @@ Result<std::string> NriPlugin::placementCall(const std::string& method, const st
   if (method == "RemovePodSandbox") {
     VRI_ASSIGN_OR_RETURN(const auto request,
                          parsed<api::RemovePodSandboxRequest>(payload, "RemovePodSandbox's request"));
-    placement_.podRemoved(request.pod());
+    podRemoved(request.pod());
     return api::RemovePodSandboxResponse().SerializeAsString();
   }
   if (method == "RemoveContainer") {

@@ -26,6 +26,7 @@
 #include "cgroup-model/thread_annotations.h"
 #include "kubelet-bridge/nri_placement.h"
 #include "kubelet-bridge/nri_runtime_updates.h"
+#include "kubelet-bridge/nri_sandbox_sweeper.h"
 #include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_client.h"
 #include "kubelet-bridge/vrid_connection.h"
@@ -47,6 +48,8 @@ struct NriPluginOptions {
   // The runtime's CRI endpoint (containerd's socket), asked for the exit codes its NRI does not
   // report (containerd before 2.4); none: a completed init container keeps its exclusive CPUs there.
   RuntimeClient* cri = nullptr;
+  // With `cri`: how often the sandboxes whose removal the runtime may not relay are looked for.
+  std::chrono::milliseconds sweepInterval{2000};
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -98,6 +101,7 @@ class NriPlugin {
   Result<std::string> configure(const std::string& payload);
   Result<std::string> synchronize(const std::string& payload);
   Result<std::string> stateChange(const std::string& payload);
+  void podRemoved(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
   Result<std::string> placementCall(const std::string& method, const std::string& payload);
   // One unsolicited update to the runtime, on the current session (UNAVAILABLE without one).
   Result<void> sendUpdate(const ::nri::pkg::api::v1alpha1::ContainerUpdate& update);
@@ -113,6 +117,7 @@ class NriPlugin {
   // The shared pool followed from vrid's events (from the first Synchronize on), as the shim follows it.
   SharedPoolFollower follower_;
   VridConnection vridConnection_;
+  std::unique_ptr<NriSandboxSweeper> sweeper_;  // with the runtime's CRI only
   std::once_flag following_;
   bool registered_ VRI_GUARDED_BY(mutex_) = false;
   std::atomic<bool> stopping_{false};

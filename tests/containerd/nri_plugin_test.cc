@@ -70,31 +70,29 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
   EXPECT_EQ(count(pluginLog(), "registered with the runtime's NRI"), 2u) << pluginLog();
 
   // containerd removes the pod. Its container's removal reaches the plugin and vrid lets go of the
-  // container. The pod's may not: containerd 2.2 keeps no NRI state for a pod across its restart,
-  // and relays no RemovePodSandbox for one it has none for. Whatever the release, the pod is
-  // released, by its removal or else at the next synchronization; the log says which.
+  // container. The pod's may not: containerd keeps no NRI state for a pod across its restart, and
+  // relays no RemovePodSandbox for one it has none for. Either way the pod is released within a
+  // few seconds: by its removal, or by the plugin's sweep of the runtime's CRI list (every 2 s);
+  // the log says which.
   ASSERT_TRUE(direct.stopPodSandbox(sandbox).ok());
   ASSERT_TRUE(direct.removePodSandbox(sandbox).ok());
+  const auto removed = std::chrono::steady_clock::now();
   EXPECT_TRUE(testing::eventually([&] { return podInfo(uid).containers_size() == 0; })) << pluginLog();
   EXPECT_TRUE(pluginLogShows("container pod1/app removed by the runtime; released")) << pluginLog();
   // NRI v0.12 (containerd 2.3 on) calls RemoveContainer and warns of a plugin that needs StateChange.
   EXPECT_THAT(testing::readFile(kUnderTest.root + "/containerd.log"),
               Not(HasSubstr("plugin 90-vri-test uses deprecated StateChange")));
-  if (testing::eventually([&] { return podInfo(uid).uid().empty(); }, std::chrono::seconds(3))) {
-    EXPECT_TRUE(pluginLogShows("pod default/pod1 removed by the runtime; released")) << pluginLog();
-    std::cout << "containerd " << kUnderTest.flavour << " relayed the pod's removal" << std::endl;
-    return;
+  ASSERT_TRUE(testing::eventually([&] { return podInfo(uid).uid().empty(); }, std::chrono::seconds(10))) << pluginLog();
+  const auto took =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - removed).count();
+  const bool relayed = pluginLog().find("pod default/pod1 removed by the runtime; released") != std::string::npos;
+  if (!relayed) {
+    EXPECT_TRUE(pluginLogShows("is gone from the runtime, which relayed no removal for it; its pod released"))
+        << pluginLog();
   }
-  std::cout << "containerd " << kUnderTest.flavour << " relayed no removal for the pod; released at the next "
-            << "synchronization" << std::endl;
-  ASSERT_EQ(
-      testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour},
-                          &output, tmp_.sub("restart.out")),
-      0)
-      << output;
-  EXPECT_TRUE(testing::eventually([&] { return podInfo(uid).uid().empty(); }, std::chrono::seconds(30)))
-      << pluginLog() << vrid_->log();
-  EXPECT_TRUE(pluginLogShows("its sandbox is gone from the runtime; released")) << pluginLog();
+  std::cout << "containerd " << kUnderTest.flavour << ": the pod released " << took << " ms after its removal, "
+            << (relayed ? "which containerd relayed" : "found by the plugin's sweep (containerd relayed no removal)")
+            << std::endl;
 }
 
 // The shared pool shrinks and grows: a Guaranteed container created through NRI narrows the

@@ -30,12 +30,6 @@ enum class WayIn { kShim, kNri };
 
 inline std::string wayName(WayIn way) { return way == WayIn::kShim ? "Shim" : "Nri"; }
 
-// The ways in the containerd under test has: the shim everywhere, NRI from containerd 2.
-inline std::vector<WayIn> waysInOf(const ContainerdUnderTest& containerd) {
-  if (containerd.atLeast2()) return {WayIn::kShim, WayIn::kNri};
-  return {WayIn::kShim};
-}
-
 inline std::string procStatusField(int pid, const std::string& field) {
   const std::string status = readFile("/proc/" + std::to_string(pid) + "/status");
   const size_t at = status.find(field + ":");
@@ -62,6 +56,7 @@ class KubeletSideTest : public ::testing::Test {
         << "containerd is not running at " << kUnderTest.socket() << ": " << kUnderTest.fixtureHint();
     ASSERT_GE(std::thread::hardware_concurrency(), 2u) << "these tests need 2 CPUs";
     if (way() == WayIn::kNri) {
+      ASSERT_TRUE(kUnderTest.atLeast2()) << "NRI is containerd 2's: run the /Nri tests with VRI_CONTAINERD=2 or 2.4";
       ASSERT_TRUE(std::filesystem::exists(kNriSocket)) << "containerd has no NRI socket at " << kNriSocket;
     }
     vrid_ = std::make_unique<VridProcess>(

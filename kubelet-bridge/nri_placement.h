@@ -49,6 +49,9 @@ class NriPlacement {
   // The runtime's request being answered is answered by `deadline`: every vrid call made for it
   // shares that time (NRI disconnects a plugin that misses the runtime's timeout). Set before each.
   void answerBy(std::chrono::system_clock::time_point deadline) { deadline_ = deadline; }
+  std::chrono::system_clock::time_point answerBy() const { return deadline_; }
+  // A vrid call made for that request (vrid restarting is waited for, within the deadline).
+  CallScope vridScope() const;
   // Whether a failed RunPodSandbox is cleaned up by the runtime (containerd 2.0 and 2.1 leak the
   // sandbox's pause process): where not, a sandbox vrid could not be asked about goes ahead, and
   // its pod is admitted with its first container, which is refused until vrid answers.
@@ -73,7 +76,6 @@ class NriPlacement {
                     const std::vector<::nri::pkg::api::v1alpha1::Container>& containers);
 
  private:
-  CallScope vridScope() const;
   void note(const std::string& podUid, const std::string& containerId, cri::SeenContainer seen);
   std::vector<std::string> finishedBefore(const std::string& podUid, const std::string& creating,
                                           const std::string& sandboxId);

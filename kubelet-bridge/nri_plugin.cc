@@ -178,11 +178,6 @@ std::string NriPlugin::runtime() const {
   return runtime_;
 }
 
-CallScope NriPlugin::vridScope() const {
-  // A vrid that is restarting answers within the deadline.
-  return CallScope{answerBy_, nullptr, true};
-}
-
 Result<void> NriPlugin::runOnce() {
   VRI_ASSIGN_OR_RETURN(const int fd, connectTo(options_.socket));
   auto connection = std::make_shared<nri::TtrpcConnection>(
@@ -250,9 +245,8 @@ Result<std::string> NriPlugin::handle(const std::string& service, const std::str
   // it, so a vrid that does not answer in time gets a refusal sent in time instead.
   std::chrono::nanoseconds budget = options_.vridTimeout;
   if (runtimeTimeout.count() > 0) budget = std::min(budget, runtimeTimeout / 2);
-  answerBy_ =
-      std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(budget);
-  placement_.answerBy(answerBy_);
+  placement_.answerBy(std::chrono::system_clock::now() +
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(budget));
   if (service != kPluginService) {
     return Error(ErrorCode::kUnimplemented,
                  "vri-nri-plugin serves " + std::string(kPluginService) + ", not " + service);
@@ -335,7 +329,7 @@ bool NriPlugin::syncWithVrid() {
   options_.log("synchronizing with the runtime: " + std::to_string(syncPods_.size()) + " pods, " +
                std::to_string(syncContainers_.size()) + " containers");
   // vrid's pods first: every id vrid binds was made in the runtime first, so the report has it.
-  auto tenants = vrid_.listPods(vridScope());
+  auto tenants = vrid_.listPods(placement_.vridScope());
   if (!tenants.ok()) {
     // The runtime waits for this answer; the ledger is judged again at the next connection.
     options_.log("vrid's pods are not available (" + tenants.error().message() +
@@ -343,7 +337,7 @@ bool NriPlugin::syncWithVrid() {
     return false;
   }
   NriSnapshotRuntime snapshot(syncPods_, syncContainers_);
-  syncLedger(LedgerSyncCalls{vrid_, snapshot, options_.vridTimeout, options_.log, answerBy_}, *tenants);
+  syncLedger(LedgerSyncCalls{vrid_, snapshot, options_.vridTimeout, options_.log, placement_.answerBy()}, *tenants);
   return true;
 }
 

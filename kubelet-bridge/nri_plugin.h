@@ -106,11 +106,8 @@ class NriPlugin {
   // One unsolicited update to the runtime, on the current session (UNAVAILABLE without one).
   Result<void> sendUpdate(const ::nri::pkg::api::v1alpha1::ContainerUpdate& update);
   bool syncWithVrid();  // false when vrid could not be asked
-  CallScope vridScope() const;
 
   VridClient& vrid_;
-  // When the request being answered must be answered (set by handle(), on the serving thread).
-  std::chrono::system_clock::time_point answerBy_ = std::chrono::system_clock::now();
   const NriPluginOptions options_;
   NriRuntimeUpdates runtimeUpdates_;
   NriPlacement placement_;  // on the serving thread only

@@ -65,6 +65,14 @@ std::vector<int> NumaMemory::nodes() const {
   return ids;
 }
 
+std::vector<MemoryResource> NumaMemory::resources(int node) const {
+  std::vector<MemoryResource> out;
+  const auto n = cells_.find(node);
+  if (n == cells_.end()) return out;
+  for (const auto& [resource, cell] : n->second) out.push_back(resource);
+  return out;
+}
+
 uint64_t NumaMemory::freeOn(const std::vector<int>& nodes, MemoryResource resource) const {
   uint64_t total = 0;
   for (int node : nodes) total += cell(node, resource).free();

@@ -43,6 +43,8 @@ class NumaMemory {
 
   const NumaMemoryCell& cell(int node, MemoryResource resource) const;
   std::vector<int> nodes() const;
+  // The resources `node` has (regular memory first, then hugepage sizes ascending).
+  std::vector<MemoryResource> resources(int node) const;
   // Free bytes of `resource` over `nodes`.
   uint64_t freeOn(const std::vector<int>& nodes, MemoryResource resource) const;
   uint64_t allocatableOn(const std::vector<int>& nodes, MemoryResource resource) const;

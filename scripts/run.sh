@@ -34,7 +34,7 @@ for _ in $(seq 100); do
 done
 echo "vrid is running (pid $(cat "$state/vrid.pid"), log $state/vrid.log)"
 echo "\$ vrictl --socket $state/run/vri.sock nodeinfo"
-"$repo/build/vri/vrictl" --socket "$state/run/vri.sock" nodeinfo
+"$repo/build/vrictl/vrictl" --socket "$state/run/vri.sock" nodeinfo
 echo "\$ vrictl --socket $state/run/vri.sock pool"
-"$repo/build/vri/vrictl" --socket "$state/run/vri.sock" pool
+"$repo/build/vrictl/vrictl" --socket "$state/run/vri.sock" pool
 echo "stop it with: kill \$(cat $state/vrid.pid)"

@@ -282,10 +282,15 @@ Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, 
   return writes;
 }
 
-Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerState& state, bool withDrift, bool dryRun) {
+Result<DesiredTree> CgroupSync::reconciledTree(const LedgerState& state) const {
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(state, inputs()));
   dropUnmanaged(desired);
   dropExitedContainers(state, desired);
+  return desired;
+}
+
+Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerState& state, bool withDrift, bool dryRun) {
+  VRI_ASSIGN_OR_RETURN(DesiredTree desired, reconciledTree(state));
   SyncResult result;
   if (withDrift) {
     VRI_ASSIGN_OR_RETURN(result.drift, detectDrift(fs_, *backend_, desired));

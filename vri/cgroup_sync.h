@@ -34,6 +34,16 @@ Result<std::unique_ptr<CgroupBackend>> backendForHost(const CgroupFs& fs, const 
                                                       std::optional<CgroupVersion> version,
                                                       const std::vector<std::string>& v1Controllers);
 
+// The tree reconcile holds the cgroupfs to, for display: each cgroup's files as
+// VRI writes them, whose tenant it is, and (when compared) where the kernel differs.
+struct TreeView {
+  DesiredTree desired;
+  std::map<CgroupPath, std::string> tenants;  // "pod/<uid>", "pod/<uid>/<name>", "vm/<uuid>"
+  std::map<CgroupPath, std::vector<ControlFile>> files;
+  bool compared = false;
+  std::vector<Drift> drift;
+};
+
 struct SyncResult {
   std::vector<Drift> drift;  // what differed before (full reconciles only)
   std::vector<CgroupOp> operations;
@@ -64,10 +74,16 @@ class CgroupSync {
   // Returns the number of writes (and directories made or removed).
   Result<int> write(const Ledger::Writer& writer, const StatePtr& before, const StatePtr& after,
                     const LedgerDelta& delta);
+  // The machine partition's own values for `state`, where they differ: libvirt makes it (without
+  // systemd) when the first VM starts, with the root's values, after vrid's decisions wrote the node.
+  Result<int> writeMachinePartition(const Ledger::Writer& writer, const LedgerState& state);
   // The whole tree for `state`. With `withDrift` the differences found
   // before writing are reported too; `dryRun` only plans.
   Result<SyncResult> reconcile(const Ledger::Writer& writer, const LedgerState& state, bool withDrift = false,
                                bool dryRun = false);
+  // The tree reconcile would hold `state` to; `compare` also reads the kernel's files
+  // (callers hold the ledger's writer then, so that no decision writes meanwhile).
+  Result<TreeView> view(const LedgerState& state, bool compare) const;
 
  private:
   // Paths and values one write() points its changes at.
@@ -77,6 +93,9 @@ class CgroupSync {
   };
   LedgerTreeInputs inputs() const { return {*topology_, layout_, allocatable_, sharedVcpuMilli_}; }
   void dropUnmanaged(DesiredTree& tree) const;
+  // Reconcile's tree for `state`: without the values of controllers vrid leaves alone, and without
+  // the exited containers' cgroups.
+  Result<DesiredTree> reconciledTree(const LedgerState& state) const;
   // False for a systemd unit whose parent stands in for its cpuset (unit_ownership.h).
   bool keepsOwnCpuset(const CgroupPath& path) const;
   // A shim-run pod's container (or sandbox) whose cgroup is gone has exited: the runtime removed its

@@ -52,6 +52,10 @@ void EventHub::publish(EventKind kind, std::string tenant, std::string detail) {
               kind, std::move(tenant), std::move(detail)};
   MutexLock lock(mutex_);
   event.sequence = ++sequence_;
+  if (historyLimit_ > 0) {
+    if (history_.size() >= historyLimit_) history_.pop_front();
+    history_.push_back(event);
+  }
   std::erase_if(subscribers_, [&](const std::weak_ptr<EventSubscription>& weak) {
     const auto subscriber = weak.lock();
     if (!subscriber) return true;
@@ -60,15 +64,23 @@ void EventHub::publish(EventKind kind, std::string tenant, std::string detail) {
   });
 }
 
-std::shared_ptr<EventSubscription> EventHub::subscribe() {
+std::shared_ptr<EventSubscription> EventHub::subscribe(size_t recent) {
   auto subscription = std::make_shared<EventSubscription>(clock_);
   MutexLock lock(mutex_);
+  const size_t replay = std::min(recent, history_.size());
+  for (size_t i = history_.size() - replay; i < history_.size(); ++i) subscription->push(history_[i], queueLimit_);
   if (closed_) {
     subscription->close();
   } else {
     subscribers_.push_back(subscription);
   }
   return subscription;
+}
+
+std::vector<Event> EventHub::recent(size_t recent) const {
+  MutexLock lock(mutex_);
+  const size_t n = std::min(recent, history_.size());
+  return std::vector<Event>(history_.end() - static_cast<std::ptrdiff_t>(n), history_.end());
 }
 
 void EventHub::close() {

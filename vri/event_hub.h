@@ -67,18 +67,24 @@ class EventSubscription {
 class EventHub {
  public:
   // `clock` (which watchers' timeouts are measured by) must outlive the hub and its subscriptions.
-  explicit EventHub(const Clock& clock = steadyClock(), size_t queueLimit = 4096)
-      : clock_(clock), queueLimit_(queueLimit) {}
+  // The last `historyLimit` events are kept for watchers that ask for the recent past (vrictl events).
+  explicit EventHub(const Clock& clock = steadyClock(), size_t queueLimit = 4096, size_t historyLimit = 256)
+      : clock_(clock), queueLimit_(queueLimit), historyLimit_(historyLimit) {}
 
   void publish(EventKind kind, std::string tenant, std::string detail);
-  std::shared_ptr<EventSubscription> subscribe();
+  // Every event from now on, after the last `recent` of those kept (none lost or repeated between them).
+  std::shared_ptr<EventSubscription> subscribe(size_t recent = 0);
+  // The last `recent` events kept, oldest first.
+  std::vector<Event> recent(size_t recent) const;
   // Ends every subscription (shutdown); later subscriptions start closed.
   void close();
 
  private:
   const Clock& clock_;
   const size_t queueLimit_;
-  Mutex mutex_;
+  const size_t historyLimit_;
+  mutable Mutex mutex_;
+  std::deque<Event> history_ VRI_GUARDED_BY(mutex_);
   uint64_t sequence_ VRI_GUARDED_BY(mutex_) = 0;
   bool closed_ VRI_GUARDED_BY(mutex_) = false;
   std::vector<std::weak_ptr<EventSubscription>> subscribers_ VRI_GUARDED_BY(mutex_);

@@ -355,6 +355,14 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
     int& writes = stats.writes;
     if (decision.changes()) {
       VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, &stats));
+      // The VM runs placed already: a partition that cannot be written is left to reconcile.
+      const StatePtr placed = writer.current();
+      const Result<int> partition = sync_.writeMachinePartition(writer, *placed);
+      if (partition.ok()) {
+        writes += *partition;
+      } else {
+        log_.warning("started " + tenant + ": " + partition.error().message() + "; reconcile repairs it");
+      }
     } else {
       // Known already (a reconcile found it first): its own cgroups are written again all the same.
       LedgerDelta own;

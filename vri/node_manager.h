@@ -26,6 +26,7 @@
 #include <thread>
 #include <vector>
 
+#include "accounting/capacity_books.h"
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
 #include "cgroup-model/clock.h"
@@ -93,7 +94,8 @@ class NodeManager {
   uint64_t vmMemoryBytes(const VmRecord& vm) const {
     return vm.spec.memoryBytes + ledger_.config().vmMemoryOverheadBytes;
   }
-  std::shared_ptr<EventSubscription> subscribe() { return events_.subscribe(); }
+  std::shared_ptr<EventSubscription> subscribe(size_t recent = 0) { return events_.subscribe(recent); }
+  std::vector<Event> recentEvents(size_t recent) const { return events_.recent(recent); }
 
   // `finished`: see Ledger::decideAdmitContainer. `stats`: the decision's cgroup writes.
   Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container,
@@ -125,6 +127,12 @@ class NodeManager {
   // Scan, report drift, write what differs; also lands pending writes and
   // releases tenants gone for longer than the release grace.
   Result<ReconcileReport> reconcile(bool dryRun);
+
+  // Views (node_manager_views.cc). The books: a walk over the tenants of the current state.
+  CapacityBooks capacity() const;
+  // The cgroup tree; `compareKernel` reads the cgroupfs as a dry-run reconcile does, holding the
+  // ledger's writer so that no decision writes meanwhile.
+  Result<TreeView> tree(bool compareKernel);
 
   // Whether writes that failed are still waiting to land.
   bool writesPending() const;

@@ -14,6 +14,13 @@ namespace {
 void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& facts, v1::Node& reply) {
   reply.set_online_cpus(topology.onlineCpus().count());
   reply.set_online_cpu_list(topology.onlineCpus().format());
+  for (const CpuLocation& cpu : topology.cpus()) {
+    v1::CpuInfo& info = *reply.add_cpus();
+    info.set_id(cpu.cpu);
+    info.set_package(cpu.package);
+    info.set_numa_node(cpu.numaNode);
+    info.set_core(cpu.core);
+  }
   reply.set_numa_nodes(static_cast<int>(topology.numaNodes().size()));
   reply.set_topology_source(topology.source());
   reply.set_packages(static_cast<int>(topology.packages().size()));
@@ -44,6 +51,25 @@ void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& f
   for (const auto& [name, value] : facts.options) (*reply.mutable_options())[name] = value;
 }
 
+void fillBooks(const ResourceBooks& books, v1::ResourceBooks& out) {
+  out.set_capacity(books.capacity);
+  out.set_reserved(books.reserved);
+  out.set_allocatable(books.allocatable());
+  out.set_pods(books.pods);
+  out.set_vms(books.vms);
+  out.set_free(books.free());
+}
+
+void fillCapacity(const CapacityBooks& books, v1::Capacity& out) {
+  fillBooks(books.cpuMilli, *out.mutable_cpu_milli());
+  for (const MemoryBooks& row : books.memory) {
+    v1::MemoryBooks& m = *out.add_memory();
+    m.set_numa_node(row.numaNode);
+    m.set_page_size(row.resource);
+    fillBooks(row.books, *m.mutable_books());
+  }
+}
+
 uint64_t vmMemory(const VmRecord& vm, const NodeManager& node) { return node.vmMemoryBytes(vm); }
 
 std::optional<CgroupPath> scopeOf(const LedgerState& state, const std::string& uuid) {
@@ -62,6 +88,7 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
 grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
   const StatePtr now = node_.state();
   fillNode(*now, node_.topology(), node_.facts(), reply);
+  fillCapacity(node_.capacity(), *reply.mutable_capacity());
   reply.set_version(std::string(packageVersion()));
   for (const ClientVersion& client : clients_.list()) {
     v1::ClientVersion& out = *reply.add_clients();
@@ -84,10 +111,10 @@ void VriService::logRefusal(const char* method, const grpc::Status& status) cons
                   status.error_message());
 }
 
-VriService::Reactor* VriService::decide(CallbackContext* context, const char* method,
+VriService::Reactor* VriService::decide(CallbackContext* context, const char* method, Runs runs,
                                         std::function<grpc::Status()> call) {
   Reactor* reactor = context->DefaultReactor();
-  if (auto denied = denyOnReadOnly(method); !denied.ok()) {
+  if (auto denied = runs == Runs::kDecides ? denyOnReadOnly(method) : grpc::Status::OK; !denied.ok()) {
     logRefusal(method, denied);
     reactor->Finish(denied);
     return reactor;
@@ -107,7 +134,7 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
 
 template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
-                                       bool decides, std::function<grpc::Status(const Request&, Reply&)> call) {
+                                       Runs runs, std::function<grpc::Status(const Request&, Reply&)> call) {
   if (const auto agent = context->client_metadata().find("user-agent"); agent != context->client_metadata().end())
     clients_.record(std::string_view(agent->second.data(), agent->second.size()));
   auto request = std::make_shared<Request>();
@@ -126,7 +153,7 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
     if (status.ok()) *out = toBytes(reply);
     return status;
   };
-  if (decides) return decide(context, method, std::move(answer));
+  if (runs != Runs::kAtOnce) return decide(context, method, runs, std::move(answer));
   Reactor* reactor = context->DefaultReactor();
   reactor->Finish(answer());
   return reactor;
@@ -134,67 +161,71 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
 
 template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
-                                       bool decides, grpc::Status (VriService::*call)(const Request&, Reply&)) {
-  return serve<Request, Reply>(context, method, in, out, decides,
+                                       Runs runs, grpc::Status (VriService::*call)(const Request&, Reply&)) {
+  return serve<Request, Reply>(context, method, in, out, runs,
                                [this, call](const Request& r, Reply& reply) { return (this->*call)(r, reply); });
 }
 
 VriService::Reactor* VriService::GetNode(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "GetNode", in, out, false, &VriService::getNode);
+  return serve(c, "GetNode", in, out, Runs::kAtOnce, &VriService::getNode);
 }
 
 VriService::Reactor* VriService::AdmitPod(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "AdmitPod", in, out, true, &VriService::admitPod);
+  return serve(c, "AdmitPod", in, out, Runs::kDecides, &VriService::admitPod);
 }
 
 VriService::Reactor* VriService::AdmitContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "AdmitContainer", in, out, true, &VriService::admitContainer);
+  return serve(c, "AdmitContainer", in, out, Runs::kDecides, &VriService::admitContainer);
 }
 
 VriService::Reactor* VriService::ResizeContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ResizeContainer", in, out, true, &VriService::resizeContainer);
+  return serve(c, "ResizeContainer", in, out, Runs::kDecides, &VriService::resizeContainer);
 }
 
 VriService::Reactor* VriService::ReleaseContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReleaseContainer", in, out, true, &VriService::releaseContainer);
+  return serve(c, "ReleaseContainer", in, out, Runs::kDecides, &VriService::releaseContainer);
 }
 
 VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReleasePod", in, out, true, &VriService::releasePod);
+  return serve(c, "ReleasePod", in, out, Runs::kDecides, &VriService::releasePod);
 }
 
 VriService::Reactor* VriService::AdmitVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "AdmitVm", in, out, true, &VriService::admitVm);
+  return serve(c, "AdmitVm", in, out, Runs::kDecides, &VriService::admitVm);
 }
 
 VriService::Reactor* VriService::ReserveVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReserveVm", in, out, true, &VriService::reserveVm);
+  return serve(c, "ReserveVm", in, out, Runs::kDecides, &VriService::reserveVm);
 }
 
 VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ResizeVm", in, out, true, &VriService::resizeVm);
+  return serve(c, "ResizeVm", in, out, Runs::kDecides, &VriService::resizeVm);
 }
 
 VriService::Reactor* VriService::VmStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "VmStarted", in, out, true, &VriService::vmStarted);
+  return serve(c, "VmStarted", in, out, Runs::kDecides, &VriService::vmStarted);
 }
 
 VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReleaseVm", in, out, true, &VriService::releaseVm);
+  return serve(c, "ReleaseVm", in, out, Runs::kDecides, &VriService::releaseVm);
 }
 
 VriService::Reactor* VriService::ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ListTenants", in, out, false, &VriService::listTenants);
+  return serve(c, "ListTenants", in, out, Runs::kAtOnce, &VriService::listTenants);
 }
 
 VriService::Reactor* VriService::GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "GetTenant", in, out, false, &VriService::getTenant);
+  return serve(c, "GetTenant", in, out, Runs::kAtOnce, &VriService::getTenant);
 }
 
-// Even a dry run scans the whole node under the decision lock: the admin
-// socket's alone, so that anyone on the read-only socket cannot slow every decision.
+// A dry run scans the whole node in the decisions' turn: from the read-only socket too, as vrictl
+// reads there. Each such scan delays the decisions queued behind it by its own length.
 VriService::Reactor* VriService::Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "Reconcile", in, out, true, &VriService::reconcile);
+  return serve(c, "Reconcile", in, out, Runs::kScans, &VriService::reconcile);
+}
+
+VriService::Reactor* VriService::GetTree(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve(c, "GetTree", in, out, Runs::kScans, &VriService::getTree);
 }
 
 grpc::Status VriService::admitVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
@@ -412,6 +443,19 @@ grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tena
       fillPodInfo(*pod, shared, *kubeletNamer_, *reply->mutable_pod());
       return grpc::Status::OK;
     }
+    case v1::GetTenantRequest::kPod: {
+      const PodRecord* pod = s->pod(r->pod());
+      if (!pod) {
+        for (const auto& [uid, record] : s->pods) {
+          if (record.spec.name != r->pod()) continue;
+          if (pod) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "pod: two pods are named " + r->pod());
+          pod = &record;
+        }
+      }
+      if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod: no pod with UID or name " + r->pod());
+      fillPodInfo(*pod, shared, *kubeletNamer_, *reply->mutable_pod());
+      return grpc::Status::OK;
+    }
     case v1::GetTenantRequest::kVm: {
       const VmRecord* vm = s->vm(r->vm());
       if (!vm) {
@@ -426,12 +470,19 @@ grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tena
       fillVmInfo(*vm, shared, scopeOf(*s, vm->spec.uuid), vmMemory(*vm, node_), *reply->mutable_vm());
       return grpc::Status::OK;
     }
-    default: return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "key: give pod_uid or vm");
+    default: return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "key: give pod_uid, pod or vm");
   }
 }
 
-grpc::Status VriService::Watch(Context* context, const v1::WatchRequest*, grpc::ServerWriter<v1::Event>* writer) {
-  const auto subscription = node_.subscribe();
+grpc::Status VriService::Watch(Context* context, const v1::WatchRequest* request,
+                               grpc::ServerWriter<v1::Event>* writer) {
+  if (request->recent_only()) {
+    for (const Event& event : node_.recentEvents(request->recent())) {
+      if (!writer->Write(toEventMessage(event))) break;
+    }
+    return grpc::Status::OK;
+  }
+  const auto subscription = node_.subscribe(request->recent());
   Event event;
   while (!context->IsCancelled()) {
     switch (subscription->next(std::chrono::milliseconds(200), event)) {
@@ -446,11 +497,57 @@ grpc::Status VriService::Watch(Context* context, const v1::WatchRequest*, grpc::
 }
 
 grpc::Status VriService::reconcile(const v1::ReconcileRequest& r, v1::ReconcileReply& reply) {
+  if (!r.dry_run()) {
+    if (auto denied = denyOnReadOnly("Reconcile"); !denied.ok()) return denied;
+  }
   auto report = node_.reconcile(r.dry_run());
   if (!report.ok()) return toGrpcStatus(report.error());
   for (const auto& line : report->drift) reply.add_drift(line);
   for (const auto& line : report->operations) reply.add_operations(line);
   for (const auto& line : report->notes) reply.add_notes(line);
+  return grpc::Status::OK;
+}
+
+grpc::Status VriService::getTree(const v1::GetTreeRequest& r, v1::CgroupTree& reply) {
+  auto view = node_.tree(r.compare_kernel());
+  if (!view.ok()) return toGrpcStatus(view.error());
+  const NodeFacts facts = node_.facts();
+  reply.set_cgroup_version(facts.cgroupVersion == CgroupVersion::kV2 ? "v2" : "v1");
+  reply.set_cgroup_driver(std::string(kubeletDriverName(facts.kubeletDriver)));
+  reply.set_compared(view->compared);
+  std::map<CgroupPath, v1::CgroupNode*> by_path;
+  const auto managed = [&](const CgroupPath& path) {
+    for (const CgroupPath& root : view->desired.managedRoots) {
+      if (path.isWithin(root)) return true;
+    }
+    return false;
+  };
+  for (const auto& [path, spec] : view->desired.cgroups) {
+    v1::CgroupNode& node = *reply.add_cgroups();
+    node.set_path(path.str());
+    if (const auto owner = view->tenants.find(path); owner != view->tenants.end()) node.set_tenant(owner->second);
+    node.set_managed(managed(path));
+    node.set_threaded(spec.threaded);
+    for (const ControlFile& file : view->files[path]) {
+      v1::ControlFileValue& value = *node.add_files();
+      value.set_file(file.file);
+      value.set_value(file.value);
+    }
+    by_path[path] = &node;
+  }
+  for (const Drift& d : view->drift) {
+    const auto node = by_path.find(d.dir.path);
+    if (d.kind == Drift::Kind::kUnknown || node == by_path.end()) {
+      reply.add_unknown(d.dir.describe());
+    } else if (d.kind == Drift::Kind::kMissing) {
+      node->second->set_missing(true);
+    } else {
+      v1::FileDrift& drift = *node->second->add_drift();
+      drift.set_file(d.file);
+      drift.set_kernel(d.actual);
+      drift.set_wanted(d.desired);
+    }
+  }
   return grpc::Status::OK;
 }
 

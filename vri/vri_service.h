@@ -22,15 +22,18 @@ enum class SocketAccess { kReadOnly, kAdmin };
 // own parsing answers UNIMPLEMENTED or INTERNAL, with no message). The calls
 // that decide run on one thread of the service's own (a one-thread
 // WorkerPool), which finishes each call; the readers answer at once: they take
-// the ledger's state in O(1) and never wait. Watch streams, synchronously.
-using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
-    v1::Vri::WithRawCallbackMethod_AdmitPod<v1::Vri::WithRawCallbackMethod_AdmitContainer<
-        v1::Vri::WithRawCallbackMethod_ResizeContainer<v1::Vri::WithRawCallbackMethod_ReleaseContainer<
-            v1::Vri::WithRawCallbackMethod_ReleasePod<v1::Vri::WithRawCallbackMethod_AdmitVm<
-                v1::Vri::WithRawCallbackMethod_ReserveVm<v1::Vri::WithRawCallbackMethod_ResizeVm<
-                    v1::Vri::WithRawCallbackMethod_VmStarted<v1::Vri::WithRawCallbackMethod_ReleaseVm<
-                        v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
-                            v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::Service>>>>>>>>>>>>>>;
+// the ledger's state in O(1) and never wait. The scans (a dry-run reconcile,
+// the tree compared with the kernel) read the cgroupfs while no decision
+// writes, so they take their turn on the decision thread, from either socket.
+// Watch streams, synchronously.
+using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCallbackMethod_AdmitPod<
+    v1::Vri::WithRawCallbackMethod_AdmitContainer<v1::Vri::WithRawCallbackMethod_ResizeContainer<
+        v1::Vri::WithRawCallbackMethod_ReleaseContainer<v1::Vri::WithRawCallbackMethod_ReleasePod<
+            v1::Vri::WithRawCallbackMethod_AdmitVm<v1::Vri::WithRawCallbackMethod_ReserveVm<
+                v1::Vri::WithRawCallbackMethod_ResizeVm<v1::Vri::WithRawCallbackMethod_VmStarted<
+                    v1::Vri::WithRawCallbackMethod_ReleaseVm<v1::Vri::WithRawCallbackMethod_ListTenants<
+                        v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
+                            v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::Service>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -63,26 +66,30 @@ class VriService final : public VriServiceBase {
   Reactor* ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  grpc::Status Watch(Context* context, const v1::WatchRequest*, grpc::ServerWriter<v1::Event>* writer) override;
+  Reactor* GetTree(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
 
  private:
   // One line for a refused call: which call, on which socket, and why.
   void logRefusal(const char* method, const grpc::Status& status) const;
   // Runs `call` on the decision thread and finishes the call with its status.
-  Reactor* decide(CallbackContext* context, const char* method, std::function<grpc::Status()> call);
+  // kDecides: admin socket only; kScans: either socket (the call refuses what changes on the read-only one).
+  enum class Runs { kAtOnce, kDecides, kScans };
+  Reactor* decide(CallbackContext* context, const char* method, Runs runs, std::function<grpc::Status()> call);
   // Parses `in` as `Request` (INVALID_ARGUMENT, logged, when it is not one), runs `call` on the decision
   // thread (`decides`) or at once, and serializes its reply into `out`.
   template <typename Request, typename Reply>
-  Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, bool decides,
+  Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, Runs runs,
                  std::function<grpc::Status(const Request&, Reply&)> call);
   template <typename Request, typename Reply>
-  Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, bool decides,
+  Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, Runs runs,
                  grpc::Status (VriService::*call)(const Request&, Reply&));
   // What each call does, from its request to its reply.
   grpc::Status getNode(const v1::GetNodeRequest& request, v1::Node& reply);
   grpc::Status listTenants(const v1::ListTenantsRequest& request, v1::TenantList& reply);
   grpc::Status getTenant(const v1::GetTenantRequest& request, v1::Tenant& reply);
   grpc::Status reconcile(const v1::ReconcileRequest& request, v1::ReconcileReply& reply);
+  grpc::Status getTree(const v1::GetTreeRequest& request, v1::CgroupTree& reply);
   grpc::Status admitVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
   grpc::Status reserveVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
   grpc::Status resizeVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);

@@ -1,5 +1,5 @@
-// A whole vrid in the test process: a real sqlite ledger, a synthetic 8-CPU
-// two-node topology, the cgroupfs fixture (v1) and real gRPC servers on unix
+// A whole vrid in the test process: a real sqlite ledger, a synthetic topology
+// (8 CPUs on two nodes unless given), the cgroupfs fixture (v1) and real gRPC servers on unix
 // sockets in a temporary directory. Restartable on the same state and fixture.
 #pragma once
 
@@ -20,9 +20,15 @@ inline constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  /
 
 class DaemonHarness {
  public:
-  DaemonHarness() : logFile_(std::fopen(tmp_.sub("vrid.log").c_str(), "a")), log_(LogLevel::kWarning, logFile_) {
+  // `topology`: a synthetic description whose CPUs are `cpus` and NUMA nodes `mems` (the fixture's root).
+  explicit DaemonHarness(const std::string& topology = kTopology, const std::string& cpus = "0-7",
+                         const std::string& mems = "0-1")
+      : logFile_(std::fopen(tmp_.sub("vrid.log").c_str(), "a")),
+        log_(LogLevel::kWarning, logFile_),
+        cpus_(cpus),
+        mems_(mems) {
     fs_ = std::make_unique<FixtureCgroupFs>(
-        std::move(FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))).value());
+        std::move(FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse(cpus), *CpuSet::parse(mems))).value());
     std::string mountinfo = "30 1 0:27 / " + tmp_.sub("fx/cgroup") + " rw - tmpfs tmpfs rw\n";
     int id = 40;
     for (const char* h : {"cpuset", "cpu,cpuacct", "memory", "hugetlb", "pids"}) {
@@ -33,7 +39,7 @@ class DaemonHarness {
     EXPECT_TRUE(fs_->setProcFile("self/mountinfo", mountinfo).ok());
     config = defaultConfig();
     config.cgroupRoot = tmp_.sub("fx/cgroup");
-    config.topology = std::string("synthetic:") + kTopology;
+    config.topology = "synthetic:" + topology;
     config.stateDir = tmp_.sub("state");
     config.socket = tmp_.sub("run/vri.sock");
     config.adminSocket = tmp_.sub("run/admin.sock");
@@ -89,13 +95,18 @@ class DaemonHarness {
     std::vector<CgroupPath> groups = {base.parent(), base, *base.child("emulator")};
     for (int i : vcpuIds) groups.push_back(*base.child("vcpu" + std::to_string(i)));
     for (const CgroupPath& group : groups) {
+      if (fs_->exists({"cpuset", group})) continue;  // libvirt writes only the cgroups it makes
       for (const std::string h : {"cpuset", "cpu,cpuacct"}) {
         if (!fs_->exists({h, group})) {
           ASSERT_TRUE(fs_->mkdir({h, group}).ok()) << group.str();
         }
       }
-      ASSERT_TRUE(fs_->write({"cpuset", group}, "cpuset.mems", "0-1").ok());
-      ASSERT_TRUE(fs_->write({"cpuset", group}, "cpuset.cpus", "0-7").ok());
+      // As libvirt does: a new cgroup gets its parent's cpuset (the root's for the machine partition).
+      const auto parent_cpus = fs_->read({"cpuset", group.parent()}, "cpuset.cpus");
+      const auto parent_mems = fs_->read({"cpuset", group.parent()}, "cpuset.mems");
+      const bool inherit = !group.parent().isRoot() && parent_cpus.ok() && parent_mems.ok();
+      ASSERT_TRUE(fs_->write({"cpuset", group}, "cpuset.mems", inherit ? *parent_mems : mems_).ok());
+      ASSERT_TRUE(fs_->write({"cpuset", group}, "cpuset.cpus", inherit ? *parent_cpus : cpus_).ok());
     }
     ASSERT_TRUE(fs_->write({"cpuset", *base.child("emulator")}, "tasks", std::to_string(pid)).ok());
     ASSERT_TRUE(fs_->setProcFile(std::to_string(pid) + "/cgroup",
@@ -129,6 +140,7 @@ class DaemonHarness {
   TempDir tmp_;
   std::FILE* logFile_;
   Logger log_;
+  std::string cpus_, mems_;  // the fixture's root cpuset
   std::unique_ptr<FixtureCgroupFs> fs_;
   std::unique_ptr<Daemon> daemon_;
 };

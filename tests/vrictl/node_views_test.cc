@@ -1,10 +1,10 @@
 // vrictl's VM views: a VM with the user's own pins is "pinned", and offline vCPUs say so.
-#include "vri/vrictl_format.h"
+#include "vrictl/node_views.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-namespace vri {
+namespace vri::ctl {
 namespace {
 
 using ::testing::HasSubstr;
@@ -40,4 +40,4 @@ TEST(VrictlFormatTest, AVmWithTheUsersPinsIsPinnedAndItsOfflineVcpusSaySo) {
 }
 
 }  // namespace
-}  // namespace vri
+}  // namespace vri::ctl

@@ -1,4 +1,6 @@
-#include "vri/vrictl_format.h"
+#include "vrictl/node_views.h"
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -6,25 +8,13 @@
 
 #include "cgroup-model/cpuset.h"
 
-namespace vri {
+namespace vri::ctl {
 
 namespace {
 
 // "Label:          value\n", virsh-style.
 std::string row(const std::string& label, const std::string& value) {
-  char line[512];
-  std::snprintf(line, sizeof line, "%-22s %s\n", (label + ":").c_str(), value.c_str());
-  return line;
-}
-
-std::string cpuAmount(int64_t milli) {
-  char text[32];
-  if (milli % 1000 == 0) {
-    std::snprintf(text, sizeof text, "%lld", static_cast<long long>(milli / 1000));
-  } else {
-    std::snprintf(text, sizeof text, "%.3f", static_cast<double>(milli) / 1000.0);
-  }
-  return text;
+  return fmt::format("{:<22} {}\n", label + ":", value);
 }
 
 std::string qosName(v1::Qos qos) {
@@ -60,7 +50,16 @@ std::string option(const v1::Node& node, const std::string& name) {
   return it == node.options().end() ? "?" : it->second;
 }
 
-// vrictl's own sizes ("512 MiB", "1.5 GiB"); vri-topology's report has its own format.
+}  // namespace
+
+std::string cpuAmount(int64_t milli) {
+  if (milli % 1000 == 0) return std::to_string(milli / 1000);
+  std::string text = fmt::format("{:.3f}", static_cast<double>(milli) / 1000.0);
+  while (text.back() == '0') text.pop_back();  // "0.25", "4.5"
+  return text;
+}
+
+// vrictl's own sizes; vri-topology's report has its own format.
 std::string formatBytes(uint64_t bytes) {
   static constexpr const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB"};
   double value = static_cast<double>(bytes);
@@ -69,16 +68,11 @@ std::string formatBytes(uint64_t bytes) {
     value /= 1024.0;
     ++unit;
   }
-  char text[32];
   if (value == static_cast<double>(static_cast<uint64_t>(value))) {
-    std::snprintf(text, sizeof text, "%llu %s", static_cast<unsigned long long>(value), kUnits[unit]);
-  } else {
-    std::snprintf(text, sizeof text, "%.1f %s", value, kUnits[unit]);
+    return fmt::format("{} {}", static_cast<uint64_t>(value), kUnits[unit]);
   }
-  return text;
+  return fmt::format("{:.1f} {}", value, kUnits[unit]);
 }
-
-}  // namespace
 
 std::string formatNodeInfo(const v1::Node& n) {
   std::string out;
@@ -111,15 +105,37 @@ std::string formatNodeInfo(const v1::Node& n) {
   return out;
 }
 
+namespace {
+
+std::string booksRow(const std::string& label, const v1::ResourceBooks& b, std::string (*amount)(uint64_t)) {
+  return fmt::format("{:<20}{:>10}{:>10}{:>12}{:>10}{:>10}{:>10}\n", label, amount(b.capacity()), amount(b.reserved()),
+                     amount(b.allocatable()), amount(b.pods()), amount(b.vms()), amount(b.free()));
+}
+
+std::string cpuBooks(uint64_t milli) { return cpuAmount(static_cast<int64_t>(milli)); }
+
+std::string pageSize(uint64_t bytes) {
+  std::string size = formatBytes(bytes);
+  size.erase(std::remove(size.begin(), size.end(), ' '), size.end());
+  return size;  // "2MiB"
+}
+
+}  // namespace
+
+// kubelet's books, for each resource: what the node has, keeps back, offers, and who holds it.
 std::string formatCapacity(const v1::Node& n) {
-  std::string out;
-  out += row("CPU capacity", cpuAmount(n.capacity_cpu_milli()));
-  out += row("CPU allocatable", cpuAmount(n.allocatable_cpu_milli()));
-  out += row("CPU shared demand",
-             cpuAmount(n.shared_demand_milli()) + " by " + std::to_string(n.shared_tenants()) + " shared tenants");
-  out += row("Memory capacity", formatBytes(n.capacity_memory_bytes()));
-  out += row("Memory allocatable", formatBytes(n.allocatable_memory_bytes()));
-  out += row("Memory admitted", formatBytes(n.admitted_memory_bytes()));
+  std::string out = fmt::format("{:<20}{:>10}{:>10}{:>12}{:>10}{:>10}{:>10}\n", "Resource", "Capacity", "Reserved",
+                                "Allocatable", "Pods", "VMs", "Free");
+  out += booksRow("CPUs", n.capacity().cpu_milli(), &cpuBooks);
+  for (const v1::MemoryBooks& m : n.capacity().memory()) {
+    std::string label = m.page_size() == 0 ? "memory" : pageSize(m.page_size()) + " pages";
+    label = m.numa_node() < 0 ? "Memory" : "  node " + std::to_string(m.numa_node()) + " " + label;
+    out += booksRow(label, m.books(), &formatBytes);
+  }
+  out += "\nCPUs are requests, in CPUs; a NUMA node's books count its NUMA-bound tenants only.\n";
+  out += row("Shared demand",
+             fmt::format("{} CPUs by {} shared {}", cpuAmount(n.shared_demand_milli()), n.shared_tenants(),
+                         n.shared_tenants() == 1 ? "tenant" : "tenants"));
   return out;
 }
 
@@ -141,28 +157,39 @@ std::string vmClass(const v1::VmInfo& vm) {
 // A pod's class: its QoS, or "outside" for a pod outside kubelet's tree (no QoS class, the runtime's cgroups).
 std::string podClass(const v1::PodInfo& pod) { return pod.outside_kubelet_tree() ? "outside" : qosName(pod.qos()); }
 
+// Where a tenant runs: exclusive CPUs marked, shared ones as the shared pool is now.
+std::string containerCpus(const v1::ContainerInfo& c) {
+  return c.exclusive_cpus().empty() ? c.cpuset_cpus() : c.exclusive_cpus() + " excl";
+}
+
+std::string vmCpus(const v1::VmInfo& vm) {
+  const v1::VmAllocation& a = vm.allocation();
+  if (a.exclusive_cpus().empty()) return a.shared_cpus();
+  bool shared_vcpu = false;
+  for (int cpu : a.vcpu_cpus()) shared_vcpu = shared_vcpu || cpu < 0;
+  return a.exclusive_cpus() + " excl" + (shared_vcpu ? ", " + a.shared_cpus() : "");
+}
+
 std::string formatTenantList(const v1::TenantList& list) {
-  char line[512];
-  std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "Kind", "Id", "Name", "Class", "CPUs");
-  std::string out = line;
-  out += std::string(100, '-') + "\n";
+  std::string out = fmt::format("{:<4} {:<36} {:<24} {:<10} {}\n", "Kind", "Id", "Name", "Class", "CPUs");
+  out += std::string(90, '-') + "\n";
+  bool reserved_only = false;
   for (const v1::Tenant& t : list.tenants()) {
     if (t.has_pod()) {
       std::string cpus;
       for (const v1::ContainerInfo& c : t.pod().containers()) {
-        cpus += (cpus.empty() ? "" : " ") + c.resources().name() + "=" +
-                (c.exclusive_cpus().empty() ? std::string("shared") : withCount(c.exclusive_cpus()));
+        cpus += (cpus.empty() ? "" : " ") + c.resources().name() + "=" + containerCpus(c);
       }
-      std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "pod", t.pod().uid().c_str(),
-                    t.pod().name().c_str(), podClass(t.pod()).c_str(), cpus.c_str());
+      out +=
+          fmt::format("{:<4} {:<36} {:<24} {:<10} {}\n", "pod", t.pod().uid(), t.pod().name(), podClass(t.pod()), cpus);
     } else {
       const v1::VmInfo& vm = t.vm();
-      std::snprintf(line, sizeof line, "%-4s %-38s %-28s %-11s %s\n", "vm", vm.uuid().c_str(), vm.name().c_str(),
-                    (vmClass(vm) + (vm.reserved_only() ? "*" : "")).c_str(),
-                    orShared(vm.allocation().exclusive_cpus()).c_str());
+      out += fmt::format("{:<4} {:<36} {:<24} {:<10} {}\n", "vm", vm.uuid(), vm.name(),
+                         vmClass(vm) + (vm.reserved_only() ? "*" : ""), vmCpus(vm));
+      reserved_only = reserved_only || vm.reserved_only();
     }
-    out += line;
   }
+  if (reserved_only) out += "* defined, not running: it holds its placement\n";
   return out;
 }
 
@@ -214,4 +241,4 @@ std::string formatPodInfo(const v1::PodInfo& pod) {
   return out;
 }
 
-}  // namespace vri
+}  // namespace vri::ctl

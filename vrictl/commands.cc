@@ -1,0 +1,276 @@
+#include "vrictl/commands.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <ostream>
+
+#include "cgroup-model/version.h"
+#include "vrictl/map_view.h"
+#include "vrictl/node_views.h"
+#include "vrictl/report_views.h"
+#include "vrictl/tree_view.h"
+
+namespace vri::ctl {
+
+namespace {
+
+constexpr char kDescription[] =
+    "vrictl: administers vrid, VRI's node resource manager, the way virsh administers libvirt.\n"
+    "Without a command it starts a shell with history and completion.\n"
+    "Exit codes: 0 done, 1 vrid refused or failed, 2 the command line is wrong.";
+
+// What one parsed line chose.
+struct Choices {
+  bool json = false;
+  bool pods = false, vms = false, all = false;
+  std::string key;
+  bool follow = false;
+  unsigned recent = 20;
+  bool dryRun = false;
+  bool noCompare = false;
+};
+
+using Run = std::function<int(CommandContext&, const Choices&)>;
+
+int failed(CommandContext& c, const Error& error) {
+  c.err << "vrictl: " << error.message() << "\n";
+  if (error.code() == ErrorCode::kPermissionDenied) {
+    c.err << "vrictl: changes go through the admin socket: --socket /run/vri/admin.sock (as root)\n";
+  }
+  return kExitFailed;
+}
+
+// `text` or, with --json, `message` as JSON.
+int show(CommandContext& c, const Choices& o, const google::protobuf::Message& message, const std::string& text) {
+  c.out << (o.json ? toJson(message) + "\n" : text);
+  return kExitOk;
+}
+
+int nodeCommand(CommandContext& c, const Choices& o, const std::function<int(const v1::Node&)>& then) {
+  auto node = c.vrid().node();
+  if (!node.ok()) return failed(c, node.error());
+  (void)o;
+  return then(*node);
+}
+
+// The fields of the node that each view shows, for its --json.
+const std::vector<std::string> kTopologyFields = {
+    "topology_source", "online_cpus", "online_cpu_list", "packages", "cores", "numa_nodes", "numa", "cpus"};
+const std::vector<std::string> kPoolFields = {"reserved_cpus",       "shared_cpus",    "exclusive_cpus",
+                                              "shared_demand_milli", "shared_tenants", "strict_cpu_reservation"};
+
+// A view of the node: `text`, or with --json only the view's `fields`.
+int showNode(CommandContext& c, const Choices& o, const v1::Node& n, const std::vector<std::string>& fields,
+             const std::string& text) {
+  c.out << (o.json ? fieldsAsJson(n, fields) + "\n" : text);
+  return kExitOk;
+}
+
+struct Parser {
+  CLI::App app{kDescription, "vrictl"};
+  Choices choices;
+  ProgramOptions options;
+  std::vector<std::pair<CLI::App*, Run>> commands;
+
+  explicit Parser(bool program) {
+    app.require_subcommand(program ? 0 : 1, 1);
+    app.fallthrough();
+    app.add_flag("--json", choices.json, "print the API's message as JSON");
+    if (program) {
+      app.add_option("--socket", options.socket, "vrid's socket (the read-only one by default)")
+          ->capture_default_str()
+          ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+      app.add_option("--color,--colour", options.colour, "colour in pictures: auto, always or never")
+          ->check(CLI::IsMember({"auto", "always", "never"}))
+          ->capture_default_str();
+    }
+    add("nodeinfo", "the node: topology, cgroups, policies, vrid's and its clients' versions",
+        [](CommandContext& c, const Choices& o) {
+          return nodeCommand(c, o, [&](const v1::Node& n) { return show(c, o, n, formatNodeInfo(n)); });
+        });
+    add("topology", "packages, NUMA nodes, cores, memory and hugepages", [](CommandContext& c, const Choices& o) {
+      return nodeCommand(c, o,
+                         [&](const v1::Node& n) { return showNode(c, o, n, kTopologyFields, formatTopology(n)); });
+    });
+    add("capacity", "capacity, reserved, allocatable, admitted by pods and by VMs, and free",
+        [](CommandContext& c, const Choices& o) {
+          return nodeCommand(c, o, [&](const v1::Node& n) { return show(c, o, n.capacity(), formatCapacity(n)); });
+        });
+    add("pool", "reserved, shared and exclusive CPUs", [](CommandContext& c, const Choices& o) {
+      return nodeCommand(c, o, [&](const v1::Node& n) { return showNode(c, o, n, kPoolFields, formatPool(n)); });
+    });
+    CLI::App* list = add("list", "every tenant, with the CPUs it runs on", [](CommandContext& c, const Choices& o) {
+      const auto kind = o.pods  ? v1::ListTenantsRequest::PODS
+                        : o.vms ? v1::ListTenantsRequest::VMS
+                                : v1::ListTenantsRequest::ALL;
+      auto list = c.vrid().tenants(kind);
+      if (!list.ok()) return failed(c, list.error());
+      return show(c, o, *list, formatTenantList(*list));
+    });
+    auto* pods = list->add_flag("--pods", choices.pods, "pods only");
+    auto* vms = list->add_flag("--vms", choices.vms, "VMs only");
+    auto* all = list->add_flag("--all", choices.all, "pods and VMs (the default)");
+    pods->excludes(vms)->excludes(all);
+    vms->excludes(all);
+    add("dominfo", "one VM: its vCPUs' CPUs, emulator, memory and cgroup",
+        [](CommandContext& c, const Choices& o) {
+          v1::GetTenantRequest request;
+          request.set_vm(o.key);
+          auto tenant = c.vrid().tenant(request);
+          if (!tenant.ok()) return failed(c, tenant.error());
+          return show(c, o, tenant->vm(), formatVmInfo(tenant->vm()));
+        })
+        ->add_option("domain", choices.key, "the VM's name or UUID")
+        ->required();
+    add("podinfo", "one pod and its containers",
+        [](CommandContext& c, const Choices& o) {
+          v1::GetTenantRequest request;
+          request.set_pod(o.key);
+          auto tenant = c.vrid().tenant(request);
+          if (!tenant.ok()) return failed(c, tenant.error());
+          return show(c, o, tenant->pod(), formatPodInfo(tenant->pod()));
+        })
+        ->add_option("pod", choices.key, "the pod's UID or NAMESPACE/NAME")
+        ->required();
+    add("tree", "the cgroup hierarchy as VRI models it, marked where the kernel differs",
+        [](CommandContext& c, const Choices& o) {
+          auto tree = c.vrid().tree(!o.noCompare);
+          if (!tree.ok()) return failed(c, tree.error());
+          v1::TenantList names;
+          if (!o.json) {
+            auto list = c.vrid().tenants(v1::ListTenantsRequest::ALL);
+            if (!list.ok()) return failed(c, list.error());
+            names = *list;
+          }
+          return show(c, o, *tree, o.json ? "" : formatTree(*tree, names, c.style));
+        })
+        ->add_flag("--no-compare", choices.noCompare,
+                   "do not read the kernel's files (no wait for the decisions queued before)");
+    add("map", "the machine's CPUs, each marked with who holds it", [](CommandContext& c, const Choices& o) {
+      auto node = c.vrid().node();
+      if (!node.ok()) return failed(c, node.error());
+      auto list = c.vrid().tenants(v1::ListTenantsRequest::ALL);
+      if (!list.ok()) return failed(c, list.error());
+      c.out << (o.json ? mapAsJson(*node, *list) + "\n" : formatMap(*node, *list, c.style));
+      return kExitOk;
+    });
+    CLI::App* events =
+        add("events", "vrid's recent events; --follow keeps showing new ones", [](CommandContext& c, const Choices& o) {
+          v1::WatchRequest request;
+          request.set_recent(o.recent);
+          request.set_recent_only(!o.follow);
+          auto watched = c.vrid().watch(
+              request,
+              [&](const v1::Event& e) {
+                c.out << (o.json ? toJson(e, true) : formatEvent(e, c.style));
+                c.out.flush();
+                return !c.interrupted();
+              },
+              c.interrupted);
+          if (!watched.ok()) return failed(c, watched.error());
+          return kExitOk;
+        });
+    events->add_flag("--follow,-f", choices.follow, "keep showing events as they come (Ctrl-C ends)");
+    events->add_option("--recent", choices.recent, "how many of the events vrid keeps to show first (it keeps 256)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 256u));
+    add("reconcile", "repair where the kernel differs from the ledger (admin socket); --dry-run only shows",
+        [](CommandContext& c, const Choices& o) {
+          auto reply = c.vrid().reconcile(o.dryRun);
+          if (!reply.ok()) return failed(c, reply.error());
+          return show(c, o, *reply, formatReconcile(*reply, o.dryRun));
+        })
+        ->add_flag("--dry-run,-n", choices.dryRun, "show what reconcile would do, and do nothing");
+  }
+
+  CLI::App* add(const std::string& name, const std::string& help, Run run) {
+    CLI::App* sub = app.add_subcommand(name, help);
+    commands.emplace_back(sub, std::move(run));
+    return sub;
+  }
+
+  // CLI11 parses a reversed vector.
+  std::optional<int> parse(const std::vector<std::string>& words, CommandContext* c, std::ostream& out,
+                           std::ostream& err) {
+    std::vector<std::string> reversed(words.rbegin(), words.rend());
+    try {
+      app.parse(reversed);
+    } catch (const CLI::CallForHelp&) {
+      out << helpFor(words);
+      return kExitOk;
+    } catch (const CLI::CallForAllHelp&) {
+      out << app.help("", CLI::AppFormatMode::All);
+      return kExitOk;
+    } catch (const CLI::ParseError& e) {
+      err << "vrictl: " << e.what() << "\n"
+          << "Run 'vrictl --help' or 'vrictl COMMAND --help'.\n";
+      return kExitUsage;
+    }
+    (void)c;
+    return std::nullopt;
+  }
+
+  // The help of the command the words name, or the program's.
+  std::string helpFor(const std::vector<std::string>& words) {
+    for (auto& [sub, run] : commands) {
+      if (std::find(words.begin(), words.end(), sub->get_name()) != words.end()) return sub->help();
+    }
+    return app.help();
+  }
+
+  int runChosen(CommandContext& c) {
+    for (auto& [sub, run] : commands) {
+      if (sub->parsed()) return run(c, choices);
+    }
+    return kExitUsage;
+  }
+};
+
+}  // namespace
+
+ProgramRun runProgram(const std::vector<std::string>& args,
+                      const std::function<CommandContext(const ProgramOptions&)>& contextFor) {
+  Parser parser(true);
+  ProgramRun run;
+  CommandContext probe = contextFor(parser.options);  // for the streams of --help and usage errors
+  if (auto done = parser.parse(args, nullptr, probe.out, probe.err)) {
+    run.exitCode = *done;
+    return run;
+  }
+  run.options = parser.options;
+  if (parser.app.get_subcommands().empty()) {
+    run.shell = true;
+    return run;
+  }
+  CommandContext context = contextFor(parser.options);
+  run.exitCode = parser.runChosen(context);
+  return run;
+}
+
+int runShellCommand(const std::vector<std::string>& words, CommandContext& context) {
+  Parser parser(false);
+  if (auto done = parser.parse(words, &context, context.out, context.err)) return *done;
+  return parser.runChosen(context);
+}
+
+std::vector<CommandSummary> commandSummaries() {
+  Parser parser(false);
+  std::vector<CommandSummary> out;
+  for (auto& [sub, run] : parser.commands) {
+    CommandSummary summary{sub->get_name(), {"--help", "--json"}, CommandSummary::Argument::kNone};
+    for (const CLI::Option* option : sub->get_options()) {
+      for (const std::string& name : option->get_lnames()) {
+        if (name != "help") summary.flags.push_back("--" + name);
+      }
+    }
+    if (summary.name == "dominfo") summary.argument = CommandSummary::Argument::kVm;
+    if (summary.name == "podinfo") summary.argument = CommandSummary::Argument::kPod;
+    std::sort(summary.flags.begin(), summary.flags.end());
+    summary.flags.erase(std::unique(summary.flags.begin(), summary.flags.end()), summary.flags.end());
+    out.push_back(std::move(summary));
+  }
+  return out;
+}
+
+}  // namespace vri::ctl

@@ -1,0 +1,28 @@
+// What TAB offers in vrictl's shell: commands, their flags, and tenants' names.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "vrictl/commands.h"
+
+namespace vri::ctl {
+
+struct CompletionSource {
+  std::vector<CommandSummary> commands;
+  // Asked only when a VM's or a pod's name is wanted: names and ids, fresh from vrid.
+  std::function<std::vector<std::string>()> vms;
+  std::function<std::vector<std::string>()> pods;
+};
+
+// Every word that completes the last word of `line` (the text before the cursor), sorted.
+std::vector<std::string> completionsFor(const std::string& line, const CompletionSource& source);
+
+// The longest prefix all `words` share.
+std::string commonPrefix(const std::vector<std::string>& words);
+
+// A shell line's words: split at blanks, with '...' and "..." quoting.
+std::vector<std::string> splitWords(const std::string& line);
+
+}  // namespace vri::ctl

@@ -1,0 +1,126 @@
+// connectToVrid: VridApi over gRPC, with errors that tell an operator what to do.
+#include <grpcpp/grpcpp.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "cgroup-model/version.h"
+#include "proto/grpc_status.h"
+#include "proto/vri.grpc.pb.h"
+#include "vrictl/vrid_api.h"
+
+namespace vri::ctl {
+
+namespace {
+
+// Reads answer at once; a scan waits for the decisions queued before it.
+constexpr auto kCallTimeout = std::chrono::seconds(10);
+
+class GrpcVrid final : public VridApi {
+ public:
+  explicit GrpcVrid(std::string socket) : socket_(std::move(socket)) {
+    grpc::ChannelArguments args;
+    args.SetUserAgentPrefix(clientUserAgent("vrictl"));
+    stub_ = v1::Vri::NewStub(grpc::CreateCustomChannel("unix:" + socket_, grpc::InsecureChannelCredentials(), args));
+  }
+
+  Result<v1::Node> node() override {
+    return unary<v1::Node>([&](grpc::ClientContext* c, v1::Node* out) { return stub_->GetNode(c, {}, out); });
+  }
+  Result<v1::TenantList> tenants(v1::ListTenantsRequest::Kind kind) override {
+    v1::ListTenantsRequest request;
+    request.set_kind(kind);
+    return unary<v1::TenantList>(
+        [&](grpc::ClientContext* c, v1::TenantList* out) { return stub_->ListTenants(c, request, out); });
+  }
+  Result<v1::Tenant> tenant(const v1::GetTenantRequest& request) override {
+    return unary<v1::Tenant>(
+        [&](grpc::ClientContext* c, v1::Tenant* out) { return stub_->GetTenant(c, request, out); });
+  }
+  Result<v1::CgroupTree> tree(bool compareKernel) override {
+    v1::GetTreeRequest request;
+    request.set_compare_kernel(compareKernel);
+    return unary<v1::CgroupTree>(
+        [&](grpc::ClientContext* c, v1::CgroupTree* out) { return stub_->GetTree(c, request, out); });
+  }
+  Result<v1::ReconcileReply> reconcile(bool dryRun) override {
+    v1::ReconcileRequest request;
+    request.set_dry_run(dryRun);
+    return unary<v1::ReconcileReply>(
+        [&](grpc::ClientContext* c, v1::ReconcileReply* out) { return stub_->Reconcile(c, request, out); });
+  }
+  Result<void> watch(const v1::WatchRequest& request, const std::function<bool(const v1::Event&)>& each,
+                     const std::function<bool()>& stop) override {
+    grpc::ClientContext context;
+    if (request.recent_only()) context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    auto reader = stub_->Watch(&context, request);
+    // Read() blocks until an event comes: a second thread cancels the stream when asked to stop.
+    std::mutex mutex;
+    std::condition_variable done_changed;
+    bool done = false, stopped = false;
+    std::thread stopper([&] {
+      std::unique_lock lock(mutex);
+      while (!done) {
+        if (done_changed.wait_for(lock, std::chrono::milliseconds(100), [&] { return done; })) break;
+        if (stop()) {
+          stopped = true;
+          context.TryCancel();
+          break;
+        }
+      }
+    });
+    v1::Event event;
+    bool more = true;
+    while (more && reader->Read(&event)) more = each(event);
+    if (!more) context.TryCancel();
+    {
+      std::lock_guard lock(mutex);
+      done = true;
+    }
+    done_changed.notify_all();
+    stopper.join();
+    const grpc::Status status = reader->Finish();
+    if (!status.ok() && more && !stopped) return explain(status);
+    return {};
+  }
+
+ private:
+  template <typename Reply, typename Call>
+  Result<Reply> unary(Call call) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+    Reply reply;
+    const grpc::Status status = call(&context, &reply);
+    if (!status.ok()) return explain(status);
+    return reply;
+  }
+
+  // An unreachable socket says why: most often a user who may not open it.
+  Error explain(const grpc::Status& status) const {
+    const bool unreachable = status.error_code() == grpc::StatusCode::UNAVAILABLE ||
+                             (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED &&
+                              status.error_message().find("connect") != std::string::npos);
+    if (unreachable && ::access(socket_.c_str(), W_OK) != 0 && errno == EACCES) {
+      return Error(ErrorCode::kUnavailable,
+                   socket_ +
+                       " is not open to this user: vrid's sockets are root's, and the read-only one also "
+                       "its socket_group's when vrid.conf names one");
+    }
+    if (unreachable)
+      return Error(ErrorCode::kUnavailable, "cannot reach vrid at unix:" + socket_ + ": " + status.error_message());
+    return fromGrpcStatus(status);
+  }
+
+  std::string socket_;
+  std::unique_ptr<v1::Vri::Stub> stub_;
+};
+
+}  // namespace
+
+std::unique_ptr<VridApi> connectToVrid(const std::string& socketPath) { return std::make_unique<GrpcVrid>(socketPath); }
+
+}  // namespace vri::ctl

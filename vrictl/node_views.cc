@@ -128,14 +128,15 @@ std::string formatCapacity(const v1::Node& n) {
                                 "Allocatable", "Pods", "VMs", "Free");
   out += booksRow("CPUs", n.capacity().cpu_milli(), &cpuBooks);
   for (const v1::MemoryBooks& m : n.capacity().memory()) {
+    if (m.page_size() != 0 && m.books().capacity() == 0) continue;  // a page size the node has none of
     std::string label = m.page_size() == 0 ? "memory" : pageSize(m.page_size()) + " pages";
     label = m.numa_node() < 0 ? "Memory" : "  node " + std::to_string(m.numa_node()) + " " + label;
     out += booksRow(label, m.books(), &formatBytes);
   }
   out += "\nCPUs are requests, in CPUs; a NUMA node's books count its NUMA-bound tenants only.\n";
-  out += row("Shared demand",
-             fmt::format("{} CPUs by {} shared {}", cpuAmount(n.shared_demand_milli()), n.shared_tenants(),
-                         n.shared_tenants() == 1 ? "tenant" : "tenants"));
+  out += row("Shared demand", fmt::format("{} {} by {} shared {}", cpuAmount(n.shared_demand_milli()),
+                                          n.shared_demand_milli() == 1000 ? "CPU" : "CPUs", n.shared_tenants(),
+                                          n.shared_tenants() == 1 ? "tenant" : "tenants"));
   return out;
 }
 

@@ -35,9 +35,15 @@ std::string formatReconcile(const v1::ReconcileReply& reply, bool dryRun) {
   if (reply.drift().empty() && reply.operations().empty()) {
     out = "The kernel agrees with the ledger: nothing to do.\n";
   } else {
-    out += fmt::format("{} differences:\n", reply.drift_size());
+    out += fmt::format("{} {}:\n", reply.drift_size(), reply.drift_size() == 1 ? "difference" : "differences");
     for (const std::string& line : reply.drift()) out += "  " + line + "\n";
-    out += fmt::format("{} cgroup operations {}:\n", reply.operations_size(), dryRun ? "reconcile would run" : "run");
+    if (reply.operations().empty()) {
+      out += "Nothing to write: what differs is not VRI's to make (kubelet's or libvirt's cgroups).\n";
+    } else {
+      out += fmt::format("{} cgroup {} {}:\n", reply.operations_size(),
+                         reply.operations_size() == 1 ? "operation" : "operations",
+                         dryRun ? "reconcile would run" : "run");
+    }
     for (const std::string& line : reply.operations()) out += "  " + line + "\n";
   }
   for (const std::string& line : reply.notes()) out += "note: " + line + "\n";

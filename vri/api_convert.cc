@@ -1,6 +1,7 @@
 #include "vri/api_convert.h"
 
 #include <algorithm>
+#include <map>
 
 #include "cgroup-model/amount_limits.h"
 #include "cgroup-model/cgroup_values.h"
@@ -335,6 +336,70 @@ void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<Cg
   out.set_reserved_only(vm.defined);
   if (scope) out.set_scope(scope->str());
   out.set_memory_bytes(memoryBytes);
+}
+
+void fillCgroupTree(const TreeView& view, CgroupVersion version, KubeletDriver driver, v1::CgroupTree& out) {
+  out.set_cgroup_version(version == CgroupVersion::kV2 ? "v2" : "v1");
+  out.set_cgroup_driver(std::string(kubeletDriverName(driver)));
+  out.set_compared(view.compared);
+  const auto managed = [&](const CgroupPath& path) {
+    for (const CgroupPath& root : view.desired.managedRoots) {
+      if (path.isWithin(root)) return true;
+    }
+    return false;
+  };
+  std::map<CgroupPath, v1::CgroupNode*> by_path;
+  for (const auto& [path, spec] : view.desired.cgroups) {
+    v1::CgroupNode& node = *out.add_cgroups();
+    node.set_path(path.str());
+    if (const auto owner = view.tenants.find(path); owner != view.tenants.end()) node.set_tenant(owner->second);
+    node.set_managed(managed(path));
+    node.set_threaded(spec.threaded);
+    if (const auto files = view.files.find(path); files != view.files.end()) {
+      for (const ControlFile& file : files->second) {
+        v1::ControlFileValue& value = *node.add_files();
+        value.set_file(file.file);
+        value.set_value(file.value);
+      }
+    }
+    by_path[path] = &node;
+  }
+  for (const Drift& d : view.drift) {
+    const auto node = by_path.find(d.dir.path);
+    if (d.kind == Drift::Kind::kUnknown || node == by_path.end()) {
+      out.add_unknown(d.dir.describe());
+    } else if (d.kind == Drift::Kind::kMissing) {
+      node->second->set_missing(true);
+    } else {
+      v1::FileDrift& drift = *node->second->add_drift();
+      drift.set_file(d.file);
+      drift.set_kernel(d.actual);
+      drift.set_wanted(d.desired);
+    }
+  }
+}
+
+namespace {
+
+void fillBooks(const ResourceBooks& books, v1::ResourceBooks& out) {
+  out.set_capacity(books.capacity);
+  out.set_reserved(books.reserved);
+  out.set_allocatable(books.allocatable());
+  out.set_pods(books.pods);
+  out.set_vms(books.vms);
+  out.set_free(books.free());
+}
+
+}  // namespace
+
+void fillCapacity(const CapacityBooks& books, v1::Capacity& out) {
+  fillBooks(books.cpuMilli, *out.mutable_cpu_milli());
+  for (const MemoryBooks& row : books.memory) {
+    v1::MemoryBooks& m = *out.add_memory();
+    m.set_numa_node(row.numaNode);
+    m.set_page_size(row.resource);
+    fillBooks(row.books, *m.mutable_books());
+  }
 }
 
 }  // namespace vri

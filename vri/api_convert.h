@@ -2,12 +2,14 @@
 // here, so a refusal names the field it is about ("vcpus: must be at least 1").
 #pragma once
 
+#include "accounting/capacity_books.h"
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/kubelet_namer.h"
 #include "cgroup-model/node_tree.h"
 #include "proto/vri.pb.h"
+#include "vri/cgroup_sync.h"
 #include "vri/event_hub.h"
 
 namespace vri {
@@ -31,6 +33,10 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& container,
 void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& placement, const CpuSet& shared,
                       v1::VmAllocation& out);
 v1::Event toEventMessage(const Event& event);
+// The node's books, as GetNode carries them.
+void fillCapacity(const CapacityBooks& books, v1::Capacity& out);
+// vrictl's tree: each desired cgroup with its tenant and files, and what a compared view found.
+void fillCgroupTree(const TreeView& view, CgroupVersion version, KubeletDriver driver, v1::CgroupTree& out);
 void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const KubeletNamer& namer, v1::PodInfo& out);
 void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
                 v1::VmInfo& out);

@@ -51,25 +51,6 @@ void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& f
   for (const auto& [name, value] : facts.options) (*reply.mutable_options())[name] = value;
 }
 
-void fillBooks(const ResourceBooks& books, v1::ResourceBooks& out) {
-  out.set_capacity(books.capacity);
-  out.set_reserved(books.reserved);
-  out.set_allocatable(books.allocatable());
-  out.set_pods(books.pods);
-  out.set_vms(books.vms);
-  out.set_free(books.free());
-}
-
-void fillCapacity(const CapacityBooks& books, v1::Capacity& out) {
-  fillBooks(books.cpuMilli, *out.mutable_cpu_milli());
-  for (const MemoryBooks& row : books.memory) {
-    v1::MemoryBooks& m = *out.add_memory();
-    m.set_numa_node(row.numaNode);
-    m.set_page_size(row.resource);
-    fillBooks(row.books, *m.mutable_books());
-  }
-}
-
 uint64_t vmMemory(const VmRecord& vm, const NodeManager& node) { return node.vmMemoryBytes(vm); }
 
 std::optional<CgroupPath> scopeOf(const LedgerState& state, const std::string& uuid) {
@@ -512,42 +493,7 @@ grpc::Status VriService::getTree(const v1::GetTreeRequest& r, v1::CgroupTree& re
   auto view = node_.tree(r.compare_kernel());
   if (!view.ok()) return toGrpcStatus(view.error());
   const NodeFacts facts = node_.facts();
-  reply.set_cgroup_version(facts.cgroupVersion == CgroupVersion::kV2 ? "v2" : "v1");
-  reply.set_cgroup_driver(std::string(kubeletDriverName(facts.kubeletDriver)));
-  reply.set_compared(view->compared);
-  std::map<CgroupPath, v1::CgroupNode*> by_path;
-  const auto managed = [&](const CgroupPath& path) {
-    for (const CgroupPath& root : view->desired.managedRoots) {
-      if (path.isWithin(root)) return true;
-    }
-    return false;
-  };
-  for (const auto& [path, spec] : view->desired.cgroups) {
-    v1::CgroupNode& node = *reply.add_cgroups();
-    node.set_path(path.str());
-    if (const auto owner = view->tenants.find(path); owner != view->tenants.end()) node.set_tenant(owner->second);
-    node.set_managed(managed(path));
-    node.set_threaded(spec.threaded);
-    for (const ControlFile& file : view->files[path]) {
-      v1::ControlFileValue& value = *node.add_files();
-      value.set_file(file.file);
-      value.set_value(file.value);
-    }
-    by_path[path] = &node;
-  }
-  for (const Drift& d : view->drift) {
-    const auto node = by_path.find(d.dir.path);
-    if (d.kind == Drift::Kind::kUnknown || node == by_path.end()) {
-      reply.add_unknown(d.dir.describe());
-    } else if (d.kind == Drift::Kind::kMissing) {
-      node->second->set_missing(true);
-    } else {
-      v1::FileDrift& drift = *node->second->add_drift();
-      drift.set_file(d.file);
-      drift.set_kernel(d.actual);
-      drift.set_wanted(d.desired);
-    }
-  }
+  fillCgroupTree(*view, facts.cgroupVersion, facts.kubeletDriver, reply);
   return grpc::Status::OK;
 }
 

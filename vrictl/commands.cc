@@ -101,6 +101,10 @@ struct Parser {
       return nodeCommand(c, o, [&](const v1::Node& n) { return showNode(c, o, n, kPoolFields, formatPool(n)); });
     });
     CLI::App* list = add("list", "every tenant, with the CPUs it runs on", [](CommandContext& c, const Choices& o) {
+      if (int(o.pods) + int(o.vms) + int(o.all) > 1) {
+        c.err << "vrictl: list takes one of --pods, --vms and --all\n";
+        return kExitUsage;
+      }
       const auto kind = o.pods  ? v1::ListTenantsRequest::PODS
                         : o.vms ? v1::ListTenantsRequest::VMS
                                 : v1::ListTenantsRequest::ALL;
@@ -108,11 +112,10 @@ struct Parser {
       if (!list.ok()) return failed(c, list.error());
       return show(c, o, *list, formatTenantList(*list));
     });
-    auto* pods = list->add_flag("--pods", choices.pods, "pods only");
-    auto* vms = list->add_flag("--vms", choices.vms, "VMs only");
-    auto* all = list->add_flag("--all", choices.all, "pods and VMs (the default)");
-    pods->excludes(vms)->excludes(all);
-    vms->excludes(all);
+    // Checked when it runs: CLI11's own `excludes` lists the others in no stable order in --help.
+    list->add_flag("--pods", choices.pods, "pods only");
+    list->add_flag("--vms", choices.vms, "VMs only");
+    list->add_flag("--all", choices.all, "pods and VMs (the default)");
     add("dominfo", "one VM: its vCPUs' CPUs, emulator, memory and cgroup",
         [](CommandContext& c, const Choices& o) {
           v1::GetTenantRequest request;

@@ -87,6 +87,7 @@ unsigned char complete(EditLine* editor, int) {
   return CC_REDISPLAY;
 }
 
+// Returns 0: a session ends well however its last command did (a pipe's gives that command's code).
 int runEditor(CommandContext& context, const CompletionSource& completion, const std::string& historyPath) {
   EditorState state{&completion, stdout};
   EditLine* editor = el_init("vrictl", stdin, stdout, stderr);
@@ -100,7 +101,8 @@ int runEditor(CommandContext& context, const CompletionSource& completion, const
   el_set(editor, EL_EDITOR, "emacs");
   el_set(editor, EL_SIGNAL, 1);
   el_set(editor, EL_HIST, ::history, history);
-  el_set(editor, EL_ADDFN, "vrictl-complete", "complete commands, flags and names", &complete);
+  // The wide call: the narrow one copies name and help into wide strings that libedit never frees.
+  el_wset(editor, EL_ADDFN, L"vrictl-complete", L"complete commands, flags and names", &complete);
   el_set(editor, EL_BIND, "^I", "vrictl-complete", nullptr);
   el_source(editor, nullptr);  // the user's ~/.editrc
 
@@ -108,7 +110,7 @@ int runEditor(CommandContext& context, const CompletionSource& completion, const
       "Welcome to vrictl, the VRI node resource manager's shell.\n"
       "Type 'help' for the commands, TAB to complete, 'quit' to leave.\n\n",
       stdout);
-  int last_exit = kExitOk;
+  int last_exit = kExitOk;  // what `help` and the commands returned; the session's own is 0
   while (true) {
     int length = 0;
     const char* read = el_gets(editor, &length);
@@ -132,7 +134,7 @@ int runEditor(CommandContext& context, const CompletionSource& completion, const
   }
   history_end(history);
   el_end(editor);
-  return last_exit;
+  return kExitOk;
 }
 
 }  // namespace

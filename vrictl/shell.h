@@ -14,7 +14,7 @@ namespace vri::ctl {
 // empty (no history kept) when neither is known.
 std::string defaultHistoryPath();
 
-// Runs until EOF (Ctrl-D), `quit` or `exit`; returns the last command's exit code.
+// Runs until EOF (Ctrl-D), `quit` or `exit`. Returns 0 at a terminal; from a pipe, the last command's exit code.
 int runShell(CommandContext& context, const CompletionSource& completion, const std::string& historyPath);
 
 }  // namespace vri::ctl

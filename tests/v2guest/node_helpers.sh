@@ -31,6 +31,11 @@ quiet_reconcile() {
   wait_for 120 "a reconcile after $since" sh -c "journalctl -u vrid --since '$since' -o cat | grep -q 'reconcile: '"
   line=$(journalctl -u vrid --since "$since" -o cat | grep 'reconcile: ' | head -1)
   echo "$line" | grep -q 'nothing to repair' || fail "reconcile repaired something: $line"
+  # vrictl's tree, compared with the kernel, agrees: no value differs (kubelet's cgroups that nobody
+  # made yet may be missing; reconcile has nothing to write for them).
+  vrictl tree > /tmp/tree.txt || fail "vrictl tree: $(cat /tmp/tree.txt)"
+  grep -q '^cgroup v2, ' /tmp/tree.txt || fail "vrictl tree: $(head -1 /tmp/tree.txt)"
+  if grep -q '! [a-z.]*: kernel ' /tmp/tree.txt; then cat /tmp/tree.txt; fail "vrictl tree shows a value the kernel does not hold"; fi
 }
 
 # Deadlines are scaled for the emulation, as in the other suites (processes start about 50 times

@@ -246,6 +246,9 @@ same_as /tmp/before.txt "a start with no ledger" '^machine.slice/cpu.weight '
 echo "machine.slice's weight: $(grep '^machine.slice/cpu.weight ' /tmp/before.txt | cut -d' ' -f2) before, $(cat $cg/machine.slice/cpu.weight) after the adoption"
 quiet_reconcile
 [ "$(vm_cpu ded-a)" = "$a" ] && [ "$(vm_cpu ded-b)" = "$z" ] || fail "a VM moved"
+vrictl list
+vrictl map --color=never
+cat /tmp/tree.txt  # the last quiet reconcile's: cgroup v2, systemd's units, both worlds
 
 step "pods removed, VMs destroyed: the shared pool comes back"
 cri rm g1 >/dev/null || fail "rm g1"

@@ -119,6 +119,9 @@ struct Row {
   int tenants = 0;
   double decisionP50 = 0, decisionP99 = 0, writeP50 = 0, overheadP50 = 0, ratio = 0, writes = 0, rssMb = 0;
   double dbusP50 = 0, dbusCalls = 0;  // systemd mode: time in and number of SetUnitProperties calls
+  // vrictl tree: the view alone (a snapshot), and compared with the kernel (a dry run's scan, which
+  // holds the ledger's writer: the time a decision queued behind it waits).
+  double treeMs = 0, treeCompareMs = 0;
 };
 
 double percentile(std::vector<double> v, double p) {
@@ -242,6 +245,18 @@ Result<Row> measure(const std::string& kind, int tenants, int pairs, vri::NodeMa
           rssMb()};
   row.dbusP50 = percentile(dbus_ms, 0.5);
   row.dbusCalls = percentile(dbus_calls, 0.5);
+  std::vector<double> tree_ms, compare_ms;
+  for (int i = 0; i < 5; ++i) {
+    for (bool compare : {false, true}) {
+      const auto start = Clock::now();
+      auto view = node.tree(compare);
+      if (!view.ok()) return view.error();
+      (compare ? compare_ms : tree_ms)
+          .push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    }
+  }
+  row.treeMs = percentile(tree_ms, 0.5);
+  row.treeCompareMs = percentile(compare_ms, 0.5);
   return row;
 }
 
@@ -525,20 +540,21 @@ int main(int argc, char** argv) {
   }
   std::string rm = "rm -rf " + dir;
   if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "decision_scale: could not remove %s\n", dir.c_str());
-  std::printf("%-8s %8s %12s %12s %10s %12s %7s %8s %8s %10s %6s\n", "cgroupfs", "tenants", "decision p50",
-              "decision p99", "write p50", "overhead p50", "ratio", "writes", "RSS MB", "D-Bus p50", "calls");
+  std::printf("%-8s %8s %12s %12s %10s %12s %7s %8s %8s %10s %6s %9s %12s\n", "cgroupfs", "tenants", "decision p50",
+              "decision p99", "write p50", "overhead p50", "ratio", "writes", "RSS MB", "D-Bus p50", "calls", "tree",
+              "tree+kernel");
   for (const Row& r : rows) {
-    std::printf("%-8s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f %8.2fms %6.0f\n", r.cgroupfs.c_str(),
-                r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes, r.rssMb,
-                r.dbusP50, r.dbusCalls);
+    std::printf("%-8s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f %8.2fms %6.0f %7.2fms %10.2fms\n",
+                r.cgroupfs.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio,
+                r.writes, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
   }
   for (const Row& r : rows) {
     std::printf(
         "{\"cgroupfs\":\"%s\",\"tenants\":%d,\"decision_ms_p50\":%.3f,\"decision_ms_p99\":%.3f,\"write_ms_p50\":%.3f,"
         "\"overhead_ms_p50\":%.3f,\"ratio\":%.3f,\"writes\":%.0f,\"rss_mb\":%.1f,\"dbus_ms_p50\":%.3f,"
-        "\"dbus_calls\":%.0f}\n",
+        "\"dbus_calls\":%.0f,\"tree_ms_p50\":%.3f,\"tree_compare_ms_p50\":%.3f}\n",
         r.cgroupfs.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes,
-        r.rssMb, r.dbusP50, r.dbusCalls);
+        r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
   }
   return 0;
 }

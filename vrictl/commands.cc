@@ -47,10 +47,9 @@ int show(CommandContext& c, const Choices& o, const google::protobuf::Message& m
   return kExitOk;
 }
 
-int nodeCommand(CommandContext& c, const Choices& o, const std::function<int(const v1::Node&)>& then) {
+int nodeCommand(CommandContext& c, const std::function<int(const v1::Node&)>& then) {
   auto node = c.vrid().node();
   if (!node.ok()) return failed(c, node.error());
-  (void)o;
   return then(*node);
 }
 
@@ -87,18 +86,17 @@ struct Parser {
     }
     add("nodeinfo", "the node: topology, cgroups, policies, vrid's and its clients' versions",
         [](CommandContext& c, const Choices& o) {
-          return nodeCommand(c, o, [&](const v1::Node& n) { return show(c, o, n, formatNodeInfo(n)); });
+          return nodeCommand(c, [&](const v1::Node& n) { return show(c, o, n, formatNodeInfo(n)); });
         });
     add("topology", "packages, NUMA nodes, cores, memory and hugepages", [](CommandContext& c, const Choices& o) {
-      return nodeCommand(c, o,
-                         [&](const v1::Node& n) { return showNode(c, o, n, kTopologyFields, formatTopology(n)); });
+      return nodeCommand(c, [&](const v1::Node& n) { return showNode(c, o, n, kTopologyFields, formatTopology(n)); });
     });
     add("capacity", "capacity, reserved, allocatable, admitted by pods and by VMs, and free",
         [](CommandContext& c, const Choices& o) {
-          return nodeCommand(c, o, [&](const v1::Node& n) { return show(c, o, n.capacity(), formatCapacity(n)); });
+          return nodeCommand(c, [&](const v1::Node& n) { return show(c, o, n.capacity(), formatCapacity(n)); });
         });
     add("pool", "reserved, shared and exclusive CPUs", [](CommandContext& c, const Choices& o) {
-      return nodeCommand(c, o, [&](const v1::Node& n) { return showNode(c, o, n, kPoolFields, formatPool(n)); });
+      return nodeCommand(c, [&](const v1::Node& n) { return showNode(c, o, n, kPoolFields, formatPool(n)); });
     });
     CLI::App* list = add("list", "every tenant, with the CPUs it runs on", [](CommandContext& c, const Choices& o) {
       if (int(o.pods) + int(o.vms) + int(o.all) > 1) {
@@ -194,8 +192,7 @@ struct Parser {
   }
 
   // CLI11 parses a reversed vector.
-  std::optional<int> parse(const std::vector<std::string>& words, CommandContext* c, std::ostream& out,
-                           std::ostream& err) {
+  std::optional<int> parse(const std::vector<std::string>& words, std::ostream& out, std::ostream& err) {
     std::vector<std::string> reversed(words.rbegin(), words.rend());
     try {
       app.parse(reversed);
@@ -210,7 +207,6 @@ struct Parser {
           << "Run 'vrictl --help' or 'vrictl COMMAND --help'.\n";
       return kExitUsage;
     }
-    (void)c;
     return std::nullopt;
   }
 
@@ -237,7 +233,7 @@ ProgramRun runProgram(const std::vector<std::string>& args,
   Parser parser(true);
   ProgramRun run;
   CommandContext probe = contextFor(parser.options);  // for the streams of --help and usage errors
-  if (auto done = parser.parse(args, nullptr, probe.out, probe.err)) {
+  if (auto done = parser.parse(args, probe.out, probe.err)) {
     run.exitCode = *done;
     return run;
   }
@@ -253,7 +249,7 @@ ProgramRun runProgram(const std::vector<std::string>& args,
 
 int runShellCommand(const std::vector<std::string>& words, CommandContext& context) {
   Parser parser(false);
-  if (auto done = parser.parse(words, &context, context.out, context.err)) return *done;
+  if (auto done = parser.parse(words, context.out, context.err)) return *done;
   return parser.runChosen(context);
 }
 

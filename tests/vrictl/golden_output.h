@@ -11,6 +11,8 @@
 #include <sstream>
 #include <string>
 
+#include "cgroup-model/version.h"
+
 namespace vri::testing {
 
 inline std::string normalised(std::string text, const std::string& tmp) {
@@ -21,7 +23,10 @@ inline std::string normalised(std::string text, const std::string& tmp) {
   text = std::regex_replace(text, std::regex(R"(\(last call \d+ s ago\))"), "(last call <n> s ago)");
   text = std::regex_replace(text, std::regex(R"("seconds_since_last_call": ?"\d+")"),
                             R"("seconds_since_last_call": "<n>")");
-  text = std::regex_replace(text, std::regex(R"(\b\d+\.\d+\.\d+(\+\S+|~\S+)?\b)"), "<version>");
+  // The package's version, whatever the build made it (a package build adds +git<count>.<commit>).
+  const std::string version(packageVersion());
+  for (size_t at = text.find(version); at != std::string::npos; at = text.find(version, at))
+    text.replace(at, version.size(), "<version>");
   return text;
 }
 

@@ -282,6 +282,16 @@ Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, 
   return writes;
 }
 
+Result<int> CgroupSync::writeMachinePartition(const Ledger::Writer&, const LedgerState& state) {
+  const DesiredTree node = nodeCgroups(state);
+  const auto partition = node.cgroups.find(layout_.machinePartition);
+  if (partition == node.cgroups.end()) return 0;
+  DesiredTree tree;
+  tree.adoptedRoots.push_back(layout_.machinePartition);
+  tree.cgroups.insert(*partition);
+  return writeTenant("machine partition", std::move(tree));
+}
+
 Result<DesiredTree> CgroupSync::reconciledTree(const LedgerState& state) const {
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(state, inputs()));
   dropUnmanaged(desired);

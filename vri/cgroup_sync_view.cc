@@ -1,19 +1,9 @@
-// CgroupSync::view, the tree for vrictl's `tree`; and the machine partition written alone.
+// CgroupSync::view: the tree for vrictl's `tree`, kept apart from the write paths.
 #include "accounting/tenant_id.h"
 #include "cgroup-model/drift.h"
 #include "vri/cgroup_sync.h"
 
 namespace vri {
-
-Result<int> CgroupSync::writeMachinePartition(const Ledger::Writer&, const LedgerState& state) {
-  const DesiredTree node = nodeCgroups(state);
-  const auto partition = node.cgroups.find(layout_.machinePartition);
-  if (partition == node.cgroups.end()) return 0;
-  DesiredTree tree;
-  tree.adoptedRoots.push_back(layout_.machinePartition);
-  tree.cgroups.insert(*partition);
-  return writeTenant("machine partition", std::move(tree));
-}
 
 Result<TreeView> CgroupSync::view(const LedgerState& state, bool compare) const {
   TreeView view;
@@ -34,9 +24,10 @@ Result<TreeView> CgroupSync::view(const LedgerState& state, bool compare) const 
     }
   }
   for (const auto& [uuid, scope] : state.vmScopes) {
-    for (const auto& [path, spec] : view.desired.cgroups) {
-      if (path.isWithin(scope)) view.tenants[path] = vmTenant(uuid);
-    }
+    // Paths order component by component: a scope's subtree follows it.
+    for (auto it = view.desired.cgroups.lower_bound(scope);
+         it != view.desired.cgroups.end() && it->first.isWithin(scope); ++it)
+      view.tenants[it->first] = vmTenant(uuid);
   }
   if (compare) {
     view.compared = true;

@@ -114,26 +114,10 @@ struct Parser {
     list->add_flag("--pods", choices.pods, "pods only");
     list->add_flag("--vms", choices.vms, "VMs only");
     list->add_flag("--all", choices.all, "pods and VMs (the default)");
-    add("dominfo", "one VM: its vCPUs' CPUs, emulator, memory and cgroup",
-        [](CommandContext& c, const Choices& o) {
-          v1::GetTenantRequest request;
-          request.set_vm(o.key);
-          auto tenant = c.vrid().tenant(request);
-          if (!tenant.ok()) return failed(c, tenant.error());
-          return show(c, o, tenant->vm(), formatVmInfo(tenant->vm()));
-        })
-        ->add_option("domain", choices.key, "the VM's name or UUID")
-        ->required();
-    add("podinfo", "one pod and its containers",
-        [](CommandContext& c, const Choices& o) {
-          v1::GetTenantRequest request;
-          request.set_pod(o.key);
-          auto tenant = c.vrid().tenant(request);
-          if (!tenant.ok()) return failed(c, tenant.error());
-          return show(c, o, tenant->pod(), formatPodInfo(tenant->pod()));
-        })
-        ->add_option("pod", choices.key, "the pod's UID or NAMESPACE/NAME")
-        ->required();
+    addTenantCommand("dominfo", "one VM: its vCPUs' CPUs, emulator, memory and cgroup", "domain",
+                     "the VM's name or UUID", &v1::GetTenantRequest::set_vm);
+    addTenantCommand("podinfo", "one pod and its containers", "pod", "the pod's UID or NAMESPACE/NAME",
+                     &v1::GetTenantRequest::set_pod);
     add("tree", "the cgroup hierarchy as VRI models it, marked where the kernel differs",
         [](CommandContext& c, const Choices& o) {
           auto tree = c.vrid().tree(!o.noCompare);
@@ -183,6 +167,22 @@ struct Parser {
           return show(c, o, *reply, formatReconcile(*reply, o.dryRun));
         })
         ->add_flag("--dry-run,-n", choices.dryRun, "show what reconcile would do, and do nothing");
+  }
+
+  // dominfo and podinfo: one tenant by the key `set` puts in the request, shown as a VM or a pod.
+  void addTenantCommand(const std::string& name, const std::string& help, const std::string& argument,
+                        const std::string& argumentHelp, void (v1::GetTenantRequest::*set)(const std::string&)) {
+    add(name, help,
+        [set](CommandContext& c, const Choices& o) {
+          v1::GetTenantRequest request;
+          (request.*set)(o.key);
+          auto tenant = c.vrid().tenant(request);
+          if (!tenant.ok()) return failed(c, tenant.error());
+          if (tenant->has_vm()) return show(c, o, tenant->vm(), formatVmInfo(tenant->vm()));
+          return show(c, o, tenant->pod(), formatPodInfo(tenant->pod()));
+        })
+        ->add_option(argument, choices.key, argumentHelp)
+        ->required();
   }
 
   CLI::App* add(const std::string& name, const std::string& help, Run run) {

@@ -216,6 +216,11 @@ Result<bool> Ledger::releasePod(const std::string& podUid, const ReleaseGuard& g
   Writer w(*this);
   return settle(w, decideReleasePod(w.current(), podUid, guard));
 }
+Result<VmCpuPlacement> Ledger::moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves) {
+  Writer w(*this);
+  return settle(w, decideMoveVm(w.current(), uuid, moves));
+}
+
 Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
   Writer w(*this);
   return settle(w, decideAdmitVm(w.current(), vm));

@@ -23,6 +23,7 @@
 #include "accounting/ledger_state.h"
 #include "accounting/ledger_store.h"
 #include "accounting/topology_manager.h"
+#include "accounting/vm_thread_move.h"
 #include "cgroup-model/thread_annotations.h"
 
 namespace vri {
@@ -140,6 +141,17 @@ class Ledger {
   // nodes it already uses where possible.
   Result<Decision<VmCpuPlacement>> decideResizeVm(const StatePtr& from, const VmSpec& vm) const;
   Result<Decision<bool>> decideReleaseVm(const StatePtr& from, const std::string& uuid) const;
+  // Moves a running VM's threads (vrictl vcpupin, emulatorpin), every move or none:
+  //  - a thread given a CPU holds it exclusively: a dedicated one moves there, a
+  //    shared one becomes dedicated (the request turns mixed, or dedicated once
+  //    every vCPU is; an emulator given a CPU is isolated);
+  //  - a thread given the shared pool gives its CPU back;
+  //  - a CPU another dedicated thread of the same VM holds is swapped with it;
+  //  - refused: offline vCPUs, reserved CPUs, other tenants' CPUs (named), CPUs
+  //    off the NUMA nodes of the VM's bound memory (memory does not move), VMs
+  //    that hold whole cores or CPUs for offline vCPUs, VMs not running.
+  Result<Decision<VmCpuPlacement>> decideMoveVm(const StatePtr& from, const std::string& uuid,
+                                                const std::vector<VmThreadMove>& moves) const;
   // Where VMs' cgroups are (nullopt: gone). Unknown UUIDs are ignored.
   Decision<bool> decideVmScopes(const StatePtr& from,
                                 const std::map<std::string, std::optional<CgroupPath>>& scopes) const;
@@ -168,6 +180,7 @@ class Ledger {
   Result<VmCpuPlacement> reserveVm(const VmSpec& vm);
   Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
   Result<void> releaseVm(const std::string& uuid);
+  Result<VmCpuPlacement> moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves);
   Result<void> adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive);
   Result<void> adoptVm(const VmSpec& vm, const VmCpuPlacement& placement);
 

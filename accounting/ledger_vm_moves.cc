@@ -1,0 +1,185 @@
+// The ledger's live moves of a running VM's threads (vrictl vcpupin and
+// emulatorpin): the placement changes, and the request follows it, so that the
+// VM reads the same from the metadata VRI writes back into its definition.
+#include <algorithm>
+
+#include "accounting/ledger.h"
+#include "accounting/tenant_id.h"
+#include "cgroup-model/quote.h"
+
+namespace vri {
+
+namespace {
+
+constexpr int kShared = VmCpuPlacement::kShared;
+
+std::string vmName(const VmSpec& vm) { return "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name); }
+
+// Who holds an exclusive CPU, as an operator names it.
+std::string holderName(const LedgerState& state, const std::string& owner) {
+  const TenantName tenant = parseTenant(owner);
+  switch (tenant.kind) {
+    case TenantName::Kind::kVm:
+      if (const VmRecord* vm = state.vm(tenant.uuid)) return vmName(vm->spec);
+      return "VM " + tenant.uuid;
+    case TenantName::Kind::kContainer: {
+      const PodRecord* pod = state.pod(tenant.podUid);
+      return "container " + tenant.name + " of pod " +
+             (pod && !pod->spec.name.empty() ? pod->spec.name : tenant.podUid);
+    }
+    case TenantName::Kind::kPod: return "pod " + tenant.podUid;
+    case TenantName::Kind::kDraining: return "a release whose cgroup writes have not landed yet";
+    case TenantName::Kind::kUnknown: break;
+  }
+  return quoteForMessage(owner);
+}
+
+int sharedVcpus(const VmCpuPlacement& placement) {
+  return static_cast<int>(std::count_if(placement.vcpuCpus.begin(), placement.vcpuCpus.end(),
+                                        [](const auto& vcpu) { return vcpu.second == kShared; }));
+}
+
+// The request a placement answers: a user's pins become the moved ones; VRI's
+// policy becomes dedicated, mixed or shared by which vCPUs hold a CPU now.
+void followPlacement(VmCpuRequest& request, const VmCpuPlacement& placement) {
+  if (!request.pinnedVcpuCpus.empty()) {
+    for (const auto& [id, cpu] : placement.vcpuCpus) {
+      if (id < static_cast<int>(request.pinnedVcpuCpus.size())) request.pinnedVcpuCpus[id] = cpu;
+    }
+  } else {
+    std::vector<int> dedicated;
+    for (const auto& [id, cpu] : placement.vcpuCpus) {
+      if (cpu != kShared) dedicated.push_back(id);
+    }
+    request.mixedDedicatedVcpus.clear();
+    if (dedicated.empty()) {
+      request.cpuPolicy = VmCpuPolicy::kShared;
+    } else if (dedicated.size() == placement.vcpuCpus.size()) {
+      request.cpuPolicy = VmCpuPolicy::kDedicated;
+    } else {
+      request.cpuPolicy = VmCpuPolicy::kMixed;
+      request.mixedDedicatedVcpus = std::move(dedicated);
+    }
+  }
+  request.emulatorPolicy = placement.emulatorCpus.empty() ? HelperThreadPolicy::kShared : HelperThreadPolicy::kIsolate;
+}
+
+}  // namespace
+
+Result<Decision<VmCpuPlacement>> Ledger::decideMoveVm(const StatePtr& from, const std::string& uuid,
+                                                      const std::vector<VmThreadMove>& moves) const {
+  const VmRecord* known = from->vm(uuid);
+  if (known == nullptr) return Error::notFound("no VM " + quoteForMessage(uuid));
+  const std::string who = vmName(known->spec);
+  if (known->defined) {
+    return Error::failedPrecondition(who + " is defined but not running: it is placed when it starts");
+  }
+  if (known->spec.cpu.threadPolicy != ThreadPolicy::kPrefer) {
+    return Error::failedPrecondition(who + " holds whole cores (thread policy " +
+                                     (known->spec.cpu.threadPolicy == ThreadPolicy::kIsolate ? "isolate" : "require") +
+                                     "): its vCPUs cannot move one by one");
+  }
+  if (!known->placement.heldBack.empty()) {
+    return Error::failedPrecondition(who + " holds CPUs " + known->placement.heldBack.format() +
+                                     " for its offline vCPUs: move it by editing its <vcpupin>s");
+  }
+  if (moves.empty()) return Error::invalidArgument("nothing to move");
+
+  VmRecord moved = *known;
+  VmCpuPlacement& p = moved.placement;
+  int emulator = p.emulatorCpus.empty() ? kShared : *p.emulatorCpus.begin();
+  const CpuSet held = known->placement.exclusive;
+  const int vcpu_ids = vcpuIdCount(known->spec.cpu);
+  for (const VmThreadMove& move : moves) {
+    if (move.thread == VmThreadMove::Thread::kVcpu && !p.vcpuCpus.contains(move.id)) {
+      if (move.id >= 0 && move.id < vcpu_ids) {
+        return Error::failedPrecondition(who + ": vCPU " + std::to_string(move.id) +
+                                         " is offline; it runs on the shared pool when brought online");
+      }
+      return Error::invalidArgument(who + " has no vCPU " + std::to_string(move.id) + " (its vCPUs are 0-" +
+                                    std::to_string(vcpu_ids - 1) + ")");
+    }
+    int& slot = move.thread == VmThreadMove::Thread::kVcpu ? p.vcpuCpus.at(move.id) : emulator;
+    const int target = move.cpu.value_or(kShared);
+    if (target == slot) continue;
+    if (target != kShared) {
+      const CpuLocation* location = topology_->cpu(target);
+      if (location == nullptr || !topology_->onlineCpus().contains(target)) {
+        return Error::invalidArgument("this host has no online CPU " + std::to_string(target) +
+                                      " (online: " + topology_->onlineCpus().format() + ")");
+      }
+      if (from->reserved().contains(target)) {
+        return Error::failedPrecondition("CPU " + std::to_string(target) +
+                                         " is reserved (reserved: " + from->reserved().format() + ")");
+      }
+      if (!p.mems.empty() && !p.mems.contains(location->numaNode)) {
+        return Error::failedPrecondition(who + "'s memory is bound to NUMA nodes " + p.mems.format() + " and CPU " +
+                                         std::to_string(target) + " is on node " + std::to_string(location->numaNode) +
+                                         ": bound memory does not move");
+      }
+      for (const auto& [id, cpu] : p.iothreadCpus) {
+        if (cpu == target) {
+          return Error::failedPrecondition("CPU " + std::to_string(target) + " is held by iothread " +
+                                           std::to_string(id) + " of " + who);
+        }
+      }
+      // A CPU another of the VM's dedicated threads holds: the two swap.
+      int* other = emulator == target ? &emulator : nullptr;
+      std::string other_name = "the emulator";
+      for (auto& [id, cpu] : p.vcpuCpus) {
+        if (cpu == target) {
+          other = &cpu;
+          other_name = "vCPU " + std::to_string(id);
+        }
+      }
+      if (other != nullptr) {
+        if (slot == kShared) {
+          return Error::failedPrecondition("CPU " + std::to_string(target) + " is held by " + other_name + " of " +
+                                           who + ", and " + move.name() + " has no CPU of its own to swap");
+        }
+        *other = slot;
+      }
+    }
+    slot = target;
+  }
+  p.emulatorCpus = emulator == kShared ? CpuSet{} : CpuSet{emulator};
+  if (p.vcpuCpus == known->placement.vcpuCpus && p.emulatorCpus == known->placement.emulatorCpus) {
+    return unchanged(from, known->placement);
+  }
+  CpuSet exclusive = p.emulatorCpus;
+  for (const auto& [id, cpu] : p.vcpuCpus) {
+    if (cpu != kShared) exclusive.add(cpu);
+  }
+  for (const auto& [id, cpu] : p.iothreadCpus) {
+    if (cpu != kShared) exclusive.add(cpu);
+  }
+  p.exclusive = exclusive;
+  const std::string owner = vmTenant(uuid);
+  for (int cpu : exclusive - held) {
+    for (const auto& [holder, grant] : from->grants()) {
+      if (holder != owner && grant.all().contains(cpu)) {
+        return Error::failedPrecondition("CPU " + std::to_string(cpu) + " is held by " + holderName(*from, holder) +
+                                         " (free for exclusive use: " + from->pool.freeForExclusive().format() + ")");
+      }
+    }
+  }
+  followPlacement(moved.spec.cpu, p);
+
+  // Shared vCPUs that become dedicated leave the shared pool's demand; the ones given back join it.
+  const int64_t more = (sharedVcpus(p) - sharedVcpus(known->placement)) * config_.sharedVcpuMilli;
+  NextState n = next(from);
+  n.pool().releaseOwner(owner);
+  n.pool().followSharedDemand(
+      static_cast<int>(std::max<int64_t>(1, (from->totals.sharedDemandMilli + more + 999) / 1000)));
+  if (!exclusive.empty()) {
+    if (auto assigned = n.pool().assign(owner, {exclusive, {}}); !assigned.ok()) {
+      return std::move(assigned).context(who).error();
+    }
+  }
+  VRI_TRY(checkSharedDemand(n.now(), more, who));  // against the pool the moves leave
+  const VmCpuPlacement answer = p;
+  n.putVm(std::move(moved));
+  return n.finish(answer);
+}
+
+}  // namespace vri

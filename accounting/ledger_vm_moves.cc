@@ -113,9 +113,9 @@ Result<Decision<VmCpuPlacement>> Ledger::decideMoveVm(const StatePtr& from, cons
                                          " is reserved (reserved: " + from->reserved().format() + ")");
       }
       if (!p.mems.empty() && !p.mems.contains(location->numaNode)) {
-        return Error::failedPrecondition(who + "'s memory is bound to NUMA nodes " + p.mems.format() + " and CPU " +
+        return Error::failedPrecondition(who + "'s memory is bound to NUMA nodes " + p.mems.format() + "; CPU " +
                                          std::to_string(target) + " is on node " + std::to_string(location->numaNode) +
-                                         ": bound memory does not move");
+                                         ", and bound memory does not move");
       }
       for (const auto& [id, cpu] : p.iothreadCpus) {
         if (cpu == target) {

@@ -123,4 +123,31 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
   return doc.serialize();
 }
 
+std::string vriMetadataElement(const VriDomainMetadata& metadata) {
+  // Every value is a keyword or a CPU list: nothing to escape.
+  std::string cpu;
+  const auto add = [&](const char* name, const std::string& value) {
+    if (!value.empty()) cpu += std::string(" ") + name + "='" + value + "'";
+  };
+  add("policy", metadata.cpuPolicy);
+  if (metadata.cpuPolicy == "mixed") add("dedicated-vcpus", metadata.dedicatedVcpus.format());
+  add("thread-policy", metadata.threadPolicy);
+  add("emulator-threads", metadata.emulatorThreads);
+  add("iothreads", metadata.iothreadPolicy);
+  std::string out = "<domain><cpu" + cpu + "/>";
+  if (metadata.placement) {
+    const VriPlacementMark& mark = *metadata.placement;
+    out += "<placement>";
+    for (const auto& [vcpu, cpus] : mark.vcpupins) {
+      out += "<vcpupin vcpu='" + std::to_string(vcpu) + "' cpuset='" + cpus.format() + "'/>";
+    }
+    if (mark.emulatorpin) out += "<emulatorpin cpuset='" + mark.emulatorpin->format() + "'/>";
+    for (const auto& [id, cpus] : mark.iothreadpins) {
+      out += "<iothreadpin iothread='" + std::to_string(id) + "' cpuset='" + cpus.format() + "'/>";
+    }
+    out += "</placement>";
+  }
+  return out + "</domain>";
+}
+
 }  // namespace vri

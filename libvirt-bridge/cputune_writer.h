@@ -19,4 +19,9 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
 // The <vri:placement> record writeVriPins leaves for `pins`.
 VriPlacementMark placementMark(const VmPins& pins);
 
+// VRI's whole metadata element, <domain> with its <cpu> and <placement>, without
+// a namespace: what virDomainSetMetadata takes (it puts the element into VRI's
+// namespace), for a running domain whose pins VRI sets live.
+std::string vriMetadataElement(const VriDomainMetadata& metadata);
+
 }  // namespace vri

@@ -1,4 +1,5 @@
 #include "libvirt-bridge/libvirt_session.h"
+#include "libvirt-bridge/domain_xml.h"
 
 #include <libvirt/virterror.h>
 
@@ -241,6 +242,35 @@ Result<void> LibvirtSession::define(const std::string& xml) {
   virDomainPtr domain = virDomainDefineXML(conn_, xml.c_str());
   if (domain == nullptr) return libvirtError("define domain");
   virDomainFree(domain);
+  return {};
+}
+
+Result<void> LibvirtSession::setVriMetadata(const std::string& uuid, const std::string& element, bool persistent) {
+  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
+  const std::string ns(kVriXmlNamespace), prefix(kVriXmlPrefix);
+  const unsigned flags = VIR_DOMAIN_AFFECT_LIVE | (persistent ? VIR_DOMAIN_AFFECT_CONFIG : 0);
+  if (virDomainSetMetadata(domain.get(), VIR_DOMAIN_METADATA_ELEMENT, element.c_str(), prefix.c_str(), ns.c_str(),
+                           flags) < 0) {
+    return libvirtError("record VRI's pins in the metadata of " + uuid);
+  }
+  return {};
+}
+
+Result<void> LibvirtSession::pinPersistent(const std::string& uuid, const VmPins& pins) {
+  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
+  for (const auto& [vcpu, cpus] : pins.vcpus) {
+    int length = 0;
+    auto map = cpumap(cpus, length);
+    if (virDomainPinVcpuFlags(domain.get(), static_cast<unsigned>(vcpu), map.data(), length, VIR_DOMAIN_AFFECT_CONFIG) <
+        0) {
+      return libvirtError("pin vCPU " + std::to_string(vcpu) + " in the definition of " + uuid);
+    }
+  }
+  int length = 0;
+  auto map = cpumap(pins.emulator, length);
+  if (virDomainPinEmulator(domain.get(), map.data(), length, VIR_DOMAIN_AFFECT_CONFIG) < 0) {
+    return libvirtError("pin the emulator in the definition of " + uuid);
+  }
   return {};
 }
 

@@ -74,6 +74,12 @@ class LibvirtSession {
   // cgroups and records them in its live XML, so `virsh vcpupin` agrees).
   Result<void> pinLive(const std::string& uuid, const VmPins& pins);
   Result<void> define(const std::string& xml);
+  // Replaces VRI's element in the domain's <metadata> (`element` as
+  // vriMetadataElement makes it) in the running domain and, with `persistent`,
+  // in its definition too.
+  Result<void> setVriMetadata(const std::string& uuid, const std::string& element, bool persistent);
+  // Pins the persistent definition's vCPUs and emulator as `pins` says (the next start's <cputune>).
+  Result<void> pinPersistent(const std::string& uuid, const VmPins& pins);
 
  private:
   LibvirtSession(LibvirtSessionOptions options, LibvirtHandler& handler)

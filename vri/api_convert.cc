@@ -268,6 +268,9 @@ v1::Event::Kind eventKindMessage(EventKind kind) {
     case EventKind::kWritePending: return v1::Event::WRITE_PENDING;
     case EventKind::kWriteLanded: return v1::Event::WRITE_LANDED;
     case EventKind::kHalted: return v1::Event::HALTED;
+    case EventKind::kMoved: return v1::Event::MOVED;
+    case EventKind::kPinsPending: return v1::Event::PINS_PENDING;
+    case EventKind::kPinsSet: return v1::Event::PINS_SET;
   }
   return v1::Event::KIND_UNSPECIFIED;
 }

@@ -192,6 +192,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
     d->libvirt_ = std::make_unique<LibvirtSync>(
         *d->node_, log,
         LibvirtSyncOptions{config.libvirtUri, config.libvirtPidDir, config.defineTimePlacement, &clock});
+    d->livePins_.attach(d->libvirt_.get());
   }
   {
     MutexLock lock(d->loopMutex_);
@@ -206,8 +207,9 @@ Result<void> Daemon::serve() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   refusals_ = std::make_unique<RateLimitedLog>([this](const std::string& line) { log_.warning(line); }, clock_);
-  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_, clients_);
-  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_, clients_);
+  readOnlyService_ =
+      std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_, clients_, livePins_);
+  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_, clients_, livePins_);
   struct Endpoint {
     const std::string& path;
     VriService& service;
@@ -285,8 +287,9 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   shutDown_ = true;
   if (!readOnlyServer_ && !adminServer_ && !reconcileThread_.joinable()) return;  // never started serving
   log_.info("shutting down: finishing calls in flight");
-  libvirt_.reset();  // no more libvirt events turn into decisions
-  events_.close();   // watches end now instead of holding the shutdown
+  livePins_.attach(nullptr);  // a move from now on answers without libvirt
+  libvirt_.reset();           // no more libvirt events turn into decisions; moves waiting on it are answered
+  events_.close();            // watches end now instead of holding the shutdown
   // Deciding calls in flight get the grace; then nothing is left worth waiting for, idle connections included.
   calls_.closeAndDrain(grace);
   const auto now = std::chrono::system_clock::now();

@@ -66,7 +66,8 @@ class Daemon {
   std::unique_ptr<Ledger> ledger_;
   std::unique_ptr<CgroupSync> sync_;
   EventHub events_;
-  CallGate calls_;  // before the services, which count their calls in it
+  CallGate calls_;         // before the services, which count their calls in it
+  LivePinsSlot livePins_;  // before the services, which take moved VMs' pins to libvirt through it
   std::unique_ptr<NodeManager> node_;
   std::unique_ptr<RateLimitedLog> refusals_;  // every refused call, one line each, rate-limited
   ClientVersions clients_;                    // which clients called, in which version

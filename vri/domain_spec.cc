@@ -62,4 +62,25 @@ Result<VmPins> vmPinsOf(const VmCpuRequest& request, const VmCpuPlacement& place
   return pins;
 }
 
+VriDomainMetadata vriMetadataOf(const VmCpuRequest& request, const VmPins& pins) {
+  VriDomainMetadata out;
+  switch (request.cpuPolicy) {
+    case VmCpuPolicy::kShared: out.cpuPolicy = "shared"; break;
+    case VmCpuPolicy::kDedicated: out.cpuPolicy = "dedicated"; break;
+    case VmCpuPolicy::kMixed:
+      out.cpuPolicy = "mixed";
+      for (int vcpu : request.mixedDedicatedVcpus) out.dedicatedVcpus.add(vcpu);
+      break;
+  }
+  switch (request.threadPolicy) {
+    case ThreadPolicy::kPrefer: out.threadPolicy = "prefer"; break;
+    case ThreadPolicy::kIsolate: out.threadPolicy = "isolate"; break;
+    case ThreadPolicy::kRequire: out.threadPolicy = "require"; break;
+  }
+  out.emulatorThreads = request.emulatorPolicy == HelperThreadPolicy::kIsolate ? "isolate" : "shared";
+  out.iothreadPolicy = request.iothreadPolicy == HelperThreadPolicy::kIsolate ? "isolate" : "shared";
+  out.placement = VriPlacementMark{pins.vcpus, pins.emulator, pins.iothreads};
+  return out;
+}
+
 }  // namespace vri

@@ -34,6 +34,9 @@ enum class EventKind {
   kWritePending,  // a decision's cgroup writes failed; its freed CPUs wait out of every pool
   kWriteLanded,   // the pending writes landed on a retry
   kHalted,        // an undo could not be committed: decisions stop until the ledger is reloaded
+  kMoved,         // a running VM's threads moved live
+  kPinsPending,   // libvirt's live pins could not be set; retried
+  kPinsSet,       // the pending live pins are set
 };
 
 struct Event {

@@ -1,5 +1,6 @@
 #include "vri/libvirt_sync.h"
 
+#include "accounting/tenant_id.h"
 #include "libvirt-bridge/cputune_writer.h"
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/qemu_pid.h"
@@ -45,9 +46,14 @@ LibvirtSync::~LibvirtSync() {
 
 void LibvirtSync::watchEvents() {
   Event event;
+  auto retry_at = options_.clock->now() + options_.pinRetryInterval;
   while (!stopping_) {
     const auto next = events_->next(std::chrono::milliseconds(200), event);
     if (next == EventSubscription::Next::kClosed) return;
+    if (pendingCount_ > 0 && options_.clock->now() >= retry_at && !retryQueued_.exchange(true)) {
+      retry_at = options_.clock->now() + options_.pinRetryInterval;
+      session_->post([this](LibvirtSession& session) { retryPending(session); });
+    }
     // One follow-up queued at a time: a burst of pool changes needs one pass over the VMs.
     if (next == EventSubscription::Next::kEvent && event.kind == EventKind::kSharedPoolChanged &&
         !followQueued_.exchange(true)) {
@@ -95,25 +101,110 @@ void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
 
 void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid) {
   const StatePtr state = node_.state();
-  if (const VmRecord* vm = state->vm(uuid)) pin(session, *vm, state->shared(), true);
+  if (const VmRecord* vm = state->vm(uuid)) (void)pin(session, *vm, state->shared(), true);
 }
 
-void LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
-  if (vm.defined) return;
+Result<void> LibvirtSync::setLive(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
   const std::string& uuid = vm.spec.uuid;
-  auto pins = vmPinsOf(vm.spec.cpu, vm.placement, shared);
-  if (!pins.ok()) {
-    log_.warning("libvirt: VM " + uuid + ": " + pins.error().message());
-    return;
-  }
+  VRI_ASSIGN_OR_RETURN(VmPins pins, vmPinsOf(vm.spec.cpu, vm.placement, shared));
+  const bool users = !vm.spec.cpu.pinnedVcpuCpus.empty();
+  Told told{pins, users ? "" : vriMetadataElement(vriMetadataOf(vm.spec.cpu, pins))};
   const auto known = pinned_.find(uuid);
-  if (!force && known != pinned_.end() && known->second == *pins) return;
-  if (auto done = session.pinLive(uuid, *pins); !done.ok()) {
-    log_.warning("libvirt: " + done.error().message());
-    return;
+  if (!force && known != pinned_.end() && known->second.pins == told.pins && known->second.metadata == told.metadata) {
+    return {};
   }
-  pinned_[uuid] = *pins;
+  pinned_.erase(uuid);  // whatever fails below, libvirt is told everything next time
+  VRI_TRY(session.pinLive(uuid, pins));
+  if (!users) VRI_TRY(session.setVriMetadata(uuid, told.metadata, false));
+  pinned_[uuid] = std::move(told);
   log_.debug("libvirt: live pins of VM " + uuid + " set");
+  return {};
+}
+
+Result<void> LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
+  if (vm.defined) return {};
+  const std::string& uuid = vm.spec.uuid;
+  const std::string tenant = vmTenant(uuid);
+  auto done = setLive(session, vm, shared, force);
+  if (!done.ok()) {
+    const std::string why = done.error().message();
+    log_.warning("libvirt: " + why + "; retrying");
+    const auto [was, first] = pendingPins_.try_emplace(uuid, why);
+    if (first) node_.announce(EventKind::kPinsPending, tenant, why);
+    pendingCount_ = pendingPins_.size();
+    return done;
+  }
+  if (pendingPins_.erase(uuid) > 0) {
+    pendingCount_ = pendingPins_.size();
+    log_.info("libvirt: live pins of VM " + uuid + " set after all");
+    node_.announce(EventKind::kPinsSet, tenant, "libvirt holds the ledger's pins");
+  }
+  return {};
+}
+
+void LibvirtSync::retryPending(LibvirtSession& session) {
+  retryQueued_ = false;
+  const StatePtr state = node_.state();
+  std::vector<std::string> pending;
+  for (const auto& [uuid, why] : pendingPins_) pending.push_back(uuid);
+  for (const std::string& uuid : pending) {
+    const VmRecord* vm = state->vm(uuid);
+    if (vm == nullptr || state->vmScope(uuid) == nullptr) {
+      pendingPins_.erase(uuid);  // released, or not running any more: nothing left to pin
+      continue;
+    }
+    (void)pin(session, *vm, state->shared(), true);
+  }
+  pendingCount_ = pendingPins_.size();
+}
+
+namespace {
+
+// Answers exactly once: with the outcome, or "pending" when the task that
+// would have answered is dropped (libvirt not connected, vrid stopping).
+class AnswerOnce {
+ public:
+  explicit AnswerOnce(LivePinsDone done) : done_(std::move(done)) {}
+  ~AnswerOnce() {
+    if (done_) {
+      done_({LivePinsOutcome::State::kPending, "libvirt is not connected; the pins are set when it is"});
+    }
+  }
+  AnswerOnce(const AnswerOnce&) = delete;
+  AnswerOnce& operator=(const AnswerOnce&) = delete;
+  void answer(LivePinsOutcome outcome) {
+    LivePinsDone done = std::move(done_);
+    done_ = nullptr;
+    if (done) done(std::move(outcome));
+  }
+
+ private:
+  LivePinsDone done_;
+};
+
+}  // namespace
+
+void LibvirtSync::setPins(const std::string& uuid, bool persistent, LivePinsDone done) {
+  auto once = std::make_shared<AnswerOnce>(std::move(done));
+  session_->post(
+      [this, uuid, persistent, once](LibvirtSession& session) { once->answer(applyMove(session, uuid, persistent)); });
+}
+
+LivePinsOutcome LibvirtSync::applyMove(LibvirtSession& session, const std::string& uuid, bool persistent) {
+  const StatePtr state = node_.state();
+  const VmRecord* vm = state->vm(uuid);
+  if (vm == nullptr) return {LivePinsOutcome::State::kApplied, "the VM was released meanwhile"};
+  if (auto live = pin(session, *vm, state->shared(), true); !live.ok()) {
+    return {LivePinsOutcome::State::kPending, live.error().message()};
+  }
+  if (!persistent) return {};
+  auto pins = vmPinsOf(vm->spec.cpu, vm->placement, state->shared());
+  Result<void> saved = pins.ok() ? session.pinPersistent(uuid, *pins) : Result<void>(pins.error());
+  if (saved.ok() && vm->spec.cpu.pinnedVcpuCpus.empty()) {
+    saved = session.setVriMetadata(uuid, vriMetadataElement(vriMetadataOf(vm->spec.cpu, *pins)), true);
+  }
+  if (!saved.ok()) return {LivePinsOutcome::State::kDefinitionFailed, saved.error().message()};
+  return {};
 }
 
 void LibvirtSync::followSharedPool(LibvirtSession& session) {
@@ -121,7 +212,7 @@ void LibvirtSync::followSharedPool(LibvirtSession& session) {
   const StatePtr state = node_.state();  // O(1): no copy of the ledger
   const CpuSet shared = state->shared();
   for (const auto& [uuid, scope] : state->vmScopes) {
-    if (const VmRecord* vm = state->vm(uuid)) pin(session, *vm, shared, false);
+    if (const VmRecord* vm = state->vm(uuid)) (void)pin(session, *vm, shared, false);
   }
 }
 
@@ -177,7 +268,10 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
 void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event) {
   switch (event.kind) {
     case DomainEventKind::kStarted: pinFromLedger(session, event.uuid); break;
-    case DomainEventKind::kStopped: pinned_.erase(event.uuid); break;
+    case DomainEventKind::kStopped:
+      pinned_.erase(event.uuid);
+      if (pendingPins_.erase(event.uuid) > 0) pendingCount_ = pendingPins_.size();
+      break;
     case DomainEventKind::kDefined:
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
       break;

@@ -7,7 +7,13 @@
 //    live pins, so `virsh vcpupin`/`emulatorpin` show what the cgroups hold;
 //  - shared-pool moves re-pin the running VMs whose threads use the pool;
 //  - "defined" reserves a placement for the VM and writes it into the
-//    persistent definition, marked as VRI's; "undefined" drops a reservation.
+//    persistent definition, marked as VRI's; "undefined" drops a reservation;
+//  - a live move (vrictl vcpupin) sets the moved VM's pins, and its definition's with `persistent`.
+// Every live pin VRI sets is recorded in the running domain's metadata with the
+// request it answers (<vri:cpu>, <vri:placement>), unless the pins are the
+// user's own: a save image, a migration stream or vrid adopting the VM then
+// reads VRI's pins as VRI's. Pins libvirt refuses are retried until it takes
+// them (PINS_PENDING, then PINS_SET).
 // Everything runs on the session's worker thread, never inside the hook's call.
 #pragma once
 
@@ -18,6 +24,7 @@
 #include <thread>
 
 #include "libvirt-bridge/libvirt_session.h"
+#include "vri/live_pins.h"
 #include "vri/logger.h"
 #include "vri/node_manager.h"
 
@@ -27,23 +34,30 @@ struct LibvirtSyncOptions {
   std::string uri = "qemu:///system";
   std::string qemuPidDir = "/run/libvirt/qemu";
   bool defineTimePlacement = true;
-  const Clock* clock = &steadyClock();  // what the libvirt connection's back-off waits by; not owned
+  const Clock* clock = &steadyClock();               // what the libvirt connection's back-off waits by; not owned
+  std::chrono::milliseconds pinRetryInterval{1000};  // how soon pins libvirt refused are tried again
 };
 
-class LibvirtSync : public LibvirtHandler {
+class LibvirtSync : public LibvirtHandler, public LivePins {
  public:
   LibvirtSync(NodeManager& node, Logger& log, LibvirtSyncOptions options);
   ~LibvirtSync() override;
 
   void connected(LibvirtSession& session) override;
   void domainEvent(LibvirtSession& session, const DomainEvent& event) override;
+  void setPins(const std::string& uuid, bool persistent, LivePinsDone done) override;
 
  private:
   void adopt(LibvirtSession& session, const std::string& liveXml);
   // Sets the VM's live pins from the ledger, always.
   void pinFromLedger(LibvirtSession& session, const std::string& uuid);
-  // Sets them when they differ from what libvirt was last told (or always, with `force`).
-  void pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
+  // Sets them and VRI's record of them when they differ from what libvirt was
+  // last told (or always, with `force`); a failure is logged, announced once and
+  // retried. Returns what libvirt answered.
+  Result<void> pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
+  Result<void> setLive(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
+  LivePinsOutcome applyMove(LibvirtSession& session, const std::string& uuid, bool persistent);
+  void retryPending(LibvirtSession& session);
   void followSharedPool(LibvirtSession& session);
   void placeDefinition(LibvirtSession& session, const std::string& uuid);
   // Whether the ledger holds the VM as reserved at definition only (not admitted to run).
@@ -53,7 +67,14 @@ class LibvirtSync : public LibvirtHandler {
   NodeManager& node_;
   Logger& log_;
   LibvirtSyncOptions options_;
-  std::map<std::string, VmPins> pinned_;  // worker thread only: what libvirt was last told
+  struct Told {
+    VmPins pins;
+    std::string metadata;  // empty: the user's own pins, no record
+  };
+  std::map<std::string, Told> pinned_;              // worker thread only: what libvirt was last told
+  std::map<std::string, std::string> pendingPins_;  // worker thread only: VMs whose pins failed, and why
+  std::atomic<bool> retryQueued_{false};
+  std::atomic<size_t> pendingCount_{0};
   std::shared_ptr<EventSubscription> events_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> followQueued_{false};  // a shared-pool follow-up waits on the worker

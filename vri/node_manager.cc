@@ -3,39 +3,16 @@
 #include <cstdio>
 
 #include "accounting/ledger_validation.h"
+#include "vri/node_manager_pipeline.h"
 
 namespace vri {
 
 namespace {
 
-using Stopwatch = std::chrono::steady_clock;  // how long a decision took, for the log
-
-std::string millisSince(Stopwatch::time_point start) {
-  const double ms = std::chrono::duration<double, std::milli>(Stopwatch::now() - start).count();
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f ms", ms);
-  return text;
-}
-
-std::string describeContainer(const ContainerPlacement& p) {
-  std::string out = "cpus " + p.cpus.format() + (p.exclusive.empty() ? " (shared)" : " (exclusive)");
-  if (!p.mems.empty()) out += " mems " + p.mems.format();
-  return out;
-}
-
-std::string describeVm(const VmCpuPlacement& p) {
-  std::string out = "vcpus";  // id:cpu
-  for (const auto& [vcpu, cpu] : p.vcpuCpus)
-    out += " " + std::to_string(vcpu) + ":" + (cpu == VmCpuPlacement::kShared ? "shared" : std::to_string(cpu));
-  if (!p.exclusive.empty()) out += ", exclusive " + p.exclusive.format();
-  if (!p.mems.empty()) out += ", mems " + p.mems.format();
-  return out;
-}
-
-Result<void> asVoid(const Result<bool>& done) {
-  if (!done.ok()) return done.error();
-  return {};
-}
+using pipeline::asVoid;
+using pipeline::describeContainer;
+using pipeline::millisSince;
+using pipeline::Stopwatch;
 
 // Why a guarded release left the tenant alone, for the log.
 std::string describeGuard(const ReleaseGuard& guard) {
@@ -86,83 +63,6 @@ bool NodeManager::writesPending() const {
 void NodeManager::published(const LedgerState& before, const LedgerState& after) {
   const CpuSet was = before.shared(), now = after.shared();
   if (was != now) events_.publish(EventKind::kSharedPoolChanged, "", was.format() + " -> " + now.format());
-}
-
-template <typename T>
-Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                                   OnWriteFailure onFailure, WriteStats* stats) {
-  if (!decision.changes()) return {};
-  VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
-  const auto writing = Stopwatch::now();
-  auto written = sync_.write(writer, decision.before, decision.after, decision.delta);
-  if (stats != nullptr) stats->took = std::chrono::duration_cast<std::chrono::microseconds>(Stopwatch::now() - writing);
-  if (!written.ok() && onFailure == OnWriteFailure::kUndo) return undo(writer, decision, tenant, written.error());
-  StatePtr next = decision.after;
-  if (written.ok()) {
-    if (stats != nullptr) stats->writes = *written;
-  } else {
-    // The decision stands; the CPUs it freed wait out of every pool until its writes land.
-    const CpuSet freed = decision.after->shared() - decision.before->shared();
-    next = ledger_.decideHoldDraining(decision.after, tenant, freed).after;
-    const std::string detail = "writing the cgroups failed (" + written.error().message() + "); retrying" +
-                               (freed.empty() ? "" : ", CPUs " + freed.format() + " held until it lands");
-    log_.error(tenant + ": " + detail);
-    events_.publish(EventKind::kWritePending, tenant, detail);
-    {
-      MutexLock lock(retryMutex_);
-      pending_ = true;
-    }
-    retryWake_.notify_all();
-  }
-  writer.publish(next);
-  published(*decision.before, *next);
-  return {};
-}
-
-template <typename T>
-Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                        const Error& cause) {
-  if (auto reverted = writer.commit(decision.delta, *decision.before); !reverted.ok()) {
-    // The store holds a decision nobody was told of: take no more until the ledger is read back and written out.
-    setHalted(true);
-    const std::string detail = "the undo of a failed cgroup write could not be committed (" +
-                               reverted.error().message() + "); reloading the ledger";
-    log_.error(tenant + ": " + detail);
-    events_.publish(EventKind::kHalted, tenant, detail);
-    if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
-      setHalted(false);
-      log_.info("ledger reloaded from the store and reconciled; taking decisions again");
-    } else {
-      retryWake_.notify_all();  // the retry thread reloads until it can
-    }
-    return Error(ErrorCode::kUnavailable,
-                 "writing the cgroups failed (" + cause.message() +
-                     ") and undoing the decision could not be committed: " + reverted.error().message());
-  }
-  if (auto restored = sync_.write(writer, decision.after, decision.before, decision.delta); !restored.ok()) {
-    log_.error(tenant + ": restoring the cgroups after a failed write: " + restored.error().message() +
-               "; a reconcile follows");
-    MutexLock lock(retryMutex_);
-    pending_ = true;
-    retryWake_.notify_all();
-  }
-  return Error::internal("writing the cgroups failed, nothing was changed: " + cause.message());
-}
-
-template <typename T>
-Result<T> NodeManager::finish(const std::string& action, const std::string& tenant, EventKind kind, Result<T> result,
-                              const std::string& detail, Stopwatch::time_point start) {
-  const bool logged = log_.enabled(LogLevel::kInfo);  // the line is built only when it is written
-  if (!result.ok()) {
-    if (logged)
-      log_.info(action + " " + tenant + ": refused: " + result.error().message() + " (" + millisSince(start) + ")");
-    events_.publish(EventKind::kRefused, tenant, action + ": " + result.error().message());
-    return result;
-  }
-  if (logged)
-    log_.info(action + " " + tenant + ": ok" + (detail.empty() ? "" : ", " + detail) + " (" + millisSince(start) + ")");
-  events_.publish(kind, tenant, detail);
-  return result;
 }
 
 Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container,
@@ -295,102 +195,6 @@ Result<bool> NodeManager::releasePod(const std::string& podUid, const ReleaseGua
     return false;
   }
   return finish("release", tenant, EventKind::kReleased, std::move(result), "", start);
-}
-
-Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = vmTenant(vm.uuid);
-  Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitVm(writer.current(), vm));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-    return decision.answer;
-  }();
-  const std::string detail = result.ok() ? describeVm(*result) : "";
-  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
-}
-
-Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = vmTenant(vm.uuid);
-  Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReserveVm(writer.current(), vm));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-    return decision.answer;
-  }();
-  const std::string detail = result.ok() ? describeVm(*result) : "";
-  return finish("reserve", tenant, EventKind::kReserved, std::move(result), detail, start);
-}
-
-Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = vmTenant(vm.uuid);
-  Result<VmCpuPlacement> result = [&]() -> Result<VmCpuPlacement> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeVm(writer.current(), vm));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
-    return decision.answer;
-  }();
-  const std::string detail = result.ok() ? describeVm(*result) : "";
-  return finish("resize", tenant, EventKind::kResized, std::move(result), detail, start);
-}
-
-Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uuid, int qemuPid) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = vmTenant(uuid);
-  Result<std::pair<CgroupPath, int>> result = [&]() -> Result<std::pair<CgroupPath, int>> {
-    VRI_TRY(checkNotHalted());
-    VRI_ASSIGN_OR_RETURN(CgroupPath scope, sync_.findVmScope(qemuPid));
-    Ledger::Writer writer(ledger_);
-    const StatePtr now = writer.current();
-    const VmRecord* vm = now->vm(uuid);
-    if (vm == nullptr) return Error::notFound("uuid: no VM " + uuid + " was admitted");
-    if (vm->defined) return Error::failedPrecondition("VM " + uuid + " is only reserved; admit it before it starts");
-    const Decision<bool> decision = ledger_.decideVmScopes(writer.current(), {{uuid, scope}});
-    WriteStats stats;
-    int& writes = stats.writes;
-    if (decision.changes()) {
-      VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, &stats));
-      // The VM runs placed already: a partition that cannot be written is left to reconcile.
-      const StatePtr placed = writer.current();
-      const Result<int> partition = sync_.writeMachinePartition(writer, *placed);
-      if (partition.ok()) {
-        writes += *partition;
-      } else {
-        log_.warning("started " + tenant + ": " + partition.error().message() + "; reconcile repairs it");
-      }
-    } else {
-      // Known already (a reconcile found it first): its own cgroups are written again all the same.
-      LedgerDelta own;
-      own.vms.insert(uuid);
-      VRI_ASSIGN_OR_RETURN(writes, sync_.write(writer, writer.current(), writer.current(), own));
-    }
-    return std::pair{scope, writes};
-  }();
-  if (!result.ok()) {
-    log_.warning("started " + tenant + ": " + result.error().message() + " (" + millisSince(start) + ")");
-    events_.publish(EventKind::kRefused, tenant, "started: " + result.error().message());
-    return result;
-  }
-  const std::string detail = "scope " + result->first.str() + ", " + std::to_string(result->second) + " cgroup writes";
-  return finish("started", tenant, EventKind::kStarted, std::move(result), detail, start);
-}
-
-Result<void> NodeManager::releaseVm(const std::string& uuid) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = vmTenant(uuid);
-  Result<bool> result = [&]() -> Result<bool> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseVm(writer.current(), uuid));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
-    return true;
-  }();
-  return asVoid(finish("release", tenant, EventKind::kReleased, std::move(result), "", start));
 }
 
 Result<ReconcileReport> NodeManager::startUp() {

@@ -95,6 +95,10 @@ class NodeManager {
     return vm.spec.memoryBytes + ledger_.config().vmMemoryOverheadBytes;
   }
   std::shared_ptr<EventSubscription> subscribe(size_t recent = 0) { return events_.subscribe(recent); }
+  // An event of vrid's libvirt side, which decides nothing (PINS_PENDING, PINS_SET).
+  void announce(EventKind kind, const std::string& tenant, const std::string& detail) {
+    events_.publish(kind, tenant, detail);
+  }
   std::vector<Event> recentEvents(size_t recent) const { return events_.recent(recent); }
 
   // `finished`: see Ledger::decideAdmitContainer. `stats`: the decision's cgroup writes.
@@ -120,6 +124,9 @@ class NodeManager {
   // Finds the VM's cgroups through its QEMU pid and writes its placement.
   Result<std::pair<CgroupPath, int>> vmStarted(const std::string& uuid, int qemuPid);
   Result<void> releaseVm(const std::string& uuid);
+  // A running VM's vCPUs or emulator moved (Ledger::decideMoveVm); its cgroups
+  // written. libvirt's live pins are the caller's to set afterwards.
+  Result<VmCpuPlacement> moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves);
 
   // Start-up: the ledger against a scan (release what is gone, adopt what
   // runs), then a full reconcile.

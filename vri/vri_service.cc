@@ -94,6 +94,11 @@ void VriService::logRefusal(const char* method, const grpc::Status& status) cons
 
 VriService::Reactor* VriService::decide(CallbackContext* context, const char* method, Runs runs,
                                         std::function<grpc::Status()> call) {
+  return decideAsync(context, method, runs, [call = std::move(call)](const Finish& finish) { finish(call()); });
+}
+
+VriService::Reactor* VriService::decideAsync(CallbackContext* context, const char* method, Runs runs,
+                                             std::function<void(Finish)> call) {
   Reactor* reactor = context->DefaultReactor();
   if (auto denied = runs == Runs::kDecides ? denyOnReadOnly(method) : grpc::Status::OK; !denied.ok()) {
     logRefusal(method, denied);
@@ -104,12 +109,21 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
     reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down"));
     return reactor;
   }
-  decisions_.post([this, reactor, method, call = std::move(call)] {
-    grpc::Status status = call();
+  Finish finish = [this, reactor, method](grpc::Status status) {
     if (!status.ok()) logRefusal(method, status);
     reactor->Finish(std::move(status));
     gate_.leave();
-  });
+  };
+  decisions_.post([call = std::move(call), finish = std::move(finish)] { call(finish); });
+  return reactor;
+}
+
+VriService::Reactor* VriService::refuseUnparsed(CallbackContext* context, const char* method, const std::string& type) {
+  const grpc::Status bad(grpc::StatusCode::INVALID_ARGUMENT,
+                         std::string(method) + ": the request does not parse as " + type);
+  logRefusal(method, bad);
+  Reactor* reactor = context->DefaultReactor();
+  reactor->Finish(bad);
   return reactor;
 }
 
@@ -119,15 +133,7 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
   if (const auto agent = context->client_metadata().find("user-agent"); agent != context->client_metadata().end())
     clients_.record(std::string_view(agent->second.data(), agent->second.size()));
   auto request = std::make_shared<Request>();
-  if (!fromBytes(*in, *request)) {
-    const grpc::Status bad(
-        grpc::StatusCode::INVALID_ARGUMENT,
-        std::string(method) + ": the request does not parse as " + Request::descriptor()->full_name());
-    logRefusal(method, bad);
-    Reactor* reactor = context->DefaultReactor();
-    reactor->Finish(bad);
-    return reactor;
-  }
+  if (!fromBytes(*in, *request)) return refuseUnparsed(context, method, Request::descriptor()->full_name());
   auto answer = [request, out, call = std::move(call)] {
     Reply reply;
     grpc::Status status = call(*request, reply);
@@ -438,21 +444,30 @@ grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tena
       return grpc::Status::OK;
     }
     case v1::GetTenantRequest::kVm: {
-      const VmRecord* vm = s->vm(r->vm());
-      if (!vm) {
-        // By name: names are unique among defined domains, but look them all up to be sure.
-        for (const auto& [uuid, record] : s->vms) {
-          if (record.spec.cpu.name != r->vm()) continue;
-          if (vm) return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, "vm: two VMs are named " + r->vm());
-          vm = &record;
-        }
-      }
-      if (!vm) return grpc::Status(grpc::StatusCode::NOT_FOUND, "vm: no VM with UUID or name " + r->vm());
-      fillVmInfo(*vm, shared, scopeOf(*s, vm->spec.uuid), vmMemory(*vm, node_), *reply->mutable_vm());
+      auto vm = findVm(*s, r->vm());
+      if (!vm.ok()) return toGrpcStatus(vm.error());
+      fillVm(*s, **vm, *reply->mutable_vm());
       return grpc::Status::OK;
     }
     default: return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "key: give pod_uid, pod or vm");
   }
+}
+
+Result<const VmRecord*> VriService::findVm(const LedgerState& state, const std::string& key) const {
+  if (const VmRecord* vm = state.vm(key)) return vm;
+  // By name: names are unique among defined domains, but look them all up to be sure.
+  const VmRecord* found = nullptr;
+  for (const auto& [uuid, record] : state.vms) {
+    if (record.spec.cpu.name != key) continue;
+    if (found) return Error::failedPrecondition("vm: two VMs are named " + key);
+    found = &record;
+  }
+  if (!found) return Error::notFound("vm: no VM with UUID or name " + key);
+  return found;
+}
+
+void VriService::fillVm(const LedgerState& state, const VmRecord& vm, v1::VmInfo& out) const {
+  fillVmInfo(vm, state.shared(), scopeOf(state, vm.spec.uuid), vmMemory(vm, node_), out);
 }
 
 grpc::Status VriService::Watch(Context* context, const v1::WatchRequest* request,

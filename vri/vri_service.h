@@ -11,6 +11,7 @@
 #include "proto/vri.grpc.pb.h"
 #include "vri/call_gate.h"
 #include "vri/client_versions.h"
+#include "vri/live_pins.h"
 #include "vri/node_manager.h"
 
 namespace vri {
@@ -26,26 +27,30 @@ enum class SocketAccess { kReadOnly, kAdmin };
 // the tree compared with the kernel) read the cgroupfs while no decision
 // writes, so they take their turn on the decision thread, from either socket.
 // Watch streams, synchronously.
-using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCallbackMethod_AdmitPod<
-    v1::Vri::WithRawCallbackMethod_AdmitContainer<v1::Vri::WithRawCallbackMethod_ResizeContainer<
-        v1::Vri::WithRawCallbackMethod_ReleaseContainer<v1::Vri::WithRawCallbackMethod_ReleasePod<
-            v1::Vri::WithRawCallbackMethod_AdmitVm<v1::Vri::WithRawCallbackMethod_ReserveVm<
-                v1::Vri::WithRawCallbackMethod_ResizeVm<v1::Vri::WithRawCallbackMethod_VmStarted<
-                    v1::Vri::WithRawCallbackMethod_ReleaseVm<v1::Vri::WithRawCallbackMethod_ListTenants<
-                        v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
-                            v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::Service>>>>>>>>>>>>>>>;
+using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
+    v1::Vri::WithRawCallbackMethod_AdmitPod<v1::Vri::WithRawCallbackMethod_AdmitContainer<
+        v1::Vri::WithRawCallbackMethod_ResizeContainer<v1::Vri::WithRawCallbackMethod_ReleaseContainer<
+            v1::Vri::WithRawCallbackMethod_ReleasePod<v1::Vri::WithRawCallbackMethod_AdmitVm<
+                v1::Vri::WithRawCallbackMethod_ReserveVm<v1::Vri::WithRawCallbackMethod_ResizeVm<
+                    v1::Vri::WithRawCallbackMethod_VmStarted<v1::Vri::WithRawCallbackMethod_ReleaseVm<
+                        v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
+                            v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::WithRawCallbackMethod_GetTree<
+                                v1::Vri::WithRawCallbackMethod_MoveVm<v1::Vri::Service>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
   // `gate` counts the deciding calls in flight for shutdown; `refusals` takes one
   // line per refused call (rate-limited); `clients` learns each caller's version.
   // All three outlive the service.
-  VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals, ClientVersions& clients)
+  // `livePins` takes a moved VM's pins to libvirt.
+  VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals, ClientVersions& clients,
+             LivePinsSlot& livePins)
       : node_(node),
         access_(access),
         gate_(gate),
         refusals_(refusals),
         clients_(clients),
+        livePins_(livePins),
         kubeletNamer_(makeKubeletNamer(node.layout().driver, node.layout().kubeletParent)) {}
 
   using Context = grpc::ServerContext;
@@ -67,6 +72,7 @@ class VriService final : public VriServiceBase {
   Reactor* GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* GetTree(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;  // vri_service_moves.cc
   grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
 
  private:
@@ -76,6 +82,12 @@ class VriService final : public VriServiceBase {
   // kDecides: admin socket only; kScans: either socket (the call refuses what changes on the read-only one).
   enum class Runs { kAtOnce, kDecides, kScans };
   Reactor* decide(CallbackContext* context, const char* method, Runs runs, std::function<grpc::Status()> call);
+  // The same for a call that finishes later, on another thread: `call` runs on
+  // the decision thread and calls `Finish` exactly once, from wherever it is.
+  using Finish = std::function<void(grpc::Status)>;
+  Reactor* decideAsync(CallbackContext* context, const char* method, Runs runs, std::function<void(Finish)> call);
+  // Finishes a call whose request bytes are not a `type`.
+  Reactor* refuseUnparsed(CallbackContext* context, const char* method, const std::string& type);
   // Parses `in` as `Request` (INVALID_ARGUMENT, logged, when it is not one), runs `call` on the decision
   // thread (`decides`) or at once, and serializes its reply into `out`.
   template <typename Request, typename Reply>
@@ -101,6 +113,11 @@ class VriService final : public VriServiceBase {
   grpc::Status releasePod(const v1::ReleasePodRequest& request, v1::Released& reply);
   grpc::Status vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
   grpc::Status denyOnReadOnly(const char* method) const;
+  // A VM by UUID or name, and what GetTenant says of it.
+  Result<const VmRecord*> findVm(const LedgerState& state, const std::string& key) const;
+  void fillVm(const LedgerState& state, const VmRecord& vm, v1::VmInfo& out) const;
+  // MoveVm's decision: the VM's UUID once its ledger and cgroups moved.
+  Result<std::string> moveVm(const v1::MoveVmRequest& request);
   grpc::Status vmDecision(const v1::AdmitVmRequest& request, v1::VmAllocation& reply,
                           Result<VmCpuPlacement> (NodeManager::*decide)(const VmSpec&));
 
@@ -109,6 +126,7 @@ class VriService final : public VriServiceBase {
   CallGate& gate_;
   RateLimitedLog& refusals_;
   ClientVersions& clients_;
+  LivePinsSlot& livePins_;
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
   WorkerPool decisions_{1};                           // last: destroyed first, after running what is queued
 };

@@ -8,6 +8,7 @@
 #include "cgroup-model/version.h"
 #include "vrictl/map_view.h"
 #include "vrictl/node_views.h"
+#include "vrictl/pin_commands.h"
 #include "vrictl/report_views.h"
 #include "vrictl/tree_view.h"
 
@@ -29,17 +30,12 @@ struct Choices {
   unsigned recent = 20;
   bool dryRun = false;
   bool noCompare = false;
+  PinChoices pins;  // vcpupin, emulatorpin, numatune
 };
 
 using Run = std::function<int(CommandContext&, const Choices&)>;
 
-int failed(CommandContext& c, const Error& error) {
-  c.err << "vrictl: " << error.message() << "\n";
-  if (error.code() == ErrorCode::kPermissionDenied) {
-    c.err << "vrictl: changes go through the admin socket: --socket /run/vri/admin.sock (as root)\n";
-  }
-  return kExitFailed;
-}
+int failed(CommandContext& c, const Error& error) { return reportFailure(c, error); }
 
 // `text` or, with --json, `message` as JSON.
 int show(CommandContext& c, const Choices& o, const google::protobuf::Message& message, const std::string& text) {
@@ -118,6 +114,7 @@ struct Parser {
                      "the VM's name or UUID", &v1::GetTenantRequest::set_vm);
     addTenantCommand("podinfo", "one pod and its containers", "pod", "the pod's UID or NAMESPACE/NAME",
                      &v1::GetTenantRequest::set_pod);
+    addPinCommands();
     add("tree", "the cgroup hierarchy as VRI models it, marked where the kernel differs",
         [](CommandContext& c, const Choices& o) {
           auto tree = c.vrid().tree(!o.noCompare);
@@ -167,6 +164,37 @@ struct Parser {
           return show(c, o, *reply, formatReconcile(*reply, o.dryRun));
         })
         ->add_flag("--dry-run,-n", choices.dryRun, "show what reconcile would do, and do nothing");
+  }
+
+  // vcpupin, emulatorpin, numatune: where one VM runs, shown or moved.
+  void addPinCommands() {
+    const auto withJson = [](int (*run)(CommandContext&, const PinChoices&)) {
+      return [run](CommandContext& c, const Choices& o) {
+        PinChoices p = o.pins;
+        p.json = o.json;
+        return run(c, p);
+      };
+    };
+    PinChoices& p = choices.pins;
+    CLI::App* vcpupin =
+        add("vcpupin", "a VM's vCPUs and their CPUs; with VCPU and CPULIST, moves one live (admin socket)",
+            withJson(runVcpupin));
+    vcpupin->add_option("domain", p.domain, "the VM's name or UUID")->required();
+    vcpupin->add_option("vcpu", p.vcpu, "a vCPU id: show it, or move it");
+    vcpupin->add_option("cpulist", p.cpulist, "one CPU for the vCPU to hold, or 'shared'");
+    vcpupin->add_flag("--config", p.config, "also change the persistent definition");
+    vcpupin->footer(kVcpupinFooter);
+    CLI::App* emulatorpin =
+        add("emulatorpin", "a VM's emulator and its CPUs; with CPULIST, moves it live (admin socket)",
+            withJson(runEmulatorpin));
+    emulatorpin->add_option("domain", p.domain, "the VM's name or UUID")->required();
+    emulatorpin->add_option("cpulist", p.cpulist, "one CPU for the emulator to hold, or 'shared'");
+    emulatorpin->add_flag("--config", p.config, "also change the persistent definition");
+    emulatorpin->footer(kEmulatorpinFooter);
+    CLI::App* numatune = add("numatune", "the NUMA nodes a VM's memory is bound to (shown only: it does not move)",
+                             withJson(runNumatune));
+    numatune->add_option("domain", p.domain, "the VM's name or UUID")->required();
+    numatune->add_option("--nodeset", p.nodeset, "refused: a running VM's bound memory does not move");
   }
 
   // dominfo and podinfo: one tenant by the key `set` puts in the request, shown as a VM or a pod.
@@ -228,6 +256,14 @@ struct Parser {
 
 }  // namespace
 
+int reportFailure(CommandContext& c, const Error& error) {
+  c.err << "vrictl: " << error.message() << "\n";
+  if (error.code() == ErrorCode::kPermissionDenied) {
+    c.err << "vrictl: changes go through the admin socket: --socket /run/vri/admin.sock (as root)\n";
+  }
+  return kExitFailed;
+}
+
 ProgramRun runProgram(const std::vector<std::string>& args,
                       const std::function<CommandContext(const ProgramOptions&)>& contextFor) {
   Parser parser(true);
@@ -263,7 +299,10 @@ std::vector<CommandSummary> commandSummaries() {
         if (name != "help") summary.flags.push_back("--" + name);
       }
     }
-    if (summary.name == "dominfo") summary.argument = CommandSummary::Argument::kVm;
+    if (summary.name == "dominfo" || summary.name == "vcpupin" || summary.name == "emulatorpin" ||
+        summary.name == "numatune") {
+      summary.argument = CommandSummary::Argument::kVm;
+    }
     if (summary.name == "podinfo") summary.argument = CommandSummary::Argument::kPod;
     std::sort(summary.flags.begin(), summary.flags.end());
     summary.flags.erase(std::unique(summary.flags.begin(), summary.flags.end()), summary.flags.end());

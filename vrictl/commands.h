@@ -42,6 +42,9 @@ struct ProgramRun {
   ProgramOptions options;
 };
 
+// Prints vrid's refusal or failure (and which socket changes need), and gives the exit code.
+int reportFailure(CommandContext& c, const Error& error);
+
 // vrictl ARGS...: the program's options, then a command or none.
 ProgramRun runProgram(const std::vector<std::string>& args,
                       const std::function<CommandContext(const ProgramOptions&)>& contextFor);

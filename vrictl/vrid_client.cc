@@ -53,6 +53,10 @@ class GrpcVrid final : public VridApi {
     return unary<v1::ReconcileReply>(
         [&](grpc::ClientContext* c, v1::ReconcileReply* out) { return stub_->Reconcile(c, request, out); });
   }
+  Result<v1::MoveVmReply> moveVm(const v1::MoveVmRequest& request) override {
+    return unary<v1::MoveVmReply>(
+        [&](grpc::ClientContext* c, v1::MoveVmReply* out) { return stub_->MoveVm(c, request, out); });
+  }
   Result<void> watch(const v1::WatchRequest& request, const std::function<bool(const v1::Event&)>& each,
                      const std::function<bool()>& stop) override {
     grpc::ClientContext context;

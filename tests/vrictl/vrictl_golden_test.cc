@@ -136,8 +136,8 @@ TEST_F(VrictlGoldenTest, RefusalsAndUsageErrorsHaveTheirExitCodes) {
 
 TEST_F(VrictlGoldenTest, EveryCommandHasHelp) {
   EXPECT_TRUE(matchesGolden("help.txt", vrictl_.run({"--help"})));
-  for (const char* command : {"nodeinfo", "topology", "capacity", "pool", "list", "dominfo", "podinfo", "tree", "map",
-                              "events", "reconcile"}) {
+  for (const char* command : {"nodeinfo", "topology", "capacity", "pool", "list", "dominfo", "podinfo", "vcpupin",
+                              "emulatorpin", "numatune", "tree", "map", "events", "reconcile"}) {
     SCOPED_TRACE(command);
     EXPECT_TRUE(matchesGolden(std::string("help-") + command + ".txt", vrictl_.run({command, "--help"})));
   }
@@ -160,6 +160,93 @@ TEST_F(VrictlGoldenTest, TreeMarksDriftAndReconcileRepairsIt) {
   EXPECT_EQ(*vrid_.fs().read({"cpuset", *CgroupPath::parse(app)}, "cpuset.cpus"), *held);
   EXPECT_TRUE(matchesGolden("tree-64-repaired.txt", vrictl_.run({"tree"})));
   EXPECT_TRUE(matchesGolden("events-after-repair.txt", vrictl_.run({"events", "--recent", "1"})));
+}
+
+// vcpupin, emulatorpin and numatune show where a VM runs; on the admin socket the
+// first two move it (this vrid has no libvirt: the cgroups only, and vrictl says so).
+// Every refusal says why and leaves the ledger and the cgroups as they were.
+TEST_F(VrictlGoldenTest, PinsAreShownAndMovedLiveAndRefusalsChangeNothing) {
+  const std::vector<std::pair<std::string, std::vector<std::string>>> shows = {
+      {"vcpupin-dedicated", {"vcpupin", "db"}},      {"vcpupin-one", {"vcpupin", "db", "2"}},
+      {"vcpupin-shared", {"vcpupin", kBuilderUuid}}, {"emulatorpin-shared", {"emulatorpin", "db"}},
+      {"numatune-bound", {"numatune", "db"}},        {"numatune-unbound", {"numatune", "builder"}},
+  };
+  for (const auto& [golden, args] : shows) {
+    SCOPED_TRACE(golden);
+    EXPECT_TRUE(matchesGolden(golden + ".txt", vrictl_.run(args)));
+  }
+  // A free CPU on the node of db's memory, and CPUs someone else holds.
+  v1::Tenant db;
+  {
+    grpc::ClientContext context;
+    v1::GetTenantRequest request;
+    request.set_vm(kDbUuid);
+    ASSERT_TRUE(vrid_.admin->GetTenant(&context, request, &db).ok());
+  }
+  const int db_cpu = db.vm().allocation().vcpu_cpus(0);
+  const int node_first = db_cpu < 32 ? 0 : 32;
+  v1::Node node;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(vrid_.admin->GetNode(&context, {}, &node).ok());
+  }
+  const CpuSet shared = *CpuSet::parse(node.shared_cpus());
+  int free_cpu = -1;
+  for (int cpu = node_first + 31; cpu >= node_first + 2; --cpu) {
+    if (shared.contains(cpu)) {
+      free_cpu = cpu;
+      break;
+    }
+  }
+  ASSERT_NE(free_cpu, -1);
+  const std::string web_cpu =
+      std::to_string(CpuSet::parse(node.exclusive_cpus().at("pod/" + std::string(kWebUid) + "/app"))->first());
+  const std::string other_node = std::to_string(node_first == 0 ? 40 : 8);
+
+  const std::string before = vrictl_.run({"dominfo", "db", "--json"});
+  const CgroupPath vcpu0 = *CgroupPath::parse("machine/qemu-1-db.libvirt-qemu/vcpu0");
+  const auto kernel_before = vrid_.fs().read({"cpuset", vcpu0}, "cpuset.cpus");
+  ASSERT_TRUE(kernel_before.ok());
+  const std::vector<std::tuple<std::string, std::vector<std::string>, bool>> refusals = {
+      {"error-vcpupin-read-only", {"vcpupin", "db", "0", std::to_string(free_cpu)}, false},
+      {"error-vcpupin-taken", {"vcpupin", "db", "0", web_cpu}, true},
+      {"error-vcpupin-reserved", {"vcpupin", "db", "0", "0"}, true},
+      {"error-vcpupin-other-node", {"vcpupin", "db", "0", other_node}, true},
+      {"error-vcpupin-set", {"vcpupin", "db", "0", "20-21"}, true},
+      {"error-vcpupin-bad-cpuset", {"vcpupin", "db", "0", "3-1"}, true},
+      {"error-vcpupin-no-vcpu", {"vcpupin", "db", "9", "20"}, true},
+      {"error-vcpupin-not-an-id", {"vcpupin", "db", "first"}, true},
+      {"error-vcpupin-config-alone", {"vcpupin", "db", "--config"}, true},
+      {"error-vcpupin-defined-only", {"vcpupin", "spare", "0", "20"}, true},
+      {"error-numatune-nodeset", {"numatune", "db", "--nodeset", "1"}, true},
+  };
+  for (const auto& [golden, args, admin] : refusals) {
+    SCOPED_TRACE(golden);
+    EXPECT_TRUE(matchesGolden(golden + ".txt", vrictl_.run(args, admin)));
+    EXPECT_EQ(vrictl_.run({"dominfo", "db", "--json"}), before);
+    EXPECT_EQ(*vrid_.fs().read({"cpuset", vcpu0}, "cpuset.cpus"), *kernel_before);
+  }
+
+  // db's vCPU 0 moves to the free CPU: the ledger and its cgroup say so.
+  EXPECT_TRUE(matchesGolden("vcpupin-move.txt", vrictl_.run({"vcpupin", "db", "0", std::to_string(free_cpu)}, true)));
+  EXPECT_EQ(*vrid_.fs().read({"cpuset", vcpu0}, "cpuset.cpus"), std::to_string(free_cpu));
+  // Swapped with vCPU 1, in JSON.
+  EXPECT_TRUE(matchesGolden(
+      "vcpupin-swap.json.txt",
+      vrictl_.run({"vcpupin", "db", "0", std::to_string(db.vm().allocation().vcpu_cpus(1)), "--json"}, true)));
+  // builder's vCPU 1 takes a CPU: builder becomes mixed; its emulator takes one too; then both go back.
+  const CgroupPath builder1 = *CgroupPath::parse("machine/qemu-2-builder.libvirt-qemu/vcpu1");
+  EXPECT_TRUE(matchesGolden("vcpupin-shared-takes-a-cpu.txt", vrictl_.run({"vcpupin", "builder", "1", "20"}, true)));
+  EXPECT_EQ(*vrid_.fs().read({"cpuset", builder1}, "cpuset.cpus"), "20");
+  EXPECT_TRUE(matchesGolden("emulatorpin-move.txt", vrictl_.run({"emulatorpin", "builder", "21"}, true)));
+  EXPECT_TRUE(matchesGolden("list-vms-after-moves.txt", vrictl_.run({"list", "--vms"})));
+  EXPECT_TRUE(matchesGolden("vcpupin-back-to-shared.txt", vrictl_.run({"vcpupin", "builder", "1", "shared"}, true)));
+  EXPECT_TRUE(matchesGolden("emulatorpin-back-to-shared.txt", vrictl_.run({"emulatorpin", "builder", "shared"}, true)));
+  EXPECT_EQ(
+      *vrid_.fs().read({"cpuset", builder1}, "cpuset.cpus"),
+      *vrid_.fs().read({"cpuset", *CgroupPath::parse("machine/qemu-2-builder.libvirt-qemu/vcpu0")}, "cpuset.cpus"));
+  EXPECT_TRUE(matchesGolden("events-after-moves.txt", vrictl_.run({"events", "--recent", "5"})));
+  EXPECT_TRUE(matchesGolden("tree-64-after-moves.txt", vrictl_.run({"tree"})));
 }
 
 // 256 CPUs on two packages, 70 tenants with exclusive CPUs: more than the map has marks for.

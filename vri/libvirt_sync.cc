@@ -81,6 +81,10 @@ void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
   }
   const DomainXml& domain = read->domain;
   const std::string who = "libvirt: domain " + domain.name;
+  if (awaitsMove(domain.uuid)) {
+    pinFromLedger(session, domain.uuid);  // the ledger holds a move this XML does not show yet
+    return;
+  }
   auto admitted = node_.admitVm(read->spec);
   if (!admitted.ok() && admitted.error().code() == ErrorCode::kFailedPrecondition) {
     admitted = node_.resizeVm(read->spec);  // found by the start-up scan with a guessed request: correct it
@@ -134,12 +138,24 @@ Result<void> LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const
     pendingCount_ = pendingPins_.size();
     return done;
   }
+  {
+    MutexLock lock(movedMutex_);
+    moved_.erase(uuid);
+  }
   if (pendingPins_.erase(uuid) > 0) {
     pendingCount_ = pendingPins_.size();
     log_.info("libvirt: live pins of VM " + uuid + " set after all");
     node_.announce(EventKind::kPinsSet, tenant, "libvirt holds the ledger's pins");
   }
   return {};
+}
+
+void LibvirtSync::forget(const std::string& uuid) {
+  pinned_.erase(uuid);
+  pendingPins_.erase(uuid);
+  pendingCount_ = pendingPins_.size();
+  MutexLock lock(movedMutex_);
+  moved_.erase(uuid);
 }
 
 void LibvirtSync::retryPending(LibvirtSession& session) {
@@ -150,7 +166,7 @@ void LibvirtSync::retryPending(LibvirtSession& session) {
   for (const std::string& uuid : pending) {
     const VmRecord* vm = state->vm(uuid);
     if (vm == nullptr || state->vmScope(uuid) == nullptr) {
-      pendingPins_.erase(uuid);  // released, or not running any more: nothing left to pin
+      forget(uuid);  // released, or not running any more: nothing left to pin
       continue;
     }
     (void)pin(session, *vm, state->shared(), true);
@@ -185,6 +201,10 @@ class AnswerOnce {
 }  // namespace
 
 void LibvirtSync::setPins(const std::string& uuid, bool persistent, LivePinsDone done) {
+  {
+    MutexLock lock(movedMutex_);
+    moved_.insert(uuid);
+  }
   auto once = std::make_shared<AnswerOnce>(std::move(done));
   session_->post(
       [this, uuid, persistent, once](LibvirtSession& session) { once->answer(applyMove(session, uuid, persistent)); });
@@ -268,10 +288,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
 void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event) {
   switch (event.kind) {
     case DomainEventKind::kStarted: pinFromLedger(session, event.uuid); break;
-    case DomainEventKind::kStopped:
-      pinned_.erase(event.uuid);
-      if (pendingPins_.erase(event.uuid) > 0) pendingCount_ = pendingPins_.size();
-      break;
+    case DomainEventKind::kStopped: forget(event.uuid); break;
     case DomainEventKind::kDefined:
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
       break;

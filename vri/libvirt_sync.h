@@ -20,6 +20,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -58,6 +59,8 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   Result<void> setLive(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
   LivePinsOutcome applyMove(LibvirtSession& session, const std::string& uuid, bool persistent);
   void retryPending(LibvirtSession& session);
+  // A VM that stopped or went: nothing of it is left to tell libvirt.
+  void forget(const std::string& uuid);
   void followSharedPool(LibvirtSession& session);
   void placeDefinition(LibvirtSession& session, const std::string& uuid);
   // Whether the ledger holds the VM as reserved at definition only (not admitted to run).
@@ -75,6 +78,14 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   std::map<std::string, std::string> pendingPins_;  // worker thread only: VMs whose pins failed, and why
   std::atomic<bool> retryQueued_{false};
   std::atomic<size_t> pendingCount_{0};
+  // VMs moved live whose pins libvirt does not hold yet: their live XML still
+  // reads as before the move, so adopting them after a reconnect keeps the ledger's placement.
+  Mutex movedMutex_;
+  std::set<std::string> moved_ VRI_GUARDED_BY(movedMutex_);
+  bool awaitsMove(const std::string& uuid) {
+    MutexLock lock(movedMutex_);
+    return moved_.contains(uuid);
+  }
   std::shared_ptr<EventSubscription> events_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> followQueued_{false};  // a shared-pool follow-up waits on the worker

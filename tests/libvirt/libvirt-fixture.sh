@@ -3,6 +3,7 @@
 # tests, as root, on a host without systemd.
 #   libvirt-fixture.sh up HOOK_BINARY   installs HOOK_BINARY as the qemu hook, starts libvirtd
 #   libvirt-fixture.sh restart          restarts libvirtd (running domains survive)
+#   libvirt-fixture.sh stop | start     stops libvirtd (running domains survive), starts it again
 #   libvirt-fixture.sh down             destroys the test domains, stops libvirtd, removes
 #                                       the machine/ cgroups libvirt created
 # libvirtd reads its hooks once at start, so the hook is installed first.
@@ -90,6 +91,8 @@ restart() {
 case ${1:-} in
   up) up "${2:?usage: libvirt-fixture.sh up HOOK_BINARY}" ;;
   restart) restart ;;
+  stop) if running; then stop_daemon; fi ;;
+  start) if ! running; then start_daemon; fi ;;
   down) down ;;
   *) echo "usage: libvirt-fixture.sh up HOOK_BINARY | restart | down" >&2; exit 2 ;;
 esac

@@ -1,145 +1,15 @@
-// VRI with a real libvirtd and QEMU guests (software emulation), driven by
-// virsh: vri-hook installed as libvirt's qemu hook, vrid on the real cgroupfs
-// with its libvirt connection. Needs root, libvirtd started by
-// tests/libvirt/libvirt-fixture.sh (which installs the hook before libvirtd
-// starts), 2 CPUs: CPU 0 reserved (still shared), CPU 1 free for one
-// dedicated vCPU.
-#include <gmock/gmock.h>
-#include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
-
-#include <filesystem>
-#include <fstream>
-#include <thread>
-
-#include "cgroup-model/cpuset.h"
-#include "proto/vri.grpc.pb.h"
-#include "tests/libvirt/libvirt_harness.h"
-#include "tests/support/eventually.h"
-#include "tests/support/temp_dir.h"
-#include "tests/vri/vrid_process.h"
+// VRI with a real libvirtd and QEMU guests: placement, refusals, restarts of
+// libvirtd and of vrid, save/restore, define-time placement, hot-plugged vCPUs.
+// CPU 0 reserved (still shared), CPU 1 free for one dedicated vCPU.
+#include "tests/libvirt/libvirt_e2e_fixture.h"
 
 namespace vri {
 namespace {
 
 using ::testing::HasSubstr;
-using testing::readFile;
-using testing::trimmed;
-
 using testing::domainXml;
 using testing::eventually;
-
-class LibvirtEndToEndTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_EQ(::geteuid(), 0u) << "needs root";
-    ASSERT_EQ(virsh({"version"}), 0) << "libvirtd is not running at qemu:///system: start it with "
-                                        "tests/libvirt/libvirt-fixture.sh up <build>/libvirt-bridge/vri-hook";
-    ASSERT_TRUE(std::filesystem::exists(testing::kHookPath))
-        << testing::kHookPath
-        << " is missing; libvirtd only finds hooks that exist when it starts (libvirt-fixture.sh up)";
-    hook_ = std::make_unique<testing::InstalledHook>(VRI_HOOK_BINARY, tmp_.sub("run/admin.sock"));
-    cleanDomains();
-    startVrid();
-  }
-
-  void TearDown() override {
-    cleanDomains();  // before vrid stops: the hook releases what ran
-    admin_.reset();
-    if (vrid_) {
-      EXPECT_EQ(vrid_->stop(), 0) << vrid_->log();
-    }
-    hook_.reset();
-  }
-
-  void startVrid(bool freshState = false) {
-    if (freshState) std::filesystem::remove_all(tmp_.sub("state"));
-    vrid_ = std::make_unique<testing::VridProcess>(
-        tmp_, "vrid",
-        std::vector<std::string>{"--topology=live", "--machine-partition=machine", "--reserved-cpus=0",
-                                 "--cgroup-v1-controllers=cpuset,cpu,cpuacct", "--libvirt-uri=qemu:///system",
-                                 "--log-level=debug"});
-    ASSERT_TRUE(vrid_->start());
-    admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
-  }
-  void stopVrid() {
-    admin_.reset();
-    EXPECT_EQ(vrid_->stop(), 0) << vrid_->log();
-    vrid_.reset();
-  }
-
-  int virsh(const std::vector<std::string>& args, std::string* output = nullptr) {
-    return testing::virsh(args, tmp_.sub("virsh.out"), output);
-  }
-  void defineAndStart(const std::string& name, const std::string& xml) {
-    std::ofstream(tmp_.sub(name + ".xml")) << xml;
-    std::string out;
-    ASSERT_EQ(virsh({"define", tmp_.sub(name + ".xml")}, &out), 0) << out;
-    ASSERT_EQ(virsh({"start", name}, &out), 0) << out << vrid_->log();
-  }
-  void cleanDomains() { testing::cleanDomains(tmp_.sub("virsh.out")); }
-
-  std::optional<v1::VmInfo> vm(const std::string& name) {
-    grpc::ClientContext context;
-    v1::GetTenantRequest request;
-    request.set_vm(name);
-    v1::Tenant tenant;
-    if (!admin_->GetTenant(&context, request, &tenant).ok()) return std::nullopt;
-    return tenant.vm();
-  }
-  int vmCount() {
-    grpc::ClientContext context;
-    v1::ListTenantsRequest request;
-    request.set_kind(v1::ListTenantsRequest::VMS);
-    v1::TenantList list;
-    EXPECT_TRUE(admin_->ListTenants(&context, request, &list).ok());
-    return list.tenants_size();
-  }
-  // The CPU the ledger gives the VM's vCPU 0, or "none".
-  std::string placedCpu(const std::string& name) {
-    const auto info = vm(name);
-    if (!info || info->allocation().vcpu_cpus_size() == 0) return "none";
-    return std::to_string(info->allocation().vcpu_cpus(0));
-  }
-  std::string sharedPool() {
-    grpc::ClientContext context;
-    v1::Node node;
-    EXPECT_TRUE(admin_->GetNode(&context, {}, &node).ok());
-    return node.shared_cpus();
-  }
-  // The VM's scope in the cpuset hierarchy, found through QEMU's pid as vrid does.
-  std::string scope(const std::string& name) {
-    const std::string pid = trimmed(readFile("/run/libvirt/qemu/" + name + ".pid"));
-    std::istringstream lines(readFile("/proc/" + pid + "/cgroup"));
-    for (std::string line; std::getline(lines, line);) {
-      const size_t at = line.find(":cpuset:");
-      if (at != std::string::npos) {
-        std::string path = line.substr(at + 8);
-        return "/sys/fs/cgroup/cpuset" + path.substr(0, path.rfind("/emulator"));
-      }
-    }
-    return "";
-  }
-  std::string cpus(const std::string& group) { return trimmed(readFile(group + "/cpuset.cpus")); }
-  std::string threadAffinity(const std::string& group) {
-    const std::string tid = trimmed(readFile(group + "/tasks"));
-    std::istringstream status(readFile("/proc/" + tid + "/status"));
-    for (std::string line; std::getline(status, line);) {
-      if (line.rfind("Cpus_allowed_list:", 0) == 0) return trimmed(line.substr(line.find_first_not_of(" \t", 18)));
-    }
-    return "";
-  }
-  std::string virshOut(const std::vector<std::string>& args) {
-    std::string out;
-    virsh(args, &out);
-    return out;
-  }
-
-  testing::TempDir tmp_;
-  std::unique_ptr<testing::VridProcess> vrid_;
-  std::unique_ptr<v1::Vri::Stub> admin_;
-  std::unique_ptr<testing::InstalledHook> hook_;
-};
+using testing::LibvirtEndToEndTest;
 
 TEST_F(LibvirtEndToEndTest, DedicatedVmIsPlacedEverywhereASecondIsRefusedDestroyReleases) {
   ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 1, "dedicated")));

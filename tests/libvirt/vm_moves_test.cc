@@ -1,0 +1,132 @@
+// vrictl vcpupin with a real libvirtd and QEMU guest: a running guest's vCPU
+// moves, and the ledger, its cgroup, the thread's affinity, `virsh vcpupin` and
+// VRI's record in the live XML agree; a save/restore then places it afresh; a
+// move while libvirtd is down is pending and lands when it is back.
+#include "tests/libvirt/libvirt_e2e_fixture.h"
+
+namespace vri {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::domainXml;
+using testing::eventually;
+
+// No reserved CPU: both CPUs of this machine can be taken, one at a time.
+class LibvirtMovesTest : public testing::LibvirtEndToEndTest {
+ protected:
+  LibvirtMovesTest() { reservation_ = {"--system-reserved-cpu=0"}; }
+
+  // vrictl on the admin socket: its exit code, stdout and stderr in `output`.
+  int vrictl(const std::vector<std::string>& args, std::string* output) {
+    std::vector<std::string> argv = {VRICTL_BINARY, "--socket=" + vrid_->adminSocket()};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return testing::runCommand(argv, output, tmp_.sub("vrictl.out"));
+  }
+  // The ledger, the vCPU's cgroup and thread, and libvirt's live pin all say `cpus`.
+  void expectVcpu0On(const std::string& name, const std::string& cpus) {
+    const auto info = vm(name);
+    ASSERT_TRUE(info.has_value());
+    const int placed = info->allocation().vcpu_cpus(0);
+    EXPECT_EQ(placed < 0 ? sharedPool() : std::to_string(placed), cpus);
+    const std::string group = scope(name);
+    EXPECT_EQ(this->cpus(group + "/vcpu0"), cpus);
+    EXPECT_TRUE(eventually([&] { return threadAffinity(group + "/vcpu0") == cpus; })) << threadAffinity(group + "/vcpu0");
+    EXPECT_TRUE(eventually([&] {
+      return virshOut({"vcpupin", name}).find(" 0      " + cpus + "\n") != std::string::npos;
+    })) << virshOut({"vcpupin", name});
+  }
+  // VRI's record in the live XML: the request as the ledger holds it, the pins as libvirt holds them.
+  void expectLiveRecord(const std::string& name, const std::string& policy, const std::string& cpus) {
+    EXPECT_TRUE(eventually([&] {
+      const std::string xml = virshOut({"dumpxml", name});
+      return xml.find("<vri:cpu policy=\"" + policy + "\"") != std::string::npos &&
+             xml.find("<vri:vcpupin vcpu=\"0\" cpuset=\"" + cpus + "\"/>") != std::string::npos &&
+             xml.find("<vcpupin vcpu='0' cpuset='" + cpus + "'/>") != std::string::npos;
+    })) << virshOut({"dumpxml", name});
+  }
+};
+
+TEST_F(LibvirtMovesTest, VcpupinMovesARunningGuestAndASaveRestorePlacesItAfresh) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-web", domainXml("vri-test-web", 21, "")));
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0-1"));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "shared", "0-1"));
+
+  // The shared vCPU takes CPU 1: it is dedicated now, and the emulator leaves CPU 1 with the pool.
+  std::string out;
+  ASSERT_EQ(vrictl({"vcpupin", "vri-test-web", "0", "1"}, &out), 0) << out << vrid_->log();
+  EXPECT_THAT(out, HasSubstr("own CPU"));
+  EXPECT_EQ(vm("vri-test-web")->spec().cpu_policy(), v1::DEDICATED);
+  EXPECT_EQ(sharedPool(), "0");
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "1"));
+  EXPECT_EQ(cpus(scope("vri-test-web") + "/emulator"), "0");
+  EXPECT_TRUE(eventually([&] { return virshOut({"emulatorpin", "vri-test-web"}).find("*: 0\n") != std::string::npos; }))
+      << virshOut({"emulatorpin", "vri-test-web"});
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "dedicated", "1"));
+
+  // And on to CPU 0: CPU 1 goes back to the pool.
+  ASSERT_EQ(vrictl({"vcpupin", "vri-test-web", "0", "0"}, &out), 0) << out << vrid_->log();
+  EXPECT_EQ(sharedPool(), "1");
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0"));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "dedicated", "0"));
+
+  // Saved and restored: read as VRI's pins and placed afresh as a dedicated VM, not held to CPU 0 as the user's.
+  ASSERT_EQ(virsh({"save", "vri-test-web", tmp_.sub("web.save")}, &out), 0) << out;
+  EXPECT_FALSE(vm("vri-test-web").has_value());
+  ASSERT_EQ(virsh({"restore", tmp_.sub("web.save")}, &out), 0) << out << vrid_->log();
+  const auto restored = vm("vri-test-web");
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->spec().cpu_policy(), v1::DEDICATED);
+  EXPECT_TRUE(restored->spec().pinned_vcpu_cpus().empty());
+  const std::string now = std::to_string(restored->allocation().vcpu_cpus(0));
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", now));
+
+  // Given back to the shared pool: a shared VM again, everywhere.
+  ASSERT_EQ(vrictl({"vcpupin", "vri-test-web", "0", "shared"}, &out), 0) << out << vrid_->log();
+  EXPECT_EQ(vm("vri-test-web")->spec().cpu_policy(), v1::SHARED);
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0-1"));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "shared", "0-1"));
+  ASSERT_EQ(vrictl({"events", "--recent", "20"}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("MOVED"));
+}
+
+TEST_F(LibvirtMovesTest, AMoveWhileLibvirtdIsDownIsPendingAndLandsWhenItIsBack) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 22, "dedicated")));
+  const std::string from = placedCpu("vri-test-db");
+  const std::string to = from == "0" ? "1" : "0";
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", from));
+  std::string out;
+  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "stop"}, &out,
+                                tmp_.sub("fixture.out")),
+            0)
+      << out;
+  // The ledger and the kernel move; libvirt cannot be told: vrictl says so and exits 1.
+  EXPECT_EQ(vrictl({"vcpupin", "vri-test-db", "0", to}, &out), 1) << out;
+  EXPECT_THAT(out, HasSubstr("pending"));
+  EXPECT_EQ(placedCpu("vri-test-db"), to);
+  EXPECT_EQ(cpus(scope("vri-test-db") + "/vcpu0"), to);
+  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "start"}, &out,
+                                tmp_.sub("fixture.out")),
+            0)
+      << out;
+  // Back: the reconnect keeps the ledger's move (the live XML still read as before it) and tells libvirt.
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", to));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-db", "dedicated", to));
+  EXPECT_EQ(placedCpu("vri-test-db"), to) << vrid_->log();
+}
+
+// A VM vrid started and pinned to the shared pool, saved and restored: its pins read as VRI's.
+TEST_F(LibvirtMovesTest, ASharedVmsSaveImageIsPlacedAfreshNotReadAsTheUsersPins) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-web", domainXml("vri-test-web", 23, "")));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "shared", "0-1"));
+  std::string out;
+  ASSERT_EQ(virsh({"save", "vri-test-web", tmp_.sub("web.save")}, &out), 0) << out;
+  ASSERT_EQ(virsh({"restore", tmp_.sub("web.save")}, &out), 0) << out << vrid_->log();
+  const auto restored = vm("vri-test-web");
+  ASSERT_TRUE(restored.has_value());
+  EXPECT_EQ(restored->spec().cpu_policy(), v1::SHARED);
+  EXPECT_TRUE(restored->spec().pinned_vcpu_cpus().empty());
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0-1"));
+}
+
+}  // namespace
+}  // namespace vri

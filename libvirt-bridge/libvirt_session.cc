@@ -4,6 +4,7 @@
 #include <libvirt/virterror.h>
 
 #include <algorithm>
+#include <string_view>
 
 namespace vri {
 
@@ -124,7 +125,9 @@ bool LibvirtSession::connect() {
   (void)virConnectSetKeepAlive(conn_, 5, 3);
   if (virConnectRegisterCloseCallback(conn_, onClose, this, nullptr) < 0 ||
       (lifecycleCallback_ = virConnectDomainEventRegisterAny(
-           conn_, nullptr, VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(onLifecycle), this, nullptr)) < 0) {
+           conn_, nullptr, VIR_DOMAIN_EVENT_ID_LIFECYCLE, VIR_DOMAIN_EVENT_CALLBACK(onLifecycle), this, nullptr)) < 0 ||
+      (tunableCallback_ = virConnectDomainEventRegisterAny(conn_, nullptr, VIR_DOMAIN_EVENT_ID_TUNABLE,
+                                                           VIR_DOMAIN_EVENT_CALLBACK(onTunable), this, nullptr)) < 0) {
     disconnect();
     return false;
   }
@@ -136,7 +139,8 @@ bool LibvirtSession::connect() {
 void LibvirtSession::disconnect() {
   if (conn_ == nullptr) return;
   if (lifecycleCallback_ >= 0) (void)virConnectDomainEventDeregisterAny(conn_, lifecycleCallback_);
-  lifecycleCallback_ = -1;
+  if (tunableCallback_ >= 0) (void)virConnectDomainEventDeregisterAny(conn_, tunableCallback_);
+  lifecycleCallback_ = tunableCallback_ = -1;
   (void)virConnectUnregisterCloseCallback(conn_, onClose);
   virConnectClose(conn_);
   conn_ = nullptr;
@@ -159,12 +163,28 @@ void LibvirtSession::onLifecycle(virConnectPtr, virDomainPtr domain, int event, 
     case VIR_DOMAIN_EVENT_STOPPED: e.kind = DomainEventKind::kStopped; break;
     default: return;
   }
+  self->forward(domain, e);
+}
+
+void LibvirtSession::onTunable(virConnectPtr, virDomainPtr domain, virTypedParameterPtr params, int count,
+                               void* opaque) {
+  // Only pins: libvirt reports shares, quota and the like the same way.
+  bool pins = false;
+  for (int i = 0; i < count; ++i) {
+    const std::string_view field = params[i].field;
+    pins |= field.starts_with("cputune.vcpupin") || field.starts_with("cputune.emulatorpin") ||
+            field.starts_with("cputune.iothreadpin");
+  }
+  if (pins) static_cast<LibvirtSession*>(opaque)->forward(domain, DomainEvent{DomainEventKind::kPinsChanged, "", ""});
+}
+
+void LibvirtSession::forward(virDomainPtr domain, DomainEvent e) {
   char uuid[VIR_UUID_STRING_BUFLEN] = {};
   if (virDomainGetUUIDString(domain, uuid) < 0) return;
   e.uuid = uuid;
   const char* name = virDomainGetName(domain);
   e.name = name != nullptr ? name : "";
-  self->post([e](LibvirtSession& session) { session.handler_.domainEvent(session, e); });
+  post([e](LibvirtSession& session) { session.handler_.domainEvent(session, e); });
 }
 
 Result<std::unique_ptr<virDomain, int (*)(virDomainPtr)>> LibvirtSession::lookup(const std::string& uuid) {

@@ -26,7 +26,9 @@
 
 namespace vri {
 
-enum class DomainEventKind { kDefined, kUndefined, kStarted, kStopped };
+// kPinsChanged: a running domain's vCPU, emulator or iothread pins changed
+// (libvirt's tunable event), by VRI or by anyone else.
+enum class DomainEventKind { kDefined, kUndefined, kStarted, kStopped, kPinsChanged };
 
 struct DomainEvent {
   DomainEventKind kind;
@@ -93,12 +95,16 @@ class LibvirtSession {
   }
   Result<std::unique_ptr<virDomain, int (*)(virDomainPtr)>> lookup(const std::string& uuid);
   static void onLifecycle(virConnectPtr, virDomainPtr, int event, int detail, void* opaque);
+  static void onTunable(virConnectPtr, virDomainPtr, virTypedParameterPtr params, int count, void* opaque);
+  // On libvirt's event thread: hands the event to the worker.
+  void forward(virDomainPtr domain, DomainEvent event);
   static void onClose(virConnectPtr, int reason, void* opaque);
 
   LibvirtSessionOptions options_;
   LibvirtHandler& handler_;
   virConnectPtr conn_ = nullptr;  // worker thread only
   int lifecycleCallback_ = -1;
+  int tunableCallback_ = -1;
   int wakeTimer_ = -1;
   std::atomic<bool> connected_{false};
   std::atomic<int> connections_{0};

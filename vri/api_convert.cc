@@ -271,6 +271,7 @@ v1::Event::Kind eventKindMessage(EventKind kind) {
     case EventKind::kMoved: return v1::Event::MOVED;
     case EventKind::kPinsPending: return v1::Event::PINS_PENDING;
     case EventKind::kPinsSet: return v1::Event::PINS_SET;
+    case EventKind::kPinsDrifted: return v1::Event::PINS_DRIFTED;
   }
   return v1::Event::KIND_UNSPECIFIED;
 }

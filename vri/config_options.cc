@@ -330,6 +330,19 @@ std::vector<ConfigOption> buildOptions() {
   o.push_back(boolOption("libvirt_define_time_placement", "true",
                          "reserve CPUs for a VM when it is defined and write the pins into its definition",
                          &DaemonConfig::defineTimePlacement));
+  o.push_back({"libvirt_pin_drift", "restore",
+               "pins changed through libvirt behind VRI's back: restore the ledger's, or adopt the operator's when "
+               "they take only free shared CPUs or CPUs the VM holds",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 if (v != "restore" && v != "adopt") {
+                   return Error::invalidArgument("libvirt_pin_drift: " + quoteForMessage(v) +
+                                                 " is not restore or adopt");
+                 }
+                 c.adoptPinDrift = v == "adopt";
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::string(c.adoptPinDrift ? "adopt" : "restore"); }});
   o.push_back({"log_level", "info", "error, warning, info or debug", true,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(c.logLevel, parseLogLevel(v));

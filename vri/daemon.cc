@@ -189,9 +189,10 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_TRY(d->node_->startUp().context("start-up reconcile"));
   VRI_TRY(d->serve());
   if (!config.libvirtUri.empty()) {
-    d->libvirt_ = std::make_unique<LibvirtSync>(
-        *d->node_, log,
-        LibvirtSyncOptions{config.libvirtUri, config.libvirtPidDir, config.defineTimePlacement, &clock});
+    d->libvirt_ =
+        std::make_unique<LibvirtSync>(*d->node_, log,
+                                      LibvirtSyncOptions{config.libvirtUri, config.libvirtPidDir,
+                                                         config.defineTimePlacement, config.adoptPinDrift, &clock});
     d->livePins_.attach(d->libvirt_.get());
   }
   {

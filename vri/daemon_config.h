@@ -64,6 +64,7 @@ struct DaemonConfig {
   std::string libvirtUri;  // empty: no libvirt connection
   std::string libvirtPidDir;
   bool defineTimePlacement = true;
+  bool adoptPinDrift = false;  // pins changed through libvirt behind VRI's back: adopted when they fit, else restored
   int releaseGraceSeconds = 300;  // how long a tenant must be gone before reconcile releases it
   // May change at run time (SIGHUP).
   LogLevel logLevel = LogLevel::kInfo;

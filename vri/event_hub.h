@@ -37,6 +37,7 @@ enum class EventKind {
   kMoved,         // a running VM's threads moved live
   kPinsPending,   // libvirt's live pins could not be set; retried
   kPinsSet,       // the pending live pins are set
+  kPinsDrifted,   // pins changed through libvirt behind VRI's back, then restored or adopted
 };
 
 struct Event {

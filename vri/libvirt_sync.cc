@@ -150,6 +150,71 @@ Result<void> LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const
   return {};
 }
 
+void LibvirtSync::checkPins(LibvirtSession& session, const std::string& uuid) {
+  const StatePtr state = node_.state();
+  const VmRecord* vm = state->vm(uuid);
+  if (vm == nullptr || vm->defined || state->vmScope(uuid) == nullptr || awaitsMove(uuid)) return;
+  // Against what VRI last told libvirt: pins of VRI's that a shared-pool follow-up has yet to replace are not drift.
+  const auto told = pinned_.find(uuid);
+  if (told == pinned_.end()) return;  // not pinned by VRI since it connected: adopting it pins it
+  auto xml = session.domainXml(uuid, false);
+  auto live = xml.ok() ? parseDomainXml(*xml) : Result<DomainXml>(xml.error());
+  if (!live.ok()) {
+    log_.warning("libvirt: pins of VM " + uuid + " not checked: " + live.error().message());
+    return;
+  }
+  const VmPins& ours = told->second.pins;
+  const CpuSet shared = state->shared();
+  std::string drift;
+  std::vector<VmThreadMove> moves;
+  bool adoptable = true;
+  // One thread's pin: a drift line, and the move that adopts it (one CPU, or the shared pool).
+  const auto compare = [&](const std::string& thread, const CpuSet& theirs, const CpuSet& mine,
+                           std::optional<VmThreadMove> move) {
+    if (theirs == mine) return;
+    drift += (drift.empty() ? "" : "; ") + thread + " pinned to " + theirs.format() + " (VRI: " + mine.format() + ")";
+    if (!move || (theirs != shared && theirs.count() != 1)) {
+      adoptable = false;
+      return;
+    }
+    if (theirs != shared) move->cpu = theirs.first();
+    moves.push_back(*move);
+  };
+  for (const auto& [vcpu, mine] : ours.vcpus) {
+    const auto theirs = live->cputune.vcpupins.find(vcpu);
+    if (theirs == live->cputune.vcpupins.end()) continue;
+    const bool online = vm->placement.vcpuCpus.contains(vcpu);
+    compare("vCPU " + std::to_string(vcpu), theirs->second, mine,
+            online ? std::optional<VmThreadMove>(VmThreadMove{VmThreadMove::Thread::kVcpu, vcpu, std::nullopt})
+                   : std::nullopt);
+  }
+  if (live->cputune.emulatorpin) {
+    compare("the emulator", *live->cputune.emulatorpin, ours.emulator,
+            VmThreadMove{VmThreadMove::Thread::kEmulator, 0, std::nullopt});
+  }
+  for (const auto& [id, mine] : ours.iothreads) {
+    const auto theirs = live->cputune.iothreadpins.find(id);
+    if (theirs != live->cputune.iothreadpins.end()) compare("iothread " + std::to_string(id), theirs->second, mine, {});
+  }
+  if (drift.empty()) return;
+  const std::string tenant = vmTenant(uuid);
+  log_.warning("libvirt: VM " + uuid + ": " + drift + ", set behind VRI's back");
+  std::string why = "libvirt_pin_drift is restore";
+  if (options_.adoptPinDrift && !adoptable) why = "only one CPU, or the shared pool, can be adopted";
+  if (options_.adoptPinDrift && adoptable) {
+    auto moved = node_.moveVm(uuid, moves);
+    if (moved.ok()) {
+      node_.announce(EventKind::kPinsDrifted, tenant, drift + ": adopted");
+      const StatePtr now = node_.state();
+      if (const VmRecord* adopted = now->vm(uuid)) (void)pin(session, *adopted, now->shared(), true);
+      return;
+    }
+    why = moved.error().message();
+  }
+  node_.announce(EventKind::kPinsDrifted, tenant, drift + ": restored (" + why + ")");
+  (void)pin(session, *vm, shared, true);
+}
+
 void LibvirtSync::forget(const std::string& uuid) {
   pinned_.erase(uuid);
   pendingPins_.erase(uuid);
@@ -289,6 +354,7 @@ void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event)
   switch (event.kind) {
     case DomainEventKind::kStarted: pinFromLedger(session, event.uuid); break;
     case DomainEventKind::kStopped: forget(event.uuid); break;
+    case DomainEventKind::kPinsChanged: checkPins(session, event.uuid); break;
     case DomainEventKind::kDefined:
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
       break;

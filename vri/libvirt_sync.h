@@ -8,7 +8,10 @@
 //  - shared-pool moves re-pin the running VMs whose threads use the pool;
 //  - "defined" reserves a placement for the VM and writes it into the
 //    persistent definition, marked as VRI's; "undefined" drops a reservation;
-//  - a live move (vrictl vcpupin) sets the moved VM's pins, and its definition's with `persistent`.
+//  - a live move (vrictl vcpupin) sets the moved VM's pins, and its definition's with `persistent`;
+//  - libvirt's tunable event: pins that differ from what VRI last told libvirt
+//    were changed behind its back (virsh vcpupin --live): announced as
+//    PINS_DRIFTED, then restored, or adopted (a live move) when configured and they fit.
 // Every live pin VRI sets is recorded in the running domain's metadata with the
 // request it answers (<vri:cpu>, <vri:placement>), unless the pins are the
 // user's own: a save image, a migration stream or vrid adopting the VM then
@@ -35,6 +38,7 @@ struct LibvirtSyncOptions {
   std::string uri = "qemu:///system";
   std::string qemuPidDir = "/run/libvirt/qemu";
   bool defineTimePlacement = true;
+  bool adoptPinDrift = false;                        // see libvirt_pin_drift
   const Clock* clock = &steadyClock();               // what the libvirt connection's back-off waits by; not owned
   std::chrono::milliseconds pinRetryInterval{1000};  // how soon pins libvirt refused are tried again
 };
@@ -59,6 +63,8 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   Result<void> setLive(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
   LivePinsOutcome applyMove(LibvirtSession& session, const std::string& uuid, bool persistent);
   void retryPending(LibvirtSession& session);
+  // After libvirt's tunable event: pins someone else set, restored or adopted.
+  void checkPins(LibvirtSession& session, const std::string& uuid);
   // A VM that stopped or went: nothing of it is left to tell libvirt.
   void forget(const std::string& uuid);
   void followSharedPool(LibvirtSession& session);

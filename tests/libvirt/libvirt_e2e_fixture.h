@@ -50,7 +50,7 @@ class LibvirtEndToEndTest : public ::testing::Test {
     std::vector<std::string> args = {"--topology=live", "--machine-partition=machine",
                                      "--cgroup-v1-controllers=cpuset,cpu,cpuacct", "--libvirt-uri=qemu:///system",
                                      "--log-level=debug"};
-    args.insert(args.end(), reservation_.begin(), reservation_.end());
+    args.insert(args.end(), vridArgs_.begin(), vridArgs_.end());
     vrid_ = std::make_unique<testing::VridProcess>(tmp_, "vrid", args);
     ASSERT_TRUE(vrid_->start());
     admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
@@ -128,8 +128,9 @@ class LibvirtEndToEndTest : public ::testing::Test {
     return out;
   }
 
-  // CPU 0 reserved (still shared), CPU 1 free for one dedicated vCPU.
-  std::vector<std::string> reservation_ = {"--reserved-cpus=0"};
+  // vrid's options besides the fixed ones: by default CPU 0 reserved (still shared), CPU 1 free for one
+  // dedicated vCPU.
+  std::vector<std::string> vridArgs_ = {"--reserved-cpus=0"};
   testing::TempDir tmp_;
   std::unique_ptr<testing::VridProcess> vrid_;
   std::unique_ptr<v1::Vri::Stub> admin_;

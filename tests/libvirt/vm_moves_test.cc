@@ -7,14 +7,14 @@
 namespace vri {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::domainXml;
 using testing::eventually;
+using ::testing::HasSubstr;
 
 // No reserved CPU: both CPUs of this machine can be taken, one at a time.
 class LibvirtMovesTest : public testing::LibvirtEndToEndTest {
  protected:
-  LibvirtMovesTest() { reservation_ = {"--system-reserved-cpu=0"}; }
+  LibvirtMovesTest() { vridArgs_ = {"--system-reserved-cpu=0"}; }
 
   // vrictl on the admin socket: its exit code, stdout and stderr in `output`.
   int vrictl(const std::vector<std::string>& args, std::string* output) {
@@ -30,10 +30,22 @@ class LibvirtMovesTest : public testing::LibvirtEndToEndTest {
     EXPECT_EQ(placed < 0 ? sharedPool() : std::to_string(placed), cpus);
     const std::string group = scope(name);
     EXPECT_EQ(this->cpus(group + "/vcpu0"), cpus);
-    EXPECT_TRUE(eventually([&] { return threadAffinity(group + "/vcpu0") == cpus; })) << threadAffinity(group + "/vcpu0");
+    EXPECT_TRUE(eventually([&] { return threadAffinity(group + "/vcpu0") == cpus; }))
+        << threadAffinity(group + "/vcpu0");
     EXPECT_TRUE(eventually([&] {
       return virshOut({"vcpupin", name}).find(" 0      " + cpus + "\n") != std::string::npos;
     })) << virshOut({"vcpupin", name});
+  }
+  // The PINS_DRIFTED events vrid has announced.
+  std::vector<std::string> driftEvents() {
+    std::string out;
+    vrictl({"events", "--recent", "256"}, &out);
+    std::vector<std::string> lines;
+    std::istringstream in(out);
+    for (std::string line; std::getline(in, line);) {
+      if (line.find("PINS_DRIFTED") != std::string::npos) lines.push_back(line);
+    }
+    return lines;
   }
   // VRI's record in the live XML: the request as the ledger holds it, the pins as libvirt holds them.
   void expectLiveRecord(const std::string& name, const std::string& policy, const std::string& cpus) {
@@ -59,8 +71,9 @@ TEST_F(LibvirtMovesTest, VcpupinMovesARunningGuestAndASaveRestorePlacesItAfresh)
   EXPECT_EQ(sharedPool(), "0");
   ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "1"));
   EXPECT_EQ(cpus(scope("vri-test-web") + "/emulator"), "0");
-  EXPECT_TRUE(eventually([&] { return virshOut({"emulatorpin", "vri-test-web"}).find("*: 0\n") != std::string::npos; }))
-      << virshOut({"emulatorpin", "vri-test-web"});
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"emulatorpin", "vri-test-web"}).find("*: 0\n") != std::string::npos;
+  })) << virshOut({"emulatorpin", "vri-test-web"});
   ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "dedicated", "1"));
 
   // And on to CPU 0: CPU 1 goes back to the pool.
@@ -95,18 +108,18 @@ TEST_F(LibvirtMovesTest, AMoveWhileLibvirtdIsDownIsPendingAndLandsWhenItIsBack) 
   const std::string to = from == "0" ? "1" : "0";
   ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", from));
   std::string out;
-  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "stop"}, &out,
-                                tmp_.sub("fixture.out")),
-            0)
+  ASSERT_EQ(
+      testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "stop"}, &out, tmp_.sub("fixture.out")),
+      0)
       << out;
   // The ledger and the kernel move; libvirt cannot be told: vrictl says so and exits 1.
   EXPECT_EQ(vrictl({"vcpupin", "vri-test-db", "0", to}, &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("pending"));
   EXPECT_EQ(placedCpu("vri-test-db"), to);
   EXPECT_EQ(cpus(scope("vri-test-db") + "/vcpu0"), to);
-  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "start"}, &out,
-                                tmp_.sub("fixture.out")),
-            0)
+  ASSERT_EQ(
+      testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "start"}, &out, tmp_.sub("fixture.out")),
+      0)
       << out;
   // Back: the reconnect keeps the ledger's move (the live XML still read as before it) and tells libvirt.
   ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", to));
@@ -126,6 +139,52 @@ TEST_F(LibvirtMovesTest, ASharedVmsSaveImageIsPlacedAfreshNotReadAsTheUsersPins)
   EXPECT_EQ(restored->spec().cpu_policy(), v1::SHARED);
   EXPECT_TRUE(restored->spec().pinned_vcpu_cpus().empty());
   ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0-1"));
+}
+
+// virsh vcpupin --live behind VRI's back: noticed through libvirt's tunable event and restored.
+TEST_F(LibvirtMovesTest, APinSetBehindVrisBackIsRestoredByDefault) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 24, "dedicated")));
+  const std::string cpu = placedCpu("vri-test-db");
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", cpu));
+  std::string out;
+  ASSERT_EQ(virsh({"vcpupin", "vri-test-db", "0", cpu == "0" ? "1" : "0", "--live"}, &out), 0) << out;
+  EXPECT_TRUE(eventually([&] { return driftEvents().size() == 1; })) << vrid_->log();
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", cpu));
+  EXPECT_THAT(driftEvents().at(0), HasSubstr("vCPU 0 pinned to " + std::string(cpu == "0" ? "1" : "0") +
+                                             " (VRI: " + cpu + "): restored (libvirt_pin_drift is restore)"));
+  EXPECT_EQ(placedCpu("vri-test-db"), cpu);
+}
+
+// With libvirt_pin_drift = adopt: a pin onto a free CPU becomes the ledger's (a live move) when the shared
+// pool can spare it, and is restored when it cannot; vrid's own re-pins after the pool changed are no drift.
+// (On cgroup v1 libvirt itself refuses a pin outside the VM's scope, which VRI narrows to what the VM may use.)
+TEST_F(LibvirtMovesTest, WithAdoptAPinThatFitsIsTakenIntoTheLedgerAndOneThatDoesNotIsRestored) {
+  stopVrid();
+  vridArgs_.push_back("--libvirt-pin-drift=adopt");
+  vridArgs_.push_back("--shared-vcpu-request=0.6");  // three shared vCPUs need both CPUs
+  startVrid();
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-web", domainXml("vri-test-web", 25, "")));
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-api", domainXml("vri-test-api", 26, "")));
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-ops", domainXml("vri-test-ops", 27, "")));
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0-1"));
+  std::string out;
+  ASSERT_EQ(virsh({"vcpupin", "vri-test-web", "0", "1", "--live"}, &out), 0) << out;
+  EXPECT_TRUE(eventually([&] { return driftEvents().size() == 1; })) << vrid_->log();
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0-1"));
+  EXPECT_EQ(vm("vri-test-web")->spec().cpu_policy(), v1::SHARED);
+
+  ASSERT_EQ(virsh({"destroy", "vri-test-ops"}, &out), 0) << out;
+  ASSERT_EQ(virsh({"vcpupin", "vri-test-web", "0", "1", "--live"}, &out), 0) << out;
+  EXPECT_TRUE(eventually([&] { return placedCpu("vri-test-web") == "1"; })) << vrid_->log();
+  EXPECT_EQ(vm("vri-test-web")->spec().cpu_policy(), v1::DEDICATED);
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "1"));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "dedicated", "1"));
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-api", "0"));  // the pool shrank, and api followed it
+  const auto events = driftEvents();
+  ASSERT_EQ(events.size(), 2u) << vrid_->log();
+  EXPECT_THAT(events.at(0), HasSubstr("vCPU 0 pinned to 1 (VRI: 0-1): restored ("));
+  EXPECT_THAT(events.at(0), HasSubstr("must stay shared"));
+  EXPECT_THAT(events.at(1), HasSubstr("vCPU 0 pinned to 1 (VRI: 0-1): adopted"));
 }
 
 }  // namespace

@@ -76,11 +76,19 @@ TEST_F(LibvirtMovesTest, VcpupinMovesARunningGuestAndASaveRestorePlacesItAfresh)
   })) << virshOut({"emulatorpin", "vri-test-web"});
   ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "dedicated", "1"));
 
-  // And on to CPU 0: CPU 1 goes back to the pool.
-  ASSERT_EQ(vrictl({"vcpupin", "vri-test-web", "0", "0"}, &out), 0) << out << vrid_->log();
+  // The persistent definition is left alone without --config.
+  EXPECT_THAT(virshOut({"dumpxml", "--inactive", "vri-test-web"}), ::testing::Not(HasSubstr("policy=\"dedicated\"")));
+
+  // And on to CPU 0, with --config: CPU 1 goes back to the pool, and the definition keeps the VM dedicated,
+  // its pins marked as VRI's (placed afresh at the next start).
+  ASSERT_EQ(vrictl({"vcpupin", "vri-test-web", "0", "0", "--config"}, &out), 0) << out << vrid_->log();
   EXPECT_EQ(sharedPool(), "1");
   ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-web", "0"));
   ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-web", "dedicated", "0"));
+  const std::string definition = virshOut({"dumpxml", "--inactive", "vri-test-web"});
+  EXPECT_THAT(definition, HasSubstr("<vri:cpu policy=\"dedicated\""));
+  EXPECT_THAT(definition, HasSubstr("<vri:vcpupin vcpu=\"0\" cpuset=\"0\"/>"));
+  EXPECT_THAT(definition, HasSubstr("<vcpupin vcpu='0' cpuset='0'/>"));
 
   // Saved and restored: read as VRI's pins and placed afresh as a dedicated VM, not held to CPU 0 as the user's.
   ASSERT_EQ(virsh({"save", "vri-test-web", tmp_.sub("web.save")}, &out), 0) << out;

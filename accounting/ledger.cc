@@ -221,6 +221,11 @@ Result<VmCpuPlacement> Ledger::moveVm(const std::string& uuid, const std::vector
   return settle(w, decideMoveVm(w.current(), uuid, moves));
 }
 
+Result<VcpusOnline> Ledger::vcpusOnline(const std::string& uuid, const std::vector<int>& online) {
+  Writer w(*this);
+  return settle(w, decideVcpusOnline(w.current(), uuid, online));
+}
+
 Result<VmCpuPlacement> Ledger::admitVm(const VmSpec& vm) {
   Writer w(*this);
   return settle(w, decideAdmitVm(w.current(), vm));

@@ -152,6 +152,14 @@ class Ledger {
   //    that hold whole cores or CPUs for offline vCPUs, VMs not running.
   Result<Decision<VmCpuPlacement>> decideMoveVm(const StatePtr& from, const std::string& uuid,
                                                 const std::vector<VmThreadMove>& moves) const;
+  // vCPUs brought online or taken offline in a running VM (`online`: the ids that
+  // run now, ascending). One taken offline gives back what it held; one brought
+  // online gets a CPU of its own when the request dedicates it (the user's pin, or
+  // the first free CPU on the nodes of the VM's bound memory) and one is free, else
+  // runs on the shared pool, counted there and said in `notes` (the request then
+  // reads mixed). Refused when the shared pool cannot take the demand.
+  Result<Decision<VcpusOnline>> decideVcpusOnline(const StatePtr& from, const std::string& uuid,
+                                                  const std::vector<int>& online) const;
   // Where VMs' cgroups are (nullopt: gone). Unknown UUIDs are ignored.
   Decision<bool> decideVmScopes(const StatePtr& from,
                                 const std::map<std::string, std::optional<CgroupPath>>& scopes) const;
@@ -181,6 +189,7 @@ class Ledger {
   Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
   Result<void> releaseVm(const std::string& uuid);
   Result<VmCpuPlacement> moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves);
+  Result<VcpusOnline> vcpusOnline(const std::string& uuid, const std::vector<int>& online);
   Result<void> adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive);
   Result<void> adoptVm(const VmSpec& vm, const VmCpuPlacement& placement);
 

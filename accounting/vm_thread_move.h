@@ -1,9 +1,13 @@
-// A live move of one of a running VM's threads: a vCPU or the emulator, onto
-// one host CPU of its own or back onto the shared pool.
+// Live changes of a running VM: a move of one of its threads (a vCPU or the
+// emulator) onto one host CPU of its own or back onto the shared pool, and vCPUs
+// brought online or offline.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
+
+#include "accounting/vm_cpu_placement.h"
 
 namespace vri {
 
@@ -15,6 +19,13 @@ struct VmThreadMove {
 
   // "vCPU 2" or "the emulator", for messages.
   std::string name() const { return thread == Thread::kVcpu ? "vCPU " + std::to_string(id) : "the emulator"; }
+};
+
+// What bringing vCPUs online or offline left: the placement, and why a vCPU
+// the request dedicates runs on the shared pool after all.
+struct VcpusOnline {
+  VmCpuPlacement placement;
+  std::vector<std::string> notes;
 };
 
 }  // namespace vri

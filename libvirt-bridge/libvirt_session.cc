@@ -294,4 +294,11 @@ Result<void> LibvirtSession::pinPersistent(const std::string& uuid, const VmPins
   return {};
 }
 
+Result<int> LibvirtSession::liveVcpuCount(const std::string& uuid) {
+  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
+  const int count = virDomainGetVcpusFlags(domain.get(), VIR_DOMAIN_AFFECT_LIVE);
+  if (count < 0) return libvirtError("count the vCPUs of " + uuid);
+  return count;
+}
+
 }  // namespace vri

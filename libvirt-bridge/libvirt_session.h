@@ -72,6 +72,8 @@ class LibvirtSession {
   Result<std::vector<std::string>> activeDomainXmls();
   Result<std::string> domainXml(const std::string& uuid, bool inactive);
   Result<bool> isActive(const std::string& uuid);
+  // How many vCPUs the running domain has online.
+  Result<int> liveVcpuCount(const std::string& uuid);
   // Pins the running domain's vCPUs, emulator and iothreads (libvirt writes its
   // cgroups and records them in its live XML, so `virsh vcpupin` agrees).
   Result<void> pinLive(const std::string& uuid, const VmPins& pins);

@@ -47,9 +47,14 @@ LibvirtSync::~LibvirtSync() {
 void LibvirtSync::watchEvents() {
   Event event;
   auto retry_at = options_.clock->now() + options_.pinRetryInterval;
+  auto count_at = options_.clock->now() + options_.vcpuPollInterval;
   while (!stopping_) {
     const auto next = events_->next(std::chrono::milliseconds(200), event);
     if (next == EventSubscription::Next::kClosed) return;
+    if (options_.clock->now() >= count_at && !vcpuCheckQueued_.exchange(true)) {
+      count_at = options_.clock->now() + options_.vcpuPollInterval;
+      session_->post([this](LibvirtSession& session) { checkVcpus(session); });
+    }
     if (pendingCount_ > 0 && options_.clock->now() >= retry_at && !retryQueued_.exchange(true)) {
       retry_at = options_.clock->now() + options_.pinRetryInterval;
       session_->post([this](LibvirtSession& session) { retryPending(session); });
@@ -148,6 +153,27 @@ Result<void> LibvirtSync::pin(LibvirtSession& session, const VmRecord& vm, const
     node_.announce(EventKind::kPinsSet, tenant, "libvirt holds the ledger's pins");
   }
   return {};
+}
+
+void LibvirtSync::checkVcpus(LibvirtSession& session) {
+  vcpuCheckQueued_ = false;
+  const StatePtr state = node_.state();
+  for (const auto& [uuid, scope] : state->vmScopes) {
+    const VmRecord* vm = state->vm(uuid);
+    if (vm == nullptr || vm->defined || vcpuIdCount(vm->spec.cpu) < 2) continue;  // one vCPU: none to plug or unplug
+    const auto count = session.liveVcpuCount(uuid);
+    if (!count.ok() || *count == static_cast<int>(vm->placement.vcpuCpus.size())) continue;
+    auto xml = session.domainXml(uuid, false);
+    auto live = xml.ok() ? parseDomainXml(*xml) : Result<DomainXml>(xml.error());
+    if (!live.ok()) {
+      log_.warning("libvirt: vCPUs of VM " + uuid + " not read: " + live.error().message());
+      continue;
+    }
+    auto changed = node_.vcpusOnline(uuid, live->onlineVcpus);
+    if (!changed.ok()) continue;  // refused: said in the log and as an event
+    const StatePtr now = node_.state();
+    if (const VmRecord* placed = now->vm(uuid)) (void)pin(session, *placed, now->shared(), true);
+  }
 }
 
 void LibvirtSync::checkPins(LibvirtSession& session, const std::string& uuid) {

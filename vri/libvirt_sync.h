@@ -9,6 +9,10 @@
 //  - "defined" reserves a placement for the VM and writes it into the
 //    persistent definition, marked as VRI's; "undefined" drops a reservation;
 //  - a live move (vrictl vcpupin) sets the moved VM's pins, and its definition's with `persistent`;
+//  - vCPUs brought online or offline (virsh setvcpus --live: libvirt has no
+//    event for it, and no hook runs) are noticed by counting each running VM's
+//    online vCPUs every vcpuPollInterval, where it has more than one vCPU id;
+//    the ledger is told which run, and the new ones' pins are set;
 //  - libvirt's tunable event: pins that differ from what VRI last told libvirt
 //    were changed behind its back (virsh vcpupin --live): announced as
 //    PINS_DRIFTED, then restored, or adopted (a live move) when configured and they fit.
@@ -41,6 +45,7 @@ struct LibvirtSyncOptions {
   bool adoptPinDrift = false;                        // see libvirt_pin_drift
   const Clock* clock = &steadyClock();               // what the libvirt connection's back-off waits by; not owned
   std::chrono::milliseconds pinRetryInterval{1000};  // how soon pins libvirt refused are tried again
+  std::chrono::milliseconds vcpuPollInterval{1000};  // how often running VMs' online vCPUs are counted
 };
 
 class LibvirtSync : public LibvirtHandler, public LivePins {
@@ -63,6 +68,8 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   Result<void> setLive(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
   LivePinsOutcome applyMove(LibvirtSession& session, const std::string& uuid, bool persistent);
   void retryPending(LibvirtSession& session);
+  // Counts each running VM's online vCPUs and tells the ledger of a change.
+  void checkVcpus(LibvirtSession& session);
   // After libvirt's tunable event: pins someone else set, restored or adopted.
   void checkPins(LibvirtSession& session, const std::string& uuid);
   // A VM that stopped or went: nothing of it is left to tell libvirt.
@@ -83,6 +90,7 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   std::map<std::string, Told> pinned_;              // worker thread only: what libvirt was last told
   std::map<std::string, std::string> pendingPins_;  // worker thread only: VMs whose pins failed, and why
   std::atomic<bool> retryQueued_{false};
+  std::atomic<bool> vcpuCheckQueued_{false};
   std::atomic<size_t> pendingCount_{0};
   // VMs moved live whose pins libvirt does not hold yet: their live XML still
   // reads as before the move, so adopting them after a reconnect keeps the ledger's placement.

@@ -127,6 +127,8 @@ class NodeManager {
   // A running VM's vCPUs or emulator moved (Ledger::decideMoveVm); its cgroups
   // written. libvirt's live pins are the caller's to set afterwards.
   Result<VmCpuPlacement> moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves);
+  // vCPUs brought online or offline in a running VM (Ledger::decideVcpusOnline); its cgroups written.
+  Result<VcpusOnline> vcpusOnline(const std::string& uuid, const std::vector<int>& online);
 
   // Start-up: the ledger against a scan (release what is gone, adopt what
   // runs), then a full reconcile.

@@ -122,4 +122,24 @@ Result<VmCpuPlacement> NodeManager::moveVm(const std::string& uuid, const std::v
   return finish("move", tenant, EventKind::kMoved, std::move(result), detail, start);
 }
 
+Result<VcpusOnline> NodeManager::vcpusOnline(const std::string& uuid, const std::vector<int>& online) {
+  const auto start = Stopwatch::now();
+  const std::string tenant = vmTenant(uuid);
+  Result<VcpusOnline> result = [&]() -> Result<VcpusOnline> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer(ledger_);
+    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideVcpusOnline(writer.current(), uuid, online));
+    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    return decision.answer;
+  }();
+  std::string detail;
+  if (result.ok()) {
+    CpuSet ids;
+    for (int id : online) ids.add(id);
+    detail = "vCPUs online " + ids.format() + ": " + describeVm(result->placement);
+    for (const std::string& note : result->notes) detail += "; " + note;
+  }
+  return finish("vcpus", tenant, EventKind::kResized, std::move(result), detail, start);
+}
+
 }  // namespace vri

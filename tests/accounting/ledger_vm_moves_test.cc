@@ -242,5 +242,108 @@ TEST_F(LedgerVmMovesTest, TheSharedPoolKeepsWhatItsTenantsNeed) {
   expectInvariants();
 }
 
+// vCPUs brought online (virsh setvcpus --live) and taken offline.
+TEST_F(LedgerVmMovesTest, AVcpuPluggedIntoADedicatedVmGetsItsOwnCpuOnItsMemorysNodeAndUnplugGivesItBack) {
+  VmSpec db = vm("20", VmCpuPolicy::kDedicated, 1);
+  db.cpu.maxVcpus = 3;
+  auto placed = ledger_->admitVm(db);
+  ASSERT_TRUE(placed.ok()) << placed.error().message();
+  const int node = topology_->cpu(placed->vcpuCpus.at(0))->numaNode;
+  auto plugged = ledger_->vcpusOnline(db.uuid, {0, 2});
+  ASSERT_TRUE(plugged.ok()) << plugged.error().message();
+  EXPECT_TRUE(plugged->notes.empty());
+  const int cpu = plugged->placement.vcpuCpus.at(2);
+  ASSERT_NE(cpu, kShared);
+  EXPECT_EQ(topology_->cpu(cpu)->numaNode, node);
+  EXPECT_FALSE(shared().contains(cpu));
+  EXPECT_EQ(record(db.uuid).spec.cpu.onlineVcpus, (std::vector<int>{0, 2}));
+  EXPECT_EQ(record(db.uuid).spec.cpu.cpuPolicy, VmCpuPolicy::kDedicated);
+  expectInvariants();
+  // The VM's spec as it now is admits idempotently (what its live XML reads as).
+  EXPECT_TRUE(ledger_->admitVm(record(db.uuid).spec).ok());
+  auto unplugged = ledger_->vcpusOnline(db.uuid, {0});
+  ASSERT_TRUE(unplugged.ok()) << unplugged.error().message();
+  EXPECT_FALSE(unplugged->placement.vcpuCpus.contains(2));
+  EXPECT_TRUE(shared().contains(cpu));
+  expectInvariants();
+}
+
+TEST_F(LedgerVmMovesTest, APluggedVcpuWithNoFreeCpuRunsOnTheSharedPoolCountedAndSaysWhy) {
+  // Node 0 (CPUs 0-7, 0-1 reserved) filled by a pod, so a VM bound there has no CPU to grow into.
+  ContainerSpec app{"app", "app0001", false, 4000, 4000, 1ULL << 30, std::nullopt};
+  VmSpec db = vm("21", VmCpuPolicy::kDedicated, 2);
+  db.cpu.maxVcpus = 3;
+  db.cpu.preferredNumaNodes = {0};
+  auto placed = ledger_->admitVm(db);
+  ASSERT_TRUE(placed.ok()) << placed.error().message();
+  ASSERT_EQ(placed->mems.format(), "0");
+  ASSERT_TRUE(ledger_->admitContainer({"p1", "default/web", QosClass::kGuaranteed, 0, 0}, app).ok());
+  ASSERT_TRUE((freeForExclusive() & CpuSet::parse("0-7").value()).empty()) << freeForExclusive().format();
+  const int64_t demand = sharedDemand();
+  auto plugged = ledger_->vcpusOnline(db.uuid, {0, 1, 2});
+  ASSERT_TRUE(plugged.ok()) << plugged.error().message();
+  EXPECT_EQ(plugged->placement.vcpuCpus.at(2), kShared);
+  ASSERT_EQ(plugged->notes.size(), 1u);
+  EXPECT_EQ(plugged->notes[0], "vCPU 2 runs on the shared pool: no CPU is free for it on NUMA nodes 0");
+  EXPECT_EQ(sharedDemand(), demand + config_.sharedVcpuMilli);
+  EXPECT_EQ(record(db.uuid).spec.cpu.cpuPolicy, VmCpuPolicy::kMixed);
+  EXPECT_EQ(record(db.uuid).spec.cpu.mixedDedicatedVcpus, (std::vector<int>{0, 1}));
+  expectInvariants();
+}
+
+TEST_F(LedgerVmMovesTest, ASharedVmsPluggedVcpuAddsDemandOrIsRefusedWhenThePoolCannotTakeIt) {
+  ContainerSpec busy{"busy", "busy0001", false, 15000, 0, std::nullopt, 1ULL << 30};
+  ASSERT_TRUE(ledger_->admitContainer({"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy).ok());
+  VmSpec web = vm("22", VmCpuPolicy::kShared, 1);
+  web.cpu.maxVcpus = 2;
+  ASSERT_TRUE(ledger_->admitVm(web).ok());
+  const StatePtr before = ledger_->state();
+  auto refused = ledger_->vcpusOnline(web.uuid, {0, 1});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("needs 1000m of the shared pool"));
+  const StatePtr after = ledger_->state();
+  EXPECT_EQ(after.get(), before.get());
+  expectInvariants();
+  EXPECT_EQ(ledger_->vcpusOnline(web.uuid, {0, 5}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ledger_->vcpusOnline(web.uuid, {1, 0}).error().code(), ErrorCode::kInvalidArgument);
+}
+
+TEST_F(LedgerVmMovesTest, AUserPinnedOfflineVcpuTakesTheCpuHeldForItWhenPlugged) {
+  VmSpec pinned = vm("23", VmCpuPolicy::kShared, 1);
+  pinned.cpu.maxVcpus = 2;
+  pinned.cpu.pinnedVcpuCpus = {4, 5};
+  auto placed = ledger_->admitVm(pinned);
+  ASSERT_TRUE(placed.ok()) << placed.error().message();
+  EXPECT_EQ(placed->heldBack.format(), "5");
+  auto plugged = ledger_->vcpusOnline(pinned.uuid, {0, 1});
+  ASSERT_TRUE(plugged.ok()) << plugged.error().message();
+  EXPECT_EQ(plugged->placement.vcpuCpus.at(1), 5);
+  EXPECT_TRUE(plugged->placement.heldBack.empty());
+  auto unplugged = ledger_->vcpusOnline(pinned.uuid, {0});
+  ASSERT_TRUE(unplugged.ok()) << unplugged.error().message();
+  EXPECT_EQ(unplugged->placement.heldBack.format(), "5");  // held for it again
+  EXPECT_FALSE(shared().contains(5));
+  expectInvariants();
+}
+
+TEST_F(LedgerVmMovesTest, APluggedVcpuTheSharedPoolCannotSpareACpuForRunsOnItInstead) {
+  ledger_.reset();
+  config_.sharedVcpuMilli = 200;
+  ledger_ = open();
+  // Shared tenants ask for 14.8 CPUs: 15 must stay shared; the dedicated VM's first vCPU takes the 16th.
+  ContainerSpec busy{"busy", "busy0001", false, 14800, 0, std::nullopt, 1ULL << 30};
+  ASSERT_TRUE(ledger_->admitContainer({"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy).ok());
+  VmSpec db = vm("24", VmCpuPolicy::kDedicated, 1);
+  db.cpu.maxVcpus = 2;
+  ASSERT_TRUE(ledger_->admitVm(db).ok());
+  auto plugged = ledger_->vcpusOnline(db.uuid, {0, 1});
+  ASSERT_TRUE(plugged.ok()) << plugged.error().message();
+  EXPECT_EQ(plugged->placement.vcpuCpus.at(1), kShared);
+  ASSERT_EQ(plugged->notes.size(), 1u);
+  EXPECT_EQ(plugged->notes[0], "vCPU 1 runs on the shared pool: the shared pool cannot spare a CPU");
+  EXPECT_EQ(sharedDemand(), 15000);
+  expectInvariants();
+}
+
 }  // namespace
 }  // namespace vri

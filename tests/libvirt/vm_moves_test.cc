@@ -195,5 +195,45 @@ TEST_F(LibvirtMovesTest, WithAdoptAPinThatFitsIsTakenIntoTheLedgerAndOneThatDoes
   EXPECT_THAT(events.at(1), HasSubstr("vCPU 0 pinned to 1 (VRI: 0-1): adopted"));
 }
 
+// virsh setvcpus --live: no hook runs and libvirt 9.0 sends no event for it; vrid counts the VM's vCPUs and re-admits
+// it. On this 2-CPU machine a dedicated VM's plugged vCPU finds no CPU the shared pool can spare (the case where it
+// does is the ledger's unit test): it runs on the shared pool, counted there, and the event says why.
+TEST_F(LibvirtMovesTest, AHotPluggedVcpuIsAdmittedAndPinnedAndTheOperatorIsToldWhereItRuns) {
+  const std::string xml =
+      "<domain type='qemu'><name>vri-test-db</name><uuid>5e1f0c2d-7a3b-4c5d-9e6f-000000000028</uuid>"
+      "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='dedicated'/></vri:domain></metadata>"
+      "<memory unit='MiB'>96</memory><vcpu placement='static' current='1'>2</vcpu>"
+      "<vcpus><vcpu id='0' enabled='yes' hotpluggable='no' order='1'/><vcpu id='1' enabled='no' hotpluggable='yes'/>"
+      "</vcpus><os><type arch='x86_64' machine='pc'>hvm</type></os><features><acpi/></features>"
+      "<on_poweroff>destroy</on_poweroff><devices><emulator>/usr/bin/qemu-system-x86_64</emulator>"
+      "<memballoon model='none'/></devices></domain>";
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", xml));
+  const std::string own = placedCpu("vri-test-db");
+  const std::string pool = own == "0" ? "1" : "0";
+  std::string out;
+  ASSERT_EQ(virsh({"setvcpus", "vri-test-db", "2", "--live"}, &out), 0) << out;
+  ASSERT_TRUE(eventually([&] {
+    const auto db = vm("vri-test-db");
+    return db && db->allocation().online_vcpus_size() == 2;
+  })) << vrid_->log();
+  const auto db = vm("vri-test-db");
+  EXPECT_EQ(db->allocation().vcpu_cpus(0), std::stoi(own));
+  EXPECT_EQ(db->allocation().vcpu_cpus(1), -1);
+  EXPECT_EQ(db->spec().cpu_policy(), v1::MIXED);
+  const std::string group = scope("vri-test-db");
+  EXPECT_EQ(cpus(group + "/vcpu1"), pool);
+  EXPECT_TRUE(eventually([&] { return threadAffinity(group + "/vcpu1") == pool; })) << threadAffinity(group + "/vcpu1");
+  EXPECT_TRUE(eventually([&] {
+    const std::string xml = virshOut({"dumpxml", "vri-test-db"});
+    return xml.find("<vri:cpu policy=\"mixed\" dedicated-vcpus=\"0\"") != std::string::npos &&
+           xml.find("<vri:vcpupin vcpu=\"1\" cpuset=\"" + pool + "\"/>") != std::string::npos;
+  })) << virshOut({"dumpxml", "vri-test-db"});
+  ASSERT_EQ(vrictl({"events", "--recent", "10"}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("vCPU 1 runs on the shared pool: the shared pool cannot spare a CPU"));
+  ASSERT_EQ(vrictl({"dominfo", "vri-test-db"}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("2 online of 2"));
+  // (Unplugging needs a guest that acknowledges it; this diskless one cannot: the ledger's unit tests cover it.)
+}
+
 }  // namespace
 }  // namespace vri

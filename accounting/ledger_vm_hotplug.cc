@@ -16,16 +16,6 @@ constexpr int kShared = VmCpuPlacement::kShared;
 
 std::string vmName(const VmSpec& vm) { return "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name); }
 
-// Whether the request gives vCPU `id` a CPU of its own: the user's pin, or VRI's policy.
-bool wantsOwnCpu(const VmCpuRequest& request, int id) {
-  if (!request.pinnedVcpuCpus.empty()) {
-    return id < static_cast<int>(request.pinnedVcpuCpus.size()) && request.pinnedVcpuCpus[id] != kShared;
-  }
-  if (request.cpuPolicy == VmCpuPolicy::kDedicated) return true;
-  const auto& mixed = request.mixedDedicatedVcpus;
-  return request.cpuPolicy == VmCpuPolicy::kMixed && std::find(mixed.begin(), mixed.end(), id) != mixed.end();
-}
-
 int sharedVcpus(const VmCpuPlacement& placement) {
   return static_cast<int>(std::count_if(placement.vcpuCpus.begin(), placement.vcpuCpus.end(),
                                         [](const auto& vcpu) { return vcpu.second == kShared; }));
@@ -77,7 +67,7 @@ Result<Decision<VcpusOnline>> Ledger::decideVcpusOnline(const StatePtr& from, co
     for (int id : online) {
       if (p.vcpuCpus.contains(id)) continue;
       int cpu = kShared;
-      if (wantsOwnCpu(request, id)) {
+      if (dedicatesVcpu(request, id)) {
         const std::string why =
             !ownCpus       ? "the shared pool cannot spare a CPU"
             : free.empty() ? "no CPU is free for it" + (p.mems.empty() ? "" : " on NUMA nodes " + p.mems.format())
@@ -105,15 +95,8 @@ Result<Decision<VcpusOnline>> Ledger::decideVcpusOnline(const StatePtr& from, co
     request.vcpus = static_cast<int>(online.size());
     request.onlineVcpus = online;
     request.maxVcpus = ids;
-    if (!answer.notes.empty() && request.pinnedVcpuCpus.empty()) {
-      // Dedicated by policy, shared in fact: the request says so (mixed), as VRI's metadata will.
-      std::vector<int> dedicated;
-      for (const auto& [id, cpu] : p.vcpuCpus) {
-        if (cpu != kShared) dedicated.push_back(id);
-      }
-      request.cpuPolicy = dedicated.empty() ? VmCpuPolicy::kShared : VmCpuPolicy::kMixed;
-      request.mixedDedicatedVcpus = dedicated.size() < p.vcpuCpus.size() ? dedicated : std::vector<int>{};
-    }
+    // Dedicated by policy, shared in fact: the request says so (mixed), as VRI's metadata will.
+    if (!answer.notes.empty() && request.pinnedVcpuCpus.empty()) followPlacement(request, p);
     return std::pair{std::move(changed), std::move(answer)};
   };
 

@@ -39,31 +39,6 @@ int sharedVcpus(const VmCpuPlacement& placement) {
                                         [](const auto& vcpu) { return vcpu.second == kShared; }));
 }
 
-// The request a placement answers: a user's pins become the moved ones; VRI's
-// policy becomes dedicated, mixed or shared by which vCPUs hold a CPU now.
-void followPlacement(VmCpuRequest& request, const VmCpuPlacement& placement) {
-  if (!request.pinnedVcpuCpus.empty()) {
-    for (const auto& [id, cpu] : placement.vcpuCpus) {
-      if (id < static_cast<int>(request.pinnedVcpuCpus.size())) request.pinnedVcpuCpus[id] = cpu;
-    }
-  } else {
-    std::vector<int> dedicated;
-    for (const auto& [id, cpu] : placement.vcpuCpus) {
-      if (cpu != kShared) dedicated.push_back(id);
-    }
-    request.mixedDedicatedVcpus.clear();
-    if (dedicated.empty()) {
-      request.cpuPolicy = VmCpuPolicy::kShared;
-    } else if (dedicated.size() == placement.vcpuCpus.size()) {
-      request.cpuPolicy = VmCpuPolicy::kDedicated;
-    } else {
-      request.cpuPolicy = VmCpuPolicy::kMixed;
-      request.mixedDedicatedVcpus = std::move(dedicated);
-    }
-  }
-  request.emulatorPolicy = placement.emulatorCpus.empty() ? HelperThreadPolicy::kShared : HelperThreadPolicy::kIsolate;
-}
-
 }  // namespace
 
 Result<Decision<VmCpuPlacement>> Ledger::decideMoveVm(const StatePtr& from, const std::string& uuid,

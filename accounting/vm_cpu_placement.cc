@@ -246,16 +246,13 @@ Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request) {
                                         std::to_string(ids[i]) + " does not exist (the VM has " +
                                         std::to_string(vcpuIdCount(request)) + ")");
         }
-        if (!isOnline(ids[i])) {
-          return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
-                                        " is offline at start (online: " + idList(online) +
-                                        "); VRI dedicates CPUs to the vCPUs that run");
-        }
         if (i > 0 && ids[i] == ids[i - 1]) {
           return Error::invalidArgument("VM " + request.name + ": dedicated vCPU " + std::to_string(ids[i]) +
                                         " is listed twice");
         }
       }
+      // One offline at start holds no CPU until it is brought online.
+      std::erase_if(ids, [&](int vcpu) { return !isOnline(vcpu); });
       return ids;
   }
   return Error::internal("unknown cpu policy");
@@ -314,6 +311,43 @@ Result<VmCpuPlacement> planVmCpus(const Topology& topology, const CpuSet& availa
   for (; next < left.size(); ++next) placement.heldBack.add(left[next]);  // require: spare threads of its cores
   collectExclusive(placement);
   return placement;
+}
+
+bool dedicatesVcpu(const VmCpuRequest& request, int vcpu) {
+  if (!request.pinnedVcpuCpus.empty()) {
+    return vcpu >= 0 && vcpu < static_cast<int>(request.pinnedVcpuCpus.size()) &&
+           request.pinnedVcpuCpus[vcpu] != VmCpuPlacement::kShared;
+  }
+  if (request.cpuPolicy == VmCpuPolicy::kDedicated) return true;
+  const auto& mixed = request.mixedDedicatedVcpus;
+  return request.cpuPolicy == VmCpuPolicy::kMixed && std::find(mixed.begin(), mixed.end(), vcpu) != mixed.end();
+}
+
+void followPlacement(VmCpuRequest& request, const VmCpuPlacement& placement) {
+  request.emulatorPolicy = placement.emulatorCpus.empty() ? HelperThreadPolicy::kShared : HelperThreadPolicy::kIsolate;
+  if (!request.pinnedVcpuCpus.empty()) {
+    for (const auto& [id, cpu] : placement.vcpuCpus) {
+      if (id < static_cast<int>(request.pinnedVcpuCpus.size())) request.pinnedVcpuCpus[id] = cpu;
+    }
+    return;
+  }
+  std::vector<int> dedicated;
+  const int ids = vcpuIdCount(request);
+  for (int id = 0; id < ids; ++id) {
+    const auto online = placement.vcpuCpus.find(id);
+    const bool own =
+        online != placement.vcpuCpus.end() ? online->second != VmCpuPlacement::kShared : dedicatesVcpu(request, id);
+    if (own) dedicated.push_back(id);
+  }
+  request.mixedDedicatedVcpus.clear();
+  if (dedicated.empty()) {
+    request.cpuPolicy = VmCpuPolicy::kShared;
+  } else if (static_cast<int>(dedicated.size()) == ids) {
+    request.cpuPolicy = VmCpuPolicy::kDedicated;
+  } else {
+    request.cpuPolicy = VmCpuPolicy::kMixed;
+    request.mixedDedicatedVcpus = std::move(dedicated);
+  }
 }
 
 }  // namespace vri

@@ -76,6 +76,15 @@ std::vector<int> vcpuCpusById(const VmCpuRequest& request, const VmCpuPlacement&
 // user's pins), ascending; refuses ids out of range or repeated.
 Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request);
 
+// Whether the request gives vCPU `vcpu` a CPU of its own (online or when brought
+// online): the user's pin, or VRI's dedicated or mixed policy.
+bool dedicatesVcpu(const VmCpuRequest& request, int vcpu);
+// The request a placement changed live answers: a user's pins become the
+// placement's; VRI's policy becomes dedicated, mixed or shared by which vCPUs
+// hold a CPU now (an offline vCPU keeps what the request gave it), and the
+// emulator's by whether it holds one.
+void followPlacement(VmCpuRequest& request, const VmCpuPlacement& placement);
+
 // Plans a placement from `available` (the CPUs free for exclusive use). When
 // guestThreadsPerCore > 1, guest sibling vCPUs land on host sibling threads
 // wherever whole host cores were given. Nothing is recorded: the pool does that.

@@ -8,10 +8,6 @@ namespace vri {
 
 namespace {
 
-bool isOnline(const DomainXml& domain, int vcpu) {
-  return std::binary_search(domain.onlineVcpus.begin(), domain.onlineVcpus.end(), vcpu);
-}
-
 // Every vCPU id's pin, offline ones included: libvirt applies a pin when the
 // vCPU is brought online, so VRI holds its CPU as it holds a running one's.
 Result<void> addUserPins(const DomainXml& domain, DomainRequest& request) {
@@ -39,12 +35,6 @@ Result<void> addPolicy(const DomainXml& domain, DomainRequest& request) {
         return Error::invalidArgument("domain " + domain.name + ": <vri:cpu dedicated-vcpus>: vCPU " +
                                       std::to_string(vcpu) + " does not exist (the domain has " +
                                       std::to_string(domain.maxVcpus) + ")");
-      }
-      if (!isOnline(domain, vcpu)) {
-        return Error::invalidArgument("domain " + domain.name + ": <vri:cpu dedicated-vcpus>: vCPU " +
-                                      std::to_string(vcpu) +
-                                      " is offline at start; VRI dedicates CPUs to the vCPUs libvirt starts "
-                                      "(<vcpus><vcpu enabled='yes'>)");
       }
       request.mixedDedicatedVcpus.push_back(vcpu);
     }

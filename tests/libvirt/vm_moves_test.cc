@@ -235,5 +235,39 @@ TEST_F(LibvirtMovesTest, AHotPluggedVcpuIsAdmittedAndPinnedAndTheOperatorIsToldW
   // (Unplugging needs a guest that acknowledges it; this diskless one cannot: the ledger's unit tests cover it.)
 }
 
+// A mixed VM whose dedicated vCPU is offline at start: brought online, it gets a CPU of its own.
+TEST_F(LibvirtMovesTest, AHotPluggedDedicatedVcpuGetsItsOwnCpu) {
+  const std::string xml =
+      "<domain type='qemu'><name>vri-test-mixed</name><uuid>5e1f0c2d-7a3b-4c5d-9e6f-000000000029</uuid>"
+      "<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='mixed' dedicated-vcpus='1'/>"
+      "</vri:domain></metadata><memory unit='MiB'>96</memory><vcpu placement='static' current='1'>2</vcpu>"
+      "<vcpus><vcpu id='0' enabled='yes' hotpluggable='no' order='1'/><vcpu id='1' enabled='no' hotpluggable='yes'/>"
+      "</vcpus><os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>"
+      "<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>";
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-mixed", xml));
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-mixed", "0-1"));  // vCPU 0 is shared, vCPU 1 holds nothing yet
+  EXPECT_EQ(sharedPool(), "0-1");
+  std::string out;
+  ASSERT_EQ(virsh({"setvcpus", "vri-test-mixed", "2", "--live"}, &out), 0) << out;
+  ASSERT_TRUE(eventually([&] {
+    const auto vm = this->vm("vri-test-mixed");
+    return vm && vm->allocation().online_vcpus_size() == 2;
+  })) << vrid_->log();
+  const int own = vm("vri-test-mixed")->allocation().vcpu_cpus(1);
+  ASSERT_GE(own, 0) << vrid_->log();
+  const std::string cpu = std::to_string(own), pool = own == 0 ? "1" : "0";
+  EXPECT_EQ(sharedPool(), pool);
+  const std::string group = scope("vri-test-mixed");
+  EXPECT_EQ(cpus(group + "/vcpu1"), cpu);
+  EXPECT_TRUE(eventually([&] { return threadAffinity(group + "/vcpu1") == cpu; })) << threadAffinity(group + "/vcpu1");
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"vcpupin", "vri-test-mixed"}).find(" 1      " + cpu + "\n") != std::string::npos;
+  })) << virshOut({"vcpupin", "vri-test-mixed"});
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-mixed", pool));  // the shared vCPU followed the pool
+  ASSERT_EQ(vrictl({"dominfo", "vri-test-mixed"}, &out), 0);
+  EXPECT_THAT(out, HasSubstr("2 online of 2"));
+  EXPECT_THAT(out, HasSubstr("vcpu1:               CPU " + cpu));
+}
+
 }  // namespace
 }  // namespace vri

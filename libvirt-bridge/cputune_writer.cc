@@ -35,19 +35,43 @@ void setAttribute(xmlNodePtr node, const char* name, const std::string& value) {
   xmlSetProp(node, text(name), text(value.c_str()));
 }
 
-// vcpupin/emulatorpin/iothreadpin children of `parent`, in namespace `ns` (null: none).
-void addPins(xmlNodePtr parent, xmlNsPtr ns, const VmPins& pins) {
+// <cputune>'s vcpupin, emulatorpin and iothreadpin children.
+void addPins(xmlNodePtr parent, const VmPins& pins) {
   for (const auto& [vcpu, cpus] : pins.vcpus) {
-    xmlNodePtr pin = xmlNewChild(parent, ns, text("vcpupin"), nullptr);
+    xmlNodePtr pin = xmlNewChild(parent, nullptr, text("vcpupin"), nullptr);
     setAttribute(pin, "vcpu", std::to_string(vcpu));
     setAttribute(pin, "cpuset", cpus.format());
   }
-  xmlNodePtr emulator = xmlNewChild(parent, ns, text("emulatorpin"), nullptr);
+  xmlNodePtr emulator = xmlNewChild(parent, nullptr, text("emulatorpin"), nullptr);
   setAttribute(emulator, "cpuset", pins.emulator.format());
   for (const auto& [id, cpus] : pins.iothreads) {
-    xmlNodePtr pin = xmlNewChild(parent, ns, text("iothreadpin"), nullptr);
+    xmlNodePtr pin = xmlNewChild(parent, nullptr, text("iothreadpin"), nullptr);
     setAttribute(pin, "iothread", std::to_string(id));
     setAttribute(pin, "cpuset", cpus.format());
+  }
+}
+
+// One pin of VRI's placement record: its CPUs, or pool='shared' for a thread on the shared pool.
+void setMarkedCpus(xmlNodePtr pin, const CpuSet& cpus) {
+  if (cpus.empty()) {
+    setAttribute(pin, "pool", "shared");
+  } else {
+    setAttribute(pin, "cpuset", cpus.format());
+  }
+}
+
+// <vri:placement>'s children.
+void addMark(xmlNodePtr parent, xmlNsPtr ns, const VriPlacementMark& mark) {
+  for (const auto& [vcpu, cpus] : mark.vcpupins) {
+    xmlNodePtr pin = xmlNewChild(parent, ns, text("vcpupin"), nullptr);
+    setAttribute(pin, "vcpu", std::to_string(vcpu));
+    setMarkedCpus(pin, cpus);
+  }
+  if (mark.emulatorpin) setMarkedCpus(xmlNewChild(parent, ns, text("emulatorpin"), nullptr), *mark.emulatorpin);
+  for (const auto& [id, cpus] : mark.iothreadpins) {
+    xmlNodePtr pin = xmlNewChild(parent, ns, text("iothreadpin"), nullptr);
+    setAttribute(pin, "iothread", std::to_string(id));
+    setMarkedCpus(pin, cpus);
   }
 }
 
@@ -77,7 +101,15 @@ xmlNodePtr vriElement(xmlNodePtr metadata) {
 }  // namespace
 
 VriPlacementMark placementMark(const VmPins& pins) {
-  return VriPlacementMark{pins.vcpus, pins.emulator, pins.iothreads};
+  VriPlacementMark mark{pins.vcpus, pins.emulator, pins.iothreads};
+  for (auto& [vcpu, cpus] : mark.vcpupins) {
+    if (pins.sharedVcpus.contains(vcpu)) cpus = {};
+  }
+  if (pins.sharedEmulator) mark.emulatorpin = CpuSet{};
+  for (auto& [id, cpus] : mark.iothreadpins) {
+    if (pins.sharedIothreads.contains(id)) cpus = {};
+  }
+  return mark;
 }
 
 Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins) {
@@ -90,7 +122,7 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
 
   xmlNodePtr cputune = ensureChild(domain, "cputune");
   removeChildren(cputune, {"vcpupin", "emulatorpin", "iothreadpin"});
-  addPins(cputune, nullptr, pins);
+  addPins(cputune, pins);
 
   if (!pins.mems.empty()) {
     // The domain's own mode stays (restrictive stays restrictive); without one, strict.
@@ -119,7 +151,7 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
   xmlNodePtr vri = vriElement(ensureChild(domain, "metadata"));
   removeChildren(vri, {"placement"});
   xmlNodePtr placement = xmlNewChild(vri, vri->ns, text("placement"), nullptr);
-  addPins(placement, vri->ns, pins);
+  addMark(placement, vri->ns, placementMark(pins));
   return doc.serialize();
 }
 
@@ -138,12 +170,15 @@ std::string vriMetadataElement(const VriDomainMetadata& metadata) {
   if (metadata.placement) {
     const VriPlacementMark& mark = *metadata.placement;
     out += "<placement>";
+    const auto where = [](const CpuSet& cpus) {
+      return cpus.empty() ? std::string("pool='shared'") : "cpuset='" + cpus.format() + "'";
+    };
     for (const auto& [vcpu, cpus] : mark.vcpupins) {
-      out += "<vcpupin vcpu='" + std::to_string(vcpu) + "' cpuset='" + cpus.format() + "'/>";
+      out += "<vcpupin vcpu='" + std::to_string(vcpu) + "' " + where(cpus) + "/>";
     }
-    if (mark.emulatorpin) out += "<emulatorpin cpuset='" + mark.emulatorpin->format() + "'/>";
+    if (mark.emulatorpin) out += "<emulatorpin " + where(*mark.emulatorpin) + "/>";
     for (const auto& [id, cpus] : mark.iothreadpins) {
-      out += "<iothreadpin iothread='" + std::to_string(id) + "' cpuset='" + cpus.format() + "'/>";
+      out += "<iothreadpin iothread='" + std::to_string(id) + "' " + where(cpus) + "/>";
     }
     out += "</placement>";
   }

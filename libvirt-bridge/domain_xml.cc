@@ -102,21 +102,26 @@ Result<int> intAttribute(xmlNodePtr node, std::string_view name, std::string_vie
   return value;
 }
 
-// The pins under <cputune> or VRI's <placement> (same element names).
+// The pins under <cputune> or VRI's <placement> (same element names). In a
+// placement mark, pool='shared' stands for a thread on the shared pool (an empty set).
 Result<void> readPins(xmlNodePtr parent, std::map<int, CpuSet>& vcpus, std::optional<CpuSet>& emulator,
-                      std::map<int, CpuSet>& iothreads) {
+                      std::map<int, CpuSet>& iothreads, bool mark = false) {
+  const auto cpusOf = [&](xmlNodePtr n, const std::string& what) -> Result<CpuSet> {
+    if (mark && attribute(n, "pool") == "shared") return CpuSet{};
+    return cpusetAttribute(n, "cpuset", what);
+  };
   for (xmlNodePtr n = parent->children; n != nullptr; n = n->next) {
     if (isElement(n, "vcpupin")) {
       VRI_ASSIGN_OR_RETURN(int vcpu, intAttribute(n, "vcpu", "<vcpupin>"));
-      VRI_ASSIGN_OR_RETURN(CpuSet cpus, cpusetAttribute(n, "cpuset", "<vcpupin vcpu='" + std::to_string(vcpu) + "'>"));
+      VRI_ASSIGN_OR_RETURN(CpuSet cpus, cpusOf(n, "<vcpupin vcpu='" + std::to_string(vcpu) + "'>"));
       if (!vcpus.emplace(vcpu, cpus).second) {
         return Error::invalidArgument("<vcpupin>: vCPU " + std::to_string(vcpu) + " is pinned twice");
       }
     } else if (isElement(n, "emulatorpin")) {
-      VRI_ASSIGN_OR_RETURN(emulator, cpusetAttribute(n, "cpuset", "<emulatorpin>"));
+      VRI_ASSIGN_OR_RETURN(emulator, cpusOf(n, "<emulatorpin>"));
     } else if (isElement(n, "iothreadpin")) {
       VRI_ASSIGN_OR_RETURN(int id, intAttribute(n, "iothread", "<iothreadpin>"));
-      VRI_ASSIGN_OR_RETURN(CpuSet cpus, cpusetAttribute(n, "cpuset", "<iothreadpin>"));
+      VRI_ASSIGN_OR_RETURN(CpuSet cpus, cpusOf(n, "<iothreadpin>"));
       iothreads[id] = cpus;
     }
   }
@@ -382,7 +387,7 @@ Result<void> readVriMetadata(xmlNodePtr domain, VriDomainMetadata& out) {
   }
   if (xmlNodePtr placement = childElement(vri, "placement")) {
     VriPlacementMark mark;
-    VRI_TRY(readPins(placement, mark.vcpupins, mark.emulatorpin, mark.iothreadpins));
+    VRI_TRY(readPins(placement, mark.vcpupins, mark.emulatorpin, mark.iothreadpins, true));
     out.placement = std::move(mark);
   }
   return {};
@@ -408,11 +413,25 @@ Result<void> validateDomainName(std::string_view name) {
   return {};
 }
 
+namespace {
+
+// A thread the mark puts on the shared pool (an empty set) may hold any pins: the pool moves.
+bool markedPin(const CpuSet& mark, const CpuSet& pin) { return mark.empty() || mark == pin; }
+
+bool markedPins(const std::map<int, CpuSet>& mark, const std::map<int, CpuSet>& pins) {
+  return mark.size() == pins.size() &&
+         std::equal(mark.begin(), mark.end(), pins.begin(),
+                    [](const auto& m, const auto& p) { return m.first == p.first && markedPin(m.second, p.second); });
+}
+
+}  // namespace
+
 bool DomainXml::pinsAreVris() const {
   if (!vri.placement) return false;
   const VriPlacementMark& mark = *vri.placement;
-  return mark.vcpupins == cputune.vcpupins && mark.emulatorpin == cputune.emulatorpin &&
-         mark.iothreadpins == cputune.iothreadpins;
+  const bool emulator = mark.emulatorpin.has_value() == cputune.emulatorpin.has_value() &&
+                        (!mark.emulatorpin || markedPin(*mark.emulatorpin, *cputune.emulatorpin));
+  return emulator && markedPins(mark.vcpupins, cputune.vcpupins) && markedPins(mark.iothreadpins, cputune.iothreadpins);
 }
 
 Result<DomainXml> parseDomainXml(std::string_view xml) {

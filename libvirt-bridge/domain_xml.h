@@ -70,7 +70,9 @@ struct DomainMemoryDevice {
 };
 
 // The placement VRI wrote into <cputune>, as recorded in its metadata: if the
-// pins still read exactly so, they are VRI's and not the user's.
+// pins still read so, they are VRI's and not the user's. A thread on the shared
+// pool is recorded as such (an empty set here, pool='shared' in the XML) and
+// matches whatever pins it holds, since the pool moves without the record being rewritten.
 struct VriPlacementMark {
   std::map<int, CpuSet> vcpupins;
   std::optional<CpuSet> emulatorpin;

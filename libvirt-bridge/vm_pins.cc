@@ -15,9 +15,11 @@ Result<VmPins> vmPinsFrom(const v1::VmAllocation& allocation) {
   VmPins pins;
   for (int vcpu = 0; vcpu < allocation.vcpu_cpus_size(); ++vcpu) {
     VRI_ASSIGN_OR_RETURN(pins.vcpus[vcpu], one(allocation.vcpu_cpus(vcpu)));
+    if (allocation.vcpu_cpus(vcpu) < 0) pins.sharedVcpus.add(vcpu);
   }
   if (allocation.emulator_cpus().empty()) {
     VRI_ASSIGN_OR_RETURN(pins.emulator, one(-1));
+    pins.sharedEmulator = true;
   } else {
     VRI_ASSIGN_OR_RETURN(pins.emulator, CpuSet::parse(allocation.emulator_cpus()));
   }
@@ -29,6 +31,7 @@ Result<VmPins> vmPinsFrom(const v1::VmAllocation& allocation) {
   for (int i = 0; i < allocation.iothread_cpus_size(); ++i) {
     const int id = allocation.iothread_ids().empty() ? i + 1 : allocation.iothread_ids(i);
     VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(allocation.iothread_cpus(i)));
+    if (allocation.iothread_cpus(i) < 0) pins.sharedIothreads.add(id);
   }
   VRI_ASSIGN_OR_RETURN(pins.mems, CpuSet::parse(allocation.cpuset_mems()));
   for (const auto& [cell, nodes] : allocation.cell_nodes()) {

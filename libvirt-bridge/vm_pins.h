@@ -16,6 +16,10 @@ struct VmPins {
   std::map<int, CpuSet> iothreads;  // by iothread id
   CpuSet mems;                      // empty: no NUMA binding
   std::map<int, CpuSet> cellNodes;  // guest cell -> host nodes, written as <memnode>s
+  // The threads on the shared pool: their pins are the pool as it is now.
+  CpuSet sharedVcpus;
+  bool sharedEmulator = false;
+  CpuSet sharedIothreads;
 
   bool operator==(const VmPins&) const = default;
 };

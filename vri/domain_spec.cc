@@ -1,5 +1,7 @@
 #include "vri/domain_spec.h"
 
+#include "libvirt-bridge/cputune_writer.h"
+
 namespace vri {
 
 Result<VmSpec> vmSpecFrom(const DomainRequest& r) {
@@ -48,14 +50,17 @@ Result<VmPins> vmPinsOf(const VmCpuRequest& request, const VmCpuPlacement& place
   const std::vector<int> by_id = vcpuCpusById(request, placement);
   for (size_t vcpu = 0; vcpu < by_id.size(); ++vcpu) {
     VRI_ASSIGN_OR_RETURN(pins.vcpus[static_cast<int>(vcpu)], one(by_id[vcpu]));
+    if (by_id[vcpu] == VmCpuPlacement::kShared) pins.sharedVcpus.add(static_cast<int>(vcpu));
   }
   if (placement.emulatorCpus.empty()) {
     VRI_ASSIGN_OR_RETURN(pins.emulator, one(VmCpuPlacement::kShared));
+    pins.sharedEmulator = true;
   } else {
     pins.emulator = placement.emulatorCpus;
   }
   for (const auto& [id, cpu] : placement.iothreadCpus) {
     VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(cpu));
+    if (cpu == VmCpuPlacement::kShared) pins.sharedIothreads.add(id);
   }
   pins.mems = placement.mems;
   pins.cellNodes = placement.cellNodes;
@@ -79,7 +84,7 @@ VriDomainMetadata vriMetadataOf(const VmCpuRequest& request, const VmPins& pins)
   }
   out.emulatorThreads = request.emulatorPolicy == HelperThreadPolicy::kIsolate ? "isolate" : "shared";
   out.iothreadPolicy = request.iothreadPolicy == HelperThreadPolicy::kIsolate ? "isolate" : "shared";
-  out.placement = VriPlacementMark{pins.vcpus, pins.emulator, pins.iothreads};
+  out.placement = placementMark(pins);
   return out;
 }
 

@@ -122,9 +122,12 @@ Result<void> LibvirtSync::setLive(LibvirtSession& session, const VmRecord& vm, c
   if (!force && known != pinned_.end() && known->second.pins == told.pins && known->second.metadata == told.metadata) {
     return {};
   }
+  // The record names shared threads as such, so a shared-pool change alone leaves it as it is: it is
+  // rewritten only when it changes (writing it costs libvirt several times what a pin does).
+  const bool record = !users && (force || known == pinned_.end() || known->second.metadata != told.metadata);
   pinned_.erase(uuid);  // whatever fails below, libvirt is told everything next time
   VRI_TRY(session.pinLive(uuid, pins));
-  if (!users) VRI_TRY(session.setVriMetadata(uuid, told.metadata, false));
+  if (record) VRI_TRY(session.setVriMetadata(uuid, told.metadata, false));
   pinned_[uuid] = std::move(told);
   log_.debug("libvirt: live pins of VM " + uuid + " set");
   return {};

@@ -140,7 +140,7 @@ TEST(DomainXmlTest, UserPinsAreExactAndMultiCpuPinsAreRefusedWithAWayOut) {
 
 TEST(DomainXmlTest, PinsVriWroteAreReadAsVris) {
   const std::string defined = fixture("defined-dedicated.xml");
-  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{1}}}, CpuSet{0}, {{1, CpuSet{0}}}, CpuSet{0}, {}};
+  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{1}}}, CpuSet{0}, {{1, CpuSet{0}}}, CpuSet{0}, {}, {}, false, {}};
   auto rewritten = writeVriPins(defined, pins);
   ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
   auto domain = parseDomainXml(*rewritten);
@@ -172,6 +172,38 @@ TEST(DomainXmlTest, PinsVriWroteAreReadAsVris) {
   domain = parseDomainXml(edited);
   ASSERT_TRUE(domain.ok());
   EXPECT_TRUE(domain->hasUserPins());
+}
+
+// Threads on the shared pool are recorded as such: the pool moves without the record being rewritten.
+TEST(DomainXmlTest, ASharedThreadsPinReadsAsVrisWhateverThePoolIsNow) {
+  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{0, 2}}}, CpuSet{0, 2}, {}, {}, {}, CpuSet{1}, true, {}};
+  auto rewritten = writeVriPins(fixture("defined-dedicated.xml"), pins);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
+  EXPECT_THAT(*rewritten, HasSubstr("<vri:vcpupin vcpu=\"1\" pool=\"shared\"/>"));
+  EXPECT_THAT(*rewritten, HasSubstr("<vri:emulatorpin pool=\"shared\"/>"));
+  EXPECT_THAT(*rewritten, HasSubstr("<vcpupin vcpu=\"1\" cpuset=\"0,2\"/>"));
+  // The pool has grown since: libvirt's pins read 0,2-3 now.
+  std::string moved = *rewritten;
+  for (const std::string from : {"<vcpupin vcpu=\"1\" cpuset=\"0,2\"/>", "<emulatorpin cpuset=\"0,2\"/>"}) {
+    const size_t at = moved.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    moved.replace(at, from.size(), std::string(from).replace(from.find("0,2"), 3, "0,2-3"));
+  }
+  auto domain = parseDomainXml(moved);
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_TRUE(domain->pinsAreVris());
+  EXPECT_EQ(domain->vri.placement->vcpupins.at(1), CpuSet{});
+  // A dedicated vCPU's pin edited by hand: the user's.
+  const std::string edited = std::string(moved).replace(moved.find("<vcpupin vcpu=\"0\" cpuset=\"1\"/>"), 30,
+                                                        "<vcpupin vcpu=\"0\" cpuset=\"3\"/>");
+  domain = parseDomainXml(edited);
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  EXPECT_FALSE(domain->pinsAreVris());
+  // libvirt's own form of VRI's element (vriMetadataElement, as virDomainSetMetadata takes it).
+  EXPECT_EQ(vriMetadataElement({"mixed", CpuSet{0}, "prefer", "shared", "shared", placementMark(pins)}),
+            "<domain><cpu policy='mixed' dedicated-vcpus='0' thread-policy='prefer' emulator-threads='shared' "
+            "iothreads='shared'/><placement><vcpupin vcpu='0' cpuset='1'/><vcpupin vcpu='1' pool='shared'/>"
+            "<emulatorpin pool='shared'/></placement></domain>");
 }
 
 TEST(DomainXmlTest, HostileAndBrokenXmlIsRefusedWithAReason) {
@@ -300,7 +332,8 @@ TEST(DomainXmlIdsTest, VrisNumatuneKeepsTheDomainsModeAndWritesItsMemnodes) {
                                     "<numatune><memory mode='restrictive' nodeset='0-1'/></numatune>"
                                     "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' "
                                     "memory='512'/></numa></cpu>");
-  VmPins pins{{{0, CpuSet{2}}, {1, CpuSet{5}}}, CpuSet{0}, {}, CpuSet{0, 1}, {{0, CpuSet{0}}, {1, CpuSet{1}}}};
+  VmPins pins{{{0, CpuSet{2}}, {1, CpuSet{5}}}, CpuSet{0}, {},    CpuSet{0, 1},
+              {{0, CpuSet{0}}, {1, CpuSet{1}}}, {},        false, {}};
   auto rewritten = writeVriPins(xml, pins);
   ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
   auto domain = parseDomainXml(*rewritten);
@@ -322,7 +355,8 @@ TEST(DomainXmlIdsTest, AMemnodeIsFoundByItsCellNumberHoweverItsIdIsSpelled) {
                                     "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' "
                                     "memory='512'/></numa></cpu>");
   ASSERT_TRUE(parseDomainXml(xml).ok());
-  VmPins pins{{{0, CpuSet{2}}, {1, CpuSet{5}}}, CpuSet{0}, {}, CpuSet{0, 1}, {{0, CpuSet{0}}, {1, CpuSet{1}}}};
+  VmPins pins{{{0, CpuSet{2}}, {1, CpuSet{5}}}, CpuSet{0}, {},    CpuSet{0, 1},
+              {{0, CpuSet{0}}, {1, CpuSet{1}}}, {},        false, {}};
   auto rewritten = writeVriPins(xml, pins);
   ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
   auto domain = parseDomainXml(*rewritten);

@@ -60,7 +60,7 @@ TEST(LibvirtSessionTest, ConnectsListsPinsAndDefines) {
   ASSERT_TRUE(domain.ok()) << domain.error().message();
   EXPECT_EQ(domain->uuid, kTestDomainUuid);
 
-  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{0}}}, CpuSet{0, 1}, {}, {}, {}};
+  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{0}}}, CpuSet{0, 1}, {}, {}, {}, {}, false, {}};
   auto pinned = onWorker<Result<void>>(*session, [&](auto& s) { return s.pinLive(kTestDomainUuid, pins); });
   ASSERT_TRUE(pinned.ok()) << pinned.error().message();
   auto live = onWorker<Result<std::string>>(*session, [](auto& s) { return s.domainXml(kTestDomainUuid, false); });

@@ -215,6 +215,10 @@ class Ledger {
   Result<void> checkMemory(const LedgerState& state, uint64_t more, const std::string& who) const;
   Result<void> checkSharedDemand(const LedgerState& state, int64_t more, const std::string& who) const;
   Result<Decision<VmCpuPlacement>> decideVm(const StatePtr& from, const VmSpec& vm, bool defined) const;
+  // A running VM's CPUs granted anew in `next` as `placement` holds them, the shared pool
+  // kept for its tenants' demand changed by `moreSharedDemand` (a live move, a hot-plug).
+  Result<void> regrantVm(NextState& next, const LedgerState& from, const std::string& uuid,
+                         const VmCpuPlacement& placement, int64_t moreSharedDemand) const;
   // Every NUMA node the VM's memory is bound to is one of this host's.
   Result<void> checkVmNodesExist(const VmSpec& vm) const;
   // `podNodes`: the NUMA nodes the whole pod was aligned on (scope pod); null: align the container alone.

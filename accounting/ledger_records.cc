@@ -437,4 +437,6 @@ Result<MemoryBlocks> decodeMemoryBlocks(std::string_view text) {
   return blocks;
 }
 
+std::string vmDisplayName(const VmSpec& vm) { return "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name); }
+
 }  // namespace vri

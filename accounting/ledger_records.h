@@ -90,6 +90,9 @@ struct VmSpec {
   bool alignCells = false;
 };
 
+// "VM <name>", or "VM <uuid>" for one without a name: how messages name it.
+std::string vmDisplayName(const VmSpec& vm);
+
 // The spec's memory as parts, in either form.
 std::vector<VmMemoryPart> memoryPartsOf(const VmSpec& vm);
 // Refuses parts that do not add up to memoryBytes, name cells the VM lacks, or

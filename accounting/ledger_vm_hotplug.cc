@@ -5,7 +5,6 @@
 #include <set>
 
 #include "accounting/ledger.h"
-#include "accounting/tenant_id.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
@@ -14,20 +13,13 @@ namespace {
 
 constexpr int kShared = VmCpuPlacement::kShared;
 
-std::string vmName(const VmSpec& vm) { return "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name); }
-
-int sharedVcpus(const VmCpuPlacement& placement) {
-  return static_cast<int>(std::count_if(placement.vcpuCpus.begin(), placement.vcpuCpus.end(),
-                                        [](const auto& vcpu) { return vcpu.second == kShared; }));
-}
-
 }  // namespace
 
 Result<Decision<VcpusOnline>> Ledger::decideVcpusOnline(const StatePtr& from, const std::string& uuid,
                                                         const std::vector<int>& online) const {
   const VmRecord* known = from->vm(uuid);
   if (known == nullptr) return Error::notFound("no VM " + quoteForMessage(uuid));
-  const std::string who = vmName(known->spec);
+  const std::string who = vmDisplayName(known->spec);
   if (known->defined) return Error::failedPrecondition(who + " is defined but not running");
   const int ids = vcpuIdCount(known->spec.cpu);
   if (online.empty()) return Error::invalidArgument(who + ": no vCPU online");
@@ -84,14 +76,7 @@ Result<Decision<VcpusOnline>> Ledger::decideVcpusOnline(const StatePtr& from, co
       }
       p.vcpuCpus[id] = cpu;
     }
-    CpuSet exclusive = p.emulatorCpus;
-    for (const auto& [id, cpu] : p.vcpuCpus) {
-      if (cpu != kShared) exclusive.add(cpu);
-    }
-    for (const auto& [id, cpu] : p.iothreadCpus) {
-      if (cpu != kShared) exclusive.add(cpu);
-    }
-    p.exclusive = exclusive;
+    p.exclusive = cpusInUse(p);
     request.vcpus = static_cast<int>(online.size());
     request.onlineVcpus = online;
     request.maxVcpus = ids;
@@ -101,7 +86,6 @@ Result<Decision<VcpusOnline>> Ledger::decideVcpusOnline(const StatePtr& from, co
   };
 
   NextState n = next(from);
-  const std::string owner = vmTenant(uuid);
   Result<std::pair<VmRecord, VcpusOnline>> placed = Error::internal("not placed");
   int64_t more = 0;
   for (bool own : {true, false}) {
@@ -109,12 +93,8 @@ Result<Decision<VcpusOnline>> Ledger::decideVcpusOnline(const StatePtr& from, co
     placed = place(own);
     if (!placed.ok()) return placed.error();
     const VmCpuPlacement& p = placed->first.placement;
-    more = (sharedVcpus(p) - sharedVcpus(known->placement)) * config_.sharedVcpuMilli;
-    n.pool().releaseOwner(owner);
-    n.pool().followSharedDemand(
-        static_cast<int>(std::max<int64_t>(1, (from->totals.sharedDemandMilli + more + 999) / 1000)));
-    if ((p.exclusive | p.heldBack).empty()) break;
-    auto assigned = n.pool().assign(owner, {p.exclusive, p.heldBack});
+    more = (sharedVcpuCount(p) - sharedVcpuCount(known->placement)) * config_.sharedVcpuMilli;
+    auto assigned = regrantVm(n, *from, uuid, p, more);
     if (assigned.ok()) break;
     if (!own || assigned.error().code() != ErrorCode::kResourceExhausted) {
       return std::move(assigned).context(who).error();

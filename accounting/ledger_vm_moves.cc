@@ -13,14 +13,12 @@ namespace {
 
 constexpr int kShared = VmCpuPlacement::kShared;
 
-std::string vmName(const VmSpec& vm) { return "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name); }
-
 // Who holds an exclusive CPU, as an operator names it.
 std::string holderName(const LedgerState& state, const std::string& owner) {
   const TenantName tenant = parseTenant(owner);
   switch (tenant.kind) {
     case TenantName::Kind::kVm:
-      if (const VmRecord* vm = state.vm(tenant.uuid)) return vmName(vm->spec);
+      if (const VmRecord* vm = state.vm(tenant.uuid)) return vmDisplayName(vm->spec);
       return "VM " + tenant.uuid;
     case TenantName::Kind::kContainer: {
       const PodRecord* pod = state.pod(tenant.podUid);
@@ -34,18 +32,13 @@ std::string holderName(const LedgerState& state, const std::string& owner) {
   return quoteForMessage(owner);
 }
 
-int sharedVcpus(const VmCpuPlacement& placement) {
-  return static_cast<int>(std::count_if(placement.vcpuCpus.begin(), placement.vcpuCpus.end(),
-                                        [](const auto& vcpu) { return vcpu.second == kShared; }));
-}
-
 }  // namespace
 
 Result<Decision<VmCpuPlacement>> Ledger::decideMoveVm(const StatePtr& from, const std::string& uuid,
                                                       const std::vector<VmThreadMove>& moves) const {
   const VmRecord* known = from->vm(uuid);
   if (known == nullptr) return Error::notFound("no VM " + quoteForMessage(uuid));
-  const std::string who = vmName(known->spec);
+  const std::string who = vmDisplayName(known->spec);
   if (known->defined) {
     return Error::failedPrecondition(who + " is defined but not running: it is placed when it starts");
   }
@@ -121,14 +114,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideMoveVm(const StatePtr& from, cons
   if (p.vcpuCpus == known->placement.vcpuCpus && p.emulatorCpus == known->placement.emulatorCpus) {
     return unchanged(from, known->placement);
   }
-  CpuSet exclusive = p.emulatorCpus;
-  for (const auto& [id, cpu] : p.vcpuCpus) {
-    if (cpu != kShared) exclusive.add(cpu);
-  }
-  for (const auto& [id, cpu] : p.iothreadCpus) {
-    if (cpu != kShared) exclusive.add(cpu);
-  }
-  p.exclusive = exclusive;
+  const CpuSet exclusive = p.exclusive = cpusInUse(p);
   const std::string owner = vmTenant(uuid);
   for (int cpu : exclusive - held) {
     for (const auto& [holder, grant] : from->grants()) {
@@ -141,20 +127,24 @@ Result<Decision<VmCpuPlacement>> Ledger::decideMoveVm(const StatePtr& from, cons
   followPlacement(moved.spec.cpu, p);
 
   // Shared vCPUs that become dedicated leave the shared pool's demand; the ones given back join it.
-  const int64_t more = (sharedVcpus(p) - sharedVcpus(known->placement)) * config_.sharedVcpuMilli;
+  const int64_t more = (sharedVcpuCount(p) - sharedVcpuCount(known->placement)) * config_.sharedVcpuMilli;
   NextState n = next(from);
-  n.pool().releaseOwner(owner);
-  n.pool().followSharedDemand(
-      static_cast<int>(std::max<int64_t>(1, (from->totals.sharedDemandMilli + more + 999) / 1000)));
-  if (!exclusive.empty()) {
-    if (auto assigned = n.pool().assign(owner, {exclusive, {}}); !assigned.ok()) {
-      return std::move(assigned).context(who).error();
-    }
-  }
+  if (auto granted = regrantVm(n, *from, uuid, p, more); !granted.ok()) return std::move(granted).context(who).error();
   VRI_TRY(checkSharedDemand(n.now(), more, who));  // against the pool the moves leave
   const VmCpuPlacement answer = p;
   n.putVm(std::move(moved));
   return n.finish(answer);
+}
+
+Result<void> Ledger::regrantVm(NextState& next, const LedgerState& from, const std::string& uuid,
+                               const VmCpuPlacement& placement, int64_t moreSharedDemand) const {
+  const std::string owner = vmTenant(uuid);
+  next.pool().releaseOwner(owner);
+  next.pool().followSharedDemand(
+      static_cast<int>(std::max<int64_t>(1, (from.totals.sharedDemandMilli + moreSharedDemand + 999) / 1000)));
+  const ExclusiveGrant grant{placement.exclusive, placement.heldBack};
+  if (grant.all().empty()) return {};
+  return next.pool().assign(owner, grant);
 }
 
 }  // namespace vri

@@ -47,8 +47,6 @@ Result<void> validateVmUuid(const std::string& uuid) {
   return {};
 }
 
-std::string vmName(const VmSpec& vm) { return "VM " + (vm.cpu.name.empty() ? vm.uuid : vm.cpu.name); }
-
 // The shared pool may shrink only down to what the shared tenants, this VM's own shared vCPUs included, need.
 void reserveSharedFor(CpuPool& pool, const LedgerTotals& totals, int64_t more) {
   if (more > 0) pool.followSharedDemand(static_cast<int>((totals.sharedDemandMilli + more + 999) / 1000));
@@ -92,7 +90,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
   VRI_TRY(validateVmUuid(vm.uuid));
   VRI_TRY(checkVmAmounts(vm));
   VRI_TRY(checkVmNodesExist(vm));
-  const std::string who = vmName(vm);
+  const std::string who = vmDisplayName(vm);
   NextState n = next(from);
   if (const VmRecord* existing = from->vm(vm.uuid)) {
     if (!sameVm(*existing, vm)) {
@@ -204,7 +202,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, co
   const VmRecord* known = from->vm(vm.uuid);
   if (known == nullptr) return Error::notFound("no VM " + quoteForMessage(vm.uuid));
   if (sameVm(*known, vm)) return unchanged(from, known->placement);
-  const std::string who = vmName(vm);
+  const std::string who = vmDisplayName(vm);
   const VmRecord& before = *known;
   if (!before.memory.empty() && (vm.memoryBytes != before.spec.memoryBytes || !sameMemory(before, vm))) {
     return Error::failedPrecondition(who +

@@ -350,4 +350,20 @@ void followPlacement(VmCpuRequest& request, const VmCpuPlacement& placement) {
   }
 }
 
+int sharedVcpuCount(const VmCpuPlacement& placement) {
+  return static_cast<int>(std::count_if(placement.vcpuCpus.begin(), placement.vcpuCpus.end(),
+                                        [](const auto& vcpu) { return vcpu.second == VmCpuPlacement::kShared; }));
+}
+
+CpuSet cpusInUse(const VmCpuPlacement& placement) {
+  CpuSet cpus = placement.emulatorCpus;
+  for (const auto& [id, cpu] : placement.vcpuCpus) {
+    if (cpu != VmCpuPlacement::kShared) cpus.add(cpu);
+  }
+  for (const auto& [id, cpu] : placement.iothreadCpus) {
+    if (cpu != VmCpuPlacement::kShared) cpus.add(cpu);
+  }
+  return cpus;
+}
+
 }  // namespace vri

@@ -76,6 +76,11 @@ std::vector<int> vcpuCpusById(const VmCpuRequest& request, const VmCpuPlacement&
 // user's pins), ascending; refuses ids out of range or repeated.
 Result<std::vector<int>> dedicatedVcpus(const VmCpuRequest& request);
 
+// How many of the placement's online vCPUs run on the shared pool.
+int sharedVcpuCount(const VmCpuPlacement& placement);
+// The CPUs the placement's vCPUs, emulator and iothreads hold as their own.
+CpuSet cpusInUse(const VmCpuPlacement& placement);
+
 // Whether the request gives vCPU `vcpu` a CPU of its own (online or when brought
 // online): the user's pin, or VRI's dedicated or mixed policy.
 bool dedicatesVcpu(const VmCpuRequest& request, int vcpu);

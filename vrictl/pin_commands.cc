@@ -55,6 +55,37 @@ int move(CommandContext& c, const PinChoices& p, v1::MoveVmRequest request,
 
 }  // namespace
 
+namespace {
+
+// vcpupin and emulatorpin: without a CPULIST, `view` of the VM (after `refuse`, which may find the
+// command line asks for what the VM lacks); with one, the move of `thread`.
+using VmView = std::function<std::string(const v1::VmInfo&)>;
+int showOrMove(CommandContext& c, const PinChoices& p, const std::string& command, v1::ThreadPin::Thread thread, int id,
+               const VmView& view, const std::function<std::string(const v1::VmInfo&)>& refuse = {}) {
+  if (p.cpulist.empty()) {
+    if (p.config) {
+      c.err << "vrictl: " << command << ": --config goes with a CPULIST to move to\n";
+      return kExitUsage;
+    }
+    auto vm = fetchVm(c, p.domain);
+    if (!vm.ok()) return reportFailure(c, vm.error());
+    if (const std::string why = refuse ? refuse(*vm) : ""; !why.empty()) {
+      c.err << "vrictl: " << why << "\n";
+      return kExitFailed;
+    }
+    c.out << (p.json ? toJson(*vm) + "\n" : view(*vm));
+    return kExitOk;
+  }
+  v1::MoveVmRequest request;
+  v1::ThreadPin& pin = *request.add_pins();
+  pin.set_thread(thread);
+  pin.set_id(id);
+  pin.set_cpus(p.cpulist);
+  return move(c, p, request, view);
+}
+
+}  // namespace
+
 int runVcpupin(CommandContext& c, const PinChoices& p) {
   std::optional<int> vcpu;
   if (!p.vcpu.empty()) {
@@ -66,44 +97,18 @@ int runVcpupin(CommandContext& c, const PinChoices& p) {
     }
     vcpu = id;
   }
-  if (p.cpulist.empty()) {
-    if (p.config) {
-      c.err << "vrictl: vcpupin: --config goes with a VCPU and a CPULIST to move it to\n";
-      return kExitUsage;
-    }
-    auto vm = fetchVm(c, p.domain);
-    if (!vm.ok()) return reportFailure(c, vm.error());
-    if (vcpu && *vcpu >= vm->allocation().vcpu_cpus_size()) {
-      c.err << "vrictl: VM " << vm->name() << " has no vCPU " << *vcpu << "\n";
-      return kExitFailed;
-    }
-    c.out << (p.json ? toJson(*vm) + "\n" : formatVcpuPins(*vm, vcpu));
-    return kExitOk;
-  }
-  v1::MoveVmRequest request;
-  v1::ThreadPin& pin = *request.add_pins();
-  pin.set_thread(v1::ThreadPin::VCPU);
-  pin.set_id(*vcpu);
-  pin.set_cpus(p.cpulist);
-  return move(c, p, request, [&](const v1::VmInfo& vm) { return formatVcpuPins(vm, vcpu); });
+  return showOrMove(
+      c, p, "vcpupin", v1::ThreadPin::VCPU, vcpu.value_or(0),
+      [&](const v1::VmInfo& vm) { return formatVcpuPins(vm, vcpu); },
+      [&](const v1::VmInfo& vm) {
+        return vcpu && *vcpu >= vm.allocation().vcpu_cpus_size()
+                   ? "VM " + vm.name() + " has no vCPU " + std::to_string(*vcpu)
+                   : std::string();
+      });
 }
 
 int runEmulatorpin(CommandContext& c, const PinChoices& p) {
-  if (p.cpulist.empty()) {
-    if (p.config) {
-      c.err << "vrictl: emulatorpin: --config goes with a CPULIST to move the emulator to\n";
-      return kExitUsage;
-    }
-    auto vm = fetchVm(c, p.domain);
-    if (!vm.ok()) return reportFailure(c, vm.error());
-    c.out << (p.json ? toJson(*vm) + "\n" : formatEmulatorPin(*vm));
-    return kExitOk;
-  }
-  v1::MoveVmRequest request;
-  v1::ThreadPin& pin = *request.add_pins();
-  pin.set_thread(v1::ThreadPin::EMULATOR);
-  pin.set_cpus(p.cpulist);
-  return move(c, p, request, formatEmulatorPin);
+  return showOrMove(c, p, "emulatorpin", v1::ThreadPin::EMULATOR, 0, formatEmulatorPin);
 }
 
 int runNumatune(CommandContext& c, const PinChoices& p) {

@@ -160,5 +160,64 @@ TEST(LibvirtSyncTest, VridAdoptsTheRunningDomainsItFindsOnConnect) {
   EXPECT_EQ(tenants.tenants_size(), 1);
 }
 
+// A live move through vrid's libvirt side on libvirt's test driver: the call answers once libvirt holds the
+// pins, and the live XML then carries them and VRI's record (the request as the ledger holds it now).
+TEST(LibvirtSyncTest, AMoveAnswersOnceLibvirtHoldsThePinsAndVrisRecordOfThem) {
+  testing::DaemonHarness vrid;
+  vrid.config.libvirtUri = "test:///default";
+  vrid.config.libvirtPidDir = vrid.tmp().sub("no-pids");
+  ASSERT_TRUE(vrid.start());
+  ASSERT_TRUE(eventually([&] {
+    grpc::ClientContext context;
+    v1::GetTenantRequest request;
+    request.set_vm("test");
+    v1::Tenant tenant;
+    return vrid.readOnly->GetTenant(&context, request, &tenant).ok();
+  }));
+  v1::Node node;
+  {
+    grpc::ClientContext context;
+    ASSERT_TRUE(vrid.readOnly->GetNode(&context, {}, &node).ok());
+  }
+  const int cpu = CpuSet::parse(node.shared_cpus())->last();
+  v1::MoveVmRequest move;
+  move.set_vm("test");
+  v1::ThreadPin& pin = *move.add_pins();
+  pin.set_id(1);
+  pin.set_cpus(std::to_string(cpu));
+  v1::MoveVmReply reply;
+  {
+    grpc::ClientContext context;
+    const grpc::Status status = vrid.admin->MoveVm(&context, move, &reply);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+  }
+  EXPECT_EQ(reply.live(), v1::MoveVmReply::APPLIED) << reply.live_detail();
+  EXPECT_EQ(reply.vm().allocation().vcpu_cpus(1), cpu);
+  EXPECT_EQ(reply.vm().spec().cpu_policy(), v1::MIXED);
+
+  virConnectPtr conn = virConnectOpen("test:///default");
+  ASSERT_NE(conn, nullptr);
+  virDomainPtr domain = virDomainLookupByUUIDString(conn, kTestDomainUuid);
+  ASSERT_NE(domain, nullptr);
+  char* xml = virDomainGetXMLDesc(domain, 0);
+  ASSERT_NE(xml, nullptr);
+  auto live = parseDomainXml(xml);
+  free(xml);
+  virDomainFree(domain);
+  virConnectClose(conn);
+  ASSERT_TRUE(live.ok()) << live.error().message();
+  EXPECT_EQ(live->cputune.vcpupins.at(1), CpuSet{cpu});
+  EXPECT_EQ(live->vri.cpuPolicy, "mixed");
+  EXPECT_EQ(live->vri.dedicatedVcpus, CpuSet{1});
+  EXPECT_TRUE(live->pinsAreVris());
+  EXPECT_FALSE(live->hasUserPins());
+
+  // On the read-only socket the same call is refused, naming the socket to use.
+  grpc::ClientContext context;
+  const grpc::Status denied = vrid.readOnly->MoveVm(&context, move, &reply);
+  EXPECT_EQ(denied.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(denied.error_message(), HasSubstr("use the admin socket"));
+}
+
 }  // namespace
 }  // namespace vri

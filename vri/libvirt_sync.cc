@@ -123,7 +123,7 @@ Result<void> LibvirtSync::setLive(LibvirtSession& session, const VmRecord& vm, c
     return {};
   }
   // The record names shared threads as such, so a shared-pool change alone leaves it as it is: it is
-  // rewritten only when it changes (writing it costs libvirt several times what a pin does).
+  // rewritten only when it changes: writing it costs libvirtd about what the pin does (bench/libvirt_live_calls).
   const bool record = !users && (force || known == pinned_.end() || known->second.metadata != told.metadata);
   pinned_.erase(uuid);  // whatever fails below, libvirt is told everything next time
   VRI_TRY(session.pinLive(uuid, pins));

@@ -81,9 +81,8 @@ int main(int argc, char** argv) {
                          return virDomainSetMetadata(domain, VIR_DOMAIN_METADATA_ELEMENT, kMetadata, "vri",
                                                      "urn:vri:domain:1", VIR_DOMAIN_AFFECT_LIVE) == 0;
                        }));
-  results.emplace_back("live vCPU count (one VM)", timed(calls, [&] {
-                         return virDomainGetVcpusFlags(domain, VIR_DOMAIN_AFFECT_LIVE) >= 0;
-                       }));
+  results.emplace_back("live vCPU count (one VM)",
+                       timed(calls, [&] { return virDomainGetVcpusFlags(domain, VIR_DOMAIN_AFFECT_LIVE) >= 0; }));
   results.emplace_back("vCPU stats of all domains", timed(calls, [&] {
                          virDomainStatsRecordPtr* records = nullptr;
                          const int n = virConnectGetAllDomainStats(conn, VIR_DOMAIN_STATS_VCPU, &records,

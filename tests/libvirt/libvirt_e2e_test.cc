@@ -6,9 +6,9 @@
 namespace vri {
 namespace {
 
-using ::testing::HasSubstr;
 using testing::domainXml;
 using testing::eventually;
+using ::testing::HasSubstr;
 using testing::LibvirtEndToEndTest;
 
 TEST_F(LibvirtEndToEndTest, DedicatedVmIsPlacedEverywhereASecondIsRefusedDestroyReleases) {

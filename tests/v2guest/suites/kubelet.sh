@@ -332,8 +332,12 @@ run_scenarios() { # driver way(nri|shim)
   on_cpus g1 "$g" || fail "g1's second restart is not on CPU $g: $(views g1)"
   echo "g1: $first -> $second -> $third, restarts $(kubelet_view g1 app | awk '{print $3}'), on CPU $g"
   # kubelet keeps one dead container per name: the first goes at the next collection (every minute).
+  # The second may go with it: a collection that runs while the third is only created, not yet
+  # running, counts that one as the dead container to keep. Which dead ones stay is kubelet's
+  # business; what is checked is that their removal takes nothing from g1.
   wait_for 150 "kubelet collecting g1's first container" container_gone "$first"
-  direct ps | grep -q "^$(echo "$second" | cut -c1-13) " || fail "the second dead container went too"
+  if direct ps | grep -q "^$(echo "$second" | cut -c1-13) "; then kept="the second kept"; else kept="the second collected too"; fi
+  echo "kubelet collected $first; $kept"
   on_cpus g1 "$g" || fail "g1 moved after garbage collection: $(views g1)"
   vrictl list --pods | grep "g1-$node" | grep -q "$g" || fail "vrid no longer holds CPU $g for g1: $(vrictl list --pods)"
 

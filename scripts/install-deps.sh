@@ -15,7 +15,7 @@ packages=(
   libyaml-cpp-dev                                 # kubelet's configuration file, read by vrid
   libcli11-dev libedit-dev libfmt-dev             # vrictl: its command line, its shell, its text
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
-  mmdebstrap kmod cpio e2fsprogs bc              # the cgroup v2 guest test bed (tests/v2guest/)
+  mmdebstrap kmod cpio e2fsprogs bc zstd         # the cgroup v2 guest test bed (tests/v2guest/)
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)
   debhelper dpkg-dev fakeroot lintian            # the Debian package (scripts/build-package.sh)
 )

@@ -9,6 +9,8 @@
 #   # guest-packages: a,b,c      Debian packages baked into its image (the guest has no apt source)
 #   # guest-package-depends: yes the runtime Depends of VRI's package (<build-dir>/package/vri_*.deb)
 #   # guest-smp: 4               vCPUs (default 2)     # guest-mem: 4096   MiB (default 2048)
+#   # guest-kernel: linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1
+#                                exactly this Debian kernel (default: Debian 12's own, 6.1)
 #   # guest-timeout: 1800        seconds (default 900)
 #   # guest-peers: kubelet,containerd   programs built by scripts/build-peers.sh <build-dir>/peers,
 #                                        copied to <build-dir>/v2guest/peers/<peer>/ for the guest
@@ -44,8 +46,11 @@ if [ "$(header package-depends)" = yes ]; then
   # "libc6 (>= 2.34), libgrpc++1.51, libvirt0 (>= 6.5.0) | foo" -> libc6,libgrpc++1.51,libvirt0
   packages="$packages,$(dpkg-deb -f "$deb" Depends | tr ',' '\n' | sed 's/|.*//; s/(.*)//; s/ //g' | paste -sd,)"
 fi
-kernel_key=$(cat "$here"/prepare-kernel.sh "$here"/mk-initramfs.sh | sha256sum | cut -c1-16)
-image_key=$( (echo "$packages"; cat "$here"/prepare-kernel.sh "$here"/mk-initramfs.sh "$here"/build-image.sh \
+# By hand, a suite may be booted on another kernel or CPU count than its header says (the benchmark
+# suite on both kernels): GUEST_KERNEL=package=version, GUEST_SMP=n.
+kernel_package=${GUEST_KERNEL:-$(header kernel)}
+kernel_key=$( (echo "$kernel_package"; cat "$here"/prepare-kernel.sh "$here"/mk-initramfs.sh) | sha256sum | cut -c1-16)
+image_key=$( (echo "$packages $kernel_package"; cat "$here"/prepare-kernel.sh "$here"/mk-initramfs.sh "$here"/build-image.sh \
                 "$here"/guest-customize.sh) | sha256sum | cut -c1-16)
 kernel=$cache/kernel-$kernel_key
 image=$cache/image-$image_key
@@ -57,7 +62,8 @@ flock 9
 if [ ! -f "$kernel/initrd.cpio.gz" ]; then
   stage image "preparing the kernel (cached afterwards)"
   rm -rf "$kernel"
-  "$here/prepare-kernel.sh" "$kernel.partial" > "$cache/kernel.log" 2>&1 || fail image "preparing the kernel" "$cache/kernel.log"
+  "$here/prepare-kernel.sh" "$kernel.partial" $kernel_package > "$cache/kernel.log" 2>&1 ||
+    fail image "preparing the kernel" "$cache/kernel.log"
   mv "$kernel.partial" "$kernel"
 fi
 if [ ! -f "$image/rootfs.img" ]; then
@@ -87,7 +93,7 @@ done
 out=$build/v2guest/out-$suite
 rm -rf "$out"
 timeout=$(header timeout); timeout=${TIMEOUT:-${timeout:-900}}
-smp=$(header smp); mem=$(header mem)
+smp=${GUEST_SMP:-$(header smp)}; mem=$(header mem)
 boot=$(date +%s)
 stage boot "suite $suite (timeout $timeout s)"
 boot_guest() {

@@ -228,30 +228,39 @@ Result<bool> LibvirtSession::isActive(const std::string& uuid) {
 }
 
 Result<void> LibvirtSession::pinLive(const std::string& uuid, const VmPins& pins) {
-  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
   // VIR_DOMAIN_AFFECT_CURRENT on a running domain is the live state.
   // Offline vCPUs are pinned too: libvirt keeps the pin for when one is brought online.
+  return pin(uuid, pins, VIR_DOMAIN_AFFECT_CURRENT, "");
+}
+
+Result<void> LibvirtSession::pinPersistent(const std::string& uuid, const VmPins& pins) {
+  // Without the iothreads: a move changes vCPUs and the emulator only, and a live-added iothread
+  // has no pin to take in the definition.
+  VmPins threads = pins;
+  threads.iothreads.clear();
+  return pin(uuid, threads, VIR_DOMAIN_AFFECT_CONFIG, " in the definition");
+}
+
+Result<void> LibvirtSession::pin(const std::string& uuid, const VmPins& pins, unsigned flags, std::string_view where) {
+  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
+  const std::string of = std::string(where) + " of " + uuid;
   for (const auto& [vcpu, cpus] : pins.vcpus) {
     int length = 0;
     auto map = cpumap(cpus, length);
-    if (virDomainPinVcpuFlags(domain.get(), static_cast<unsigned>(vcpu), map.data(), length,
-                              VIR_DOMAIN_AFFECT_CURRENT) < 0) {
-      return libvirtError("pin vCPU " + std::to_string(vcpu) + " of " + uuid);
+    if (virDomainPinVcpuFlags(domain.get(), static_cast<unsigned>(vcpu), map.data(), length, flags) < 0) {
+      return libvirtError("pin vCPU " + std::to_string(vcpu) + of);
     }
   }
   if (!pins.emulator.empty()) {
     int length = 0;
     auto map = cpumap(pins.emulator, length);
-    if (virDomainPinEmulator(domain.get(), map.data(), length, VIR_DOMAIN_AFFECT_CURRENT) < 0) {
-      return libvirtError("pin the emulator of " + uuid);
-    }
+    if (virDomainPinEmulator(domain.get(), map.data(), length, flags) < 0) return libvirtError("pin the emulator" + of);
   }
   for (const auto& [id, cpus] : pins.iothreads) {
     int length = 0;
     auto map = cpumap(cpus, length);
-    if (virDomainPinIOThread(domain.get(), static_cast<unsigned>(id), map.data(), length, VIR_DOMAIN_AFFECT_CURRENT) <
-        0) {
-      return libvirtError("pin iothread " + std::to_string(id) + " of " + uuid);
+    if (virDomainPinIOThread(domain.get(), static_cast<unsigned>(id), map.data(), length, flags) < 0) {
+      return libvirtError("pin iothread " + std::to_string(id) + of);
     }
   }
   return {};
@@ -268,28 +277,10 @@ Result<void> LibvirtSession::define(const std::string& xml) {
 Result<void> LibvirtSession::setVriMetadata(const std::string& uuid, const std::string& element, bool persistent) {
   VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
   const std::string ns(kVriXmlNamespace), prefix(kVriXmlPrefix);
-  const unsigned flags = VIR_DOMAIN_AFFECT_LIVE | (persistent ? VIR_DOMAIN_AFFECT_CONFIG : 0);
+  const unsigned flags = persistent ? VIR_DOMAIN_AFFECT_CONFIG : VIR_DOMAIN_AFFECT_LIVE;
   if (virDomainSetMetadata(domain.get(), VIR_DOMAIN_METADATA_ELEMENT, element.c_str(), prefix.c_str(), ns.c_str(),
                            flags) < 0) {
     return libvirtError("record VRI's pins in the metadata of " + uuid);
-  }
-  return {};
-}
-
-Result<void> LibvirtSession::pinPersistent(const std::string& uuid, const VmPins& pins) {
-  VRI_ASSIGN_OR_RETURN(auto domain, lookup(uuid));
-  for (const auto& [vcpu, cpus] : pins.vcpus) {
-    int length = 0;
-    auto map = cpumap(cpus, length);
-    if (virDomainPinVcpuFlags(domain.get(), static_cast<unsigned>(vcpu), map.data(), length, VIR_DOMAIN_AFFECT_CONFIG) <
-        0) {
-      return libvirtError("pin vCPU " + std::to_string(vcpu) + " in the definition of " + uuid);
-    }
-  }
-  int length = 0;
-  auto map = cpumap(pins.emulator, length);
-  if (virDomainPinEmulator(domain.get(), map.data(), length, VIR_DOMAIN_AFFECT_CONFIG) < 0) {
-    return libvirtError("pin the emulator in the definition of " + uuid);
   }
   return {};
 }

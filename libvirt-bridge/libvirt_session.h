@@ -16,6 +16,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -79,8 +80,8 @@ class LibvirtSession {
   Result<void> pinLive(const std::string& uuid, const VmPins& pins);
   Result<void> define(const std::string& xml);
   // Replaces VRI's element in the domain's <metadata> (`element` as
-  // vriMetadataElement makes it) in the running domain and, with `persistent`,
-  // in its definition too.
+  // vriMetadataElement makes it) in the running domain or, with `persistent`,
+  // in its definition.
   Result<void> setVriMetadata(const std::string& uuid, const std::string& element, bool persistent);
   // Pins the persistent definition's vCPUs and emulator as `pins` says (the next start's <cputune>).
   Result<void> pinPersistent(const std::string& uuid, const VmPins& pins);
@@ -90,6 +91,8 @@ class LibvirtSession {
       : options_(std::move(options)), handler_(handler) {}
   void eventLoop();
   void worker();
+  // Pins `pins`' threads with `flags` (live or the definition); `where` names the definition in errors.
+  Result<void> pin(const std::string& uuid, const VmPins& pins, unsigned flags, std::string_view where);
   bool connect();
   void disconnect();
   void say(const std::string& line) const {

@@ -226,11 +226,11 @@ LivePinsOutcome LibvirtSync::applyMove(LibvirtSession& session, const std::strin
     return {LivePinsOutcome::State::kPending, live.error().message()};
   }
   if (!persistent) return {};
-  auto pins = vmPinsOf(vm->spec.cpu, vm->placement, state->shared());
-  Result<void> saved = pins.ok() ? session.pinPersistent(uuid, *pins) : Result<void>(pins.error());
-  if (saved.ok() && vm->spec.cpu.pinnedVcpuCpus.empty()) {
-    saved = session.setVriMetadata(uuid, vriMetadataElement(vriMetadataOf(vm->spec.cpu, *pins)), true);
-  }
+  // The definition takes what the running domain was just told: the same pins and record.
+  const auto told = pinned_.find(uuid);
+  if (told == pinned_.end()) return {LivePinsOutcome::State::kDefinitionFailed, "no live pins to save"};
+  Result<void> saved = session.pinPersistent(uuid, told->second.pins);
+  if (saved.ok() && !told->second.metadata.empty()) saved = session.setVriMetadata(uuid, told->second.metadata, true);
   if (!saved.ok()) return {LivePinsOutcome::State::kDefinitionFailed, saved.error().message()};
   return {};
 }

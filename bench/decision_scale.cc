@@ -1,5 +1,6 @@
 // Decision cost against the number of live shared tenants: one client, serial
-// exclusive admit/release pairs, with 0, 100 and 1,000 shared tenants that
+// exclusive admit/release pairs — a Guaranteed pod's container, and in rows of
+// their own a dedicated one-vCPU VM —, with 0, 100 and 1,000 shared tenants that
 // have real cgroups — BestEffort pods with one container each and shared VMs
 // started through VmStarted with a live process in their emulator group —, so
 // each move of the shared pool rewrites ~3 cgroups per tenant.
@@ -32,6 +33,8 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_timing.h"
+#include "bench/decision_measure.h"
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "cgroup-model/kernel_cgroupfs.h"
@@ -40,115 +43,17 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using vri::CgroupDir;
 using vri::CgroupPath;
 using vri::Result;
-
-// Times every call and counts the mutations.
-class TimingCgroupFs : public vri::CgroupFs {
-  template <typename F>
-  auto timed(F f) const -> decltype(f()) {
-    const auto start = Clock::now();
-    auto out = f();
-    nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    return out;
-  }
-
- public:
-  explicit TimingCgroupFs(vri::CgroupFs& inner) : inner_(inner) {}
-  Result<std::string> read(const CgroupDir& d, std::string_view f) const override {
-    return timed([&] { return inner_.read(d, f); });
-  }
-  Result<void> write(const CgroupDir& d, std::string_view f, std::string_view v) override {
-    ++writes;
-    return timed([&] { return inner_.write(d, f, v); });
-  }
-  Result<void> mkdir(const CgroupDir& d) override {
-    ++writes;
-    return timed([&] { return inner_.mkdir(d); });
-  }
-  Result<void> rmdir(const CgroupDir& d) override {
-    ++writes;
-    return timed([&] { return inner_.rmdir(d); });
-  }
-  bool exists(const CgroupDir& d) const override {
-    return timed([&] { return inner_.exists(d); });
-  }
-  Result<std::vector<std::string>> children(const CgroupDir& d) const override {
-    return timed([&] { return inner_.children(d); });
-  }
-  Result<std::string> readProc(std::string_view r) const override {
-    return timed([&] { return inner_.readProc(r); });
-  }
-  void reset() {
-    nanos = 0;
-    writes = 0;
-  }
-  mutable int64_t nanos = 0;
-  int writes = 0;
-
- private:
-  vri::CgroupFs& inner_;
-};
-
-// Times every call to systemd (systemd mode).
-class TimingUnits : public vri::SystemdUnits {
- public:
-  explicit TimingUnits(vri::SystemdUnits& inner) : inner_(inner) {}
-  Result<void> setProperties(const std::string& unit, const std::vector<vri::UnitProperty>& properties) override {
-    ++calls;
-    const auto start = Clock::now();
-    auto out = inner_.setProperties(unit, properties);
-    nanos += std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - start).count();
-    return out;
-  }
-  void reset() {
-    nanos = 0;
-    calls = 0;
-  }
-  int64_t nanos = 0;
-  int calls = 0;
-
- private:
-  vri::SystemdUnits& inner_;
-};
-
-struct Row {
-  std::string cgroupfs;
-  int tenants = 0;
-  double decisionP50 = 0, decisionP99 = 0, writeP50 = 0, overheadP50 = 0, ratio = 0, writes = 0, rssMb = 0;
-  double dbusP50 = 0, dbusCalls = 0;  // systemd mode: time in and number of SetUnitProperties calls
-  // vrictl tree: the view alone (a snapshot), and compared with the kernel (a dry run's scan, which
-  // holds the ledger's writer: the time a decision queued behind it waits).
-  double treeMs = 0, treeCompareMs = 0;
-};
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
-
-double rssMb() {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);) {
-    if (line.starts_with("VmRSS:")) return std::stod(line.substr(6)) / 1024.0;
-  }
-  return -1;
-}
-
-std::string uid(int n) {
-  char text[64];
-  std::snprintf(text, sizeof text, "5c%06d-0000-4000-8000-000000000000", n);
-  return text;
-}
-
-std::string vmUuid(int n) {
-  char text[64];
-  std::snprintf(text, sizeof text, "7e%06d-0000-4000-8000-000000000001", n);
-  return text;
-}
+using vri::bench::Clock;
+using vri::bench::Grant;
+using vri::bench::measureBoth;
+using vri::bench::Row;
+using vri::bench::TimingCgroupFs;
+using vri::bench::TimingUnits;
+using vri::bench::uid;
+using vri::bench::vmUuid;
 
 // Removes `dir` and everything below it, deepest first.
 void removeTree(vri::CgroupFs& fs, const CgroupDir& dir) {
@@ -200,66 +105,6 @@ vri::DaemonConfig benchConfig(const std::string& root, const std::string& stateD
   return config;
 }
 
-// Serial exclusive admit/release pairs on `node`: the row's figures.
-Result<Row> measure(const std::string& kind, int tenants, int pairs, vri::NodeManager& node, TimingCgroupFs& fs,
-                    TimingUnits* systemd) {
-  std::vector<double> decisions, writes_ms, overheads, write_counts, dbus_ms, dbus_calls;
-  double total = 0, written = 0;
-  for (int i = 0; i < pairs; ++i) {
-    const vri::PodSpec pod{uid(900000 + i), "bench/x", vri::QosClass::kGuaranteed, 0, 0};
-    for (int step = 0; step < 2; ++step) {
-      fs.reset();
-      if (systemd != nullptr) systemd->reset();
-      const auto start = Clock::now();
-      Result<void> done;
-      if (step == 0) {
-        auto admitted =
-            node.admitContainer(pod, {"app", "x" + std::to_string(i), false, 1000, 1000, 64 << 20, std::nullopt});
-        if (!admitted.ok()) done = admitted.error();
-      } else {
-        auto released = node.releasePod(pod.uid);
-        if (!released.ok()) done = released.error();
-      }
-      const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-      if (!done.ok()) return done.error();
-      const double write_ms = static_cast<double>(fs.nanos) / 1e6;
-      const double bus_ms = systemd != nullptr ? static_cast<double>(systemd->nanos) / 1e6 : 0;
-      decisions.push_back(ms);
-      writes_ms.push_back(write_ms);
-      overheads.push_back(ms - write_ms - bus_ms);
-      write_counts.push_back(fs.writes);
-      dbus_ms.push_back(bus_ms);
-      dbus_calls.push_back(systemd != nullptr ? systemd->calls : 0);
-      total += ms;
-      written += write_ms;
-    }
-  }
-  Row row{kind,
-          tenants,
-          percentile(decisions, 0.5),
-          percentile(decisions, 0.99),
-          percentile(writes_ms, 0.5),
-          percentile(overheads, 0.5),
-          written > 0 ? total / written : 0,
-          percentile(write_counts, 0.5),
-          rssMb()};
-  row.dbusP50 = percentile(dbus_ms, 0.5);
-  row.dbusCalls = percentile(dbus_calls, 0.5);
-  std::vector<double> tree_ms, compare_ms;
-  for (int i = 0; i < 5; ++i) {
-    for (bool compare : {false, true}) {
-      const auto start = Clock::now();
-      auto view = node.tree(compare);
-      if (!view.ok()) return view.error();
-      (compare ? compare_ms : tree_ms)
-          .push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
-    }
-  }
-  row.treeMs = percentile(tree_ms, 0.5);
-  row.treeCompareMs = percentile(compare_ms, 0.5);
-  return row;
-}
-
 // Starts `/bin/sleep infinity` in a new scope `unit` in `slice` through systemd-run (which execs it
 // there), and waits until the kernel shows it in the scope.
 Result<pid_t> startScope(const std::string& unit, const std::string& slice, bool delegate) {
@@ -286,8 +131,8 @@ Result<pid_t> startScope(const std::string& unit, const std::string& slice, bool
 }
 
 // The systemd mode: the node's own units, kubelet's systemd driver, systemd_units = on.
-Result<Row> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants, int pairs,
-                       const std::string& stateDir, TimingUnits& systemd) {
+Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants, int pairs,
+                                    const std::string& stateDir, TimingUnits& systemd) {
   TimingCgroupFs fs(base);
   vri::DaemonConfig config = benchConfig(root, stateDir);
   config.layout.driver = vri::KubeletDriver::kSystemd;
@@ -333,7 +178,7 @@ Result<Row> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants
   auto daemon = vri::Daemon::start(config, fs, log, nullptr, vri::steadyClock(), &systemd);
   if (!daemon.ok()) return stop_children(), daemon.error();
   vri::NodeManager& node = (*daemon)->node();
-  Result<Row> row = [&]() -> Result<Row> {
+  Result<std::vector<Row>> row = [&]() -> Result<std::vector<Row>> {
     // vrid adopted the pods from their units at start (the sleeping "VMs" are no QEMU: admitted below).
     const size_t pods = static_cast<size_t>((tenants + 1) / 2);
     if (const vri::StatePtr state = node.state(); state->pods.size() != pods)
@@ -348,7 +193,7 @@ Result<Row> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants
       VRI_TRY(node.admitVm(vm));
       VRI_TRY(node.vmStarted(vm.uuid, vms[i].second));
     }
-    return measure("systemd", tenants, pairs, node, fs, &systemd);
+    return measureBoth("systemd", tenants, pairs, node, fs, &systemd);
   }();
   (*daemon)->shutdown(std::chrono::seconds(1));
   daemon->reset();
@@ -358,9 +203,10 @@ Result<Row> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants
 
 // One configuration: a fresh vrid core over `fs`, `tenants` shared tenants, `pairs` exclusive pairs.
 // `hierarchies` is {""} on cgroup v2, where `parent` is the delegated cgroup the bench may use.
-Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const std::string& root,
-                const std::vector<std::string>& hierarchies, int tenants, int pairs, const std::string& stateDir,
-                const CgroupPath& parent = {}, TimingUnits* systemd = nullptr) {
+Result<std::vector<Row>> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const std::string& root,
+                             const std::vector<std::string>& hierarchies, int tenants, int pairs,
+                             const std::string& stateDir, const CgroupPath& parent = {},
+                             TimingUnits* systemd = nullptr) {
   if (systemd != nullptr) return runOnUnits(base, root, tenants, pairs, stateDir, *systemd);
   TimingCgroupFs fs(base);
   const bool v2 = hierarchies.size() == 1 && hierarchies.front().empty();
@@ -436,7 +282,7 @@ Result<Row> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const
     VRI_TRY(node.vmStarted(vm.uuid, pid));
   }
 
-  auto row = measure(kind, tenants, pairs, node, fs, nullptr);
+  auto row = measureBoth(kind, tenants, pairs, node, fs, nullptr);
   for (pid_t pid : children) ::kill(pid, SIGKILL);
   for (pid_t pid : children) ::waitpid(pid, nullptr, 0);
   daemon->shutdown(std::chrono::seconds(1));
@@ -486,7 +332,7 @@ int main(int argc, char** argv) {
       auto row = run("fixture", *fixture, false, fx + "/cgroup", {"cpuset", "cpu,cpuacct"}, tenants, pairs,
                      dir + "/state-fx" + std::to_string(tenants));
       if (!row.ok()) return fail("fixture, " + std::to_string(tenants) + " tenants: " + row.error().message());
-      rows.push_back(*row);
+      rows.insert(rows.end(), row->begin(), row->end());
     }
   }
   if (which == "systemd") {
@@ -502,7 +348,7 @@ int main(int argc, char** argv) {
           run("systemd", *kernel, true, "/sys/fs/cgroup", {""}, tenants,
               tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-s" + std::to_string(tenants), {}, &units);
       if (!row.ok()) return fail("systemd, " + std::to_string(tenants) + " tenants: " + row.error().message());
-      rows.push_back(*row);
+      rows.insert(rows.end(), row->begin(), row->end());
     }
   } else if (which != "fixture") {
     if (::geteuid() != 0) {
@@ -534,27 +380,28 @@ int main(int argc, char** argv) {
             run(parent.isRoot() ? "kernel" : "kernel-v2", *kernel, true, "/sys/fs/cgroup", hierarchies, tenants,
                 tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-k" + std::to_string(tenants), parent);
         if (!row.ok()) return fail("kernel, " + std::to_string(tenants) + " tenants: " + row.error().message());
-        rows.push_back(*row);
+        rows.insert(rows.end(), row->begin(), row->end());
       }
     }
   }
   std::string rm = "rm -rf " + dir;
   if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "decision_scale: could not remove %s\n", dir.c_str());
-  std::printf("%-8s %8s %12s %12s %10s %12s %7s %8s %8s %10s %6s %9s %12s\n", "cgroupfs", "tenants", "decision p50",
-              "decision p99", "write p50", "overhead p50", "ratio", "writes", "RSS MB", "D-Bus p50", "calls", "tree",
-              "tree+kernel");
+  std::printf("%-9s %5s %8s %12s %12s %10s %12s %7s %8s %8s %10s %6s %9s %12s\n", "cgroupfs", "grant", "tenants",
+              "decision p50", "decision p99", "write p50", "overhead p50", "ratio", "writes", "RSS MB", "D-Bus p50",
+              "calls", "tree", "tree+kernel");
   for (const Row& r : rows) {
-    std::printf("%-8s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f %8.2fms %6.0f %7.2fms %10.2fms\n",
-                r.cgroupfs.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio,
-                r.writes, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
+    std::printf("%-9s %5s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f %8.2fms %6.0f %7.2fms %10.2fms\n",
+                r.cgroupfs.c_str(), r.grant.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50,
+                r.ratio, r.writes, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
   }
   for (const Row& r : rows) {
     std::printf(
-        "{\"cgroupfs\":\"%s\",\"tenants\":%d,\"decision_ms_p50\":%.3f,\"decision_ms_p99\":%.3f,\"write_ms_p50\":%.3f,"
+        "{\"cgroupfs\":\"%s\",\"grant\":\"%s\",\"tenants\":%d,\"decision_ms_p50\":%.3f,\"decision_ms_p99\":%.3f,"
+        "\"write_ms_p50\":%.3f,"
         "\"overhead_ms_p50\":%.3f,\"ratio\":%.3f,\"writes\":%.0f,\"rss_mb\":%.1f,\"dbus_ms_p50\":%.3f,"
         "\"dbus_calls\":%.0f,\"tree_ms_p50\":%.3f,\"tree_compare_ms_p50\":%.3f}\n",
-        r.cgroupfs.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50, r.ratio, r.writes,
-        r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
+        r.cgroupfs.c_str(), r.grant.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50,
+        r.ratio, r.writes, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
   }
   return 0;
 }

@@ -46,7 +46,8 @@ struct LedgerConfig {
 
 struct ContainerPlacement {
   CpuSet exclusive;  // empty: runs in the shared pool
-  CpuSet cpus;       // cpuset.cpus now: the exclusive CPUs or the shared pool
+  CpuSet cpus;       // cpuset.cpus now: the exclusive CPUs or the shared pool (with cpuset partitions, as
+                     // NodeManager answers, the wide set the kernel narrows to the pool: node_tree.h)
   CpuSet mems;       // cpuset.mems of a NUMA-pinned container; empty: all nodes
   // The decision placed the container (first admit, or again after it handed
   // its CPUs on); false for a retry or a new runtime id for the same placement.

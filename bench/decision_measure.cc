@@ -65,17 +65,20 @@ std::string vmUuid(int n) {
 
 // Serial exclusive admit/release pairs on `node`: the row's figures.
 Result<Row> measure(const std::string& kind, Grant grant, int tenants, int pairs, vri::NodeManager& node,
-                    TimingCgroupFs& fs, TimingUnits* systemd) {
+                    TimingCgroupFs& fs, TimingUnits* systemd, const ContainerCgroupHook& containers) {
   std::vector<double> decisions, writes_ms, overheads, write_counts, dbus_ms, dbus_calls;
   double total = 0, written = 0;
   for (int i = 0; i < pairs; ++i) {
     for (int step = 0; step < 2; ++step) {
+      const bool hooked = containers && grant == Grant::kPod;
+      if (hooked && step == 0) VRI_TRY(containers(uid(900000 + i), "x" + std::to_string(i), true));
       fs.reset();
       if (systemd != nullptr) systemd->reset();
       const auto start = Clock::now();
       const Result<void> done = grantOrRelease(node, grant, i, step);
       const double ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
       if (!done.ok()) return done.error();
+      if (hooked && step == 1) VRI_TRY(containers(uid(900000 + i), "x" + std::to_string(i), false));
       const double write_ms = static_cast<double>(fs.nanos) / 1e6;
       const double bus_ms = systemd != nullptr ? static_cast<double>(systemd->nanos) / 1e6 : 0;
       decisions.push_back(ms);
@@ -117,10 +120,10 @@ Result<Row> measure(const std::string& kind, Grant grant, int tenants, int pairs
 
 // A pod row, then a VM row, on the same node.
 Result<std::vector<Row>> measureBoth(const std::string& kind, int tenants, int pairs, vri::NodeManager& node,
-                                     TimingCgroupFs& fs, TimingUnits* systemd) {
+                                     TimingCgroupFs& fs, TimingUnits* systemd, const ContainerCgroupHook& containers) {
   std::vector<Row> rows;
   for (Grant grant : {Grant::kPod, Grant::kVm}) {
-    VRI_ASSIGN_OR_RETURN(Row row, measure(kind, grant, tenants, pairs, node, fs, systemd));
+    VRI_ASSIGN_OR_RETURN(Row row, measure(kind, grant, tenants, pairs, node, fs, systemd, containers));
     rows.push_back(std::move(row));
   }
   return rows;

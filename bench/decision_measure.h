@@ -2,6 +2,7 @@
 // releases, timed with what they asked of the kernel and of systemd.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -30,11 +31,17 @@ struct Row {
 std::string uid(int n);
 std::string vmUuid(int n);
 
+// Makes (`made`) or removes a granted pod container's cgroup as its runtime would, outside the timed
+// decision: without one, a grant has no container cgroup to write (nor, with cpuset partitions, to form).
+using ContainerCgroupHook =
+    std::function<vri::Result<void>(const std::string& podUid, const std::string& id, bool made)>;
+
 // `pairs` grants and releases of `grant` on `node`, one after another: the row's figures.
 vri::Result<Row> measure(const std::string& kind, Grant grant, int tenants, int pairs, vri::NodeManager& node,
-                         TimingCgroupFs& fs, TimingUnits* systemd);
+                         TimingCgroupFs& fs, TimingUnits* systemd, const ContainerCgroupHook& containers = {});
 // A pod row, then a VM row, on the same node.
 vri::Result<std::vector<Row>> measureBoth(const std::string& kind, int tenants, int pairs, vri::NodeManager& node,
-                                          TimingCgroupFs& fs, TimingUnits* systemd);
+                                          TimingCgroupFs& fs, TimingUnits* systemd,
+                                          const ContainerCgroupHook& containers = {});
 
 }  // namespace vri::bench

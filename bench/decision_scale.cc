@@ -6,6 +6,10 @@
 // each move of the shared pool rewrites ~3 cgroups per tenant.
 //
 //   decision_scale [--tenants 0,100,1000] [--pairs N] [--cgroupfs fixture|kernel|both|systemd]
+//                  [--partitions off|on] [--tenant-mix mixed|pods]
+//
+// `--partitions on` (systemd only, Linux 6.7+) runs vrid with cpuset_partitions = on: rows "systemd+p".
+// `--tenant-mix pods` makes every shared tenant a pod (default: every other one a VM).
 //
 // `systemd` (cgroup v2, systemd as PID 1, root; tests/v2guest/suites/bench.sh) runs on the node's
 // real units instead of a private subtree: each BestEffort pod is a cri-containerd-…scope in its
@@ -28,6 +32,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -39,6 +44,7 @@
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "cgroup-model/kernel_cgroupfs.h"
 #include "cgroup-model/sd_bus_units.h"
+#include "tests/support/systemd_scope.h"
 #include "vri/daemon.h"
 
 namespace {
@@ -54,6 +60,7 @@ using vri::bench::TimingCgroupFs;
 using vri::bench::TimingUnits;
 using vri::bench::uid;
 using vri::bench::vmUuid;
+using vri::testing::startScope;
 
 // Removes `dir` and everything below it, deepest first.
 void removeTree(vri::CgroupFs& fs, const CgroupDir& dir) {
@@ -105,36 +112,18 @@ vri::DaemonConfig benchConfig(const std::string& root, const std::string& stateD
   return config;
 }
 
-// Starts `/bin/sleep infinity` in a new scope `unit` in `slice` through systemd-run (which execs it
-// there), and waits until the kernel shows it in the scope.
-Result<pid_t> startScope(const std::string& unit, const std::string& slice, bool delegate) {
-  const pid_t pid = ::fork();
-  if (pid < 0) return vri::Error::fromErrno(errno, "fork");
-  if (pid == 0) {
-    std::vector<std::string> args = {"systemd-run", "--quiet", "--scope", "--unit=" + unit, "--slice=" + slice};
-    if (delegate) args.push_back("--property=Delegate=yes");
-    args.insert(args.end(), {"/bin/sleep", "infinity"});
-    std::vector<char*> argv;
-    for (std::string& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execvp("systemd-run", argv.data());
-    ::_exit(127);
-  }
-  for (int i = 0; i < 3000; ++i) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
-    std::string line;
-    if (std::getline(in, line) && line.find("/" + unit) != std::string::npos) return pid;
-    ::usleep(10000);
-  }
-  ::kill(pid, SIGKILL);
-  return vri::Error::failedPrecondition("systemd-run did not start " + unit + " in 30 s");
-}
+// How the systemd mode runs vrid and which tenants share the pool.
+struct UnitsMode {
+  bool partitions = false;
+  bool podsOnly = false;
+};
 
 // The systemd mode: the node's own units, kubelet's systemd driver, systemd_units = on.
 Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants, int pairs,
-                                    const std::string& stateDir, TimingUnits& systemd) {
+                                    const std::string& stateDir, TimingUnits& systemd, UnitsMode mode) {
   TimingCgroupFs fs(base);
   vri::DaemonConfig config = benchConfig(root, stateDir);
+  config.cpusetPartitions = mode.partitions ? vri::CpusetPartitionsMode::kOn : vri::CpusetPartitionsMode::kOff;
   config.layout.driver = vri::KubeletDriver::kSystemd;
   config.layout.libvirt = vri::LibvirtLayout::kSystemdWithLibvirtLevel;
   config.layout.machinePartition = *CgroupPath::parse("machine.slice");
@@ -150,7 +139,7 @@ Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root
   // The units first, as kubelet, runc and machined would have made them before vrid starts.
   std::vector<std::pair<std::string, pid_t>> vms;
   for (int n = 0; n < tenants; ++n) {
-    if (n % 2 == 0) {
+    if (n % 2 == 0 || mode.podsOnly) {
       const CgroupPath pod = *namer->pod(vri::QosClass::kBestEffort, uid(n));
       auto pid = startScope("cri-containerd-c" + std::to_string(n) + ".scope", pod.leaf(), false);
       if (!pid.ok()) return stop_children(), pid.error();
@@ -180,7 +169,7 @@ Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root
   vri::NodeManager& node = (*daemon)->node();
   Result<std::vector<Row>> row = [&]() -> Result<std::vector<Row>> {
     // vrid adopted the pods from their units at start (the sleeping "VMs" are no QEMU: admitted below).
-    const size_t pods = static_cast<size_t>((tenants + 1) / 2);
+    const size_t pods = static_cast<size_t>(mode.podsOnly ? tenants : (tenants + 1) / 2);
     if (const vri::StatePtr state = node.state(); state->pods.size() != pods)
       return vri::Error::internal("vrid adopted " + std::to_string(state->pods.size()) + " pods, not " +
                                   std::to_string(pods));
@@ -193,7 +182,24 @@ Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root
       VRI_TRY(node.admitVm(vm));
       VRI_TRY(node.vmStarted(vm.uuid, vms[i].second));
     }
-    return measureBoth("systemd", tenants, pairs, node, fs, &systemd);
+    // Each granted container in a scope of its own, as runc makes it, made before its grant and gone after
+    // its release: the grant writes the container's cgroup (and forms its partition) as on a node.
+    std::map<std::string, pid_t> granted;
+    const auto container_scopes = [&](const std::string& podUid, const std::string& id, bool made) -> Result<void> {
+      if (!made) {
+        std::vector<pid_t> gone = {granted[id]};
+        granted.erase(id);
+        vri::testing::stopScopes(gone);
+        return {};
+      }
+      const CgroupPath pod = *namer->pod(vri::QosClass::kGuaranteed, podUid);
+      VRI_ASSIGN_OR_RETURN(granted[id], startScope("cri-containerd-" + id + ".scope", pod.leaf(), false));
+      return {};
+    };
+    auto rows =
+        measureBoth(mode.partitions ? "systemd+p" : "systemd", tenants, pairs, node, fs, &systemd, container_scopes);
+    for (auto& [id, pid] : granted) children.push_back(pid);
+    return rows;
   }();
   (*daemon)->shutdown(std::chrono::seconds(1));
   daemon->reset();
@@ -205,9 +211,9 @@ Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root
 // `hierarchies` is {""} on cgroup v2, where `parent` is the delegated cgroup the bench may use.
 Result<std::vector<Row>> run(const std::string& kind, vri::CgroupFs& base, bool kernel, const std::string& root,
                              const std::vector<std::string>& hierarchies, int tenants, int pairs,
-                             const std::string& stateDir, const CgroupPath& parent = {},
-                             TimingUnits* systemd = nullptr) {
-  if (systemd != nullptr) return runOnUnits(base, root, tenants, pairs, stateDir, *systemd);
+                             const std::string& stateDir, const CgroupPath& parent = {}, TimingUnits* systemd = nullptr,
+                             UnitsMode mode = {}) {
+  if (systemd != nullptr) return runOnUnits(base, root, tenants, pairs, stateDir, *systemd, mode);
   TimingCgroupFs fs(base);
   const bool v2 = hierarchies.size() == 1 && hierarchies.front().empty();
   const CgroupPath top_path = *parent.child("vri-bench-" + std::to_string(::getpid()));
@@ -297,6 +303,7 @@ int main(int argc, char** argv) {
   std::vector<int> counts = {0, 100, 1000};
   int pairs = 20;
   std::string which = "both";
+  UnitsMode mode;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i], value = argv[i + 1];
     if (flag == "--tenants") {
@@ -307,8 +314,12 @@ int main(int argc, char** argv) {
       pairs = std::stoi(value);
     } else if (flag == "--cgroupfs") {
       which = value;
+    } else if (flag == "--partitions" && (value == "on" || value == "off")) {
+      mode.partitions = value == "on";
+    } else if (flag == "--tenant-mix" && (value == "mixed" || value == "pods")) {
+      mode.podsOnly = value == "pods";
     } else {
-      return fail("unknown flag " + flag);
+      return fail("unknown flag or value: " + flag + " " + value);
     }
   }
   char pattern[] = "/var/tmp/decision-scale-XXXXXX";
@@ -344,9 +355,9 @@ int main(int argc, char** argv) {
     if (!bus.ok()) return fail(bus.error().message());
     TimingUnits units(**bus);
     for (int tenants : counts) {
-      auto row =
-          run("systemd", *kernel, true, "/sys/fs/cgroup", {""}, tenants,
-              tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-s" + std::to_string(tenants), {}, &units);
+      auto row = run("systemd", *kernel, true, "/sys/fs/cgroup", {""}, tenants,
+                     tenants >= 1000 ? std::max(3, pairs / 4) : pairs, dir + "/state-s" + std::to_string(tenants), {},
+                     &units, mode);
       if (!row.ok()) return fail("systemd, " + std::to_string(tenants) + " tenants: " + row.error().message());
       rows.insert(rows.end(), row->begin(), row->end());
     }

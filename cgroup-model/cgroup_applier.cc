@@ -6,6 +6,7 @@
 #include <sstream>
 
 #include "cgroup-model/quote.h"
+#include "cgroup-model/text.h"
 
 namespace vri {
 
@@ -19,6 +20,10 @@ std::string CgroupOp::describe() const {
 }
 
 namespace {
+
+bool isCpuSetFile(FileKind kind) {
+  return kind == FileKind::kCpus || kind == FileKind::kMems || kind == FileKind::kExclusive;
+}
 
 std::set<std::string> words(const std::string& text) {
   std::set<std::string> out;
@@ -38,10 +43,12 @@ class Planner {
     VRI_TRY(checkShape());
     VRI_TRY(collect());
     VRI_TRY(createAndDelegate());
+    VRI_TRY(dissolvePartitions());
     VRI_TRY(widenCpusets());
     VRI_TRY(writePlainValues());
     VRI_TRY(removeUndesired());
     VRI_TRY(narrowCpusets());
+    VRI_TRY(formPartitions());
     return std::move(ops_);
   }
 
@@ -229,10 +236,64 @@ class Planner {
     return hasChildrenOnDisk_[dir] = !names.ok() || !names->empty();
   }
 
+  // The partition file's value, and whether the cgroup's exclusive CPUs change in this plan.
+  struct PartitionFile {
+    const ControlFile* partition = nullptr;
+    bool exclusiveChanges = false;
+  };
+  Result<PartitionFile> partitionFile(const CgroupPath& path, const std::vector<ControlFile>& files) const {
+    PartitionFile out;
+    for (const ControlFile& file : files) {
+      if (file.kind == FileKind::kPartition) out.partition = &file;
+      if (file.kind != FileKind::kExclusive) continue;
+      VRI_ASSIGN_OR_RETURN(std::string current, currentValue({file.hierarchy, path}, file.file));
+      out.exclusiveChanges = !sameControlValue(file, current);
+    }
+    return out;
+  }
+
+  // A partition that goes, or whose CPUs change, returns to `member` before any cpuset moves: its
+  // parents' exclusive CPUs may then shrink, and a sibling may take its CPUs. Leaves first.
+  Result<void> dissolvePartitions() {
+    for (auto it = files_.rbegin(); it != files_.rend(); ++it) {
+      VRI_ASSIGN_OR_RETURN(const PartitionFile found, partitionFile(it->first, it->second));
+      if (found.partition == nullptr) continue;
+      const CgroupDir dir{found.partition->hierarchy, it->first};
+      if (isSkipped(dir)) continue;
+      VRI_ASSIGN_OR_RETURN(std::string current, currentValue(dir, found.partition->file));
+      const bool is_root = trimmed(current).starts_with(kPartitionRoot);
+      const bool wants_root = found.partition->value == kPartitionRoot;
+      if (is_root && (!wants_root || found.exclusiveChanges)) {
+        add(CgroupOp::Kind::kWrite, dir, found.partition->file, std::string(kPartitionMember));
+        current = kPartitionMember;
+      }
+      partitionNow_[dir] = std::string(trimmed(current));
+    }
+    return {};
+  }
+
+  // Partitions are formed last, once their own, their ancestors' exclusive CPUs and their siblings'
+  // narrower cpusets are in place: a sibling that still held a partition's CPUs would leave it
+  // `root invalid`. An invalid one is repaired the only way the kernel accepts: member, then root.
+  Result<void> formPartitions() {
+    for (const auto& [path, files] : files_) {
+      for (const ControlFile& file : files) {
+        if (file.kind != FileKind::kPartition || file.value != kPartitionRoot) continue;
+        const CgroupDir dir{file.hierarchy, path};
+        if (isSkipped(dir)) continue;
+        const std::string& now = partitionNow_[dir];
+        if (now == kPartitionRoot) continue;
+        if (now.starts_with(kPartitionRoot)) add(CgroupOp::Kind::kWrite, dir, file.file, std::string(kPartitionMember));
+        add(CgroupOp::Kind::kWrite, dir, file.file, file.value);
+      }
+    }
+    return {};
+  }
+
   Result<void> widenCpusets() {
     for (const auto& [path, files] : files_) {
       for (const ControlFile& file : files) {
-        if (file.kind == FileKind::kPlain) continue;
+        if (!isCpuSetFile(file.kind)) continue;
         const CgroupDir dir{file.hierarchy, path};
         if (isSkipped(dir)) continue;
         VRI_ASSIGN_OR_RETURN(std::string current_text, currentValue(dir, file.file));
@@ -304,7 +365,7 @@ class Planner {
   Result<void> narrowCpusets() {
     for (auto it = files_.rbegin(); it != files_.rend(); ++it) {
       for (const ControlFile& file : it->second) {
-        if (file.kind == FileKind::kPlain) continue;
+        if (!isCpuSetFile(file.kind)) continue;
         const CgroupDir dir{file.hierarchy, it->first};
         if (isSkipped(dir)) continue;
         const CpuSet wanted = *CpuSet::parse(file.value);
@@ -353,6 +414,7 @@ class Planner {
   std::set<CgroupDir> skipped_;
   mutable std::map<CgroupDir, bool> hasChildrenOnDisk_;
   std::map<std::pair<CgroupDir, std::string>, CpuSet> afterWiden_;
+  std::map<CgroupDir, std::string> partitionNow_;  // each partition file once dissolvePartitions() ran
   std::vector<CgroupOp> ops_;
 };
 

@@ -7,12 +7,16 @@
 //   1. create missing cgroups parent-first (v2: delegating controllers from
 //      the parent and marking thread groups threaded right after); below an
 //      adopted root a missing cgroup is skipped with its subtree instead;
-//   2. widen cpusets parent-first (a leaf gets its final value at once);
-//   3. write every other value that differs;
-//   4. remove cgroups below the managed roots that are not desired, deepest
+//   2. v2: return to `member` each partition that goes or whose CPUs change;
+//   3. widen cpusets (cpus, mems, exclusive CPUs) parent-first (a leaf gets
+//      its final value at once);
+//   4. write every other value that differs;
+//   5. remove cgroups below the managed roots that are not desired, deepest
 //      first (the kernel refuses while one still has tasks);
-//   5. narrow cpusets child-first (v1: below an adopted root, a child VRI does
-//      not know that holds more is narrowed first, as the kernel demands).
+//   6. narrow cpusets child-first (v1: below an adopted root, a child VRI does
+//      not know that holds more is narrowed first, as the kernel demands);
+//   7. v2: form the `root` partitions that are not (an invalid one is written
+//      `member` first: rewriting `root` alone does not repair it).
 // A cpuset that only grows or only shrinks is written once.
 #pragma once
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <charconv>
 
+#include "cgroup-model/text.h"
+
 namespace vri {
 
 namespace {
@@ -62,6 +64,8 @@ class V1Backend : public CgroupBackend {
     };
     if (s.cpus) VRI_TRY(add("cpuset", "cpuset.cpus", s.cpus->format(), FileKind::kCpus));
     if (s.mems) VRI_TRY(add("cpuset", "cpuset.mems", s.mems->format(), FileKind::kMems));
+    if (s.cpusExclusive || s.partitionRoot)
+      return Error::failedPrecondition("cpuset partitions need cgroup v2; this node runs v1");
     if (s.shares) VRI_TRY(add("cpu", "cpu.shares", s.shares->format(), FileKind::kPlain));
     if (s.cpuMax) {
       VRI_TRY(add("cpu", "cpu.cfs_period_us", s.cpuMax->formatV1Period(), FileKind::kPlain));
@@ -133,6 +137,11 @@ class V2Backend : public CgroupBackend {
     std::vector<ControlFile> out;
     if (s.cpus) out.push_back({"", "cpuset.cpus", s.cpus->format(), FileKind::kCpus});
     if (s.mems) out.push_back({"", "cpuset.mems", s.mems->format(), FileKind::kMems});
+    if (s.cpusExclusive) out.push_back({"", "cpuset.cpus.exclusive", s.cpusExclusive->format(), FileKind::kExclusive});
+    if (s.partitionRoot) {
+      out.push_back({"", "cpuset.cpus.partition", std::string(*s.partitionRoot ? kPartitionRoot : kPartitionMember),
+                     FileKind::kPartition});
+    }
     if (s.shares) out.push_back({"", "cpu.weight", sharesToWeight(*s.shares).format(), FileKind::kPlain});
     if (s.cpuMax) out.push_back({"", "cpu.max", s.cpuMax->formatV2(), FileKind::kPlain});
     if (s.memoryMax) out.push_back({"", "memory.max", s.memoryMax->formatV2(), FileKind::kPlain});
@@ -155,6 +164,9 @@ class V2Backend : public CgroupBackend {
     };
     if (auto text = readIfPresent(fs, dir, "cpuset.cpus")) s.cpus = parsed(CpuSet::parse(*text));
     if (auto text = readIfPresent(fs, dir, "cpuset.mems")) s.mems = parsed(CpuSet::parse(*text));
+    if (auto text = readIfPresent(fs, dir, "cpuset.cpus.exclusive")) s.cpusExclusive = parsed(CpuSet::parse(*text));
+    // `root invalid (...)` is no root partition: the kernel does not honour it.
+    if (auto text = readIfPresent(fs, dir, "cpuset.cpus.partition")) s.partitionRoot = trimmed(*text) == kPartitionRoot;
     if (auto text = readIfPresent(fs, dir, "cpu.weight")) {
       if (auto weight = parsed(CpuWeight::parse(*text))) s.shares = weightToShares(*weight);
     }
@@ -172,7 +184,7 @@ class V2Backend : public CgroupBackend {
 
   std::vector<std::string> controllers(const CgroupSettings& s) const override {
     std::vector<std::string> out;
-    if (s.cpus || s.mems) out.push_back("cpuset");
+    if (s.cpus || s.mems || s.cpusExclusive || s.partitionRoot) out.push_back("cpuset");
     if (s.shares || s.cpuMax) out.push_back("cpu");
     if (s.memoryMax || s.memoryMin || s.memoryLow) out.push_back("memory");
     if (!s.hugetlbMax.empty()) out.push_back("hugetlb");
@@ -190,6 +202,7 @@ std::unique_ptr<CgroupBackend> makeV1Backend(std::map<std::string, std::string> 
 std::unique_ptr<CgroupBackend> makeV2Backend() { return std::make_unique<V2Backend>(); }
 
 bool sameControlValue(const ControlFile& desired, std::string_view current) {
+  if (desired.kind == FileKind::kPartition) return trimmed(current) == desired.value;
   if (desired.kind != FileKind::kPlain) {
     auto a = CpuSet::parse(desired.value);
     auto b = CpuSet::parse(current);

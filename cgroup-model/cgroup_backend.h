@@ -3,6 +3,8 @@
 //   setting    v1 (hierarchy: file)                         v2 (unified: file)
 //   cpus       cpuset: cpuset.cpus                          cpuset.cpus
 //   mems       cpuset: cpuset.mems                          cpuset.mems
+//   cpusExclusive  (none)                                   cpuset.cpus.exclusive
+//   partitionRoot  (none)                                   cpuset.cpus.partition ("root" | "member")
 //   shares     cpu: cpu.shares                              cpu.weight (sharesToWeight)
 //   cpuMax     cpu: cpu.cfs_period_us, cpu.cfs_quota_us     cpu.max
 //   memoryMax  memory: memory.limit_in_bytes                memory.max
@@ -23,7 +25,14 @@
 
 namespace vri {
 
-enum class FileKind { kCpus, kMems, kPlain };
+// kExclusive is a CPU set like kCpus (widened parent-first, narrowed child-first);
+// kPartition is written after every cpuset of the tree is in place (cgroup_applier.h).
+enum class FileKind { kCpus, kMems, kExclusive, kPartition, kPlain };
+
+// cpuset.cpus.partition's values as VRI writes them; the kernel reads back `root invalid (<reason>)`
+// for a root partition it cannot honour.
+inline constexpr std::string_view kPartitionRoot = "root";
+inline constexpr std::string_view kPartitionMember = "member";
 
 struct ControlFile {
   std::string hierarchy;

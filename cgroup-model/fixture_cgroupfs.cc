@@ -66,7 +66,11 @@ std::vector<std::pair<std::string, std::string>> v1Defaults(std::string_view con
   return {};
 }
 
-std::vector<std::pair<std::string, std::string>> v2Defaults(std::string_view controller) {
+std::vector<std::pair<std::string, std::string>> v2Defaults(std::string_view controller, bool partitions) {
+  if (controller == "cpuset" && partitions) {
+    return {
+        {"cpuset.cpus", ""}, {"cpuset.mems", ""}, {"cpuset.cpus.exclusive", ""}, {"cpuset.cpus.partition", "member"}};
+  }
   if (controller == "cpuset") return {{"cpuset.cpus", ""}, {"cpuset.mems", ""}};
   if (controller == "cpu") return {{"cpu.weight", "100"}, {"cpu.max", "max 100000"}};
   if (controller == "memory") return {{"memory.max", "max"}, {"memory.min", "0"}, {"memory.low", "0"}};
@@ -197,7 +201,7 @@ Result<void> FixtureCgroupFs::createControllerFiles(const CgroupDir& dir, const 
   }
   VRI_TRY(putFile(base + "cgroup.type", "domain"));
   for (const std::string& controller : controllers) {
-    for (const auto& [file, value] : v2Defaults(controller)) VRI_TRY(putFile(base + file, value));
+    for (const auto& [file, value] : v2Defaults(controller, partitions_)) VRI_TRY(putFile(base + file, value));
   }
   return {};
 }
@@ -265,6 +269,11 @@ Result<void> FixtureCgroupFs::write(const CgroupDir& dir, std::string_view file,
   }
   if (file == "cpuset.cpus" || file == "cpuset.mems") {
     VRI_TRY(writeCpuset(dir, file, value));
+    if (partitions_ && file == "cpuset.cpus") VRI_TRY(invalidatePartitionsBeside(dir));
+  } else if (file == "cpuset.cpus.exclusive" && partitions_) {
+    VRI_TRY(writeExclusive(dir, value));
+  } else if (file == "cpuset.cpus.partition" && partitions_) {
+    VRI_TRY(writePartition(dir, value));
   } else if (file == "tasks" || file == "cgroup.procs" || file == "cgroup.threads") {
     VRI_TRY(writeProcess(dir, file, value));
   } else if (file == "cgroup.subtree_control") {
@@ -289,6 +298,10 @@ Result<void> FixtureCgroupFs::write(const CgroupDir& dir, std::string_view file,
   }
   ++writes_;
   return {};
+}
+
+Result<void> FixtureCgroupFs::store(const CgroupDir& dir, std::string_view file, std::string_view value) {
+  return putFile(filePath(dir, file), value);
 }
 
 Result<void> FixtureCgroupFs::writeCpuset(const CgroupDir& dir, std::string_view file, std::string_view value) {
@@ -405,7 +418,7 @@ Result<void> FixtureCgroupFs::writeSubtreeControl(const CgroupDir& dir, std::str
     const CgroupDir child{dir.hierarchy, *dir.path.child(name)};
     VRI_TRY(putFile(filePath(child, "cgroup.controllers"), text));
     for (const std::string& controller : added) {
-      for (const auto& [file, default_value] : v2Defaults(controller)) {
+      for (const auto& [file, default_value] : v2Defaults(controller, partitions_)) {
         if (!fs::exists(filePath(child, file))) VRI_TRY(putFile(filePath(child, file), default_value));
       }
     }

@@ -51,6 +51,13 @@ class FixtureCgroupFs : public CgroupFs {
   Result<std::vector<std::string>> children(const CgroupDir& dir) const override;
   Result<std::string> readProc(std::string_view relative) const override;
 
+  // v2: cgroups made from now on have cpuset.cpus.exclusive and cpuset.cpus.partition, with
+  // Linux 6.12's rules for remote `root` partitions (fixture_partitions.cc): exclusive CPUs a sibling
+  // holds exclusively are refused (EINVAL); a root partition is valid only when its exclusive CPUs lie
+  // in every ancestor's below the root and in no sibling's cpuset.cpus (else `root invalid (<reason>)`),
+  // and a sibling's cpuset.cpus write over its CPUs invalidates it until written member, then root.
+  void emulateCpusetPartitions() { partitions_ = true; }
+
   // Puts a file below the fixture's proc root (e.g. "1234/cgroup").
   Result<void> setProcFile(std::string_view relative, std::string_view content);
 
@@ -82,6 +89,13 @@ class FixtureCgroupFs : public CgroupFs {
   Result<void> writeCpuset(const CgroupDir& dir, std::string_view file, std::string_view value);
   Result<void> writeProcess(const CgroupDir& dir, std::string_view file, std::string_view value);
   Result<void> writeSubtreeControl(const CgroupDir& dir, std::string_view value);
+  // cpuset partitions (fixture_partitions.cc).
+  Result<void> writeExclusive(const CgroupDir& dir, std::string_view value);
+  Result<void> writePartition(const CgroupDir& dir, std::string_view value);
+  Result<void> invalidatePartitionsBeside(const CgroupDir& dir);
+  Result<CpuSet> cpusetFile(const CgroupDir& dir, std::string_view file) const;
+  // Puts `value` in an existing control file, as the kernel shows it.
+  Result<void> store(const CgroupDir& dir, std::string_view file, std::string_view value);
   // The v2 kernel's rules for threaded subtrees (fixture_v2_rules.cc).
   Result<std::vector<std::string>> delegatedControllers(const CgroupDir& dir) const;
   Result<bool> delegatesDomainControllers(const CgroupDir& dir) const;
@@ -98,6 +112,7 @@ class FixtureCgroupFs : public CgroupFs {
   CpuSet onlineCpus_;
   CpuSet onlineMems_;
   int writes_ = 0, mkdirs_ = 0, rmdirs_ = 0;
+  bool partitions_ = false;
 };
 
 }  // namespace vri

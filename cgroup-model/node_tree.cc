@@ -49,6 +49,11 @@ bool inheritsUnitCpuset(const TreeLayout& layout, const KubeletNamer& namer, con
   return layout.systemdUnits && inheritsCpuset(unitKindOf(layout, namer, path));
 }
 
+// A cgroup that may hand `cpus` to a partition below it (empty: none).
+void setExclusive(const TreeLayout& layout, const CpuSet& cpus, CgroupSpec& spec) {
+  if (layout.cpusetPartitions) spec.settings.cpusExclusive = cpus;
+}
+
 // The CPUs every parent holds besides the shared pool: CPUs not yet back in it.
 CpuSet parentExtra(const NodeResources& node) { return node.startingVmCpus | node.drainingCpus; }
 
@@ -86,6 +91,10 @@ CgroupSettings containerValues(const ContainerCgroup& container) {
   }
   if (container.memoryLimitBytes) settings.memoryMax = Limit{*container.memoryLimitBytes};
   return settings;
+}
+
+CpuSet podSharedCpus(const TreeLayout& layout, const NodeResources& node) {
+  return layout.cpusetPartitions ? node.sharedCpus | node.totals.podExclusive : node.sharedCpus;
 }
 
 CpuSet podExclusiveCpus(const PodCgroup& pod) {
@@ -131,16 +140,19 @@ void addNodeCgroups(const TreeLayout& layout, const KubeletNamer& namer, const N
   (everything ? tree.managedRoots : tree.adoptedRoots).push_back(kubepods);
   CgroupSpec& root = tree.cgroups[kubepods] =
       cpusetSpec(node.sharedCpus | totals.podExclusive | parentExtra(node), node);
+  setExclusive(layout, totals.podExclusive, root);
   if (everything) {
     root.settings.shares = milliCpuToShares(node.allocatableCpuMilli);
     if (node.allocatableMemoryBytes > 0) root.settings.memoryMax = Limit{node.allocatableMemoryBytes};
   }
   for (QosClass qos : {QosClass::kBurstable, QosClass::kBestEffort}) {
-    CpuSet cpus = node.sharedCpus | node.drainingCpus;
+    CpuSet cpus = podSharedCpus(layout, node) | node.drainingCpus;
+    CpuSet qos_exclusive;
     if (const auto exclusive = totals.qosExclusive.find(qos); exclusive != totals.qosExclusive.end()) {
-      cpus |= exclusive->second;
+      qos_exclusive = exclusive->second;
     }
-    CgroupSpec& spec = tree.cgroups[namer.qos(qos)] = cpusetSpec(cpus, node);
+    CgroupSpec& spec = tree.cgroups[namer.qos(qos)] = cpusetSpec(cpus | qos_exclusive, node);
+    setExclusive(layout, qos_exclusive, spec);
     if (everything) {
       spec.settings.shares =
           qos == QosClass::kBurstable ? milliCpuToShares(totals.burstableRequestMilli) : CpuShares{2};
@@ -160,18 +172,34 @@ Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, 
   if (tree.cgroups.count(pod_path))
     return Error::invalidArgument("pod " + quoteForMessage(pod.uid) + " is listed twice");
   const CpuSet pod_exclusive = podExclusiveCpus(pod);
-  CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(node.sharedCpus | pod_exclusive, node);
+  const CpuSet shared = podSharedCpus(layout, node);
+  CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(shared | pod_exclusive, node);
+  setExclusive(layout, pod_exclusive, pod_spec);
   if (pod_exclusive.empty() && inheritsUnitCpuset(layout, namer, pod_path)) pod_spec.settings = {};
   if (everything) addPodValues(pod, pod_spec.settings);
+  // The pod's shared cgroups leave out its own partitions' CPUs: a sibling whose cpuset holds a
+  // partition's CPUs makes the kernel invalidate it (6.12; cousins do not).
+  const CpuSet shared_here = shared - pod_exclusive;
+  const auto partitionMember = [&](CgroupSpec& spec) {
+    setExclusive(layout, CpuSet(), spec);
+    if (layout.cpusetPartitions) spec.settings.partitionRoot = false;
+  };
   if (!pod.sandboxId.empty()) {
     VRI_ASSIGN_OR_RETURN(CgroupPath path, namer.container(pod.qos, pod.uid, pod.sandboxId));
-    CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(node.sharedCpus, node);
+    CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(shared_here, node);
+    partitionMember(spec);
     if (everything) spec.settings.shares = CpuShares{CpuShares::kMin};
   }
   for (const ContainerCgroup& container : pod.containers) {
     if (container.id.empty()) continue;  // no cgroup until the runtime names it
     VRI_ASSIGN_OR_RETURN(CgroupPath path, namer.container(pod.qos, pod.uid, container.id));
-    CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(container.exclusiveCpus.value_or(node.sharedCpus), node);
+    CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(container.exclusiveCpus.value_or(shared_here), node);
+    if (container.exclusiveCpus && layout.cpusetPartitions) {
+      spec.settings.cpusExclusive = *container.exclusiveCpus;
+      spec.settings.partitionRoot = true;
+    } else {
+      partitionMember(spec);
+    }
     if (container.mems) spec.settings.mems = *container.mems;
     if (everything) {
       const CgroupSettings values = containerValues(container);

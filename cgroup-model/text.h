@@ -19,4 +19,11 @@ inline std::vector<std::string_view> splitOn(std::string_view text, char separat
   return parts;
 }
 
+// Without the whitespace (a kernel file's trailing newline) at either end.
+inline std::string_view trimmed(std::string_view text) {
+  const size_t first = text.find_first_not_of(" \t\n");
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(" \t\n") - first + 1);
+}
+
 }  // namespace vri

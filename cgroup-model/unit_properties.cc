@@ -67,6 +67,8 @@ Result<std::vector<UnitProperty>> unitPropertiesFor(std::string_view file, std::
     return std::vector<UnitProperty>{p};
   }
   if (file.starts_with("hugetlb.")) return std::vector<UnitProperty>{};  // systemd never writes these
+  // Nor these (systemd 252 has no property for them): a daemon-reload leaves a partition alone.
+  if (file == "cpuset.cpus.exclusive" || file == "cpuset.cpus.partition") return std::vector<UnitProperty>{};
   return Error::invalidArgument("no systemd property expresses " + quoteForMessage(file));
 }
 

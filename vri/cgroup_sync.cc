@@ -65,6 +65,18 @@ Result<CgroupPath> CgroupSync::findVmScope(int qemuPid) const {
       .context("qemu_pid " + std::to_string(qemuPid));
 }
 
+CpuSet CgroupSync::podSharedCpus(const LedgerState& state) const {
+  if (!layout_.cpusetPartitions) return state.shared();
+  return vri::podSharedCpus(layout_, nodeResources(state, inputs()));
+}
+
+CpuSet CgroupSync::runtimeSharedCpus(const LedgerState& state, const PodRecord& pod) const {
+  CpuSet cpus = podSharedCpus(state);
+  if (!layout_.cpusetPartitions) return cpus;
+  for (const auto& [name, c] : pod.containers) cpus -= c.exclusive;
+  return cpus;
+}
+
 bool CgroupSync::keepsOwnCpuset(const CgroupPath& path) const {
   return !layout_.systemdUnits || !inheritsCpuset(unitKindOf(layout_, *kubeletNamer_, path));
 }
@@ -121,11 +133,16 @@ void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before
   if (after.settings.mems) {
     cpusets.push_back({dir, "cpuset.mems", keep(was.mems.value_or(CpuSet())), keep(*after.settings.mems)});
   }
+  if (after.settings.cpusExclusive) {
+    cpusets.push_back({dir, "cpuset.cpus.exclusive", keep(was.cpusExclusive.value_or(CpuSet())),
+                       keep(*after.settings.cpusExclusive)});
+  }
   CgroupSettings values_before = was, values_after = after.settings;
-  values_before.cpus.reset();
-  values_before.mems.reset();
-  values_after.cpus.reset();
-  values_after.mems.reset();
+  for (CgroupSettings* values : {&values_before, &values_after}) {
+    values->cpus.reset();
+    values->mems.reset();
+    values->cpusExclusive.reset();
+  }
   auto files_before = backend_->files(values_before);
   auto files_after = backend_->files(values_after);
   if (!files_after.ok()) return;
@@ -144,7 +161,7 @@ CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const Po
                                                 const LedgerState& state) {
   Followers& cached = podFollowers_[uid];
   if (cached.record.get() == &pod) return cached;
-  cached = Followers{state.pods.findShared(uid), nullptr, {}, {}, {}, {}};
+  cached = Followers{state.pods.findShared(uid), nullptr, {}, {}, {}, {}, {}, {}};
   for (const auto& [name, c] : pod.containers) cached.own |= c.exclusive;
   if (pod.spec.outsideKubeletTree) return cached;  // the runtime's cgroups: the shim has it follow the pool
   auto pod_path = kubeletNamer_->pod(pod.spec.qos, uid);
@@ -168,7 +185,8 @@ CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const Vm
                                                const LedgerState& state) {
   Followers& cached = vmFollowers_[uuid];
   if (cached.record.get() == &vm && cached.scope.get() == &scope) return cached;
-  cached = Followers{state.vms.findShared(uuid), state.vmScopes.findShared(uuid), vm.placement.exclusive, {}, {}, {}};
+  cached = Followers{
+      state.vms.findShared(uuid), state.vmScopes.findShared(uuid), vm.placement.exclusive, {}, {}, {}, {}, {}};
   const VmCpuPlacement& p = vm.placement;
   if (keepsOwnCpuset(scope)) cached.cgroups.push_back({{cpusetHierarchy_, scope}, false, true});
   const CgroupPath threads = libvirtNamer_.threadParent(scope);
@@ -201,34 +219,51 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
   for (const std::string& uuid : delta.vms) vmFollowers_.erase(uuid);
   const CpuSet* shared_before = &scratch.values.emplace_back(before.shared());
   const CpuSet* shared_after = &scratch.values.emplace_back(after.shared());
-  if (*shared_before == *shared_after) return;
+  // The kubelet side's pool: with cpuset partitions, wide and unchanged by pods' exclusive grants.
+  const CpuSet* pods_before = shared_before;
+  const CpuSet* pods_after = shared_after;
+  if (layout_.cpusetPartitions) {
+    pods_before = &scratch.values.emplace_back(podSharedCpus(before));
+    pods_after = &scratch.values.emplace_back(podSharedCpus(after));
+  }
+  if (*shared_before == *shared_after && *pods_before == *pods_after) return;
   // Nothing lives below a root that does not exist (a node without kubelet or libvirt yet): one stat each.
   const bool pods_present = fs_.exists({cpusetHierarchy_, kubeletNamer_->kubepods()});
   const bool vms_present = fs_.exists({cpusetHierarchy_, layout_.machinePartition});
   cpusets.reserve(cpusets.size() + 3 * (after.pods.size() + after.vmScopes.size()));
   // Every tenant that runs in the shared pool follows it; the touched ones are written on their own.
-  const auto follow = [&](Followers& tenant) {
-    const CpuSet *with_before = shared_before, *with_after = shared_after;
+  // Its parents hold its exclusive CPUs besides; its shared cgroups leave them out (they are disjoint
+  // from the pool but for a pod's partitions in the wide pool).
+  const auto follow = [&](Followers& tenant, const CpuSet* pool_before, const CpuSet* pool_after) {
+    if (*pool_before == *pool_after) return;
+    const CpuSet *with_before = pool_before, *with_after = pool_after;
+    const CpuSet *without_before = pool_before, *without_after = pool_after;
     if (!tenant.own.empty()) {
-      tenant.withBefore = *shared_before | tenant.own;
-      tenant.withAfter = *shared_after | tenant.own;
+      tenant.withBefore = *pool_before | tenant.own;
+      tenant.withAfter = *pool_after | tenant.own;
       with_before = &tenant.withBefore;
       with_after = &tenant.withAfter;
+      if (pool_before->intersects(tenant.own) || pool_after->intersects(tenant.own)) {
+        tenant.withoutBefore = *pool_before - tenant.own;
+        tenant.withoutAfter = *pool_after - tenant.own;
+        without_before = &tenant.withoutBefore;
+        without_after = &tenant.withoutAfter;
+      }
     }
     for (const FollowerCgroup& c : tenant.cgroups) {
       cpusets.push_back(c.withOwn ? CpusetChange{&c.dir, "cpuset.cpus", with_before, with_after, c.leaf}
-                                  : CpusetChange{&c.dir, "cpuset.cpus", shared_before, shared_after, c.leaf});
+                                  : CpusetChange{&c.dir, "cpuset.cpus", without_before, without_after, c.leaf});
     }
   };
   for (const auto& [uid, pod] : after.pods) {
-    if (!pods_present) break;
-    if (!delta.pods.count(uid)) follow(podFollowers(uid, pod, after));
+    if (!pods_present || *pods_before == *pods_after) break;
+    if (!delta.pods.count(uid)) follow(podFollowers(uid, pod, after), pods_before, pods_after);
   }
   for (const auto& [uuid, scope] : after.vmScopes) {
-    if (!vms_present) break;
+    if (!vms_present || *shared_before == *shared_after) break;
     const VmRecord* vm = after.vm(uuid);
     if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
-    follow(vmFollowers(uuid, *vm, scope, after));
+    follow(vmFollowers(uuid, *vm, scope, after), shared_before, shared_after);
   }
 }
 
@@ -250,9 +285,13 @@ Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, 
   Scratch scratch;
   std::vector<CpusetChange> cpusets;
   std::vector<PlainWrite> plain;
+  int writes = 0;
+  if (layout_.cpusetPartitions) {
+    VRI_ASSIGN_OR_RETURN(writes, dissolvePartitions(before, after, delta));
+  }
   planNodeAndFollowers(beforePtr, afterPtr, delta, scratch, cpusets, plain);
   VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, cpusetWriter_.apply(cpusets, plain));
-  int writes = shared.writes;
+  writes += shared.writes;
   if (delta.empty()) return writes;
   // The touched tenants last: a new exclusive tenant's CPUs have left every shared cgroup by now.
   const bool everything = layout_.ownership == Ownership::kEverything;
@@ -277,6 +316,42 @@ Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, 
     tree.adoptedRoots.push_back(*scope);
     VRI_TRY(addVmCgroups(layout_, libvirtNamer_, node, vmCgroup(*vm, *scope, sharedVcpuMilli_), tree));
     VRI_ASSIGN_OR_RETURN(int n, writeTenant("VM " + uuid, std::move(tree)));
+    writes += n;
+  }
+  return writes;
+}
+
+Result<int> CgroupSync::dissolvePartitions(const LedgerState& before, const LedgerState& after,
+                                           const LedgerDelta& delta) {
+  int writes = 0;
+  for (const std::string& uid : delta.pods) {
+    const PodRecord* was = before.pod(uid);
+    if (was == nullptr || was->spec.outsideKubeletTree) continue;
+    const PodRecord* now = after.pod(uid);
+    VRI_ASSIGN_OR_RETURN(CgroupPath pod_path, kubeletNamer_->pod(was->spec.qos, uid));
+    DesiredTree tree;
+    tree.adoptedRoots.push_back(pod_path);
+    CpuSet kept;  // the pod's exclusive CPUs that stay where they are
+    for (const auto& [name, c] : was->containers) {
+      if (c.exclusive.empty() || c.spec.id.empty()) continue;
+      const ContainerRecord* stays = nullptr;
+      if (now != nullptr) {
+        const auto it = now->containers.find(name);
+        if (it != now->containers.end() && it->second.spec.id == c.spec.id) stays = &it->second;
+      }
+      if (stays != nullptr && stays->exclusive == c.exclusive) {
+        kept |= c.exclusive;
+        continue;
+      }
+      VRI_ASSIGN_OR_RETURN(CgroupPath path, kubeletNamer_->container(was->spec.qos, uid, c.spec.id));
+      CgroupSettings& going = tree.cgroups[path].settings;
+      going.partitionRoot = false;
+      going.cpusExclusive = stays != nullptr ? c.exclusive & stays->exclusive : CpuSet();
+      kept |= *going.cpusExclusive;
+    }
+    if (tree.cgroups.empty()) continue;
+    tree.cgroups[pod_path].settings.cpusExclusive = kept;
+    VRI_ASSIGN_OR_RETURN(int n, writeTenant("pod " + uid + " (partitions released)", std::move(tree)));
     writes += n;
   }
   return writes;

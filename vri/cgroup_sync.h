@@ -62,6 +62,13 @@ class CgroupSync {
   const CgroupBackend& backend() const { return *backend_; }
   const TreeLayout& layout() const { return layout_; }
 
+  // The cpuset of the kubelet side's shared cgroups for `state`: the shared pool, or with cpuset
+  // partitions the wide set (node_tree.h, podSharedCpus). What a shared container's runtime is told,
+  // less its own pod's partitions.
+  CpuSet podSharedCpus(const LedgerState& state) const;
+  // That for a shared container of `pod`.
+  CpuSet runtimeSharedCpus(const LedgerState& state, const PodRecord& pod) const;
+
   // How many units' values the last full reconcile gave systemd (0 after the first).
   int lastUnitsKept() const { return lastUnitsKept_; }
 
@@ -118,12 +125,16 @@ class CgroupSync {
   struct Followers {
     std::shared_ptr<const void> record, scope;
     CpuSet own;
-    CpuSet withBefore, withAfter;  // own | the shared pool, before and after this write
+    CpuSet withBefore, withAfter;        // own | the pool, before and after this write
+    CpuSet withoutBefore, withoutAfter;  // the pool - own (a pod's partitions in the wide pool)
     std::vector<FollowerCgroup> cgroups;
   };
   Followers& podFollowers(const std::string& uid, const PodRecord& pod, const LedgerState& state);
   Followers& vmFollowers(const std::string& uuid, const VmRecord& vm, const CgroupPath& scope,
                          const LedgerState& state);
+  // Cpuset partitions: the partitions of touched pods that go or change return to `member`, and
+  // their pods give back the exclusive CPUs, before kubepods' exclusive CPUs shrink.
+  Result<int> dissolvePartitions(const LedgerState& before, const LedgerState& after, const LedgerDelta& delta);
   // A touched tenant's own cgroups, made, written or removed as `after` says.
   Result<int> writeTenant(const std::string& what, DesiredTree tree);
 

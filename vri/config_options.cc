@@ -199,6 +199,17 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return std::string(systemdUnitsModeName(c.systemdUnits)); }});
+  o.push_back({"cpuset_partitions", "auto",
+               "auto, on or off: make each exclusive pod container's cgroup a root cpuset partition, so that the "
+               "kernel takes its CPUs from every shared cgroup and an exclusive grant writes the same few files "
+               "however many tenants share the pool; auto: when the kernel forms one at start (cgroup v2, Linux "
+               "6.7+, kubepods directly below the cgroup root)",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(c.cpusetPartitions, parseCpusetPartitionsMode(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::string(cpusetPartitionsModeName(c.cpusetPartitions)); }});
   o.push_back({"systemd_timeout_ms", "500",
                "bound on each call to systemd; one it does not answer in time fails the decision, which is undone",
                false,
@@ -374,6 +385,13 @@ constexpr EnumText<SystemdUnitsMode, 3> kSystemdUnitsText{
     {{{SystemdUnitsMode::kAuto, "auto"}, {SystemdUnitsMode::kOn, "on"}, {SystemdUnitsMode::kOff, "off"}}}};
 Result<SystemdUnitsMode> parseSystemdUnitsMode(std::string_view text) { return kSystemdUnitsText.parse(text); }
 std::string_view systemdUnitsModeName(SystemdUnitsMode mode) { return kSystemdUnitsText.name(mode); }
+constexpr EnumText<CpusetPartitionsMode, 3> kCpusetPartitionsText{
+    "cpuset_partitions",
+    {{{CpusetPartitionsMode::kAuto, "auto"}, {CpusetPartitionsMode::kOn, "on"}, {CpusetPartitionsMode::kOff, "off"}}}};
+Result<CpusetPartitionsMode> parseCpusetPartitionsMode(std::string_view text) {
+  return kCpusetPartitionsText.parse(text);
+}
+std::string_view cpusetPartitionsModeName(CpusetPartitionsMode mode) { return kCpusetPartitionsText.name(mode); }
 
 const std::vector<ConfigOption>& configOptions() {
   static const std::vector<ConfigOption> options = buildOptions();  // immutable after first use

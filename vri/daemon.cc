@@ -13,6 +13,7 @@
 #include "accounting/hwloc_topology.h"
 #include "accounting/sqlite_ledger_store.h"
 #include "cgroup-model/owned_path.h"
+#include "cgroup-model/partition_probe.h"
 #include "cgroup-model/sd_bus_units.h"
 #include "cgroup-model/unit_ownership.h"
 #include "cgroup-model/unix_socket.h"
@@ -112,6 +113,22 @@ Result<bool> systemdKeepsUnits(const DaemonConfig& config, CgroupVersion version
   return names && running && v2;
 }
 
+// cpuset_partitions decided by forming one (partition_probe.h), on the kernel's cgroupfs itself.
+Result<bool> chooseCpusetPartitions(const DaemonConfig& config, CgroupFs& kernel, const CgroupBackend& backend,
+                                    const TreeLayout& layout, const CpuSet& sharedCpus, Logger& log) {
+  if (config.cpusetPartitions == CpusetPartitionsMode::kOff) {
+    log.info("cpuset_partitions off: shared cgroups follow the shared pool");
+    return false;
+  }
+  const auto namer = makeKubeletNamer(layout.driver, layout.kubeletParent);
+  VRI_ASSIGN_OR_RETURN(PartitionProbe probe, probeCpusetPartitions(kernel, backend, *namer, sharedCpus));
+  if (!probe.usable && config.cpusetPartitions == CpusetPartitionsMode::kOn)
+    return Error::failedPrecondition("cpuset_partitions = on, but " + probe.reason);
+  log.info(probe.usable ? "cpuset partitions: exclusive pod containers become root partitions (" + probe.reason + ")"
+                        : "cpuset partitions not used: " + probe.reason + "; shared cgroups follow the shared pool");
+  return probe.usable;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
@@ -171,6 +188,9 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
     log.info("systemd_units " + std::string(systemdUnitsModeName(config.systemdUnits)) +
              ": unit values are written to the files only");
   }
+  const StatePtr at_start = d->ledger_->state();
+  VRI_ASSIGN_OR_RETURN(layout.cpusetPartitions,
+                       chooseCpusetPartitions(config, d->fs_, *backend, layout, at_start->shared(), log));
   d->sync_ = std::make_unique<CgroupSync>(*sync_fs, std::move(backend), layout, allocatable, topology,
                                           config.sharedVcpuMilli, config.v1Controllers, d->systemdFs_.get());
   NodeFacts facts{allocatable,

@@ -33,6 +33,15 @@ enum class SystemdUnitsMode {
 Result<SystemdUnitsMode> parseSystemdUnitsMode(std::string_view text);  // "auto" | "on" | "off"
 std::string_view systemdUnitsModeName(SystemdUnitsMode mode);
 
+// Whether exclusive pod containers become cpuset partitions (cgroup-model/partition_probe.h).
+enum class CpusetPartitionsMode {
+  kAuto,  // when the kernel forms one at start (cgroup v2, Linux 6.7+, kubepods below the cgroup root)
+  kOn,    // the same, and start-up fails when it does not
+  kOff,   // every shared cgroup's cpuset is rewritten when the shared pool changes
+};
+Result<CpusetPartitionsMode> parseCpusetPartitionsMode(std::string_view text);  // "auto" | "on" | "off"
+std::string_view cpusetPartitionsModeName(CpusetPartitionsMode mode);
+
 struct DaemonConfig {
   // The cgroup tree.
   std::string cgroupRoot;
@@ -40,6 +49,7 @@ struct DaemonConfig {
   std::vector<std::string> v1Controllers;      // the v1 controllers vrid creates cgroups in
   TreeLayout layout;                           // layout.systemdUnits is decided at start from systemd_units
   SystemdUnitsMode systemdUnits = SystemdUnitsMode::kAuto;
+  CpusetPartitionsMode cpusetPartitions = CpusetPartitionsMode::kAuto;  // layout.cpusetPartitions is decided at start
   int systemdTimeoutMs = 500;
   // kubelet's configuration file, checked against the options below at start (vri/kubelet_config.h); empty: not read.
   std::string kubeletConfig;

@@ -65,6 +65,14 @@ void NodeManager::published(const LedgerState& before, const LedgerState& after)
   if (was != now) events_.publish(EventKind::kSharedPoolChanged, "", was.format() + " -> " + now.format());
 }
 
+ContainerPlacement NodeManager::asWritten(const StatePtr& now, const std::string& podUid,
+                                          ContainerPlacement placed) const {
+  if (!placed.exclusive.empty()) return placed;
+  const PodRecord* pod = now->pod(podUid);
+  placed.cpus = pod != nullptr ? sync_.runtimeSharedCpus(*now, *pod) : now->shared();
+  return placed;
+}
+
 Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container,
                                                        const std::vector<std::string>& finished, WriteStats* stats) {
   const auto start = Stopwatch::now();
@@ -74,7 +82,7 @@ Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const
     Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(writer.current(), pod, container, finished));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, stats));
-    return decision.answer;
+    return asWritten(writer.current(), pod.uid, decision.answer);
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
   return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
@@ -93,7 +101,7 @@ Result<ContainerPlacement> NodeManager::adoptOrAdmitContainer(const PodSpec& pod
     if (known != nullptr && known->containers.count(container.name)) {
       VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(from, pod, container, {}));
       VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-      return decision.answer;
+      return asWritten(writer.current(), pod.uid, decision.answer);
     }
     adopting = true;
     // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared. A pod outside
@@ -102,8 +110,7 @@ Result<ContainerPlacement> NodeManager::adoptOrAdmitContainer(const PodSpec& pod
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(from, pod, container, exclusive));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
     if (!exclusive.empty()) return ContainerPlacement{exclusive, exclusive, {}, true};
-    const StatePtr now = writer.current();
-    return ContainerPlacement{exclusive, now->shared(), {}, true};
+    return asWritten(writer.current(), pod.uid, ContainerPlacement{exclusive, {}, {}, true});
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
   if (!adopting) return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
@@ -135,6 +142,7 @@ Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod
     Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitPod(writer.current(), pod, containers));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
+    for (ContainerPlacement& placed : decision.answer) placed = asWritten(writer.current(), pod.uid, placed);
     return decision.answer;
   }();
   std::string detail;
@@ -152,9 +160,7 @@ Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUi
     Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeContainer(writer.current(), podUid, container));
     VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
-    ContainerPlacement placed = decision.answer;
-    if (const StatePtr now = writer.current(); placed.exclusive.empty()) placed.cpus = now->shared();
-    return placed;
+    return asWritten(writer.current(), podUid, decision.answer);
   }();
   const std::string detail = result.ok() ? describeContainer(*result) : "";
   return finish("resize", tenant, EventKind::kResized, std::move(result), detail, start);

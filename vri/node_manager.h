@@ -150,6 +150,10 @@ class NodeManager {
     MutexLock lock(retryMutex_);
     return halted_;
   }
+  // What the runtime is told for a shared container of `pod` (CgroupSync::runtimeSharedCpus).
+  CpuSet runtimeSharedCpus(const LedgerState& state, const PodRecord& pod) const {
+    return sync_.runtimeSharedCpus(state, pod);
+  }
   // Reconciles finished so far (periodic, asked for, retries), whatever their outcome.
   uint64_t reconciles() const { return reconciles_.load(); }
 
@@ -165,6 +169,9 @@ class NodeManager {
   Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause)
       VRI_REQUIRES(ledger_.writerMutex());
   void published(const LedgerState& before, const LedgerState& after);
+  // A placement as the runtime is told it: a shared container's cpuset.cpus as VRI writes it in `now`
+  // (with cpuset partitions, the wide set less its pod's partitions; CgroupSync::runtimeSharedCpus).
+  ContainerPlacement asWritten(const StatePtr& now, const std::string& podUid, ContainerPlacement placed) const;
   Result<void> checkNotHalted() const;
   // Under retryMutex_: the retry thread checks, then waits, and a halt set
   // between the two without the mutex would never wake it.

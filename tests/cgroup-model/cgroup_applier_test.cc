@@ -275,5 +275,33 @@ TEST_P(CgroupApplierTest, NarrowingAnAdoptedCgroupNarrowsChildrenItDoesNotKnowFi
 INSTANTIATE_TEST_SUITE_P(BothVersions, CgroupApplierTest, ::testing::Values(CgroupVersion::kV1, CgroupVersion::kV2),
                          [](const auto& info) { return std::string(cgroupVersionName(info.param)); });
 
+TEST(CgroupApplierPartitionsTest, V1HasNoPartitionsAndSaysSo) {
+  Node s(CgroupVersion::kV1);
+  CgroupApplier applier(s.fs, *s.backend);
+  DesiredTree tree;
+  tree.managedRoots = {path("kubepods")};
+  tree.cgroups[path("kubepods")] = spec("0-3");
+  tree.cgroups[path("kubepods")].settings.cpusExclusive = cpus("3");
+  auto refused = applier.apply(tree);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("cpuset partitions need cgroup v2"));
+  EXPECT_EQ(s.fs.writes() + s.fs.mkdirs(), 0);
+}
+
+// Without emulated partitions the v2 fixture is a kernel before 6.7: the files are not there.
+TEST(CgroupApplierPartitionsTest, AKernelWithoutThePartitionFilesRefusesTheWrite) {
+  Node s(CgroupVersion::kV2);
+  CgroupApplier applier(s.fs, *s.backend);
+  DesiredTree tree;
+  tree.managedRoots = {path("kubepods")};
+  tree.cgroups[path("kubepods")] = spec("0-3");
+  tree.cgroups[path("kubepods/c")] = spec("3");
+  tree.cgroups[path("kubepods/c")].settings.cpusExclusive = cpus("3");
+  tree.cgroups[path("kubepods/c")].settings.partitionRoot = true;
+  auto refused = applier.apply(tree);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("cpuset.cpus.exclusive"));
+}
+
 }  // namespace
 }  // namespace vri

@@ -49,9 +49,12 @@ TEST(UnitPropertiesTest, CpuMaxIsAQuotaPerSecondAndAPeriod) {
 }
 
 TEST(UnitPropertiesTest, FilesSystemdNeverWritesNeedNoProperty) {
-  auto hugetlb = unitPropertiesFor("hugetlb.2MB.max", "2097152");
-  ASSERT_TRUE(hugetlb.ok());
-  EXPECT_TRUE(hugetlb->empty());
+  for (const auto& [file, value] : std::vector<std::pair<std::string, std::string>>{
+           {"hugetlb.2MB.max", "2097152"}, {"cpuset.cpus.exclusive", "2-3"}, {"cpuset.cpus.partition", "root"}}) {
+    auto none = unitPropertiesFor(file, value);
+    ASSERT_TRUE(none.ok()) << file;
+    EXPECT_TRUE(none->empty()) << file;
+  }
 }
 
 TEST(UnitPropertiesTest, BadValuesAndUnknownFilesAreRefused) {

@@ -27,7 +27,9 @@ inline constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  /
 
 class Pipeline {
  public:
-  explicit Pipeline(Ownership ownership = Ownership::kEverything, CgroupVersion version = CgroupVersion::kV1)
+  // `partitions`: v2 only, the fixture emulates cpuset partitions and vrid uses them.
+  explicit Pipeline(Ownership ownership = Ownership::kEverything, CgroupVersion version = CgroupVersion::kV1,
+                    bool partitions = false)
       : fixture_(
             std::move(version == CgroupVersion::kV1
                           ? FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))
@@ -43,6 +45,8 @@ class Pipeline {
     ledger = std::move(Ledger::open(topology_, config, std::make_unique<Forwarding>(store))).value();
     layout.libvirt = LibvirtLayout::kNoSystemd;
     layout.ownership = ownership;
+    if (partitions) fixture_.emulateCpusetPartitions();
+    layout.cpusetPartitions = partitions;
     const bool v1 = version == CgroupVersion::kV1;
     for (const char* h : {"cpuset", "cpu,cpuacct"}) {
       if (!v1) break;  // v2: kubepods is VRI's to make; no VMs

@@ -12,3 +12,16 @@ systemd-run --scope --quiet --slice=vri.slice --unit=vri-bench -p Delegate=yes \
   "$GUEST_IN/bench/decision_scale" --cgroupfs kernel --tenants "${VRI_BENCH_TENANTS:-100,1000}" --pairs 12
 # The same on the node's real units (kubelet's systemd driver, machined's scopes), through systemd.
 "$GUEST_IN/bench/decision_scale" --cgroupfs systemd --tenants "${VRI_BENCH_TENANTS:-0,100,1000}" --pairs 12
+# With cpuset partitions where the kernel has them (Linux 6.7+: GUEST_KERNEL=linux-image-6.12...),
+# first on the usual mix, then with every shared tenant a pod: a pod grant's writes stay constant
+# beside pods, while shared VMs still follow the pool (their thread groups are rewritten).
+kernel=$(uname -r)
+major=${kernel%%.*}
+minor=${kernel#*.}
+minor=${minor%%.*}
+if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 7 ]; }; then
+  for mix in mixed pods; do
+    "$GUEST_IN/bench/decision_scale" --cgroupfs systemd --partitions on --tenant-mix "$mix" \
+      --tenants "${VRI_BENCH_TENANTS:-0,100,1000}" --pairs 12
+  done
+fi

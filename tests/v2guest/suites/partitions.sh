@@ -2,7 +2,8 @@
 # cgroup v2 cpuset partitions on Debian 12's 6.12 kernel, on a node laid out as kubelet's systemd
 # driver lays it out: what a remote partition costs, what it does to the processes outside it, and
 # what invalidates it. Each step states what the kernel is expected to do and fails otherwise; the
-# kernel's own words (partition states, refusals, warnings) are printed as they come.
+# kernel's own words (partition states, refusals, warnings) are printed as they come. Then vrid's
+# partition mode on the same node (partitions_vrid_test).
 # guest-kernel: linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1
 # guest-smp: 4
 # guest-timeout: 900
@@ -197,6 +198,14 @@ t1=$(date +%s%N)
 for i in $(seq 20); do echo 0-2 > $B/cpuset.cpus; echo 0-3 > $B/cpuset.cpus; done
 t2=$(date +%s%N)
 echo "  40 partition writes: $(( (t1 - t0) / 40000 )) us each; 40 cpuset.cpus writes: $(( (t2 - t1) / 40000 )) us each"
+
+step "vrid's partition mode on this node (tests/v2guest/partitions_vrid_test.cc), once the units above are gone"
+put "" $G/cpuset.cpus.exclusive; put "" $P/cpuset.cpus.exclusive; put "" $K/cpuset.cpus.exclusive
+systemctl stop b1 g1 side side3 o1 kubepods-podb.slice kubepods-podo.slice kubepods-burstable-poda.slice \
+  kubepods-burstable.slice 2> /dev/null
+"$GUEST_IN/tests/partitions_vrid_test" --gtest_color=no || fail "vrid's partition mode: see the test's output above"
+warnings
+echo "  $? kernel warnings from cpuset.c during vrid's tests (the invalidating sibling write and its repair)"
 
 echo
 [ "$failures" = 0 ] || { echo "$failures failures"; exit 1; }

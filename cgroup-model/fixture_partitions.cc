@@ -1,0 +1,73 @@
+// The fixture's cpuset partitions: Linux 6.12's rules for remote `root` partitions, as the
+// partitions suite (tests/v2guest/suites/partitions.sh) found them on the real kernel.
+#include <cerrno>
+
+#include "cgroup-model/cgroup_backend.h"
+#include "cgroup-model/fixture_cgroupfs.h"
+#include "cgroup-model/text.h"
+
+namespace vri {
+
+namespace {
+constexpr std::string_view kNotExclusive = "root invalid (Cpu list in cpuset.cpus not exclusive)";
+constexpr std::string_view kParentNotRoot = "root invalid (Parent is not a partition root)";
+}  // namespace
+
+Result<CpuSet> FixtureCgroupFs::cpusetFile(const CgroupDir& dir, std::string_view file) const {
+  VRI_ASSIGN_OR_RETURN(std::string text, read(dir, file));
+  return CpuSet::parse(trimmed(text));
+}
+
+Result<void> FixtureCgroupFs::writeExclusive(const CgroupDir& dir, std::string_view value) {
+  auto cpus = CpuSet::parse(trimmed(value));
+  if (!cpus.ok() || dir.path.isRoot()) return refuse(EINVAL, dir, "cpuset.cpus.exclusive", value);
+  const CgroupDir parent{dir.hierarchy, dir.path.parent()};
+  VRI_ASSIGN_OR_RETURN(auto names, children(parent));
+  for (const std::string& name : names) {
+    const CgroupDir sibling{dir.hierarchy, *parent.path.child(name)};
+    if (sibling.path == dir.path) continue;
+    VRI_ASSIGN_OR_RETURN(CpuSet theirs, cpusetFile(sibling, "cpuset.cpus.exclusive"));
+    if (theirs.intersects(*cpus)) return refuse(EINVAL, dir, "cpuset.cpus.exclusive", value);
+  }
+  return store(dir, "cpuset.cpus.exclusive", cpus->format());
+}
+
+Result<void> FixtureCgroupFs::writePartition(const CgroupDir& dir, std::string_view value) {
+  const std::string_view wanted = trimmed(value);
+  if (wanted == kPartitionMember) return store(dir, "cpuset.cpus.partition", std::string(wanted));
+  if (wanted != kPartitionRoot || dir.path.isRoot()) return refuse(EINVAL, dir, "cpuset.cpus.partition", value);
+  VRI_ASSIGN_OR_RETURN(const CpuSet mine, cpusetFile(dir, "cpuset.cpus.exclusive"));
+  std::string_view state = kPartitionRoot;
+  for (CgroupPath up = dir.path.parent(); !up.isRoot() && !mine.empty(); up = up.parent()) {
+    VRI_ASSIGN_OR_RETURN(const CpuSet theirs, cpusetFile({dir.hierarchy, up}, "cpuset.cpus.exclusive"));
+    if (!mine.isSubsetOf(theirs)) state = kParentNotRoot;
+  }
+  if (mine.empty()) state = kParentNotRoot;
+  const CgroupDir parent{dir.hierarchy, dir.path.parent()};
+  VRI_ASSIGN_OR_RETURN(auto names, children(parent));
+  for (const std::string& name : names) {
+    const CgroupDir sibling{dir.hierarchy, *parent.path.child(name)};
+    if (sibling.path == dir.path) continue;
+    VRI_ASSIGN_OR_RETURN(const CpuSet theirs, cpusetFile(sibling, "cpuset.cpus"));
+    if (theirs.intersects(mine) && state == kPartitionRoot) state = kNotExclusive;
+  }
+  return store(dir, "cpuset.cpus.partition", std::string(state));
+}
+
+Result<void> FixtureCgroupFs::invalidatePartitionsBeside(const CgroupDir& dir) {
+  if (dir.path.isRoot()) return {};
+  VRI_ASSIGN_OR_RETURN(const CpuSet written, cpusetFile(dir, "cpuset.cpus"));
+  const CgroupDir parent{dir.hierarchy, dir.path.parent()};
+  VRI_ASSIGN_OR_RETURN(auto names, children(parent));
+  for (const std::string& name : names) {
+    const CgroupDir sibling{dir.hierarchy, *parent.path.child(name)};
+    if (sibling.path == dir.path) continue;
+    VRI_ASSIGN_OR_RETURN(std::string state, read(sibling, "cpuset.cpus.partition"));
+    if (trimmed(state) != kPartitionRoot) continue;
+    VRI_ASSIGN_OR_RETURN(const CpuSet theirs, cpusetFile(sibling, "cpuset.cpus.exclusive"));
+    if (theirs.intersects(written)) VRI_TRY(store(sibling, "cpuset.cpus.partition", std::string(kNotExclusive)));
+  }
+  return {};
+}
+
+}  // namespace vri

@@ -1,0 +1,225 @@
+// vrid's cpuset partition mode on a real Linux 6.12 node laid out as kubelet's systemd driver lays it
+// out (the `partitions` suite runs it as root, after its kernel steps): shared pods are scopes with a
+// sleeping process each, made by systemd-run as runc makes them, and vrid runs in this process with
+// cpuset_partitions = on and systemd_units = on. It checks what the suite's kernel steps found, now
+// through vrid: the files a grant writes (the same with 100 shared pods as with none), a shared
+// process losing the CPU with no write to its cgroup, the partition states, a sibling write that
+// invalidates a partition repaired by reconcile, daemon-reload, and the release.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "cgroup-model/kernel_cgroupfs.h"
+#include "cgroup-model/sd_bus_units.h"
+#include "cgroup-model/text.h"
+#include "tests/support/systemd_scope.h"
+#include "tests/support/temp_dir.h"
+#include "vri/daemon.h"
+
+namespace vri::testing {
+namespace {
+
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::Not;
+
+// The kernel's cgroupfs, with each write recorded as "<cgroup>/<file>".
+class RecordingCgroupFs : public CgroupFs {
+ public:
+  explicit RecordingCgroupFs(CgroupFs& inner) : inner_(inner) {}
+  Result<std::string> read(const CgroupDir& d, std::string_view f) const override { return inner_.read(d, f); }
+  Result<void> write(const CgroupDir& d, std::string_view f, std::string_view v) override {
+    written.push_back(d.path.str() + "/" + std::string(f));
+    return inner_.write(d, f, v);
+  }
+  Result<void> mkdir(const CgroupDir& d) override { return inner_.mkdir(d); }
+  Result<void> rmdir(const CgroupDir& d) override { return inner_.rmdir(d); }
+  bool exists(const CgroupDir& d) const override { return inner_.exists(d); }
+  Result<std::vector<std::string>> children(const CgroupDir& d) const override { return inner_.children(d); }
+  Result<std::string> readProc(std::string_view r) const override { return inner_.readProc(r); }
+  std::vector<std::string> written;
+
+ private:
+  CgroupFs& inner_;
+};
+
+std::string uid(int n) {
+  char text[64];
+  std::snprintf(text, sizeof text, "9d%06d-0000-4000-8000-000000000000", n);
+  return text;
+}
+
+std::string read(const std::string& path) {
+  std::ifstream in(path);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return std::string(trimmed(text));
+}
+
+std::string allowedCpus(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("Cpus_allowed_list:")) return std::string(trimmed(line.substr(18)));
+  }
+  return "?";
+}
+
+// A node with `sharedPods` BestEffort pods (a scope each) and vrid over it.
+class Node {
+ public:
+  explicit Node(int sharedPods) {
+    kernel_ = std::make_unique<KernelCgroupFs>(std::move(KernelCgroupFs::create("/sys/fs/cgroup")).value());
+    recording_ = std::make_unique<RecordingCgroupFs>(*kernel_);
+    bus_ = std::move(SdBusUnits::connect(std::chrono::milliseconds(5000))).value();
+    for (int n = 0; n < sharedPods; ++n) {
+      const CgroupPath pod = *namer_->pod(QosClass::kBestEffort, uid(n));
+      auto pid = startScope("cri-containerd-s" + std::to_string(n) + ".scope", pod.leaf(), false);
+      EXPECT_TRUE(pid.ok()) << pid.error().message();
+      if (pid.ok()) shared_.push_back(*pid);
+    }
+    DaemonConfig config = defaultConfig();
+    config.cgroupRoot = "/sys/fs/cgroup";
+    config.topology = "live";
+    config.reservedCpus.count = 0;
+    config.stateDir = tmp_.sub("state");
+    config.socket = tmp_.sub("state/ro.sock");
+    config.adminSocket = tmp_.sub("state/admin.sock");
+    config.libvirtUri = "";
+    config.reconcileIntervalSeconds = 0;
+    config.logLevel = LogLevel::kError;
+    config.layout.driver = KubeletDriver::kSystemd;
+    config.layout.libvirt = LibvirtLayout::kSystemdWithLibvirtLevel;
+    config.layout.machinePartition = *CgroupPath::parse("machine.slice");
+    config.layout.ownership = Ownership::kCpusetsAndMachine;
+    config.systemdUnits = SystemdUnitsMode::kOn;
+    config.cpusetPartitions = CpusetPartitionsMode::kOn;
+    auto daemon = Daemon::start(config, *recording_, log_, nullptr, steadyClock(), bus_.get());
+    EXPECT_TRUE(daemon.ok()) << daemon.error().message();
+    if (daemon.ok()) daemon_ = std::move(*daemon);
+  }
+  ~Node() {
+    if (daemon_) daemon_->shutdown(std::chrono::seconds(1));
+    daemon_.reset();
+    stopScopes(shared_);
+    stopScopes(containers_);
+  }
+
+  NodeManager& node() { return daemon_->node(); }
+  bool started() const { return daemon_ != nullptr; }
+  pid_t sharedProcess() const { return shared_.empty() ? -1 : shared_.front(); }
+
+  // A container's scope in the pod's slice, as runc makes it before vrid hears of it.
+  std::string makeContainer(const std::string& podUid, QosClass qos, const std::string& id) {
+    const CgroupPath pod = *namer_->pod(qos, podUid);
+    auto pid = startScope("cri-containerd-" + id + ".scope", pod.leaf(), false);
+    EXPECT_TRUE(pid.ok()) << pid.error().message();
+    if (pid.ok()) containers_.push_back(*pid);
+    return "/sys/fs/cgroup/" + namer_->container(qos, podUid, id)->str();
+  }
+
+  // The files a call wrote, in order.
+  template <typename F>
+  std::vector<std::string> writesOf(F call) {
+    recording_->written.clear();
+    call();
+    return recording_->written;
+  }
+
+ private:
+  TempDir tmp_;
+  std::unique_ptr<KernelCgroupFs> kernel_;
+  std::unique_ptr<RecordingCgroupFs> recording_;
+  std::unique_ptr<SdBusUnits> bus_;
+  std::unique_ptr<KubeletNamer> namer_ = makeKubeletNamer(KubeletDriver::kSystemd);
+  Logger log_{LogLevel::kError};
+  std::vector<pid_t> shared_, containers_;
+  std::unique_ptr<Daemon> daemon_;
+};
+
+const PodSpec kGuaranteed{uid(900), "default/g", QosClass::kGuaranteed, 0, 0};
+const ContainerSpec kTwoCpus{"app", "g1", false, 2000, 2000, 64 << 20, std::nullopt};
+
+std::string print(const std::vector<std::string>& files) {
+  std::string out;
+  for (const std::string& f : files) out += "\n  " + f;
+  return out;
+}
+
+TEST(PartitionsVridTest, AGrantWritesTheSameFilesWith100SharedPodsAsWithNone) {
+  std::vector<std::string> grant_alone, release_alone;
+  {
+    Node empty(0);
+    ASSERT_TRUE(empty.started());
+    empty.makeContainer(kGuaranteed.uid, QosClass::kGuaranteed, "g1");
+    grant_alone = empty.writesOf([&] { ASSERT_TRUE(empty.node().admitContainer(kGuaranteed, kTwoCpus).ok()); });
+    release_alone = empty.writesOf([&] { ASSERT_TRUE(empty.node().releasePod(kGuaranteed.uid).ok()); });
+  }
+  Node full(100);
+  ASSERT_TRUE(full.started());
+  const std::string container = full.makeContainer(kGuaranteed.uid, QosClass::kGuaranteed, "g1");
+  const pid_t shared = full.sharedProcess();
+  const std::string before = allowedCpus(shared);
+  const std::vector<std::string> grant =
+      full.writesOf([&] { ASSERT_TRUE(full.node().admitContainer(kGuaranteed, kTwoCpus).ok()); });
+  std::cout << "grant, 0 shared pods:" << print(grant_alone) << "\ngrant, 100 shared pods:" << print(grant)
+            << std::endl;
+  EXPECT_EQ(grant, grant_alone);
+  const std::string cpus = read(container + "/cpuset.cpus");
+  EXPECT_EQ(read(container + "/cpuset.cpus.partition"), "root");
+  EXPECT_EQ(read(container + "/cpuset.cpus.exclusive.effective"), cpus);
+  EXPECT_EQ(read(container + "/cpuset.cpus.effective"), cpus);
+  EXPECT_EQ(read("/sys/fs/cgroup/kubepods.slice/cpuset.cpus.exclusive"), cpus);
+  // The shared process lost the CPUs, and nothing wrote its cgroup.
+  const CpuSet granted = *CpuSet::parse(cpus);
+  const CpuSet now_allowed = *CpuSet::parse(allowedCpus(shared));
+  EXPECT_FALSE(now_allowed.intersects(granted)) << allowedCpus(shared) << " beside " << cpus;
+  EXPECT_EQ(now_allowed | granted, *CpuSet::parse(before));
+  for (const std::string& file : grant) EXPECT_THAT(file, Not(HasSubstr("besteffort")));
+  const std::vector<std::string> release =
+      full.writesOf([&] { ASSERT_TRUE(full.node().releasePod(kGuaranteed.uid).ok()); });
+  std::cout << "release, 0 shared pods:" << print(release_alone) << "\nrelease, 100 shared pods:" << print(release)
+            << std::endl;
+  EXPECT_EQ(release, release_alone);
+  EXPECT_EQ(read(container + "/cpuset.cpus.partition"), "member");
+  EXPECT_EQ(allowedCpus(shared), before);
+}
+
+TEST(PartitionsVridTest, ASiblingWriteInvalidatesThePartitionAndReconcileRepairsIt) {
+  Node n(4);
+  ASSERT_TRUE(n.started());
+  const std::string container = n.makeContainer(kGuaranteed.uid, QosClass::kGuaranteed, "g1");
+  const std::string sibling = n.makeContainer(kGuaranteed.uid, QosClass::kGuaranteed, "side");
+  ASSERT_TRUE(n.node().admitContainer(kGuaranteed, kTwoCpus).ok());
+  ContainerSpec side{"side", "side", false, 500, 500, 64 << 20, std::nullopt};
+  ASSERT_TRUE(n.node().admitContainer(kGuaranteed, side).ok());
+  ASSERT_EQ(read(container + "/cpuset.cpus.partition"), "root");
+  const std::string cpus = read(container + "/cpuset.cpus");
+  EXPECT_FALSE(CpuSet::parse(read(sibling + "/cpuset.cpus"))->intersects(*CpuSet::parse(cpus)));
+  // As runc writes a sibling's cpuset from a wide request.
+  { std::ofstream(sibling + "/cpuset.cpus") << read("/sys/fs/cgroup/cpuset.cpus.effective") + "\n"; }
+  const std::string broken = read(container + "/cpuset.cpus.partition");
+  std::cout << "after the sibling's write: " << broken << std::endl;
+  ASSERT_THAT(broken, HasSubstr("root invalid"));
+  auto report = n.node().reconcile(false);
+  ASSERT_TRUE(report.ok()) << report.error().message();
+  for (const std::string& op : report->operations) std::cout << "  reconcile: " << op << std::endl;
+  EXPECT_THAT(report->drift, Contains(HasSubstr("cpuset.cpus.partition is \"" + broken)));
+  EXPECT_EQ(read(container + "/cpuset.cpus.partition"), "root");
+  EXPECT_EQ(read(container + "/cpuset.cpus.effective"), cpus);
+  // daemon-reload: systemd rewrites the units' cpusets from their properties, which hold VRI's values.
+  ASSERT_EQ(std::system("systemctl daemon-reload"), 0);
+  EXPECT_EQ(read(container + "/cpuset.cpus.partition"), "root");
+  auto after_reload = n.node().reconcile(true);
+  ASSERT_TRUE(after_reload.ok()) << after_reload.error().message();
+  EXPECT_THAT(after_reload->drift, IsEmpty());
+}
+
+}  // namespace
+}  // namespace vri::testing

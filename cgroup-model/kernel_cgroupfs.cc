@@ -61,11 +61,14 @@ Result<std::string> readWholeFile(const std::string& path) {
 }
 
 Result<void> writeWholeFile(const std::string& path, std::string_view value) {
+  // A write of no bytes never reaches a kernfs file's handler: an empty value (an empty
+  // cpuset.cpus.exclusive) is written as the newline the kernel strips.
+  const std::string_view bytes = value.empty() ? std::string_view("\n") : value;
   Fd file{::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_TRUNC)};
   if (file.fd < 0) return Error::fromErrno(errno, "open " + path);
-  const ssize_t n = ::write(file.fd, value.data(), value.size());
+  const ssize_t n = ::write(file.fd, bytes.data(), bytes.size());
   if (n < 0) return Error::fromErrno(errno, "write " + quoteForMessage(value) + " to " + path);
-  if (static_cast<size_t>(n) != value.size()) {
+  if (static_cast<size_t>(n) != bytes.size()) {
     return Error(ErrorCode::kUnavailable, "short write of " + quoteForMessage(value) + " to " + path);
   }
   return {};

@@ -159,8 +159,10 @@ void addNodeCgroups(const TreeLayout& layout, const KubeletNamer& namer, const N
     }
   }
   tree.adoptedRoots.push_back(layout.machinePartition);
+  // With cpuset partitions, wide like kubepods' shared cgroups (its VMs still hold the pool itself): a pod's
+  // grant leaves it unwritten.
   CgroupSpec& partition = tree.cgroups[layout.machinePartition] =
-      cpusetSpec(node.sharedCpus | totals.vmExclusive | parentExtra(node), node);
+      cpusetSpec(podSharedCpus(layout, node) | totals.vmExclusive | parentExtra(node), node);
   partition.settings.shares =
       machinePartitionShares(node.allocatableCpuMilli, totals.podRequestMilli, totals.vmRequestMilli);
 }

@@ -81,6 +81,20 @@ Result<PartitionProbe> probeCpusetPartitions(CgroupFs& fs, const CgroupBackend& 
   const CgroupDir root{"", CgroupPath()};
   if (!delegates(fs, root, "cpuset")) return no("the cgroup root does not delegate the cpuset controller");
   if (sharedCpus.count() < 2) return no("the shared pool has fewer than 2 CPUs to borrow one from");
+  // Not a CPU another cgroup below the root holds for its partitions (kubepods, from a vrid before this
+  // one): the kernel refuses exclusive CPUs a sibling holds.
+  CpuSet held;
+  if (auto names = fs.children(root); names.ok()) {
+    for (const std::string& name : *names) {
+      auto child = CgroupPath::parse(name);
+      if (!child.ok() || name == kPartitionProbeCgroup) continue;
+      auto text = fs.read({"", *child}, "cpuset.cpus.exclusive");
+      if (!text.ok()) continue;
+      if (auto cpus = CpuSet::parse(trimmed(*text)); cpus.ok()) held |= *cpus;
+    }
+  }
+  const CpuSet free = sharedCpus - held;
+  if (free.empty()) return no("every shared CPU is held for partitions already");
   VRI_ASSIGN_OR_RETURN(CgroupPath outer_path, CgroupPath::parse(std::string(kPartitionProbeCgroup)));
   VRI_ASSIGN_OR_RETURN(CgroupPath inner_path, outer_path.child("cpus"));
   const CgroupDir outer{"", outer_path}, inner{"", inner_path};
@@ -88,7 +102,7 @@ Result<PartitionProbe> probeCpusetPartitions(CgroupFs& fs, const CgroupBackend& 
   VRI_TRY(fs.mkdir(outer).context("make the partition probe"));
   PartitionProbe found = no("");
   if (auto made = fs.mkdir(inner); made.ok()) {
-    found = formPartition(fs, outer, inner, sharedCpus.last());
+    found = formPartition(fs, outer, inner, free.last());
   } else {
     found = no("the probe cgroup cannot have a child: " + made.error().message());
   }

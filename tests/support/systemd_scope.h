@@ -16,12 +16,15 @@ namespace vri::testing {
 
 // Starts `/bin/sleep infinity` in a new scope `unit` in `slice` through systemd-run (which execs it
 // there), and waits until the kernel shows it in the scope. Kill the pid to end the scope.
-inline Result<pid_t> startScope(const std::string& unit, const std::string& slice, bool delegate) {
+// `allowedCpus`, as runc sets a container's: systemd then enables cpuset on the way down to the scope.
+inline Result<pid_t> startScope(const std::string& unit, const std::string& slice, bool delegate,
+                                const std::string& allowedCpus = {}) {
   const pid_t pid = ::fork();
   if (pid < 0) return Error::fromErrno(errno, "fork");
   if (pid == 0) {
     std::vector<std::string> args = {"systemd-run", "--quiet", "--scope", "--unit=" + unit, "--slice=" + slice};
     if (delegate) args.push_back("--property=Delegate=yes");
+    if (!allowedCpus.empty()) args.push_back("--property=AllowedCPUs=" + allowedCpus);
     args.insert(args.end(), {"/bin/sleep", "infinity"});
     std::vector<char*> argv;
     for (std::string& a : args) argv.push_back(a.data());

@@ -149,6 +149,16 @@ TEST_F(RealKernelV2Test, ThreadedVcpuGroupsPinTheThreadsMovedIntoThem) {
   EXPECT_EQ(fs_->write(dir(at("vm")), "cgroup.subtree_control", "+memory").error().sysErrno(), EOPNOTSUPP);
 }
 
+// An empty value is a value (an empty cpuset.cpus: the parent's CPUs), not a write of no bytes, which the
+// kernel would never see.
+TEST_F(RealKernelV2Test, AnEmptyValueReachesTheKernel) {
+  ASSERT_TRUE(fs_->mkdir(dir(at("emptied"))).ok());
+  ASSERT_TRUE(fs_->write(dir(at("emptied")), "cpuset.cpus", shared_.format()).ok());
+  ASSERT_EQ(read("emptied", "cpuset.cpus"), shared_.format());
+  ASSERT_TRUE(fs_->write(dir(at("emptied")), "cpuset.cpus", "").ok());
+  EXPECT_EQ(read("emptied", "cpuset.cpus"), "");
+}
+
 TEST_F(RealKernelV2Test, PidsAndHugetlbLimitsHold) {
   ASSERT_TRUE(fs_->mkdir(dir(at("limited"))).ok());
   ASSERT_TRUE(fs_->write(dir(at("limited")), "pids.max", "1").ok());

@@ -270,10 +270,8 @@ Result<void> FixtureCgroupFs::write(const CgroupDir& dir, std::string_view file,
   if (file == "cpuset.cpus" || file == "cpuset.mems") {
     VRI_TRY(writeCpuset(dir, file, value));
     if (partitions_ && file == "cpuset.cpus") VRI_TRY(invalidatePartitionsBeside(dir));
-  } else if (file == "cpuset.cpus.exclusive" && partitions_) {
-    VRI_TRY(writeExclusive(dir, value));
-  } else if (file == "cpuset.cpus.partition" && partitions_) {
-    VRI_TRY(writePartition(dir, value));
+  } else if (partitions_ && (file == "cpuset.cpus.exclusive" || file == "cpuset.cpus.partition")) {
+    VRI_TRY(file == "cpuset.cpus.exclusive" ? writeExclusive(dir, value) : writePartition(dir, value));
   } else if (file == "tasks" || file == "cgroup.procs" || file == "cgroup.threads") {
     VRI_TRY(writeProcess(dir, file, value));
   } else if (file == "cgroup.subtree_control") {
@@ -302,30 +300,6 @@ Result<void> FixtureCgroupFs::write(const CgroupDir& dir, std::string_view file,
 
 Result<void> FixtureCgroupFs::store(const CgroupDir& dir, std::string_view file, std::string_view value) {
   return putFile(filePath(dir, file), value);
-}
-
-Result<void> FixtureCgroupFs::writeCpuset(const CgroupDir& dir, std::string_view file, std::string_view value) {
-  std::string text(value);
-  while (!text.empty() && text.back() == '\n') text.pop_back();
-  auto set = CpuSet::parse(text);
-  if (!set.ok()) return refuse(EINVAL, dir, file, value);
-  const CpuSet& online = file == "cpuset.cpus" ? onlineCpus_ : onlineMems_;
-  if (!set->isSubsetOf(online)) return refuse(EINVAL, dir, file, value);
-  if (dir.path.isRoot()) return refuse(EACCES, dir, file, value);
-  if (version_ == CgroupVersion::kV1) {
-    // v1: a cpuset stays inside its parent's and around its children's.
-    const CgroupDir parent{dir.hierarchy, dir.path.parent()};
-    VRI_ASSIGN_OR_RETURN(std::string parent_text, read(parent, file));
-    if (!set->isSubsetOf(*CpuSet::parse(parent_text))) return refuse(EACCES, dir, file, value);
-    VRI_ASSIGN_OR_RETURN(auto names, children(dir));
-    for (const std::string& name : names) {
-      VRI_ASSIGN_OR_RETURN(std::string child_text, read({dir.hierarchy, *dir.path.child(name)}, file));
-      if (!CpuSet::parse(child_text)->isSubsetOf(*set)) return refuse(EBUSY, dir, file, value);
-    }
-    VRI_ASSIGN_OR_RETURN(std::string tasks, read(dir, "tasks"));
-    if (set->empty() && !tasks.empty()) return refuse(ENOSPC, dir, file, value);
-  }
-  return putFile(filePath(dir, file), set->format());
 }
 
 Result<void> FixtureCgroupFs::writeProcess(const CgroupDir& dir, std::string_view file, std::string_view value) {

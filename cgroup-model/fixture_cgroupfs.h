@@ -52,7 +52,7 @@ class FixtureCgroupFs : public CgroupFs {
   Result<std::string> readProc(std::string_view relative) const override;
 
   // v2: cgroups made from now on have cpuset.cpus.exclusive and cpuset.cpus.partition, with
-  // Linux 6.12's rules for remote `root` partitions (fixture_partitions.cc): exclusive CPUs a sibling
+  // Linux 6.12's rules for remote `root` partitions (fixture_cpuset_rules.cc): exclusive CPUs a sibling
   // holds exclusively are refused (EINVAL); a root partition is valid only when its exclusive CPUs lie
   // in every ancestor's below the root and in no sibling's cpuset.cpus (else `root invalid (<reason>)`),
   // and a sibling's cpuset.cpus write over its CPUs invalidates it until written member, then root.
@@ -89,7 +89,7 @@ class FixtureCgroupFs : public CgroupFs {
   Result<void> writeCpuset(const CgroupDir& dir, std::string_view file, std::string_view value);
   Result<void> writeProcess(const CgroupDir& dir, std::string_view file, std::string_view value);
   Result<void> writeSubtreeControl(const CgroupDir& dir, std::string_view value);
-  // cpuset partitions (fixture_partitions.cc).
+  // cpuset partitions (fixture_cpuset_rules.cc, with writeCpuset).
   Result<void> writeExclusive(const CgroupDir& dir, std::string_view value);
   Result<void> writePartition(const CgroupDir& dir, std::string_view value);
   Result<void> invalidatePartitionsBeside(const CgroupDir& dir);

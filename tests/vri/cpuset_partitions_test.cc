@@ -1,5 +1,5 @@
 // The partition mode through the decision pipeline, on the v2 fixture with Linux 6.12's partition
-// rules (fixture_partitions.cc): an exclusive grant and its release write the same files however many
+// rules (fixture_cpuset_rules.cc): an exclusive grant and its release write the same files however many
 // pods share the pool, the kernel's state reads `root`, and an invalidated partition is drift that
 // reconcile repairs. The real kernel's side is the partitions suite (tests/v2guest/suites/).
 #include <gmock/gmock.h>

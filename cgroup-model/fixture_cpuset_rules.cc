@@ -1,4 +1,4 @@
-// The fixture's cpuset partitions: Linux 6.12's rules for remote `root` partitions, as the
+// The fixture's cpuset rules: v1's nesting, and Linux 6.12's rules for remote `root` partitions, as the
 // partitions suite (tests/v2guest/suites/partitions.sh) found them on the real kernel.
 #include <cerrno>
 
@@ -12,6 +12,30 @@ namespace {
 constexpr std::string_view kNotExclusive = "root invalid (Cpu list in cpuset.cpus not exclusive)";
 constexpr std::string_view kParentNotRoot = "root invalid (Parent is not a partition root)";
 }  // namespace
+
+Result<void> FixtureCgroupFs::writeCpuset(const CgroupDir& dir, std::string_view file, std::string_view value) {
+  std::string text(value);
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  auto set = CpuSet::parse(text);
+  if (!set.ok()) return refuse(EINVAL, dir, file, value);
+  const CpuSet& online = file == "cpuset.cpus" ? onlineCpus_ : onlineMems_;
+  if (!set->isSubsetOf(online)) return refuse(EINVAL, dir, file, value);
+  if (dir.path.isRoot()) return refuse(EACCES, dir, file, value);
+  if (version_ == CgroupVersion::kV1) {
+    // v1: a cpuset stays inside its parent's and around its children's.
+    const CgroupDir parent{dir.hierarchy, dir.path.parent()};
+    VRI_ASSIGN_OR_RETURN(std::string parent_text, read(parent, file));
+    if (!set->isSubsetOf(*CpuSet::parse(parent_text))) return refuse(EACCES, dir, file, value);
+    VRI_ASSIGN_OR_RETURN(auto names, children(dir));
+    for (const std::string& name : names) {
+      VRI_ASSIGN_OR_RETURN(std::string child_text, read({dir.hierarchy, *dir.path.child(name)}, file));
+      if (!CpuSet::parse(child_text)->isSubsetOf(*set)) return refuse(EBUSY, dir, file, value);
+    }
+    VRI_ASSIGN_OR_RETURN(std::string tasks, read(dir, "tasks"));
+    if (set->empty() && !tasks.empty()) return refuse(ENOSPC, dir, file, value);
+  }
+  return store(dir, file, set->format());
+}
 
 Result<CpuSet> FixtureCgroupFs::cpusetFile(const CgroupDir& dir, std::string_view file) const {
   VRI_ASSIGN_OR_RETURN(std::string text, read(dir, file));

@@ -193,7 +193,9 @@ Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root
         return {};
       }
       const CgroupPath pod = *namer->pod(vri::QosClass::kGuaranteed, podUid);
-      VRI_ASSIGN_OR_RETURN(granted[id], startScope("cri-containerd-" + id + ".scope", pod.leaf(), false));
+      // AllowedCPUs, as runc sets it from the request: systemd enables cpuset down to the scope only then.
+      const std::string all = vri::CpuSet::range(0, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN)) - 1).format();
+      VRI_ASSIGN_OR_RETURN(granted[id], startScope("cri-containerd-" + id + ".scope", pod.leaf(), false, all));
       return {};
     };
     auto rows =

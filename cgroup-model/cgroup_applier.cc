@@ -432,9 +432,15 @@ Result<std::vector<CgroupOp>> CgroupApplier::apply(const DesiredTree& desired) {
                         : op.kind == CgroupOp::Kind::kRmdir ? fs_.rmdir(op.dir)
                                                             : fs_.write(op.dir, op.file, op.value);
     if (!done.ok()) {
+      std::string why;
+      if (op.file == "cpuset.cpus.exclusive" && done.error().sysErrno() == EINVAL) {
+        why =
+            "; the kernel refuses exclusive CPUs a sibling holds exclusively, or that would leave a sibling "
+            "none of its cpuset.cpus";
+      }
       return std::move(done)
           .context("apply step " + std::to_string(i + 1) + " of " + std::to_string(ops.size()) + " (" + op.describe() +
-                   ")")
+                   why + ")")
           .error();
     }
   }

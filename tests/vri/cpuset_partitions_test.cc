@@ -124,5 +124,26 @@ TEST(CpusetPartitionsTest, AnInvalidatedPartitionIsDriftThatReconcileRepairs) {
   EXPECT_THAT(p.pendingOps(), ::testing::IsEmpty());
 }
 
+TEST(CpusetPartitionsTest, ACpuAStrangerHoldsExclusivelyIsAClearRefusalThatChangesNothing) {
+  Pipeline p(Ownership::kEverything, CgroupVersion::kV2, true);
+  fillPool(p, 1);
+  // A cgroup VRI does not know beside the pods, holding every CPU for a partition of its own.
+  const CgroupDir stranger{"", *CgroupPath::parse("kubepods/stranger")};
+  ASSERT_TRUE(p.fixture().mkdir(stranger).ok());
+  ASSERT_TRUE(p.fixture().write(stranger, "cpuset.cpus.exclusive", "0-7").ok());
+  const StatePtr before = p.ledger->state();
+  const int writes = p.fixture().writes();
+  auto refused = p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("g1", 2));
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("cpuset.cpus.exclusive"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("Invalid argument"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("a sibling holds exclusively"));
+  EXPECT_EQ(p.ledger->state(), before) << "the ledger is as it was";
+  EXPECT_EQ(file(p, "kubepods", "cpuset.cpus.exclusive"), "") << "undone";
+  EXPECT_GT(p.fixture().writes(), writes);
+  // Nothing left to repair but the stranger, which a vrid that owns everything would remove.
+  for (const CgroupOp& op : p.pendingOps()) EXPECT_THAT(op.describe(), HasSubstr("rmdir :kubepods/stranger"));
+}
+
 }  // namespace
 }  // namespace vri::testing

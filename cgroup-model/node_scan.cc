@@ -1,6 +1,7 @@
 #include "cgroup-model/node_scan.h"
 
 #include <algorithm>
+#include <cerrno>
 
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
@@ -53,6 +54,13 @@ class Scanner {
 
   Result<std::vector<std::string>> children(const CgroupPath& path) const { return fs_.children({hierarchy_, path}); }
 
+  // A cgroup listed a moment ago and gone now (a pod or a VM stopping while vrid starts): noted, not an error.
+  bool vanished(const Error& error, const CgroupPath& path) {
+    if (error.code() != ErrorCode::kNotFound && error.sysErrno() != ENOENT) return false;
+    scan_.notes.push_back(path.str() + ": gone during the scan");
+    return true;
+  }
+
   Result<void> scanPods() {
     const auto namer = makeKubeletNamer(layout_.driver, layout_.kubeletParent);
     for (QosClass qos : {QosClass::kGuaranteed, QosClass::kBurstable, QosClass::kBestEffort}) {
@@ -70,17 +78,26 @@ class Scanner {
         ScannedPod pod;
         pod.uid = *uid;
         pod.qos = qos;
-        VRI_ASSIGN_OR_RETURN(pod.cgroup, read(path, false));
-        VRI_ASSIGN_OR_RETURN(auto containers, children(path));
-        for (const std::string& child : containers) {
+        auto pod_cgroup = read(path, false);
+        auto containers = pod_cgroup.ok() ? children(path) : Result<std::vector<std::string>>(pod_cgroup.error());
+        if (!containers.ok()) {
+          if (vanished(containers.error(), path)) continue;
+          return containers.error();
+        }
+        pod.cgroup = std::move(pod_cgroup).value();
+        for (const std::string& child : *containers) {
           const CgroupPath container_path = *path.child(child);
           const auto id = namer->containerIdOf(child);
           if (!id) {
             scan_.notes.push_back(container_path.str() + ": not a container");
             continue;
           }
-          VRI_ASSIGN_OR_RETURN(ScannedCgroup cgroup, read(container_path, false));
-          pod.containers.push_back({*id, std::move(cgroup)});
+          auto cgroup = read(container_path, false);
+          if (!cgroup.ok()) {
+            if (vanished(cgroup.error(), container_path)) continue;
+            return cgroup.error();
+          }
+          pod.containers.push_back({*id, std::move(cgroup).value()});
         }
         scan_.pods.push_back(std::move(pod));
       }
@@ -107,12 +124,22 @@ class Scanner {
       const CgroupPath with_level = *scope.child("libvirt");
       const CgroupPath threads = fs_.exists({hierarchy_, with_level}) ? with_level : scope;
       ScannedVm vm;
-      VRI_ASSIGN_OR_RETURN(vm.scope, read(scope, false));
-      VRI_ASSIGN_OR_RETURN(auto groups, children(threads));
-      for (const std::string& group_name : groups) {
+      auto scope_cgroup = read(scope, false);
+      auto groups = scope_cgroup.ok() ? children(threads) : Result<std::vector<std::string>>(scope_cgroup.error());
+      if (!groups.ok()) {
+        if (vanished(groups.error(), scope)) continue;
+        return groups.error();
+      }
+      vm.scope = std::move(scope_cgroup).value();
+      for (const std::string& group_name : *groups) {
         auto group = threadGroupKind(group_name);
         if (!group) continue;
-        VRI_ASSIGN_OR_RETURN(group->cgroup, read(*threads.child(group_name), true));
+        auto cgroup = read(*threads.child(group_name), true);
+        if (!cgroup.ok()) {
+          if (vanished(cgroup.error(), *threads.child(group_name))) continue;
+          return cgroup.error();
+        }
+        group->cgroup = std::move(cgroup).value();
         vm.threadGroups.push_back(std::move(*group));
       }
       vm.qemuPid = qemuPid(scope, threads);

@@ -12,6 +12,7 @@
 namespace vri {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::UnorderedElementsAre;
@@ -158,6 +159,53 @@ TEST(NodeScanTest, V2SystemdDriverAndLibvirtLevel) {
               UnorderedElementsAre(
                   "machine.slice/machine-qemu\\x2d6\\x2dodd.scope: process 9200 does not lead back to this scope",
                   "machine.slice/machine-qemu\\x2d6\\x2dodd.scope: process 9200 gives no -uuid"));
+}
+
+// The fixture, where listing `parent` removes `gone` (deepest first, in every hierarchy) right after
+// the list is taken: a pod or a VM stopping while vrid starts.
+class VanishingCgroupFs : public FixtureCgroupFs {
+ public:
+  VanishingCgroupFs(FixtureCgroupFs fs, CgroupPath parent, std::vector<CgroupPath> gone)
+      : FixtureCgroupFs(std::move(fs)), parent_(std::move(parent)), gone_(std::move(gone)) {}
+  Result<std::vector<std::string>> children(const CgroupDir& dir) const override {
+    auto names = FixtureCgroupFs::children(dir);
+    if (dir.path == parent_) {
+      for (const CgroupPath& path : gone_) {
+        for (const FixtureHierarchy& h : hierarchies())
+          (void)const_cast<VanishingCgroupFs*>(this)->rmdir({h.name, path});
+      }
+    }
+    return names;
+  }
+
+ private:
+  CgroupPath parent_;
+  std::vector<CgroupPath> gone_;
+};
+
+TEST(NodeScanTest, ACgroupGoneBetweenItsListingAndItsReadingIsANoteNotAnError) {
+  for (const char* parent : {"kubepods/burstable", "kubepods/burstable/pod6f1c2b9e-1d2e-4c5a-9b7f-0a1b2c3d4e5f",
+                             "machine", "machine/qemu-3-tiny.libvirt-qemu"}) {
+    testing::TempDir tmp;
+    auto fixture = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), cpus("0-3"), cpus("0"))).value();
+    const std::vector<std::string> hs = {"cpuset", "cpu,cpuacct"};
+    const CgroupPath pod = path(std::string("kubepods/burstable/pod") + kUid);
+    const CgroupPath scope = path("machine/qemu-3-tiny.libvirt-qemu");
+    makeTree(fixture, hs, *pod.child(kApp));
+    makeTree(fixture, hs, *scope.child("vcpu0"));
+    // What goes with each listing: the pod or scope itself, or the container or vCPU group below it.
+    const std::string listed = parent;
+    std::vector<CgroupPath> gone;
+    if (listed == "kubepods/burstable") gone = {*pod.child(kApp), pod};
+    if (listed == pod.str()) gone = {*pod.child(kApp)};
+    if (listed == "machine") gone = {*scope.child("vcpu0"), scope};
+    if (listed == scope.str()) gone = {*scope.child("vcpu0")};
+    VanishingCgroupFs fs(std::move(fixture), path(parent), gone);
+    const auto backend = makeV1Backend({{"cpuset", "cpuset"}, {"cpu", "cpu,cpuacct"}});
+    auto scan = scanNode(fs, *backend, TreeLayout{});
+    ASSERT_TRUE(scan.ok()) << listed << ": " << scan.error().message();
+    EXPECT_THAT(scan->notes, Contains(gone.back().str() + ": gone during the scan")) << listed;
+  }
 }
 
 TEST(NodeScanTest, UuidOnlyFromAWellFormedArgument) {

@@ -426,11 +426,23 @@ Result<std::vector<CgroupOp>> CgroupApplier::plan(const DesiredTree& desired) co
 
 Result<std::vector<CgroupOp>> CgroupApplier::apply(const DesiredTree& desired) {
   VRI_ASSIGN_OR_RETURN(std::vector<CgroupOp> ops, plan(desired));
+  // An adopted cgroup its owner removed since the plan was made (a container that exited, a VM that
+  // stopped) is skipped with what is left of it: the next reconcile sees it gone. A file missing from
+  // a cgroup that is still there is an error (a controller not delegated).
+  const auto goneWithItsOwner = [&](const CgroupOp& op, const Error& error) {
+    if (op.kind == CgroupOp::Kind::kMkdir || error.sysErrno() != ENOENT || fs_.exists(op.dir)) return false;
+    return std::any_of(desired.adoptedRoots.begin(), desired.adoptedRoots.end(),
+                       [&](const CgroupPath& root) { return op.dir.path.isWithin(root); });
+  };
+  std::vector<CgroupOp> done_ops;
+  done_ops.reserve(ops.size());
   for (size_t i = 0; i < ops.size(); ++i) {
     const CgroupOp& op = ops[i];
     Result<void> done = op.kind == CgroupOp::Kind::kMkdir   ? fs_.mkdir(op.dir)
                         : op.kind == CgroupOp::Kind::kRmdir ? fs_.rmdir(op.dir)
                                                             : fs_.write(op.dir, op.file, op.value);
+    if (!done.ok() && goneWithItsOwner(op, done.error())) continue;
+    if (done.ok()) done_ops.push_back(op);
     if (!done.ok()) {
       std::string why;
       if (op.file == "cpuset.cpus.exclusive" && done.error().sysErrno() == EINVAL) {
@@ -444,7 +456,7 @@ Result<std::vector<CgroupOp>> CgroupApplier::apply(const DesiredTree& desired) {
           .error();
     }
   }
-  return ops;
+  return done_ops;
 }
 
 }  // namespace vri

@@ -62,7 +62,9 @@ class CgroupApplier {
   // The operations apply() would run now, without running them (dry run).
   Result<std::vector<CgroupOp>> plan(const DesiredTree& desired) const;
   // Plans and runs the operations; on failure the error names the operation
-  // and the kernel's errno, and the operations before it stay done.
+  // and the kernel's errno, and the operations before it stay done. An adopted
+  // cgroup that its owner removed meanwhile is skipped, with the rest of its
+  // operations; the operations returned are those that ran.
   Result<std::vector<CgroupOp>> apply(const DesiredTree& desired);
 
  private:

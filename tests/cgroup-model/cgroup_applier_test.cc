@@ -232,6 +232,54 @@ TEST_P(CgroupApplierTest, AdoptedSubtreesAreWrittenButNeverCreatedOrRemoved) {
   EXPECT_TRUE(s.fs.exists({h, path("kubepods/stranger")}));
 }
 
+// The fixture, where the first write into `victim` finds it gone: its owner removed it (in every
+// hierarchy) after the plan was made.
+class RemovedBeforeItsWrite : public testing::FailingCgroupFs {
+ public:
+  RemovedBeforeItsWrite(FixtureCgroupFs& fs, CgroupPath victim) : FailingCgroupFs(fs), fs_(fs), victim_(victim) {}
+  Result<void> write(const CgroupDir& dir, std::string_view file, std::string_view value) override {
+    if (dir.path == victim_ && !removed_) {
+      removed_ = true;
+      for (const FixtureHierarchy& h : fs_.hierarchies()) (void)fs_.rmdir({h.name, victim_});
+    }
+    return FailingCgroupFs::write(dir, file, value);
+  }
+
+ private:
+  FixtureCgroupFs& fs_;
+  CgroupPath victim_;
+  bool removed_ = false;
+};
+
+TEST_P(CgroupApplierTest, AnAdoptedCgroupRemovedMidApplyIsSkippedAndTheRestWritten) {
+  Node s(GetParam());
+  const std::string h = GetParam() == CgroupVersion::kV1 ? "cpuset" : "";
+  DesiredTree made_by_kubelet;
+  made_by_kubelet.managedRoots = {path("kubepods")};
+  made_by_kubelet.cgroups[path("kubepods")] = spec("0-7");
+  made_by_kubelet.cgroups[path("kubepods/a")] = spec("0-7");
+  made_by_kubelet.cgroups[path("kubepods/b")] = spec("0-7");
+  ASSERT_TRUE(CgroupApplier(s.fs, *s.backend).apply(made_by_kubelet).ok());
+  DesiredTree tree;
+  tree.adoptedRoots = {path("kubepods")};
+  tree.cgroups[path("kubepods")] = spec("0-7");
+  tree.cgroups[path("kubepods/a")] = spec("0-3");
+  tree.cgroups[path("kubepods/b")] = spec("0-3");
+  RemovedBeforeItsWrite fs(s.fs, path("kubepods/a"));
+  auto ops = CgroupApplier(fs, *s.backend).apply(tree);
+  ASSERT_TRUE(ops.ok()) << ops.error().message();
+  ASSERT_EQ(ops->size(), 1u);
+  EXPECT_EQ(ops->front().describe(), "write \"0-3\" to " + h + ":kubepods/b/cpuset.cpus");
+  // Managed, it is an error: VRI made it and expects it.
+  tree.managedRoots = tree.adoptedRoots;
+  tree.adoptedRoots.clear();
+  tree.cgroups[path("kubepods/b")] = spec("0-1");
+  RemovedBeforeItsWrite managed(s.fs, path("kubepods/b"));
+  auto refused = CgroupApplier(managed, *s.backend).apply(tree);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("kubepods/b"));
+}
+
 // A pod adopted while its container, which VRI does not know yet, runs on CPUs the pod is to give
 // up (created while VRI was away): on v1 the kernel refuses to narrow a cpuset below a child's, so
 // the stranger is narrowed to what it keeps of the pod's new set first, deepest first. v2's

@@ -104,11 +104,13 @@ boot_guest() {
 set +e
 boot_guest
 rc=$?
-if [ "$rc" = 98 ] || [ "$rc" = 97 ] || [ "$rc" = 96 ]; then
-  # The emulator, not the suite: one CPU of the guest locked up (98), QEMU itself aborted (97), or
-  # the guest froze without a word (96) (run-guest.sh). Once more, from nothing.
+if [ "$rc" = 98 ] || [ "$rc" = 97 ] || [ "$rc" = 96 ] || [ "$rc" = 95 ]; then
+  # The emulator, not the suite: one CPU of the guest locked up (98), QEMU itself aborted (97),
+  # the guest froze without a word (96), or its kernel died while booting (95) (run-guest.sh). Once
+  # more, from nothing.
   why="an emulated CPU locked up"; [ "$rc" = 97 ] && why="QEMU aborted"
   [ "$rc" = 96 ] && why="the guest's console went silent"
+  [ "$rc" = 95 ] && why="the guest's kernel panicked while booting"
   cp "$out/console.log" "$build/v2guest/console-$suite-emulator-failed.log"
   stage boot "$why (console kept in $build/v2guest/console-$suite-emulator-failed.log); booting once more"
   boot_guest
@@ -120,6 +122,7 @@ stage suite "guest finished in $(( $(date +%s) - boot )) s with rc $rc"
 [ "$rc" = 98 ] && fail boot "an emulated CPU locked up (after one more boot)" "$out/console.log"
 [ "$rc" = 97 ] && fail boot "QEMU aborted (after one more boot)" "$out/console.log"
 [ "$rc" = 96 ] && fail boot "the guest's console went silent (after one more boot)" "$out/console.log"
+[ "$rc" = 95 ] && fail boot "the guest's kernel panicked while booting (after one more boot)" "$out/console.log"
 [ "$rc" = 99 ] && fail boot "no result came back from the guest" "$out/console.log"
 [ "$rc" = 0 ] || fail suite "rc $rc (the journal: $out/journal.txt)" "$out/journal.txt"
 stage suite passed

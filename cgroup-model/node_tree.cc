@@ -93,7 +93,7 @@ CgroupSettings containerValues(const ContainerCgroup& container) {
   return settings;
 }
 
-CpuSet podSharedCpus(const TreeLayout& layout, const NodeResources& node) {
+CpuSet wideSharedCpus(const TreeLayout& layout, const NodeResources& node) {
   return layout.cpusetPartitions ? node.sharedCpus | node.totals.podExclusive : node.sharedCpus;
 }
 
@@ -146,7 +146,7 @@ void addNodeCgroups(const TreeLayout& layout, const KubeletNamer& namer, const N
     if (node.allocatableMemoryBytes > 0) root.settings.memoryMax = Limit{node.allocatableMemoryBytes};
   }
   for (QosClass qos : {QosClass::kBurstable, QosClass::kBestEffort}) {
-    CpuSet cpus = podSharedCpus(layout, node) | node.drainingCpus;
+    CpuSet cpus = wideSharedCpus(layout, node) | node.drainingCpus;
     CpuSet qos_exclusive;
     if (const auto exclusive = totals.qosExclusive.find(qos); exclusive != totals.qosExclusive.end()) {
       qos_exclusive = exclusive->second;
@@ -159,10 +159,9 @@ void addNodeCgroups(const TreeLayout& layout, const KubeletNamer& namer, const N
     }
   }
   tree.adoptedRoots.push_back(layout.machinePartition);
-  // With cpuset partitions, wide like kubepods' shared cgroups (its VMs still hold the pool itself): a pod's
-  // grant leaves it unwritten.
+  // With cpuset partitions, wide like every shared cgroup: a pod's grant leaves it unwritten.
   CgroupSpec& partition = tree.cgroups[layout.machinePartition] =
-      cpusetSpec(podSharedCpus(layout, node) | totals.vmExclusive | parentExtra(node), node);
+      cpusetSpec(wideSharedCpus(layout, node) | totals.vmExclusive | parentExtra(node), node);
   partition.settings.shares =
       machinePartitionShares(node.allocatableCpuMilli, totals.podRequestMilli, totals.vmRequestMilli);
 }
@@ -174,7 +173,7 @@ Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, 
   if (tree.cgroups.count(pod_path))
     return Error::invalidArgument("pod " + quoteForMessage(pod.uid) + " is listed twice");
   const CpuSet pod_exclusive = podExclusiveCpus(pod);
-  const CpuSet shared = podSharedCpus(layout, node);
+  const CpuSet shared = wideSharedCpus(layout, node);
   CgroupSpec& pod_spec = tree.cgroups[pod_path] = cpusetSpec(shared | pod_exclusive, node);
   setExclusive(layout, pod_exclusive, pod_spec);
   if (pod_exclusive.empty() && inheritsUnitCpuset(layout, namer, pod_path)) pod_spec.settings = {};
@@ -222,13 +221,15 @@ Result<void> addVmCgroups(const TreeLayout& layout, const LibvirtNamer& namer, c
   if (tree.cgroups.count(vm.scope))
     return Error::invalidArgument("VM scope " + quoteForMessage(vm.scope.str()) + " is listed twice");
   const CpuSet exclusive = vmExclusiveCpus(vm);
-  CgroupSpec& scope = tree.cgroups[vm.scope] = cpusetSpec(node.sharedCpus | exclusive, node);
+  // Shared threads run on the wide set (with cpuset partitions the kernel leaves pods' partitions out).
+  const CpuSet shared = wideSharedCpus(layout, node);
+  CgroupSpec& scope = tree.cgroups[vm.scope] = cpusetSpec(shared | exclusive, node);
   if (layout.systemdUnits && inheritsCpuset(machineUnitKindOf(layout, vm.scope))) scope.settings = {};
   scope.settings.shares = vm.shares.value_or(milliCpuToShares(vm.cpuRequestMilli));
   // QEMU's hugepages are charged to the scope (hugetlb is a domain controller on v2): no more than it was given.
   for (const auto& [size, bytes] : vm.hugepageBytes) scope.settings.hugetlbMax[size] = Limit{bytes};
   const CgroupPath threads = namer.threadParent(vm.scope);
-  if (threads != vm.scope) tree.cgroups[threads] = cpusetSpec(node.sharedCpus | exclusive, node);
+  if (threads != vm.scope) tree.cgroups[threads] = cpusetSpec(shared | exclusive, node);
   const auto threadGroup = [&](const CgroupPath& path, const CpuSet& cpus) -> CgroupSpec& {
     CgroupSpec& spec = tree.cgroups[path] = cpusetSpec(cpus, node);
     if (vm.mems) spec.settings.mems = *vm.mems;
@@ -236,12 +237,11 @@ Result<void> addVmCgroups(const TreeLayout& layout, const LibvirtNamer& namer, c
     return spec;
   };
   for (const auto& [vcpu, cpu] : vm.vcpuCpus) {
-    CgroupSpec& spec = threadGroup(namer.vcpu(vm.scope, vcpu), cpu ? CpuSet{*cpu} : node.sharedCpus);
+    CgroupSpec& spec = threadGroup(namer.vcpu(vm.scope, vcpu), cpu ? CpuSet{*cpu} : shared);
     if (vm.vcpuMax) spec.settings.cpuMax = vm.vcpuMax;
   }
-  threadGroup(namer.emulator(vm.scope), vm.emulatorCpus.empty() ? node.sharedCpus : vm.emulatorCpus);
-  for (const auto& [id, cpu] : vm.iothreadCpus)
-    threadGroup(namer.iothread(vm.scope, id), cpu ? CpuSet{*cpu} : node.sharedCpus);
+  threadGroup(namer.emulator(vm.scope), vm.emulatorCpus.empty() ? shared : vm.emulatorCpus);
+  for (const auto& [id, cpu] : vm.iothreadCpus) threadGroup(namer.iothread(vm.scope, id), cpu ? CpuSet{*cpu} : shared);
   return {};
 }
 

@@ -100,16 +100,17 @@ struct TreeLayout {
   // their own, and use their QoS slice's or machine.slice's (unit_ownership.h).
   bool systemdUnits = false;
   // v2 on Linux 6.7+ (vri/partition_probe.h): each exclusive pod container's cgroup is a `root`
-  // cpuset partition holding its CPUs, and the kubelet side's shared cgroups keep a wide cpuset
-  // (podSharedCpus) whose effective set the kernel narrows: a pod's exclusive grant writes the
-  // same few files however many tenants share the pool. VMs stay on the rewrite path.
+  // cpuset partition holding its CPUs, and every shared cgroup (pods' and VMs') keeps a wide cpuset
+  // (wideSharedCpus) whose effective set the kernel narrows: a pod's exclusive grant writes the
+  // same few files however many tenants share the pool. VMs' own exclusive CPUs stay on the
+  // rewrite path (a threaded vCPU group cannot be a partition).
   bool cpusetPartitions = false;
 };
 
-// The cpuset of the kubelet side's cgroups that run on the shared pool: the pool itself, or with
+// The cpuset of the cgroups that run on the shared pool, pods' and VMs': the pool itself, or with
 // cpuset partitions the pool and every pod partition's CPUs (the kernel leaves those out of the
 // effective set), a value that no pod's exclusive grant or release changes.
-CpuSet podSharedCpus(const TreeLayout& layout, const NodeResources& node);
+CpuSet wideSharedCpus(const TreeLayout& layout, const NodeResources& node);
 
 // kubelet's values.
 // A container's cpu and memory values (shares, quota with the default period, memory limit), as runc writes them.

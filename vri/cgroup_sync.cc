@@ -65,13 +65,13 @@ Result<CgroupPath> CgroupSync::findVmScope(int qemuPid) const {
       .context("qemu_pid " + std::to_string(qemuPid));
 }
 
-CpuSet CgroupSync::podSharedCpus(const LedgerState& state) const {
+CpuSet CgroupSync::wideSharedCpus(const LedgerState& state) const {
   if (!layout_.cpusetPartitions) return state.shared();
-  return vri::podSharedCpus(layout_, nodeResources(state, inputs()));
+  return vri::wideSharedCpus(layout_, nodeResources(state, inputs()));
 }
 
 CpuSet CgroupSync::runtimeSharedCpus(const LedgerState& state, const PodRecord& pod) const {
-  CpuSet cpus = podSharedCpus(state);
+  CpuSet cpus = wideSharedCpus(state);
   if (!layout_.cpusetPartitions) return cpus;
   for (const auto& [name, c] : pod.containers) cpus -= c.exclusive;
   return cpus;
@@ -217,16 +217,10 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
   lastNode_ = {afterPtr, std::move(node_after)};
   for (const std::string& uid : delta.pods) podFollowers_.erase(uid);
   for (const std::string& uuid : delta.vms) vmFollowers_.erase(uuid);
-  const CpuSet* shared_before = &scratch.values.emplace_back(before.shared());
-  const CpuSet* shared_after = &scratch.values.emplace_back(after.shared());
-  // The kubelet side's pool: with cpuset partitions, wide and unchanged by pods' exclusive grants.
-  const CpuSet* pods_before = shared_before;
-  const CpuSet* pods_after = shared_after;
-  if (layout_.cpusetPartitions) {
-    pods_before = &scratch.values.emplace_back(podSharedCpus(before));
-    pods_after = &scratch.values.emplace_back(podSharedCpus(after));
-  }
-  if (*shared_before == *shared_after && *pods_before == *pods_after) return;
+  // The pool as the shared cgroups hold it: with cpuset partitions, wide and unchanged by pods' exclusive grants.
+  const CpuSet* shared_before = &scratch.values.emplace_back(wideSharedCpus(before));
+  const CpuSet* shared_after = &scratch.values.emplace_back(wideSharedCpus(after));
+  if (*shared_before == *shared_after) return;
   // Nothing lives below a root that does not exist (a node without kubelet or libvirt yet): one stat each.
   const bool pods_present = fs_.exists({cpusetHierarchy_, kubeletNamer_->kubepods()});
   const bool vms_present = fs_.exists({cpusetHierarchy_, layout_.machinePartition});
@@ -234,18 +228,17 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
   // Every tenant that runs in the shared pool follows it; the touched ones are written on their own.
   // Its parents hold its exclusive CPUs besides; its shared cgroups leave them out (they are disjoint
   // from the pool but for a pod's partitions in the wide pool).
-  const auto follow = [&](Followers& tenant, const CpuSet* pool_before, const CpuSet* pool_after) {
-    if (*pool_before == *pool_after) return;
-    const CpuSet *with_before = pool_before, *with_after = pool_after;
-    const CpuSet *without_before = pool_before, *without_after = pool_after;
+  const auto follow = [&](Followers& tenant) {
+    const CpuSet *with_before = shared_before, *with_after = shared_after;
+    const CpuSet *without_before = shared_before, *without_after = shared_after;
     if (!tenant.own.empty()) {
-      tenant.withBefore = *pool_before | tenant.own;
-      tenant.withAfter = *pool_after | tenant.own;
+      tenant.withBefore = *shared_before | tenant.own;
+      tenant.withAfter = *shared_after | tenant.own;
       with_before = &tenant.withBefore;
       with_after = &tenant.withAfter;
-      if (pool_before->intersects(tenant.own) || pool_after->intersects(tenant.own)) {
-        tenant.withoutBefore = *pool_before - tenant.own;
-        tenant.withoutAfter = *pool_after - tenant.own;
+      if (shared_before->intersects(tenant.own) || shared_after->intersects(tenant.own)) {
+        tenant.withoutBefore = *shared_before - tenant.own;
+        tenant.withoutAfter = *shared_after - tenant.own;
         without_before = &tenant.withoutBefore;
         without_after = &tenant.withoutAfter;
       }
@@ -256,14 +249,14 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
     }
   };
   for (const auto& [uid, pod] : after.pods) {
-    if (!pods_present || *pods_before == *pods_after) break;
-    if (!delta.pods.count(uid)) follow(podFollowers(uid, pod, after), pods_before, pods_after);
+    if (!pods_present) break;
+    if (!delta.pods.count(uid)) follow(podFollowers(uid, pod, after));
   }
   for (const auto& [uuid, scope] : after.vmScopes) {
-    if (!vms_present || *shared_before == *shared_after) break;
+    if (!vms_present) break;
     const VmRecord* vm = after.vm(uuid);
     if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
-    follow(vmFollowers(uuid, *vm, scope, after), shared_before, shared_after);
+    follow(vmFollowers(uuid, *vm, scope, after));
   }
 }
 

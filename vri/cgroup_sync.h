@@ -62,10 +62,10 @@ class CgroupSync {
   const CgroupBackend& backend() const { return *backend_; }
   const TreeLayout& layout() const { return layout_; }
 
-  // The cpuset of the kubelet side's shared cgroups for `state`: the shared pool, or with cpuset
-  // partitions the wide set (node_tree.h, podSharedCpus). What a shared container's runtime is told,
-  // less its own pod's partitions.
-  CpuSet podSharedCpus(const LedgerState& state) const;
+  // The cpuset of the shared cgroups, pods' and VMs', for `state`: the shared pool, or with cpuset
+  // partitions the wide set (node_tree.h, wideSharedCpus). What libvirt is told for a VM's shared
+  // threads, and a shared container's runtime less its own pod's partitions.
+  CpuSet wideSharedCpus(const LedgerState& state) const;
   // That for a shared container of `pod`.
   CpuSet runtimeSharedCpus(const LedgerState& state, const PodRecord& pod) const;
 

@@ -110,7 +110,7 @@ void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
 
 void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid) {
   const StatePtr state = node_.state();
-  if (const VmRecord* vm = state->vm(uuid)) (void)pin(session, *vm, state->shared(), true);
+  if (const VmRecord* vm = state->vm(uuid)) (void)pin(session, *vm, node_.wideSharedCpus(*state), true);
 }
 
 Result<void> LibvirtSync::setLive(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force) {
@@ -177,7 +177,7 @@ void LibvirtSync::retryPending(LibvirtSession& session) {
       forget(uuid);  // released, or not running any more: nothing left to pin
       continue;
     }
-    (void)pin(session, *vm, state->shared(), true);
+    (void)pin(session, *vm, node_.wideSharedCpus(*state), true);
   }
   pendingCount_ = pendingPins_.size();
 }
@@ -222,7 +222,7 @@ LivePinsOutcome LibvirtSync::applyMove(LibvirtSession& session, const std::strin
   const StatePtr state = node_.state();
   const VmRecord* vm = state->vm(uuid);
   if (vm == nullptr) return {LivePinsOutcome::State::kApplied, "the VM was released meanwhile"};
-  if (auto live = pin(session, *vm, state->shared(), true); !live.ok()) {
+  if (auto live = pin(session, *vm, node_.wideSharedCpus(*state), true); !live.ok()) {
     return {LivePinsOutcome::State::kPending, live.error().message()};
   }
   if (!persistent) return {};
@@ -238,7 +238,7 @@ LivePinsOutcome LibvirtSync::applyMove(LibvirtSession& session, const std::strin
 void LibvirtSync::followSharedPool(LibvirtSession& session) {
   followQueued_ = false;                 // a change from now on queues another pass
   const StatePtr state = node_.state();  // O(1): no copy of the ledger
-  const CpuSet shared = state->shared();
+  const CpuSet shared = node_.wideSharedCpus(*state);
   for (const auto& [uuid, scope] : state->vmScopes) {
     if (const VmRecord* vm = state->vm(uuid)) (void)pin(session, *vm, shared, false);
   }
@@ -276,7 +276,7 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   const StatePtr state = node_.state();
   const VmRecord* vm = state->vm(uuid);
   if (!vm) return;
-  auto pins = vmPinsOf(vm->spec.cpu, vm->placement, state->shared());
+  auto pins = vmPinsOf(vm->spec.cpu, vm->placement, node_.wideSharedCpus(*state));
   if (!pins.ok()) return;
   if (domain.pinsAreVris() && *domain.vri.placement == placementMark(*pins)) {
     return;  // already written (this is the event of our own define)

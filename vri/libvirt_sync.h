@@ -5,7 +5,8 @@
 //    cgroups found through QEMU's pid and placed, its live pins set;
 //  - libvirt's "started" event (it comes after the hook returned) sets the
 //    live pins, so `virsh vcpupin`/`emulatorpin` show what the cgroups hold;
-//  - shared-pool moves re-pin the running VMs whose threads use the pool;
+//  - shared-pool moves re-pin the running VMs whose threads use the pool (with
+//    cpuset partitions they hold the wide set, which a pod's grant leaves as it is);
 //  - "defined" reserves a placement for the VM and writes it into the
 //    persistent definition, marked as VRI's; "undefined" drops a reservation;
 //  - a live move (vrictl vcpupin) sets the moved VM's pins, and its definition's with `persistent`;

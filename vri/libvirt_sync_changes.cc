@@ -24,7 +24,7 @@ void LibvirtSync::checkVcpus(LibvirtSession& session) {
     auto changed = node_.vcpusOnline(uuid, live->onlineVcpus);
     if (!changed.ok()) continue;  // refused: said in the log and as an event
     const StatePtr now = node_.state();
-    if (const VmRecord* placed = now->vm(uuid)) (void)pin(session, *placed, now->shared(), true);
+    if (const VmRecord* placed = now->vm(uuid)) (void)pin(session, *placed, node_.wideSharedCpus(*now), true);
   }
 }
 
@@ -42,7 +42,7 @@ void LibvirtSync::checkPins(LibvirtSession& session, const std::string& uuid) {
     return;
   }
   const VmPins& ours = told->second.pins;
-  const CpuSet shared = state->shared();
+  const CpuSet shared = node_.wideSharedCpus(*state);
   std::string drift;
   std::vector<VmThreadMove> moves;
   bool adoptable = true;
@@ -84,7 +84,7 @@ void LibvirtSync::checkPins(LibvirtSession& session, const std::string& uuid) {
     if (moved.ok()) {
       node_.announce(EventKind::kPinsDrifted, tenant, drift + ": adopted");
       const StatePtr now = node_.state();
-      if (const VmRecord* adopted = now->vm(uuid)) (void)pin(session, *adopted, now->shared(), true);
+      if (const VmRecord* adopted = now->vm(uuid)) (void)pin(session, *adopted, node_.wideSharedCpus(*now), true);
       return;
     }
     why = moved.error().message();

@@ -375,7 +375,7 @@ grpc::Status VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocatio
   auto placed = (node_.*decide)(*vm);
   if (!placed.ok()) return toGrpcStatus(placed.error());
   const StatePtr now = node_.state();
-  fillVmAllocation(vm->cpu, *placed, now->shared(), reply);
+  fillVmAllocation(vm->cpu, *placed, node_.wideSharedCpus(*now), reply);
   return grpc::Status::OK;
 }
 

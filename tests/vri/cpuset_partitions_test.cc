@@ -82,6 +82,74 @@ TEST(CpusetPartitionsTest, TheContainerIsARootPartitionAndTheSharedCgroupsKeepTh
   EXPECT_THAT(p.pendingOps(), ::testing::IsEmpty());
 }
 
+// What libvirt is told for a shared VM's threads.
+CpuSet wideSet(Pipeline& p) {
+  const StatePtr now = p.ledger->state();
+  return p.node->wideSharedCpus(*now);
+}
+
+constexpr char kVmScope[] = "machine/qemu-1-web.libvirt-qemu";
+
+std::string vmUuid(int n) {
+  char text[40];
+  std::snprintf(text, sizeof text, "8f0c%04d-0000-4000-8000-000000000001", n);
+  return text;
+}
+
+// The n-th running VM (from 1; its scope kVmScope, then kVmScope-2, ...) with `vcpus` vCPUs.
+void runVm(Pipeline& p, int n, int vcpus, VmCpuPolicy policy) {
+  auto admitted = p.node->admitVm(vm(vmUuid(n), vcpus, policy));
+  ASSERT_TRUE(admitted.ok()) << admitted.error().message();
+  p.fakeQemu(kVmScope + (n == 1 ? std::string() : "-" + std::to_string(n)), 4200 + n, vcpus);
+  ASSERT_TRUE(p.node->vmStarted(vmUuid(n), 4200 + n).ok());
+}
+
+TEST(CpusetPartitionsTest, SharedVmsKeepTheWideSetThroughAPodsGrant) {
+  // A grant and its release cost the same beside one shared VM as beside three (the machine partition's
+  // cpu.shares, a node-level value, moves with pods' requests once VMs run: one write, however many).
+  Pipeline one(Ownership::kEverything, CgroupVersion::kV2, true);
+  runVm(one, 1, 1, VmCpuPolicy::kShared);
+  const Costs beside_one = grantAndRelease(one);
+  Pipeline p(Ownership::kEverything, CgroupVersion::kV2, true);
+  for (int n = 1; n <= 3; ++n) runVm(p, n, 1, VmCpuPolicy::kShared);
+  const Costs beside_three = grantAndRelease(p);
+  EXPECT_EQ(beside_three.grant, beside_one.grant);
+  EXPECT_EQ(beside_three.release, beside_one.release);
+  const std::string vcpu = std::string(kVmScope) + "/vcpu0";
+  const std::string wide = file(p, vcpu, "cpuset.cpus");
+  EXPECT_EQ(wide, wideSet(p).format()) << "what libvirt is told";
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("g1", 2)).ok());
+  const CpuSet own = *CpuSet::parse(file(p, "kubepods/pod" + uid(1) + "/g1", "cpuset.cpus"));
+  EXPECT_TRUE(own.isSubsetOf(*CpuSet::parse(wide)));
+  // The grant took the CPUs from the shared pool; the VM's threads keep their cpuset and libvirt's pins
+  // (the kernel's effective set leaves the partition out).
+  const StatePtr granted = p.ledger->state();
+  EXPECT_FALSE(granted->shared().intersects(own));
+  for (const std::string& group : {vcpu, std::string(kVmScope) + "/emulator", std::string(kVmScope)})
+    EXPECT_EQ(file(p, group, "cpuset.cpus"), wide) << group;
+  EXPECT_EQ(wideSet(p).format(), wide);
+  EXPECT_THAT(p.pendingOps(), ::testing::IsEmpty());
+}
+
+TEST(CpusetPartitionsTest, ADedicatedVmTakesItsCpusByRewritingTheWideSet) {
+  Pipeline p(Ownership::kEverything, CgroupVersion::kV2, true);
+  fillPool(p, 1);
+  runVm(p, 1, 2, VmCpuPolicy::kShared);
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("g1", 2)).ok());
+  const CpuSet partition = *CpuSet::parse(file(p, "kubepods/pod" + uid(1) + "/g1", "cpuset.cpus"));
+  // A vCPU group is threaded and cannot be a partition: the dedicated VM's CPUs leave the wide set,
+  // and every shared cgroup, pods' and VMs', is rewritten.
+  runVm(p, 2, 1, VmCpuPolicy::kDedicated);
+  const CpuSet dedicated = *CpuSet::parse(file(p, std::string(kVmScope) + "-2/vcpu0", "cpuset.cpus"));
+  const CpuSet wide = wideSet(p);
+  EXPECT_FALSE(wide.intersects(dedicated));
+  EXPECT_TRUE(partition.isSubsetOf(wide)) << "pods' partitions stay in the wide set";
+  EXPECT_EQ(file(p, std::string(kVmScope) + "/vcpu0", "cpuset.cpus"), wide.format());
+  EXPECT_EQ(file(p, "kubepods/besteffort/pod" + uid(100) + "/s0", "cpuset.cpus"), wide.format());
+  EXPECT_EQ(file(p, "kubepods/pod" + uid(1) + "/g1", "cpuset.cpus.partition"), "root");
+  EXPECT_THAT(p.pendingOps(), ::testing::IsEmpty());
+}
+
 TEST(CpusetPartitionsTest, APodsSharedContainersLeaveOutItsPartitions) {
   Pipeline p(Ownership::kEverything, CgroupVersion::kV2, true);
   // The shared container first, on the whole wide set: it must leave g1's CPUs before g1 becomes a

@@ -79,6 +79,7 @@ class Pipeline {
 
   // A QEMU process whose cgroups libvirt made (no systemd layout).
   void fakeQemu(const std::string& scope, int pid, int vcpus) {
+    if (fixture_.version() == CgroupVersion::kV2) return fakeQemuV2(scope, pid, vcpus);
     const CgroupPath base = *CgroupPath::parse(scope);
     std::vector<CgroupPath> groups = {base, *base.child("emulator")};
     for (int i = 0; i < vcpus; ++i) groups.push_back(*base.child("vcpu" + std::to_string(i)));
@@ -92,6 +93,24 @@ class Pipeline {
                     .setProcFile(std::to_string(pid) + "/cgroup",
                                  "4:cpuset:/" + scope + "/emulator\n3:cpu,cpuacct:/" + scope + "/emulator\n")
                     .ok());
+  }
+
+  // The same on v2: the scope's thread groups threaded, each made as wide as its parent, as libvirt does.
+  void fakeQemuV2(const std::string& scope, int pid, int vcpus) {
+    const CgroupPath base = *CgroupPath::parse(scope);
+    const auto make = [&](const CgroupPath& path) {
+      ASSERT_TRUE(fixture_.write({"", path.parent()}, "cgroup.subtree_control", "+cpu +cpuset").ok()) << path.str();
+      ASSERT_TRUE(fixture_.mkdir({"", path}).ok()) << path.str();
+    };
+    if (!fixture_.exists({"", base.parent()})) make(base.parent());
+    make(base);
+    std::vector<CgroupPath> threads = {*base.child("emulator")};
+    for (int i = 0; i < vcpus; ++i) threads.push_back(*base.child("vcpu" + std::to_string(i)));
+    for (const CgroupPath& group : threads) {
+      make(group);
+      ASSERT_TRUE(fixture_.write({"", group}, "cgroup.type", "threaded").ok()) << group.str();
+    }
+    ASSERT_TRUE(fixture_.setProcFile(std::to_string(pid) + "/cgroup", "0::/" + scope + "/emulator\n").ok());
   }
 
   // A QEMU process the scan recognises: in its emulator group, with -uuid on its command line.

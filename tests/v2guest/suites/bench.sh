@@ -27,7 +27,7 @@ systemd-run --scope --quiet --slice=vri.slice --unit=vri-bench -p Delegate=yes \
 settle
 # With cpuset partitions where the kernel has them (Linux 6.7+: GUEST_KERNEL=linux-image-6.12...),
 # first on the usual mix, then with every shared tenant a pod: a pod grant's writes stay constant
-# beside pods, while shared VMs still follow the pool (their thread groups are rewritten).
+# beside shared pods and shared VMs alike (both hold the wide set); a VM's grant still rewrites them.
 kernel=$(uname -r)
 major=${kernel%%.*}
 minor=${kernel#*.}

@@ -89,6 +89,13 @@ Result<CgroupPath> delegatedParent(vri::CgroupFs& fs) {
   return own;
 }
 
+// A line before each configuration's long set-up: a console that shows nothing for minutes (1,000
+// units made through systemd under emulation) reads as a hung guest.
+void progress(const std::string& what, int tenants) {
+  std::printf("decision_scale: %s, %d tenants: setting up\n", what.c_str(), tenants);
+  std::fflush(stdout);
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "decision_scale: %s\n", message.c_str());
   return 1;
@@ -121,6 +128,7 @@ struct UnitsMode {
 // The systemd mode: the node's own units, kubelet's systemd driver, systemd_units = on.
 Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root, int tenants, int pairs,
                                     const std::string& stateDir, TimingUnits& systemd, UnitsMode mode) {
+  progress(mode.partitions ? "systemd+p" : "systemd", tenants);
   TimingCgroupFs fs(base);
   vri::DaemonConfig config = benchConfig(root, stateDir);
   config.cpusetPartitions = mode.partitions ? vri::CpusetPartitionsMode::kOn : vri::CpusetPartitionsMode::kOff;
@@ -147,21 +155,9 @@ Result<std::vector<Row>> runOnUnits(vri::CgroupFs& base, const std::string& root
       continue;
     }
     const std::string unit = "machine-qemu\\x2d" + std::to_string(n) + "\\x2dvm" + std::to_string(n) + ".scope";
-    auto pid = startScope(unit, "machine.slice", true);
+    auto pid = vri::testing::startVmScope(fs, unit);
     if (!pid.ok()) return stop_children(), pid.error();
     children.push_back(*pid);
-    // libvirt's levels in the delegated scope: the process in libvirt/, its thread in libvirt/emulator.
-    const CgroupPath scope = *CgroupPath::parse("machine.slice/" + unit);
-    const CgroupPath libvirt = *scope.child("libvirt");
-    VRI_TRY(fs.mkdir({"", libvirt}));
-    VRI_TRY(fs.write({"", libvirt}, "cgroup.procs", std::to_string(*pid)));
-    VRI_TRY(fs.write({"", scope}, "cgroup.subtree_control", "+cpuset +cpu"));
-    VRI_TRY(fs.write({"", libvirt}, "cgroup.subtree_control", "+cpuset +cpu"));
-    for (const char* group : {"emulator", "vcpu0"}) {
-      VRI_TRY(fs.mkdir({"", *libvirt.child(group)}));
-      VRI_TRY(fs.write({"", *libvirt.child(group)}, "cgroup.type", "threaded"));
-    }
-    VRI_TRY(fs.write({"", *libvirt.child("emulator")}, "cgroup.threads", std::to_string(*pid)));
     vms.push_back({vmUuid(n), *pid});
   }
   auto daemon = vri::Daemon::start(config, fs, log, nullptr, vri::steadyClock(), &systemd);
@@ -216,6 +212,7 @@ Result<std::vector<Row>> run(const std::string& kind, vri::CgroupFs& base, bool 
                              const std::string& stateDir, const CgroupPath& parent = {}, TimingUnits* systemd = nullptr,
                              UnitsMode mode = {}) {
   if (systemd != nullptr) return runOnUnits(base, root, tenants, pairs, stateDir, *systemd, mode);
+  progress(kind, tenants);
   TimingCgroupFs fs(base);
   const bool v2 = hierarchies.size() == 1 && hierarchies.front().empty();
   const CgroupPath top_path = *parent.child("vri-bench-" + std::to_string(::getpid()));

@@ -69,18 +69,9 @@ PartitionProbe formPartition(CgroupFs& fs, const CgroupDir& outer, const CgroupD
   return {true, "a remote root partition on CPU " + std::to_string(cpu) + " took it from every other cgroup"};
 }
 
-}  // namespace
-
-Result<PartitionProbe> probeCpusetPartitions(CgroupFs& fs, const CgroupBackend& backend, const KubeletNamer& namer,
-                                             const CpuSet& sharedCpus) {
-  if (backend.version() != CgroupVersion::kV2) return no("cgroup v1 has no cpuset partitions");
-  if (namer.kubepods().depth() != 1)
-    return no("kubepods (" + namer.kubepods().str() +
-              ") is not directly below the cgroup root: a remote partition needs cpuset.cpus.exclusive on every "
-              "ancestor, and VRI writes none outside its tree");
+// The probe itself, on a root that delegates cpuset: on a free shared CPU, undone whatever it finds.
+Result<PartitionProbe> formProbe(CgroupFs& fs, const CpuSet& sharedCpus) {
   const CgroupDir root{"", CgroupPath()};
-  if (!delegates(fs, root, "cpuset")) return no("the cgroup root does not delegate the cpuset controller");
-  if (sharedCpus.count() < 2) return no("the shared pool has fewer than 2 CPUs to borrow one from");
   // Not a CPU another cgroup below the root holds for its partitions (kubepods, from a vrid before this
   // one): the kernel refuses exclusive CPUs a sibling holds.
   CpuSet held;
@@ -107,6 +98,33 @@ Result<PartitionProbe> probeCpusetPartitions(CgroupFs& fs, const CgroupBackend& 
     found = no("the probe cgroup cannot have a child: " + made.error().message());
   }
   VRI_TRY(removeProbe(fs, outer, inner));
+  return found;
+}
+
+}  // namespace
+
+Result<PartitionProbe> probeCpusetPartitions(CgroupFs& fs, const CgroupBackend& backend, const KubeletNamer& namer,
+                                             const CpuSet& sharedCpus) {
+  if (backend.version() != CgroupVersion::kV2) return no("cgroup v1 has no cpuset partitions");
+  if (namer.kubepods().depth() != 1)
+    return no("kubepods (" + namer.kubepods().str() +
+              ") is not directly below the cgroup root: a remote partition needs cpuset.cpus.exclusive on every "
+              "ancestor, and VRI writes none outside its tree");
+  if (sharedCpus.count() < 2) return no("the shared pool has fewer than 2 CPUs to borrow one from");
+  // A node where no unit has asked for cpuset yet (a fresh boot: systemd enables it at the root only for
+  // a unit with AllowedCPUs) delegates none: enabled here, as vrid's own cpusets for kubepods would
+  // need it anyway (systemd keeps it once VRI gives the units theirs), and disabled again when the probe
+  // finds partitions unusable.
+  const CgroupDir root{"", CgroupPath()};
+  const bool enable_cpuset = !delegates(fs, root, "cpuset");
+  if (enable_cpuset) {
+    if (auto enabled = fs.write(root, "cgroup.subtree_control", "+cpuset"); !enabled.ok())
+      return no("the cgroup root does not delegate the cpuset controller, and enabling it failed: " +
+                enabled.error().message());
+  }
+  Result<PartitionProbe> found = formProbe(fs, sharedCpus);
+  if (enable_cpuset && found.ok() && found->usable) found->reason += "; cpuset enabled at the cgroup root";
+  if (enable_cpuset && (!found.ok() || !found->usable)) (void)fs.write(root, "cgroup.subtree_control", "-cpuset");
   return found;
 }
 

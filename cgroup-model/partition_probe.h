@@ -5,7 +5,9 @@
 // shared pool, must read back `root`, hold that CPU alone, and take it out of the cgroup root's
 // effective CPUs; everything is undone at once (the CPU leaves the other tenants for a few ms).
 // Only a node whose kubepods sits directly below the cgroup root can use it: a remote partition
-// needs cpuset.cpus.exclusive on every ancestor, and VRI writes none outside its own tree.
+// needs cpuset.cpus.exclusive on every ancestor, and VRI writes none outside its own tree. A root
+// that delegates no cpuset yet (no unit has asked for it since boot) is given it for the probe, and
+// keeps it when partitions are used.
 #pragma once
 
 #include <string>

@@ -150,6 +150,8 @@ class NodeManager {
     MutexLock lock(retryMutex_);
     return halted_;
   }
+  // Whether exclusive pod containers are cpuset partitions (TreeLayout::cpusetPartitions).
+  bool cpusetPartitions() const { return sync_.layout().cpusetPartitions; }
   // What libvirt is told for a VM's shared threads (CgroupSync::wideSharedCpus).
   CpuSet wideSharedCpus(const LedgerState& state) const { return sync_.wideSharedCpus(state); }
   // What the runtime is told for a shared container of `pod` (CgroupSync::runtimeSharedCpus).

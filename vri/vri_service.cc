@@ -62,6 +62,8 @@ grpc::Status VriService::denyOnReadOnly(const char* method) const {
 grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
   const StatePtr now = node_.state();
   fillNode(*now, node_.topology(), node_.facts(), reply);
+  reply.set_cpuset_partitions(node_.cpusetPartitions());
+  reply.set_shared_cpuset(node_.wideSharedCpus(*now).format());
   fillCapacity(node_.capacity(), *reply.mutable_capacity());
   reply.set_version(std::string(packageVersion()));
   for (const ClientVersion& client : clients_.list()) {

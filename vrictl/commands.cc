@@ -53,7 +53,8 @@ int nodeCommand(CommandContext& c, const std::function<int(const v1::Node&)>& th
 const std::vector<std::string> kTopologyFields = {
     "topology_source", "online_cpus", "online_cpu_list", "packages", "cores", "numa_nodes", "numa", "cpus"};
 const std::vector<std::string> kPoolFields = {"reserved_cpus",       "shared_cpus",    "exclusive_cpus",
-                                              "shared_demand_milli", "shared_tenants", "strict_cpu_reservation"};
+                                              "shared_demand_milli", "shared_tenants", "strict_cpu_reservation",
+                                              "cpuset_partitions",   "shared_cpuset"};
 
 // A view of the node: `text`, or with --json only the view's `fields`.
 int showNode(CommandContext& c, const Choices& o, const v1::Node& n, const std::vector<std::string>& fields,

@@ -91,6 +91,8 @@ std::string formatNodeInfo(const v1::Node& n) {
   }
   out += row("Cgroups", (n.cgroup_version().empty() ? std::string("?") : n.cgroup_version()) + ", kubelet's driver " +
                             n.cgroup_driver() + " (ownership: " + option(n, "ownership") + ")");
+  out += row("Exclusive pod CPUs", n.cpuset_partitions() ? "cpuset partitions (shared cgroups keep a wide cpuset)"
+                                                         : "taken out of every shared cgroup's cpuset");
   out +=
       row("Topology manager", option(n, "topology_manager_policy") + ", scope " + option(n, "topology_manager_scope"));
   out += row("Allocator", std::string(option(n, "numa_fit") == "true" ? "VRI placement" : "kubelet packed") +
@@ -144,6 +146,10 @@ std::string formatPool(const v1::Node& n) {
   std::string out;
   out += row("Reserved", withCount(n.reserved_cpus()) + (n.strict_cpu_reservation() ? " (strict)" : ""));
   out += row("Shared", withCount(n.shared_cpus()));
+  // With cpuset partitions the shared cgroups hold a wider set, which containerd and virsh show: the
+  // kernel takes the pods' partitions out of it.
+  if (n.cpuset_partitions())
+    out += row("Shared cpuset", n.shared_cpuset() + "  (with the pod partitions, which the kernel takes out)");
   const std::map<std::string, std::string> owners(n.exclusive_cpus().begin(), n.exclusive_cpus().end());
   if (owners.empty()) out += row("Exclusive", "none");
   for (const auto& [owner, cpus] : owners) out += row("Exclusive", withCount(cpus) + "  " + owner);

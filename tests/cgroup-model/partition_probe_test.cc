@@ -13,6 +13,7 @@ namespace vri {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 const CpuSet kShared = *CpuSet::parse("0-3");
 
@@ -45,13 +46,21 @@ FixtureCgroupFs delegatingNode(const testing::TempDir& tmp, bool partitions) {
   return std::move(fs).value();
 }
 
-TEST(PartitionProbeTest, ARootThatDelegatesNoCpusetHasNone) {
+// A freshly booted node where no unit asked for cpuset: the probe enables it at the root to try, and
+// disables it again when partitions are not usable (here: a kernel before 6.7).
+TEST(PartitionProbeTest, ARootThatDelegatesNoCpusetIsGivenItForTheProbeOnly) {
   testing::TempDir tmp;
   auto fs = FixtureCgroupFs::createV2(tmp.sub("fx"), *CpuSet::parse("0-3"), CpuSet{0});
   ASSERT_TRUE(fs.ok());
+  const CgroupDir root{"", CgroupPath()};
+  const std::string before = *fs->read(root, "cgroup.subtree_control");
+  ASSERT_THAT(before, Not(HasSubstr("cpuset")));
+  const int writes = fs->writes();
   const PartitionProbe found = probe(*fs, *makeV2Backend());
   EXPECT_FALSE(found.usable);
-  EXPECT_EQ(found.reason, "the cgroup root does not delegate the cpuset controller");
+  EXPECT_THAT(found.reason, HasSubstr("Linux before 6.7"));
+  EXPECT_GT(fs->writes(), writes) << "cpuset was enabled for the probe";
+  EXPECT_EQ(*fs->read(root, "cgroup.subtree_control"), before) << "and disabled again";
 }
 
 TEST(PartitionProbeTest, AKernelWithoutExclusiveCpusIsBefore67) {

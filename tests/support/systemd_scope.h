@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "cgroup-model/cgroupfs.h"
 #include "cgroup-model/result.h"
+#include "tests/support/eventually.h"
 
 namespace vri::testing {
 
@@ -32,14 +34,41 @@ inline Result<pid_t> startScope(const std::string& unit, const std::string& slic
     ::execvp("systemd-run", argv.data());
     ::_exit(127);
   }
-  for (int i = 0; i < 3000; ++i) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
-    std::string line;
-    if (std::getline(in, line) && line.find("/" + unit) != std::string::npos) return pid;
-    ::usleep(10000);
-  }
+  const bool in_scope = eventually(
+      [&] {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+        std::string line;
+        return std::getline(in, line) && line.find("/" + unit) != std::string::npos;
+      },
+      std::chrono::seconds(30));
+  if (in_scope) return pid;
   ::kill(pid, SIGKILL);
   return Error::failedPrecondition("systemd-run did not start " + unit + " in 30 s");
+}
+
+// A "VM" as machined and libvirt lay one out: a delegated scope `unit` in machine.slice, the process
+// in its libvirt/ level, its thread in libvirt/emulator, and a threaded libvirt/vcpu0 beside it.
+inline Result<pid_t> startVmScope(CgroupFs& fs, const std::string& unit) {
+  VRI_ASSIGN_OR_RETURN(const pid_t pid, startScope(unit, "machine.slice", true));
+  const CgroupPath scope = *CgroupPath::parse("machine.slice/" + unit);
+  const CgroupPath libvirt = *scope.child("libvirt");
+  auto made = [&]() -> Result<void> {
+    VRI_TRY(fs.mkdir({"", libvirt}));
+    VRI_TRY(fs.write({"", libvirt}, "cgroup.procs", std::to_string(pid)));
+    VRI_TRY(fs.write({"", scope}, "cgroup.subtree_control", "+cpuset +cpu"));
+    VRI_TRY(fs.write({"", libvirt}, "cgroup.subtree_control", "+cpuset +cpu"));
+    for (const char* group : {"emulator", "vcpu0"}) {
+      VRI_TRY(fs.mkdir({"", *libvirt.child(group)}));
+      VRI_TRY(fs.write({"", *libvirt.child(group)}, "cgroup.type", "threaded"));
+    }
+    return fs.write({"", *libvirt.child("emulator")}, "cgroup.threads", std::to_string(pid));
+  }();
+  if (!made.ok()) {
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0);
+    return made.error();
+  }
+  return pid;
 }
 
 // Ends the scopes of `pids` (their processes killed and reaped).

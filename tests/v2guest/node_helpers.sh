@@ -1,4 +1,4 @@
-# Shell helpers for the suites that run VRI as a node runs it (node, systemd): sourced by them,
+# Shell helpers for the suites that run VRI as a node runs it (node, systemd, the benches): sourced by them,
 # after they define fail() (what to show when a step fails) and set uuid_prefix (their VMs' UUIDs).
 # testbed.sh copies it beside the suite.
 t0=$(date +%s)
@@ -54,4 +54,16 @@ vm_cpu() { # name
   ledger=$(vrictl dominfo "$1" | sed -n 's/^  vcpu0: *CPU \([0-9]*\).*/\1/p')
   [ "$kernel" = "$pin" ] && [ "$kernel" = "$ledger" ] || fail "$1 disagrees: cgroup $kernel, vcpupin $pin, vrictl $ledger"
   echo "$kernel"
+}
+
+# Between two runs on the node's units: the last run's scopes and pod slices gone, as on a node where
+# vrid starts after its tenants went (systemd removes them a moment after their processes die).
+bench_settle() {
+  systemctl stop 'cri-containerd-*.scope' 'machine-qemu*.scope' 'kubepods-*pod*.slice' 2> /dev/null || true
+  for _ in $(seq 120); do
+    [ -z "$(find /sys/fs/cgroup/kubepods.slice /sys/fs/cgroup/machine.slice -mindepth 1 -type d \
+      \( -name 'cri-containerd-*' -o -name 'machine-qemu*' -o -name 'kubepods-*pod*' \) 2> /dev/null)" ] && return 0
+    sleep 1
+  done
+  fail "the last run's units are still there after 120 s"
 }

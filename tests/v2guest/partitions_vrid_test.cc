@@ -74,10 +74,17 @@ std::string allowedCpus(pid_t pid) {
   return "?";
 }
 
-// A node with `sharedPods` BestEffort pods (a scope each) and vrid over it.
+std::string vmUuid(int n) {
+  char text[64];
+  std::snprintf(text, sizeof text, "9e%06d-0000-4000-8000-000000000000", n);
+  return text;
+}
+
+// A node with `sharedPods` BestEffort pods (a scope each), `sharedVms` shared VMs (machined's scopes,
+// libvirt's thread groups, a sleeping process for QEMU) and vrid over it.
 class Node {
  public:
-  explicit Node(int sharedPods) {
+  explicit Node(int sharedPods, int sharedVms = 0) {
     kernel_ = std::make_unique<KernelCgroupFs>(std::move(KernelCgroupFs::create("/sys/fs/cgroup")).value());
     recording_ = std::make_unique<RecordingCgroupFs>(*kernel_);
     bus_ = std::move(SdBusUnits::connect(std::chrono::milliseconds(5000))).value();
@@ -106,17 +113,20 @@ class Node {
     auto daemon = Daemon::start(config, *recording_, log_, nullptr, steadyClock(), bus_.get());
     EXPECT_TRUE(daemon.ok()) << daemon.error().message();
     if (daemon.ok()) daemon_ = std::move(*daemon);
+    if (daemon_) startVms(sharedVms);
   }
   ~Node() {
     if (daemon_) daemon_->shutdown(std::chrono::seconds(1));
     daemon_.reset();
     stopScopes(shared_);
     stopScopes(containers_);
+    stopScopes(vms_);
   }
 
   NodeManager& node() { return daemon_->node(); }
   bool started() const { return daemon_ != nullptr; }
   pid_t sharedProcess() const { return shared_.empty() ? -1 : shared_.front(); }
+  pid_t vmProcess() const { return vms_.empty() ? -1 : vms_.front(); }
 
   // A container's scope in the pod's slice, as runc makes it from a request for every CPU before vrid
   // narrows it.
@@ -137,13 +147,32 @@ class Node {
   }
 
  private:
+  // Shared VMs, as the bench makes them: admitted, then started in their scopes.
+  void startVms(int count) {
+    for (int n = 0; n < count; ++n) {
+      auto pid = startVmScope(*kernel_, "machine-qemu\\x2d" + std::to_string(n + 1) + "\\x2dvm.scope");
+      ASSERT_TRUE(pid.ok()) << pid.error().message();
+      vms_.push_back(*pid);
+      VmSpec vm;
+      vm.uuid = vmUuid(n);
+      vm.cpu.name = "vm" + std::to_string(n);
+      vm.cpu.vcpus = 1;
+      vm.memoryBytes = 2 << 20;
+      vm.cpu.cpuPolicy = VmCpuPolicy::kShared;
+      auto admitted = node().admitVm(vm);
+      ASSERT_TRUE(admitted.ok()) << admitted.error().message();
+      auto started = node().vmStarted(vm.uuid, *pid);
+      ASSERT_TRUE(started.ok()) << started.error().message();
+    }
+  }
+
   TempDir tmp_;
   std::unique_ptr<KernelCgroupFs> kernel_;
   std::unique_ptr<RecordingCgroupFs> recording_;
   std::unique_ptr<SdBusUnits> bus_;
   std::unique_ptr<KubeletNamer> namer_ = makeKubeletNamer(KubeletDriver::kSystemd);
   Logger log_{LogLevel::kError};
-  std::vector<pid_t> shared_, containers_;
+  std::vector<pid_t> shared_, containers_, vms_;
   std::unique_ptr<Daemon> daemon_;
 };
 
@@ -180,7 +209,7 @@ std::string print(const std::vector<std::string>& files) {
   return out;
 }
 
-TEST(PartitionsVridTest, AGrantWritesTheSameFilesWith100SharedPodsAsWithNone) {
+TEST(PartitionsVridTest, AGrantWritesTheSameFilesWith100SharedTenantsAsWithOne) {
   std::vector<std::string> grant_alone, release_alone;
   // The files written, with the pod's UID as "<pod>": each node has a pod of its own.
   const auto named = [](std::vector<std::string> files, const PodSpec& pod) {
@@ -192,23 +221,26 @@ TEST(PartitionsVridTest, AGrantWritesTheSameFilesWith100SharedPodsAsWithNone) {
     return files;
   };
   {
-    Node empty(0);
+    // One shared VM on each node: with VMs, a pod's request moves machine.slice's weight (one value).
+    Node empty(0, 1);
     ASSERT_TRUE(empty.started());
     const PodSpec pod = guaranteed(0);
     empty.makeContainer(pod.uid, QosClass::kGuaranteed, "g1");
     grant_alone = named(empty.writesOf([&] { expectOk(empty.node().admitContainer(pod, kTwoCpus), "grant"); }), pod);
     release_alone = named(empty.writesOf([&] { expectOk(empty.node().releasePod(pod.uid), "release"); }), pod);
   }
-  Node full(100);
+  Node full(100, 10);
   ASSERT_TRUE(full.started());
   const PodSpec pod = guaranteed(1);
   const std::string container = full.makeContainer(pod.uid, QosClass::kGuaranteed, "g1");
   const pid_t shared = full.sharedProcess();
+  const pid_t vm = full.vmProcess();
   const std::string before = allowedCpus(shared);
+  const std::string vm_before = allowedCpus(vm);
   const std::vector<std::string> grant =
       named(full.writesOf([&] { expectOk(full.node().admitContainer(pod, kTwoCpus), "grant"); }), pod);
-  std::cout << "grant, 0 shared pods:" << print(grant_alone) << "\ngrant, 100 shared pods:" << print(grant)
-            << std::endl;
+  std::cout << "grant, 0 shared pods and 1 shared VM:" << print(grant_alone)
+            << "\ngrant, 100 shared pods and 10 shared VMs:" << print(grant) << std::endl;
   EXPECT_EQ(grant, grant_alone);
   const std::string cpus = read(container + "/cpuset.cpus");
   EXPECT_EQ(read(container + "/cpuset.cpus.partition"), "root");
@@ -220,14 +252,22 @@ TEST(PartitionsVridTest, AGrantWritesTheSameFilesWith100SharedPodsAsWithNone) {
   const CpuSet now_allowed = *CpuSet::parse(allowedCpus(shared));
   EXPECT_FALSE(now_allowed.intersects(granted)) << allowedCpus(shared) << " beside " << cpus;
   EXPECT_EQ(now_allowed | granted, *CpuSet::parse(before));
-  for (const std::string& file : grant) EXPECT_THAT(file, Not(HasSubstr("besteffort")));
+  // So did the shared VM's thread, its libvirt pins (the wide set) unchanged.
+  const CpuSet vm_allowed = *CpuSet::parse(allowedCpus(vm));
+  EXPECT_FALSE(vm_allowed.intersects(granted)) << allowedCpus(vm) << " beside " << cpus;
+  EXPECT_EQ(vm_allowed | granted, *CpuSet::parse(vm_before));
+  for (const std::string& file : grant) {
+    EXPECT_THAT(file, Not(HasSubstr("besteffort")));
+    EXPECT_THAT(file, Not(HasSubstr("machine-qemu")));
+  }
   const std::vector<std::string> release =
       named(full.writesOf([&] { expectOk(full.node().releasePod(pod.uid), "release"); }), pod);
-  std::cout << "release, 0 shared pods:" << print(release_alone) << "\nrelease, 100 shared pods:" << print(release)
-            << std::endl;
+  std::cout << "release, 0 shared pods and 1 shared VM:" << print(release_alone)
+            << "\nrelease, 100 shared pods and 10 shared VMs:" << print(release) << std::endl;
   EXPECT_EQ(release, release_alone);
   EXPECT_EQ(read(container + "/cpuset.cpus.partition"), "member");
   EXPECT_EQ(allowedCpus(shared), before);
+  EXPECT_EQ(allowedCpus(vm), vm_before);
 }
 
 TEST(PartitionsVridTest, ASiblingWriteInvalidatesThePartitionAndReconcileRepairsIt) {

@@ -1,4 +1,5 @@
-// vrictl's VM views: a VM with the user's own pins is "pinned", and offline vCPUs say so.
+// vrictl's views: a VM with the user's own pins is "pinned", and offline vCPUs say so; the pool
+// shows the wide cpuset with cpuset partitions.
 #include "vrictl/node_views.h"
 
 #include <gmock/gmock.h>
@@ -8,6 +9,7 @@ namespace vri::ctl {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 v1::VmInfo sparseVm(bool userPins) {
   v1::VmInfo vm;
@@ -37,6 +39,18 @@ TEST(VrictlFormatTest, AVmWithTheUsersPinsIsPinnedAndItsOfflineVcpusSaySo) {
   EXPECT_THAT(info, HasSubstr("vcpu1"));
   EXPECT_THAT(info, HasSubstr("(offline)"));
   EXPECT_THAT(info, HasSubstr("CPU 5"));
+}
+
+TEST(VrictlFormatTest, ThePoolShowsTheWideCpusetOnlyWithCpusetPartitions) {
+  v1::Node node;
+  node.set_reserved_cpus("0");
+  node.set_shared_cpus("1,4-7");
+  node.set_shared_cpuset("1-7");
+  EXPECT_THAT(formatPool(node), Not(HasSubstr("Shared cpuset")));
+  node.set_cpuset_partitions(true);
+  EXPECT_THAT(formatPool(node), HasSubstr("Shared:                1,4-7 (5 CPUs)"));
+  EXPECT_THAT(formatPool(node), HasSubstr("Shared cpuset:         1-7  (with the pod partitions"));
+  EXPECT_THAT(formatNodeInfo(node), HasSubstr("Exclusive pod CPUs:    cpuset partitions"));
 }
 
 }  // namespace

@@ -55,10 +55,14 @@ class Scanner {
   Result<std::vector<std::string>> children(const CgroupPath& path) const { return fs_.children({hierarchy_, path}); }
 
   // A cgroup listed a moment ago and gone now (a pod or a VM stopping while vrid starts): noted, not an error.
-  bool vanished(const Error& error, const CgroupPath& path) {
-    if (error.code() != ErrorCode::kNotFound && error.sysErrno() != ENOENT) return false;
+  // A read of `path` that found it gone since its parent was listed (a pod or VM that ended meanwhile):
+  // noted, and nullopt; any other error stays one.
+  template <typename T>
+  Result<std::optional<T>> unlessGone(Result<T> read, const CgroupPath& path) {
+    if (read.ok()) return std::optional<T>(std::move(read).value());
+    if (read.error().code() != ErrorCode::kNotFound && read.error().sysErrno() != ENOENT) return read.error();
     scan_.notes.push_back(path.str() + ": gone during the scan");
-    return true;
+    return std::optional<T>();
   }
 
   Result<void> scanPods() {
@@ -78,13 +82,11 @@ class Scanner {
         ScannedPod pod;
         pod.uid = *uid;
         pod.qos = qos;
-        auto pod_cgroup = read(path, false);
-        auto containers = pod_cgroup.ok() ? children(path) : Result<std::vector<std::string>>(pod_cgroup.error());
-        if (!containers.ok()) {
-          if (vanished(containers.error(), path)) continue;
-          return containers.error();
-        }
-        pod.cgroup = std::move(pod_cgroup).value();
+        VRI_ASSIGN_OR_RETURN(auto pod_cgroup, unlessGone(read(path, false), path));
+        if (!pod_cgroup) continue;
+        VRI_ASSIGN_OR_RETURN(auto containers, unlessGone(children(path), path));
+        if (!containers) continue;
+        pod.cgroup = std::move(*pod_cgroup);
         for (const std::string& child : *containers) {
           const CgroupPath container_path = *path.child(child);
           const auto id = namer->containerIdOf(child);
@@ -92,12 +94,8 @@ class Scanner {
             scan_.notes.push_back(container_path.str() + ": not a container");
             continue;
           }
-          auto cgroup = read(container_path, false);
-          if (!cgroup.ok()) {
-            if (vanished(cgroup.error(), container_path)) continue;
-            return cgroup.error();
-          }
-          pod.containers.push_back({*id, std::move(cgroup).value()});
+          VRI_ASSIGN_OR_RETURN(auto cgroup, unlessGone(read(container_path, false), container_path));
+          if (cgroup) pod.containers.push_back({*id, std::move(*cgroup)});
         }
         scan_.pods.push_back(std::move(pod));
       }
@@ -124,22 +122,18 @@ class Scanner {
       const CgroupPath with_level = *scope.child("libvirt");
       const CgroupPath threads = fs_.exists({hierarchy_, with_level}) ? with_level : scope;
       ScannedVm vm;
-      auto scope_cgroup = read(scope, false);
-      auto groups = scope_cgroup.ok() ? children(threads) : Result<std::vector<std::string>>(scope_cgroup.error());
-      if (!groups.ok()) {
-        if (vanished(groups.error(), scope)) continue;
-        return groups.error();
-      }
-      vm.scope = std::move(scope_cgroup).value();
+      VRI_ASSIGN_OR_RETURN(auto scope_cgroup, unlessGone(read(scope, false), scope));
+      if (!scope_cgroup) continue;
+      VRI_ASSIGN_OR_RETURN(auto groups, unlessGone(children(threads), scope));
+      if (!groups) continue;
+      vm.scope = std::move(*scope_cgroup);
       for (const std::string& group_name : *groups) {
         auto group = threadGroupKind(group_name);
         if (!group) continue;
-        auto cgroup = read(*threads.child(group_name), true);
-        if (!cgroup.ok()) {
-          if (vanished(cgroup.error(), *threads.child(group_name))) continue;
-          return cgroup.error();
-        }
-        group->cgroup = std::move(cgroup).value();
+        VRI_ASSIGN_OR_RETURN(auto cgroup,
+                             unlessGone(read(*threads.child(group_name), true), *threads.child(group_name)));
+        if (!cgroup) continue;
+        group->cgroup = std::move(*cgroup);
         vm.threadGroups.push_back(std::move(*group));
       }
       vm.qemuPid = qemuPid(scope, threads);

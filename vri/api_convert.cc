@@ -303,8 +303,10 @@ void fillVmAllocation(const VmCpuRequest& request, const VmCpuPlacement& p, cons
   out.set_shared_cpus(shared.format());
 }
 
-void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const CpuSet& runtimeShared, const KubeletNamer& namer,
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const CpuSet& wideShared, const KubeletNamer& namer,
                  v1::PodInfo& out) {
+  CpuSet runtime_shared = wideShared;  // as CgroupSync::runtimeSharedCpus
+  for (const auto& [name, c] : pod.containers) runtime_shared -= c.exclusive;
   out.set_uid(pod.spec.uid);
   out.set_name(pod.spec.name);
   out.set_qos(qosTo(pod.spec.qos));
@@ -326,7 +328,7 @@ void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const CpuSet& runti
     info.set_exclusive_cpus(c.exclusive.format());
     info.set_cpuset_cpus((c.exclusive.empty() ? shared : c.exclusive).format());
     info.set_cpuset_mems(NumaMemory::mems(c.memory).format());
-    const ContainerPlacement placement{c.exclusive, c.exclusive.empty() ? runtimeShared : c.exclusive,
+    const ContainerPlacement placement{c.exclusive, c.exclusive.empty() ? runtime_shared : c.exclusive,
                                        NumaMemory::mems(c.memory), false};
     fillContainerAllocation(pod.spec, c.spec, placement, namer, *info.mutable_allocation());
   }

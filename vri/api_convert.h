@@ -37,9 +37,10 @@ v1::Event toEventMessage(const Event& event);
 void fillCapacity(const CapacityBooks& books, v1::Capacity& out);
 // vrictl's tree: each desired cgroup with its tenant and files, and what a compared view found.
 void fillCgroupTree(const TreeView& view, CgroupVersion version, KubeletDriver driver, v1::CgroupTree& out);
-// `shared`: the pool its shared containers run on (what vrictl shows); `runtimeShared`: their
-// cpuset.cpus as written and told to the runtime (with cpuset partitions, the wide set the kernel narrows).
-void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const CpuSet& runtimeShared, const KubeletNamer& namer,
+// `shared`: the pool its shared containers run on (what vrictl shows); `wideShared`: the shared cgroups'
+// cpuset.cpus (CgroupSync::wideSharedCpus), of which the pod's own partitions are left out for what
+// its shared containers' runtime is told.
+void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const CpuSet& wideShared, const KubeletNamer& namer,
                  v1::PodInfo& out);
 void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
                 v1::VmInfo& out);

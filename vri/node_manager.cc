@@ -69,7 +69,7 @@ ContainerPlacement NodeManager::asWritten(const StatePtr& now, const std::string
                                           ContainerPlacement placed) const {
   if (!placed.exclusive.empty()) return placed;
   const PodRecord* pod = now->pod(podUid);
-  placed.cpus = pod != nullptr ? sync_.runtimeSharedCpus(*now, *pod) : now->shared();
+  placed.cpus = pod != nullptr ? sync_.runtimeSharedCpus(*now, *pod) : sync_.wideSharedCpus(*now);
   return placed;
 }
 

@@ -154,10 +154,6 @@ class NodeManager {
   bool cpusetPartitions() const { return sync_.layout().cpusetPartitions; }
   // What libvirt is told for a VM's shared threads (CgroupSync::wideSharedCpus).
   CpuSet wideSharedCpus(const LedgerState& state) const { return sync_.wideSharedCpus(state); }
-  // What the runtime is told for a shared container of `pod` (CgroupSync::runtimeSharedCpus).
-  CpuSet runtimeSharedCpus(const LedgerState& state, const PodRecord& pod) const {
-    return sync_.runtimeSharedCpus(state, pod);
-  }
   // Reconciles finished so far (periodic, asked for, retries), whatever their outcome.
   uint64_t reconciles() const { return reconciles_.load(); }
 

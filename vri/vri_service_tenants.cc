@@ -21,9 +21,10 @@ grpc::Status VriService::listTenants(const v1::ListTenantsRequest& request, v1::
   v1::TenantList* reply = &out;
   const StatePtr s = node_.state();
   const CpuSet shared = s->shared();
+  const CpuSet wide = node_.wideSharedCpus(*s);  // once: it walks the grants
   if (r->kind() != v1::ListTenantsRequest::VMS) {
     for (const auto& [uid, pod] : s->pods)
-      fillPodInfo(pod, shared, node_.runtimeSharedCpus(*s, pod), *kubeletNamer_, *reply->add_tenants()->mutable_pod());
+      fillPodInfo(pod, shared, wide, *kubeletNamer_, *reply->add_tenants()->mutable_pod());
   }
   if (r->kind() != v1::ListTenantsRequest::PODS) {
     for (const auto& [uuid, vm] : s->vms)
@@ -42,7 +43,7 @@ grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tena
     case v1::GetTenantRequest::kPodUid: {
       const PodRecord* pod = s->pod(r->pod_uid());
       if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " is admitted");
-      fillPodInfo(*pod, shared, node_.runtimeSharedCpus(*s, *pod), *kubeletNamer_, *reply->mutable_pod());
+      fillPodInfo(*pod, shared, node_.wideSharedCpus(*s), *kubeletNamer_, *reply->mutable_pod());
       return grpc::Status::OK;
     }
     case v1::GetTenantRequest::kPod: {
@@ -55,7 +56,7 @@ grpc::Status VriService::getTenant(const v1::GetTenantRequest& request, v1::Tena
         }
       }
       if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod: no pod with UID or name " + r->pod());
-      fillPodInfo(*pod, shared, node_.runtimeSharedCpus(*s, *pod), *kubeletNamer_, *reply->mutable_pod());
+      fillPodInfo(*pod, shared, node_.wideSharedCpus(*s), *kubeletNamer_, *reply->mutable_pod());
       return grpc::Status::OK;
     }
     case v1::GetTenantRequest::kVm: {

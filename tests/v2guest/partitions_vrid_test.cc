@@ -98,6 +98,7 @@ class Node {
     config.cgroupRoot = "/sys/fs/cgroup";
     config.topology = "live";
     config.reservedCpus.count = 0;
+    config.sharedVcpuMilli = 1;  // the VMs' demand on the pool negligible: 100 pods and 10 VMs on 4 CPUs
     config.stateDir = tmp_.sub("state");
     config.socket = tmp_.sub("state/ro.sock");
     config.adminSocket = tmp_.sub("state/admin.sock");

@@ -56,15 +56,26 @@ pod_cpus() { # pod
   runtime=$(containerd_ps | awk -v pod="$1" '$2 == pod && $3 == "app" {print $5}')
   echo "kernel=$kernel process=$running systemd=$unit containerd=$runtime"
 }
-# All four views the same: prints the CPUs.
+# All four views the same: prints the CPUs. With cpuset partitions (Linux 6.7+), a shared container's
+# cpuset as containerd reports it is the wide set VRI writes (vrictl pool's "Shared cpuset"), which
+# the kernel narrows to the shared pool: the effective sets must agree.
 agreed_cpus() { # pod
   views=$(pod_cpus "$1")
   set -- $views
   k=${1#kernel=}
-  for view in "$@"; do [ "${view#*=}" = "$k" ] || { echo "DISAGREE $views"; return 0; }; done
+  for view in "$@"; do
+    [ "${view#*=}" = "$k" ] && continue
+    [ "${view%%=*}" = containerd ] && [ "${view#*=}" = "$(shared_cpuset)" ] && [ "$k" = "$(shared_pool)" ] && continue
+    echo "DISAGREE $views"; return 0
+  done
   echo "$k"
 }
 shared_pool() { vrictl pool | sed -n 's/^Shared: *\([0-9,-]*\).*/\1/p'; }
+# What shared cgroups hold: the shared pool, or with cpuset partitions the wide set.
+shared_cpuset() {
+  wide=$(vrictl pool | sed -n 's/^Shared cpuset: *\([0-9,-]*\).*/\1/p')
+  [ -n "$wide" ] && echo "$wide" || shared_pool
+}
 cpus_of() { # pod expected
   got=$(agreed_cpus "$1")
   [ "$got" = "$2" ]
@@ -123,6 +134,14 @@ g1_uid=$(uid_of < /tmp/g1.out); b1_uid=$(uid_of < /tmp/b1.out)
 g=$(agreed_cpus g1)
 echo "g1: $(pod_cpus g1)"
 case "$g" in DISAGREE*|*,*|*-*|0) fail "g1 is not on one exclusive CPU: $g";; esac
+# On a kernel with remote cpuset partitions (6.7+) vrid uses them: g1's scope is a root partition.
+kernel=$(uname -r); major=${kernel%%.*}; minor=${kernel#*.}; minor=${minor%%.*}
+if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 7 ]; }; then
+  vrictl nodeinfo | grep -q "^Exclusive pod CPUs: *cpuset partitions" || fail "vrid does not use cpuset partitions on $kernel"
+  [ "$(cat "$(container_scope g1)/cpuset.cpus.partition")" = root ] ||
+    fail "g1's scope is not a root partition: $(cat "$(container_scope g1)/cpuset.cpus.partition")"
+  echo "cpuset partitions on $kernel: g1's scope is a root partition; the shared cgroups hold $(shared_cpuset)"
+fi
 all=$(cat $cg/cpuset.cpus.effective)
 shared=$(shared_pool)
 echo "b1: $(pod_cpus b1); the shared pool: $shared"
@@ -174,8 +193,8 @@ wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
 # What systemd now holds, and would write on any re-apply: VRI's values.
 for unit in kubepods-burstable.slice kubepods-besteffort.slice; do
   [ -d $cg/kubepods.slice/$unit ] || continue  # made by systemd when its first pod starts
-  [ "$(systemctl show -p AllowedCPUs --value $unit | list)" = "$shared" ] ||
-    fail "$unit's AllowedCPUs is not the shared pool $shared: $(systemctl show -p AllowedCPUs --value $unit)"
+  [ "$(systemctl show -p AllowedCPUs --value $unit | list)" = "$(shared_cpuset)" ] ||
+    fail "$unit's AllowedCPUs is not the shared cpuset $(shared_cpuset): $(systemctl show -p AllowedCPUs --value $unit)"
 done
 for unit in kubepods.slice machine.slice kubepods-pod$(echo "$g1_uid" | tr - _).slice; do
   [ "$(systemctl show -p AllowedCPUs --value $unit | list)" = "$(cat $cg/$(systemctl show -p ControlGroup --value $unit)/cpuset.cpus)" ] ||

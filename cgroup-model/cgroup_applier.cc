@@ -218,9 +218,13 @@ class Planner {
     return false;
   }
 
+  // Read once per plan (a partition's exclusive CPUs are asked for twice): nothing is written while planning.
   Result<std::string> currentValue(const CgroupDir& dir, const std::string& file) const {
     if (created_.count(dir) || !fs_.exists(dir)) return std::string();
-    return readControlValue(fs_, backend_, dir, file);
+    const auto key = std::make_pair(dir, file);
+    if (const auto read = valuesRead_.find(key); read != valuesRead_.end()) return read->second;
+    VRI_ASSIGN_OR_RETURN(std::string value, readControlValue(fs_, backend_, dir, file));
+    return valuesRead_[key] = std::move(value);
   }
 
   bool hasChildren(const CgroupDir& dir) const {
@@ -413,6 +417,7 @@ class Planner {
   std::set<CgroupDir> created_;
   std::set<CgroupDir> skipped_;
   mutable std::map<CgroupDir, bool> hasChildrenOnDisk_;
+  mutable std::map<std::pair<CgroupDir, std::string>, std::string> valuesRead_;
   std::map<std::pair<CgroupDir, std::string>, CpuSet> afterWiden_;
   std::map<CgroupDir, std::string> partitionNow_;  // each partition file once dissolvePartitions() ran
   std::vector<CgroupOp> ops_;

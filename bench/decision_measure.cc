@@ -67,6 +67,7 @@ std::string vmUuid(int n) {
 Result<Row> measure(const std::string& kind, Grant grant, int tenants, int pairs, vri::NodeManager& node,
                     TimingCgroupFs& fs, TimingUnits* systemd, const ContainerCgroupHook& containers) {
   std::vector<double> decisions, writes_ms, overheads, write_counts, dbus_ms, dbus_calls;
+  std::vector<double> step_writes[2];  // the grants' and the releases'
   double total = 0, written = 0;
   for (int i = 0; i < pairs; ++i) {
     for (int step = 0; step < 2; ++step) {
@@ -85,6 +86,7 @@ Result<Row> measure(const std::string& kind, Grant grant, int tenants, int pairs
       writes_ms.push_back(write_ms);
       overheads.push_back(ms - write_ms - bus_ms);
       write_counts.push_back(fs.writes);
+      step_writes[step].push_back(fs.writes);
       dbus_ms.push_back(bus_ms);
       dbus_calls.push_back(systemd != nullptr ? systemd->calls : 0);
       total += ms;
@@ -101,6 +103,8 @@ Result<Row> measure(const std::string& kind, Grant grant, int tenants, int pairs
           written > 0 ? total / written : 0,
           percentile(write_counts, 0.5),
           rssMb()};
+  row.grantWrites = percentile(step_writes[0], 0.5);
+  row.releaseWrites = percentile(step_writes[1], 0.5);
   row.dbusP50 = percentile(dbus_ms, 0.5);
   row.dbusCalls = percentile(dbus_calls, 0.5);
   std::vector<double> tree_ms, compare_ms;

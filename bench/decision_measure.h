@@ -21,7 +21,8 @@ struct Row {
   std::string grant;  // "pod" | "vm"
   int tenants = 0;
   double decisionP50 = 0, decisionP99 = 0, writeP50 = 0, overheadP50 = 0, ratio = 0, writes = 0, rssMb = 0;
-  double dbusP50 = 0, dbusCalls = 0;  // systemd mode: time in and number of SetUnitProperties calls
+  double grantWrites = 0, releaseWrites = 0;  // `writes` (p50 of both) apart: admits, and releases
+  double dbusP50 = 0, dbusCalls = 0;          // systemd mode: time in and number of SetUnitProperties calls
   // vrictl tree: the view alone (a snapshot), and compared with the kernel (a dry run's scan, which
   // holds the ledger's writer: the time a decision queued behind it waits).
   double treeMs = 0, treeCompareMs = 0;

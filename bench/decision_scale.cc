@@ -396,22 +396,25 @@ int main(int argc, char** argv) {
   }
   std::string rm = "rm -rf " + dir;
   if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "decision_scale: could not remove %s\n", dir.c_str());
-  std::printf("%-9s %5s %8s %12s %12s %10s %12s %7s %8s %8s %10s %6s %9s %12s\n", "cgroupfs", "grant", "tenants",
-              "decision p50", "decision p99", "write p50", "overhead p50", "ratio", "writes", "RSS MB", "D-Bus p50",
-              "calls", "tree", "tree+kernel");
+  std::printf("%-9s %5s %8s %12s %12s %10s %12s %7s %8s %11s %8s %10s %6s %9s %12s\n", "cgroupfs", "grant", "tenants",
+              "decision p50", "decision p99", "write p50", "overhead p50", "ratio", "writes", "grant/rel.", "RSS MB",
+              "D-Bus p50", "calls", "tree", "tree+kernel");
   for (const Row& r : rows) {
-    std::printf("%-9s %5s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %8.1f %8.2fms %6.0f %7.2fms %10.2fms\n",
-                r.cgroupfs.c_str(), r.grant.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50,
-                r.ratio, r.writes, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
+    char apart[32];
+    std::snprintf(apart, sizeof apart, "%.0f/%.0f", r.grantWrites, r.releaseWrites);
+    std::printf(
+        "%-9s %5s %8d %10.2fms %10.2fms %8.2fms %10.3fms %7.2f %8.0f %11s %8.1f %8.2fms %6.0f %7.2fms %10.2fms\n",
+        r.cgroupfs.c_str(), r.grant.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50,
+        r.ratio, r.writes, apart, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
   }
   for (const Row& r : rows) {
     std::printf(
         "{\"cgroupfs\":\"%s\",\"grant\":\"%s\",\"tenants\":%d,\"decision_ms_p50\":%.3f,\"decision_ms_p99\":%.3f,"
         "\"write_ms_p50\":%.3f,"
-        "\"overhead_ms_p50\":%.3f,\"ratio\":%.3f,\"writes\":%.0f,\"rss_mb\":%.1f,\"dbus_ms_p50\":%.3f,"
-        "\"dbus_calls\":%.0f,\"tree_ms_p50\":%.3f,\"tree_compare_ms_p50\":%.3f}\n",
+        "\"overhead_ms_p50\":%.3f,\"ratio\":%.3f,\"writes\":%.0f,\"grant_writes\":%.0f,\"release_writes\":%.0f,"
+        "\"rss_mb\":%.1f,\"dbus_ms_p50\":%.3f,\"dbus_calls\":%.0f,\"tree_ms_p50\":%.3f,\"tree_compare_ms_p50\":%.3f}\n",
         r.cgroupfs.c_str(), r.grant.c_str(), r.tenants, r.decisionP50, r.decisionP99, r.writeP50, r.overheadP50,
-        r.ratio, r.writes, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
+        r.ratio, r.writes, r.grantWrites, r.releaseWrites, r.rssMb, r.dbusP50, r.dbusCalls, r.treeMs, r.treeCompareMs);
   }
   return 0;
 }

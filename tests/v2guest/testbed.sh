@@ -14,6 +14,8 @@
 #   # guest-timeout: 1800        seconds (default 900)
 #   # guest-peers: kubelet,containerd   programs built by scripts/build-peers.sh <build-dir>/peers,
 #                                        copied to <build-dir>/v2guest/peers/<peer>/ for the guest
+#   # guest-suite: systemd       run that suite's script, with its header where this one is silent
+#                                (the same suite on another kernel, with results of its own)
 # The kernel and each image are cached outside the clone, in $VRI_CACHE_DIR (default
 # /var/cache/vri-test)/v2guest/, keyed by the package list and these scripts. The build directory
 # is shared read-only at its own absolute path, so host-built binaries run as they are;
@@ -35,7 +37,14 @@ fail() {
   exit 1
 }
 [ -f "$script" ] || fail suite "no suite $suite in $here/suites"
-header() { sed -n "s/^# guest-$1: *//p" "$script" | head -1; }
+own_header() { sed -n "s/^# guest-$1: *//p" "$2" | head -1; }
+body=$script
+base=$(own_header suite "$script")
+if [ -n "$base" ]; then
+  body=$here/suites/$base.sh
+  [ -f "$body" ] || fail suite "suite $suite runs suite $base, which does not exist"
+fi
+header() { local v; v=$(own_header "$1" "$script"); [ -n "$v" ] || v=$(own_header "$1" "$body"); echo "$v"; }
 
 # What the guest runs besides systemd: the libraries vrid and the tests link, and what the suite asks for.
 packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2,libyaml-cpp0.7
@@ -80,7 +89,7 @@ flock -u 9
 
 # The suite runs from the shared build directory, so it is copied there.
 mkdir -p "$build/v2guest/suites"
-cp "$script" "$build/v2guest/suites/$suite.sh"
+cp "$body" "$build/v2guest/suites/$suite.sh"
 cp "$here/node_helpers.sh" "$build/v2guest/suites/"  # the node suites' shell helpers
 cp -r "$here/../data/kubelet" "$build/v2guest/suites/"  # kubelet's configuration, as the unit tests read it
 # The peers, copied out of their cache: the guest sees only the build directory.

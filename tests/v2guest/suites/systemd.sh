@@ -136,7 +136,9 @@ echo "g1: $(pod_cpus g1)"
 case "$g" in DISAGREE*|*,*|*-*|0) fail "g1 is not on one exclusive CPU: $g";; esac
 # On a kernel with remote cpuset partitions (6.7+) vrid uses them: g1's scope is a root partition.
 kernel=$(uname -r); major=${kernel%%.*}; minor=${kernel#*.}; minor=${minor%%.*}
+partitions=
 if [ "$major" -gt 6 ] || { [ "$major" -eq 6 ] && [ "$minor" -ge 7 ]; }; then
+  partitions=yes
   vrictl nodeinfo | grep -q "^Exclusive pod CPUs: *cpuset partitions" || fail "vrid does not use cpuset partitions on $kernel"
   [ "$(cat "$(container_scope g1)/cpuset.cpus.partition")" = root ] ||
     fail "g1's scope is not a root partition: $(cat "$(container_scope g1)/cpuset.cpus.partition")"
@@ -147,6 +149,17 @@ shared=$(shared_pool)
 echo "b1: $(pod_cpus b1); the shared pool: $shared"
 [ "$(agreed_cpus b1)" = "$shared" ] || fail "b1 is not on the shared pool $shared: $(pod_cpus b1)"
 
+step "a second Guaranteed pod: what the shim's pool follower sends containerd for b1"
+# Without partitions b1's cpuset loses g2's CPU (one update to containerd); with them its cpuset is the
+# wide set, which g2's grant leaves as it is (none). The VM's grant in the next step changes it in both
+# modes: its one update, logged after g2's pass, closes the count.
+follower_since=$(date '+%Y-%m-%d %H:%M:%S')
+sleep 1  # journalctl's --since has whole seconds
+cri run g2 --qos=guaranteed --cpu=1000 --cgroup-driver=systemd > /tmp/g2.out || fail "run g2"
+shared=$(shared_pool)
+wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
+echo "g2: $(pod_cpus g2); b1: $(pod_cpus b1)"
+
 step "a dedicated VM started with virsh takes a CPU; the Burstable pod is narrowed"
 define ded-a 1 1
 v start --paused ded-a || fail "virsh start ded-a"
@@ -156,6 +169,16 @@ echo "ded-a on CPU $a; the shared pool: $shared"
 [ "$a" != "$g" ] || fail "ded-a shares g1's CPU $g"
 wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
 echo "b1: $(pod_cpus b1)"
+updates=$(journalctl -u vri-cri-shim --since "$follower_since" -o cat | grep -c "shared pool: container" || true)
+echo "the pool follower's updates to containerd for g2's grant and ded-a's: $updates"
+if [ -n "$partitions" ]; then
+  [ "$updates" = 1 ] || fail "with cpuset partitions g2's grant sent containerd an update for b1 ($updates in all)"
+else
+  [ "$updates" -ge 2 ] || fail "without partitions g2's grant and ded-a's each narrow b1: $updates updates"
+fi
+cri rm g2 >/dev/null || fail "rm g2"  # its CPU back: the node has 4, and ded-b needs one below
+shared=$(shared_pool)
+wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
 
 step "systemd_units = off: what systemd itself does to values written only to files"
 systemctl stop vri-cri-shim

@@ -7,6 +7,7 @@
 // the whole kernel view with a fixture.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +26,16 @@ struct CgroupDir {
   friend auto operator<=>(const CgroupDir&, const CgroupDir&) = default;
 };
 
+// A file opened once and read again and again (usage counters sampled every second): on the
+// kernel one open(2), then one pread(2) from the start per read, which the kernel answers with the
+// counters as they are now. A read fails once the cgroup is gone (ENODEV or ENOENT).
+class KeptFile {
+ public:
+  virtual ~KeptFile() = default;
+  // The file's content without its trailing newline.
+  virtual Result<std::string> read() = 0;
+};
+
 class CgroupFs {
  public:
   virtual ~CgroupFs() = default;
@@ -40,6 +51,11 @@ class CgroupFs {
   virtual Result<std::vector<std::string>> children(const CgroupDir& dir) const = 0;
   // A file below the proc root, e.g. "self/mountinfo" or "1234/cgroup".
   virtual Result<std::string> readProc(std::string_view relative) const = 0;
+
+  // The same files kept open, for reading many times; fails as read() and readProc() do when the
+  // file is not there. By default each read goes through read()/readProc() again.
+  virtual Result<std::unique_ptr<KeptFile>> keepOpen(const CgroupDir& dir, std::string_view file) const;
+  virtual Result<std::unique_ptr<KeptFile>> keepProcOpen(std::string_view relative) const;
 };
 
 // File names are VRI's own constants; this refuses anything that could leave the directory.

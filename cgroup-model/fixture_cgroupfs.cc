@@ -53,9 +53,14 @@ bool isPid(std::string_view text) {
 // The v1 default files of each controller, and their v2 counterparts.
 std::vector<std::pair<std::string, std::string>> v1Defaults(std::string_view controller) {
   if (controller == "cpuset") return {{"cpuset.cpus", ""}, {"cpuset.mems", ""}};
-  if (controller == "cpu") return {{"cpu.shares", "1024"}, {"cpu.cfs_quota_us", "-1"}, {"cpu.cfs_period_us", "100000"}};
+  if (controller == "cpu") {
+    return {{"cpu.shares", "1024"},
+            {"cpu.cfs_quota_us", "-1"},
+            {"cpu.cfs_period_us", "100000"},
+            {"cpu.stat", "nr_periods 0\nnr_throttled 0\nthrottled_time 0"}};
+  }
   if (controller == "cpuacct") return {{"cpuacct.usage", "0"}};
-  if (controller == "memory") return {{"memory.limit_in_bytes", kUnlimitedV1}};
+  if (controller == "memory") return {{"memory.limit_in_bytes", kUnlimitedV1}, {"memory.usage_in_bytes", "0"}};
   if (controller == "pids") return {{"pids.max", "max"}};
   if (controller == "hugetlb") {
     std::vector<std::pair<std::string, std::string>> files;
@@ -73,7 +78,8 @@ std::vector<std::pair<std::string, std::string>> v2Defaults(std::string_view con
   }
   if (controller == "cpuset") return {{"cpuset.cpus", ""}, {"cpuset.mems", ""}};
   if (controller == "cpu") return {{"cpu.weight", "100"}, {"cpu.max", "max 100000"}};
-  if (controller == "memory") return {{"memory.max", "max"}, {"memory.min", "0"}, {"memory.low", "0"}};
+  if (controller == "memory")
+    return {{"memory.max", "max"}, {"memory.min", "0"}, {"memory.low", "0"}, {"memory.current", "0"}};
   if (controller == "pids") return {{"pids.max", "max"}};
   if (controller == "hugetlb") {
     std::vector<std::pair<std::string, std::string>> files;
@@ -200,10 +206,22 @@ Result<void> FixtureCgroupFs::createControllerFiles(const CgroupDir& dir, const 
     return {};
   }
   VRI_TRY(putFile(base + "cgroup.type", "domain"));
+  // Every v2 cgroup counts its CPU time; the throttling fields come with the cpu controller.
+  VRI_TRY(putFile(base + "cpu.stat",
+                  std::find(controllers.begin(), controllers.end(), "cpu") != controllers.end()
+                      ? "usage_usec 0\nuser_usec 0\nsystem_usec 0\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0"
+                      : "usage_usec 0\nuser_usec 0\nsystem_usec 0"));
   for (const std::string& controller : controllers) {
     for (const auto& [file, value] : v2Defaults(controller, partitions_)) VRI_TRY(putFile(base + file, value));
   }
   return {};
+}
+
+Result<void> FixtureCgroupFs::setCounter(const CgroupDir& dir, std::string_view file, std::string_view value) {
+  if (file != "cpu.stat" && file != "cpuacct.usage" && file != "memory.usage_in_bytes" && file != "memory.current")
+    return Error::invalidArgument("not a usage counter: " + std::string(file));
+  if (!fs::exists(filePath(dir, file))) return Error::fromErrno(ENOENT, "open " + filePath(dir, file));
+  return putFile(filePath(dir, file), value);
 }
 
 Result<std::string> FixtureCgroupFs::read(const CgroupDir& dir, std::string_view file) const {

@@ -58,6 +58,9 @@ class FixtureCgroupFs : public CgroupFs {
   // and a sibling's cpuset.cpus write over its CPUs invalidates it until written member, then root.
   void emulateCpusetPartitions() { partitions_ = true; }
 
+  // What the kernel counts and no process may write: cpu.stat, cpuacct.usage, memory.usage_in_bytes,
+  // memory.current (the usage sampler's files), set to `value` as if tasks had used that much.
+  Result<void> setCounter(const CgroupDir& dir, std::string_view file, std::string_view value);
   // Puts a file below the fixture's proc root (e.g. "1234/cgroup").
   Result<void> setProcFile(std::string_view relative, std::string_view content);
 

@@ -144,11 +144,31 @@ Result<std::vector<std::string>> KernelCgroupFs::children(const CgroupDir& dir) 
   return names;
 }
 
-Result<std::string> KernelCgroupFs::readProc(std::string_view relative) const {
+namespace {
+
+Result<void> validateProcPath(std::string_view relative) {
   if (relative.empty() || relative.starts_with('/') || relative.find("..") != std::string_view::npos) {
     return Error::invalidArgument("invalid proc path " + quoteForMessage(relative));
   }
+  return {};
+}
+
+}  // namespace
+
+Result<std::string> KernelCgroupFs::readProc(std::string_view relative) const {
+  VRI_TRY(validateProcPath(relative));
   return readWholeFile(procRoot_ + "/" + std::string(relative));
+}
+
+Result<std::unique_ptr<KeptFile>> KernelCgroupFs::keepOpen(const CgroupDir& dir, std::string_view file) const {
+  VRI_TRY(validateHierarchy(dir.hierarchy));
+  VRI_TRY(validateControlFileName(file));
+  return openKeptFile(directory(dir) + "/" + std::string(file));
+}
+
+Result<std::unique_ptr<KeptFile>> KernelCgroupFs::keepProcOpen(std::string_view relative) const {
+  VRI_TRY(validateProcPath(relative));
+  return openKeptFile(procRoot_ + "/" + std::string(relative));
 }
 
 }  // namespace vri

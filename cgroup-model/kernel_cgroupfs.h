@@ -19,6 +19,8 @@ class KernelCgroupFs : public CgroupFs {
   bool exists(const CgroupDir& dir) const override;
   Result<std::vector<std::string>> children(const CgroupDir& dir) const override;
   Result<std::string> readProc(std::string_view relative) const override;
+  Result<std::unique_ptr<KeptFile>> keepOpen(const CgroupDir& dir, std::string_view file) const override;
+  Result<std::unique_ptr<KeptFile>> keepProcOpen(std::string_view relative) const override;
 
   const std::string& cgroupRoot() const { return cgroupRoot_; }
   // The absolute directory of `dir`.
@@ -35,5 +37,7 @@ class KernelCgroupFs : public CgroupFs {
 // Whole-file helpers shared with the fixture.
 Result<std::string> readWholeFile(const std::string& path);
 Result<void> writeWholeFile(const std::string& path, std::string_view value);
+// `path` kept open (kept_file.cc): each read is one pread(2) from offset 0.
+Result<std::unique_ptr<KeptFile>> openKeptFile(const std::string& path);
 
 }  // namespace vri

@@ -13,6 +13,7 @@ packages=(
   libsqlite3-dev                                  # ledger
   libsystemd-dev                                  # sd-bus: unit properties that systemd keeps
   libyaml-cpp-dev                                 # kubelet's configuration file, read by vrid
+  libmicrohttpd-dev                               # the metrics endpoint (GET /metrics), served by vrid
   libcli11-dev libedit-dev libfmt-dev             # vrictl: its command line, its shell, its text
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   mmdebstrap kmod cpio e2fsprogs bc zstd         # the cgroup v2 guest test bed (tests/v2guest/)

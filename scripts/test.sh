@@ -45,6 +45,8 @@ stage "install dependencies" scripts/install-deps.sh
 stage "format check" check_format
 # kubelet and containerd 2.x from their Go modules (cached outside the clone, by go.sum).
 stage "peers (Go modules; cached)" scripts/build-peers.sh build/peers
+# promtool, which checks the metrics endpoint's output (Debian's prometheus package, unpacked; cached).
+stage "promtool (cached)" scripts/get-promtool.sh build/promtool
 stage "build (g++)" env CXX=g++ CC=gcc scripts/build.sh build
 # The `libvirt` tests need a real libvirtd with vri-hook installed before it starts.
 libvirt_fixture=tests/libvirt/libvirt-fixture.sh

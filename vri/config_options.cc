@@ -1,6 +1,8 @@
 // The option table: every option of vrid with its default, help, parser and printer.
 #include "vri/daemon_config.h"
 
+#include <arpa/inet.h>
+
 #include <algorithm>
 #include <cctype>
 #include <charconv>
@@ -41,6 +43,13 @@ Result<std::string> parseAbsolutePath(const std::string& text) {
 
 constexpr EnumText<TopologyScope, 2> kTopologyScopeText{
     "topology-manager scope", {{{TopologyScope::kContainer, "container"}, {TopologyScope::kPod, "pod"}}}};
+
+Result<void> parseIpv4Address(const std::string& text) {
+  in_addr address{};
+  if (::inet_pton(AF_INET, text.c_str(), &address) != 1)
+    return Error::invalidArgument("want an IPv4 address, got " + quoteForMessage(text));
+  return {};
+}
 
 std::string boolName(bool value) { return value ? "true" : "false"; }
 
@@ -368,6 +377,43 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return std::to_string(c.releaseGraceSeconds); }});
+  o.push_back({"usage_interval_ms", "1000",
+               "milliseconds between two reads of every tenant's CPU, throttling and memory counters and of each "
+               "CPU's busy time; 0: not sampled (vrictl top and the usage metrics are then empty)",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 3'600'000));
+                 if (n != 0 && n < 100) return Error::invalidArgument("want 0 or at least 100, got " + v);
+                 c.usageIntervalMs = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.usageIntervalMs); }});
+  o.push_back({"usage_history", "60", "usage rounds kept in memory (GetUsage's history), the latest included", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 1, 3600));
+                 c.usageHistory = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.usageHistory); }});
+  o.push_back(boolOption("usage_v1_memory", "true",
+                         "cgroup v1: read tenants' memory use (memory.usage_in_bytes) from the memory hierarchy; "
+                         "only read: vrid creates and writes there only when cgroup_v1_controllers names memory",
+                         &DaemonConfig::usageV1Memory));
+  o.push_back({"metrics_port", "0", "TCP port of the Prometheus text endpoint (GET /metrics); 0: no endpoint", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 65535));
+                 c.metricsPort = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.metricsPort); }});
+  o.push_back({"metrics_address", "127.0.0.1",
+               "the IPv4 address the metrics endpoint listens on (0.0.0.0: every interface)", false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_TRY(parseIpv4Address(v));
+                 c.metricsAddress = v;
+                 return {};
+               },
+               [](const DaemonConfig& c) { return c.metricsAddress; }});
   o.push_back({"reconcile_interval", "30", "seconds between drift repairs; 0: only at start-up and on request", true,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 86400));

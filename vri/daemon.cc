@@ -19,6 +19,7 @@
 #include "cgroup-model/unix_socket.h"
 #include "cgroup-model/version.h"
 #include "vri/kubelet_config.h"
+#include "vri/metrics_text.h"
 #include "vri/state_directory.h"
 
 namespace vri {
@@ -207,7 +208,16 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
            " CPUs online; cgroup " + std::string(cgroupVersionName(version)) + " at " + config.cgroupRoot +
            "; ledger " + config.ledgerPath());
   VRI_TRY(d->node_->startUp().context("start-up reconcile"));
+  VRI_TRY(d->startUsage(version));
   VRI_TRY(d->serve());
+  if (config.metricsPort != 0) {
+    VRI_ASSIGN_OR_RETURN(d->metrics_,
+                         MetricsServer::start(config.metricsAddress, config.metricsPort, [daemon = d.get()] {
+                           return renderMetrics(*daemon->node_, daemon->usage_.get(), daemon->callMetrics_);
+                         }));
+    log.info("serving metrics on http://" + config.metricsAddress + ":" + std::to_string(d->metrics_->port()) +
+             "/metrics");
+  }
   if (!config.libvirtUri.empty()) {
     d->libvirt_ =
         std::make_unique<LibvirtSync>(*d->node_, log,
@@ -223,14 +233,37 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   return d;
 }
 
+Result<void> Daemon::startUsage(CgroupVersion version) {
+  if (config_.usageIntervalMs == 0) {
+    log_.info("usage is not sampled (usage_interval_ms = 0)");
+    return {};
+  }
+  VRI_ASSIGN_OR_RETURN(UsageSources sources, findUsageSources(fs_, config_.cgroupRoot, version, config_.usageV1Memory));
+  UsageSamplerOptions options;
+  options.interval = std::chrono::milliseconds(config_.usageIntervalMs);
+  options.history = static_cast<size_t>(config_.usageHistory);
+  options.ticksPerSecond = ::sysconf(_SC_CLK_TCK);
+  usage_ = std::make_unique<UsageSampler>(
+      fs_, sources, node_->layout(), [node = node_.get()] { return node->state(); }, options, clock_, log_);
+  usage_->start();
+  std::string memory = !sources.memory ? "not read"
+                       : version == CgroupVersion::kV2
+                           ? "memory.current"
+                           : "memory.usage_in_bytes in the " + *sources.memory + " hierarchy, read only";
+  log_.info("sampling usage every " + std::to_string(config_.usageIntervalMs) + " ms, keeping " +
+            std::to_string(config_.usageHistory) + " rounds; memory: " + memory);
+  return {};
+}
+
 Result<void> Daemon::serve() {
   // Both are gRPC's own process-wide switches, set before any server is built.
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   refusals_ = std::make_unique<RateLimitedLog>([this](const std::string& line) { log_.warning(line); }, clock_);
-  readOnlyService_ =
-      std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_, clients_, livePins_);
-  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_, clients_, livePins_);
+  readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_, clients_,
+                                                  livePins_, usage_.get(), &callMetrics_);
+  adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_, clients_, livePins_,
+                                               usage_.get(), &callMetrics_);
   struct Endpoint {
     const std::string& path;
     VriService& service;
@@ -308,9 +341,11 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   shutDown_ = true;
   if (!readOnlyServer_ && !adminServer_ && !reconcileThread_.joinable()) return;  // never started serving
   log_.info("shutting down: finishing calls in flight");
-  livePins_.attach(nullptr);  // a move from now on answers without libvirt
-  libvirt_.reset();           // no more libvirt events turn into decisions; moves waiting on it are answered
-  events_.close();            // watches end now instead of holding the shutdown
+  livePins_.attach(nullptr);   // a move from now on answers without libvirt
+  libvirt_.reset();            // no more libvirt events turn into decisions; moves waiting on it are answered
+  metrics_.reset();            // no scrape reads what goes next
+  events_.close();             // watches end now instead of holding the shutdown
+  if (usage_) usage_->stop();  // and usage watches
   // Deciding calls in flight get the grace; then nothing is left worth waiting for, idle connections included.
   calls_.closeAndDrain(grace);
   const auto now = std::chrono::system_clock::now();

@@ -15,10 +15,13 @@
 #include "cgroup-model/systemd_cgroupfs.h"
 #include "cgroup-model/thread_annotations.h"
 #include "cgroup-model/unix_socket.h"
+#include "vri/call_metrics.h"
 #include "vri/daemon_config.h"
 #include "vri/libvirt_sync.h"
+#include "vri/metrics_server.h"
 #include "vri/node_manager.h"
 #include "vri/state_directory.h"
+#include "vri/usage_sampler.h"
 #include "vri/vri_service.h"
 
 namespace vri {
@@ -44,12 +47,19 @@ class Daemon {
   void shutdown(std::chrono::milliseconds grace = std::chrono::seconds(5));
 
   NodeManager& node() { return *node_; }
+  // Null when usage is not sampled.
+  const UsageSampler* usage() const { return usage_.get(); }
+  const CallMetrics& callMetrics() const { return callMetrics_; }
+  // The metrics endpoint's port; 0 when there is none.
+  int metricsPort() const { return metrics_ ? metrics_->port() : 0; }
   // What the ledger could not take back at start (kept out, dropped), as logged.
   const std::vector<std::string>& loadProblems() const { return ledger_->loadProblems(); }
 
  private:
   Daemon(const DaemonConfig& config, CgroupFs& fs, Logger& log, const Clock& clock)
       : config_(config), log_(log), fs_(fs), clock_(clock), events_(clock), calls_(clock), clients_(clock) {}
+  // The usage sampler's thread, unless usage_interval_ms is 0.
+  Result<void> startUsage(CgroupVersion version);
   Result<void> serve();
   void reconcileLoop();
 
@@ -69,11 +79,14 @@ class Daemon {
   CallGate calls_;         // before the services, which count their calls in it
   LivePinsSlot livePins_;  // before the services, which take moved VMs' pins to libvirt through it
   std::unique_ptr<NodeManager> node_;
+  CallMetrics callMetrics_;                   // before the services, which count their calls in it
+  std::unique_ptr<UsageSampler> usage_;       // null with usage_interval_ms = 0
   std::unique_ptr<RateLimitedLog> refusals_;  // every refused call, one line each, rate-limited
   ClientVersions clients_;                    // which clients called, in which version
   std::unique_ptr<VriService> readOnlyService_, adminService_;
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
-  std::unique_ptr<LibvirtSync> libvirt_;  // null without libvirt_uri
+  std::unique_ptr<LibvirtSync> libvirt_;    // null without libvirt_uri
+  std::unique_ptr<MetricsServer> metrics_;  // null without metrics_port
 
   Mutex loopMutex_;
   std::condition_variable_any loopWake_;

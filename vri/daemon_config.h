@@ -76,6 +76,12 @@ struct DaemonConfig {
   bool defineTimePlacement = true;
   bool adoptPinDrift = false;  // pins changed through libvirt behind VRI's back: adopted when they fit, else restored
   int releaseGraceSeconds = 300;  // how long a tenant must be gone before reconcile releases it
+  // Usage sampling (vri/usage_sampler.h) and the metrics endpoint (vri/metrics_server.h).
+  int usageIntervalMs = 1000;  // 0: not sampled
+  int usageHistory = 60;       // rounds kept in memory
+  bool usageV1Memory = true;   // v1: read tenants' memory use from the memory hierarchy (never written there)
+  int metricsPort = 0;         // 0: no metrics endpoint
+  std::string metricsAddress = "127.0.0.1";
   // May change at run time (SIGHUP).
   LogLevel logLevel = LogLevel::kInfo;
   int reconcileIntervalSeconds = 0;  // 0: only at start-up and on request

@@ -263,6 +263,13 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
   };
   auto report = attempt();
   ++reconciles_;
+  if (!dryRun) {
+    auto& outcome = !report.ok()                 ? reconcileOutcomes_.failed
+                    : report->operations.empty() ? reconcileOutcomes_.clean
+                                                 : reconcileOutcomes_.repaired;
+    ++outcome;
+    if (report.ok()) reconcileOutcomes_.differences += report->drift.size();
+  }
   if (!report.ok()) {
     log_.error("reconcile: " + report.error().message());
     events_.publish(EventKind::kReconcileFailed, "", report.error().message());

@@ -156,6 +156,14 @@ class NodeManager {
   CpuSet wideSharedCpus(const LedgerState& state) const { return sync_.wideSharedCpus(state); }
   // Reconciles finished so far (periodic, asked for, retries), whatever their outcome.
   uint64_t reconciles() const { return reconciles_.load(); }
+  // Those that wrote (not dry runs), by outcome, and the differences they found: the metrics' counters.
+  struct ReconcileOutcomes {
+    uint64_t clean = 0, repaired = 0, failed = 0, differences = 0;
+  };
+  ReconcileOutcomes reconcileOutcomes() const {
+    return {reconcileOutcomes_.clean.load(), reconcileOutcomes_.repaired.load(), reconcileOutcomes_.failed.load(),
+            reconcileOutcomes_.differences.load()};
+  }
 
  private:
   enum class OnWriteFailure { kUndo, kHoldFreedCpus };
@@ -195,6 +203,9 @@ class NodeManager {
   NodeManagerOptions options_;
   VanishedTenants vanished_ VRI_GUARDED_BY(ledger_.writerMutex());
   std::atomic<uint64_t> reconciles_{0};
+  struct {
+    std::atomic<uint64_t> clean{0}, repaired{0}, failed{0}, differences{0};
+  } reconcileOutcomes_;
   // The retry thread's state. Whatever it waits for is set under this mutex
   // and notified after: it checks, then waits, and a change that slips between
   // the two (made without the mutex) is a lost wake-up.

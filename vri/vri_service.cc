@@ -76,15 +76,21 @@ grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
 }
 
 void VriService::logRefusal(const char* method, const grpc::Status& status) const {
-  static constexpr const char* kCodes[] = {
-      "OK",        "CANCELLED",      "UNKNOWN",           "INVALID_ARGUMENT",   "DEADLINE_EXCEEDED",
-      "NOT_FOUND", "ALREADY_EXISTS", "PERMISSION_DENIED", "RESOURCE_EXHAUSTED", "FAILED_PRECONDITION",
-      "ABORTED",   "OUT_OF_RANGE",   "UNIMPLEMENTED",     "INTERNAL",           "UNAVAILABLE",
-      "DATA_LOSS", "UNAUTHENTICATED"};
-  const int code = status.error_code();
   refusals_.write(std::string(method) + " refused on the " + (access_ == SocketAccess::kAdmin ? "admin" : "read-only") +
-                  " socket: " + (code >= 0 && code <= 16 ? kCodes[code] : "code " + std::to_string(code)) + ": " +
-                  status.error_message());
+                  " socket: " + std::string(grpcCodeName(status.error_code())) + ": " + status.error_message());
+}
+
+std::string VriService::userAgent(CallbackContext* context) {
+  const auto agent = context->client_metadata().find("user-agent");
+  return agent == context->client_metadata().end() ? std::string()
+                                                   : std::string(agent->second.data(), agent->second.size());
+}
+
+void VriService::account(const char* method, const std::string& agent, Runs runs, const grpc::Status& status,
+                         std::chrono::steady_clock::time_point started) const {
+  if (metrics_ == nullptr) return;
+  metrics_->record(method, agent, runs == Runs::kDecides, status.error_code(),
+                   std::chrono::steady_clock::now() - started);
 }
 
 VriService::Reactor* VriService::decide(CallbackContext* context, const char* method, Runs runs,
@@ -94,18 +100,24 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
 
 VriService::Reactor* VriService::decideAsync(CallbackContext* context, const char* method, Runs runs,
                                              std::function<void(Finish)> call) {
+  const auto started = std::chrono::steady_clock::now();
+  std::string agent = userAgent(context);
   Reactor* reactor = context->DefaultReactor();
   if (auto denied = runs == Runs::kDecides ? denyOnReadOnly(method) : grpc::Status::OK; !denied.ok()) {
     logRefusal(method, denied);
+    account(method, agent, runs, denied, started);
     reactor->Finish(denied);
     return reactor;
   }
   if (!gate_.enter()) {
-    reactor->Finish(grpc::Status(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down"));
+    const grpc::Status closing(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down");
+    account(method, agent, runs, closing, started);
+    reactor->Finish(closing);
     return reactor;
   }
-  Finish finish = [this, reactor, method](grpc::Status status) {
+  Finish finish = [this, reactor, method, runs, started, agent = std::move(agent)](grpc::Status status) {
     if (!status.ok()) logRefusal(method, status);
+    account(method, agent, runs, status, started);
     reactor->Finish(std::move(status));
     gate_.leave();
   };
@@ -125,10 +137,14 @@ VriService::Reactor* VriService::refuseUnparsed(CallbackContext* context, const 
 template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
                                        Runs runs, std::function<grpc::Status(const Request&, Reply&)> call) {
-  if (const auto agent = context->client_metadata().find("user-agent"); agent != context->client_metadata().end())
-    clients_.record(std::string_view(agent->second.data(), agent->second.size()));
+  const auto started = std::chrono::steady_clock::now();
+  const std::string agent = userAgent(context);
+  if (!agent.empty()) clients_.record(agent);
   auto request = std::make_shared<Request>();
-  if (!fromBytes(*in, *request)) return refuseUnparsed(context, method, Request::descriptor()->full_name());
+  if (!fromBytes(*in, *request)) {
+    account(method, agent, runs, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, ""), started);
+    return refuseUnparsed(context, method, Request::descriptor()->full_name());
+  }
   auto answer = [request, out, call = std::move(call)] {
     Reply reply;
     grpc::Status status = call(*request, reply);
@@ -137,7 +153,9 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
   };
   if (runs != Runs::kAtOnce) return decide(context, method, runs, std::move(answer));
   Reactor* reactor = context->DefaultReactor();
-  reactor->Finish(answer());
+  grpc::Status status = answer();
+  account(method, agent, runs, status, started);
+  reactor->Finish(std::move(status));
   return reactor;
 }
 
@@ -194,6 +212,10 @@ VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const Bytes* in, 
 
 VriService::Reactor* VriService::ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) {
   return serve(c, "ListTenants", in, out, Runs::kAtOnce, &VriService::listTenants);
+}
+
+VriService::Reactor* VriService::GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve(c, "GetUsage", in, out, Runs::kAtOnce, &VriService::getUsage);  // vri_service_usage.cc
 }
 
 VriService::Reactor* VriService::GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) {

@@ -10,9 +10,11 @@
 #include "cgroup-model/worker_pool.h"
 #include "proto/vri.grpc.pb.h"
 #include "vri/call_gate.h"
+#include "vri/call_metrics.h"
 #include "vri/client_versions.h"
 #include "vri/live_pins.h"
 #include "vri/node_manager.h"
+#include "vri/usage_sampler.h"
 
 namespace vri {
 
@@ -27,15 +29,15 @@ enum class SocketAccess { kReadOnly, kAdmin };
 // the tree compared with the kernel) read the cgroupfs while no decision
 // writes, so they take their turn on the decision thread, from either socket.
 // Watch streams, synchronously.
-using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
-    v1::Vri::WithRawCallbackMethod_AdmitPod<v1::Vri::WithRawCallbackMethod_AdmitContainer<
-        v1::Vri::WithRawCallbackMethod_ResizeContainer<v1::Vri::WithRawCallbackMethod_ReleaseContainer<
-            v1::Vri::WithRawCallbackMethod_ReleasePod<v1::Vri::WithRawCallbackMethod_AdmitVm<
-                v1::Vri::WithRawCallbackMethod_ReserveVm<v1::Vri::WithRawCallbackMethod_ResizeVm<
-                    v1::Vri::WithRawCallbackMethod_VmStarted<v1::Vri::WithRawCallbackMethod_ReleaseVm<
-                        v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
-                            v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::WithRawCallbackMethod_GetTree<
-                                v1::Vri::WithRawCallbackMethod_MoveVm<v1::Vri::Service>>>>>>>>>>>>>>>>;
+using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCallbackMethod_AdmitPod<
+    v1::Vri::WithRawCallbackMethod_AdmitContainer<v1::Vri::WithRawCallbackMethod_ResizeContainer<
+        v1::Vri::WithRawCallbackMethod_ReleaseContainer<v1::Vri::WithRawCallbackMethod_ReleasePod<
+            v1::Vri::WithRawCallbackMethod_AdmitVm<v1::Vri::WithRawCallbackMethod_ReserveVm<
+                v1::Vri::WithRawCallbackMethod_ResizeVm<v1::Vri::WithRawCallbackMethod_VmStarted<
+                    v1::Vri::WithRawCallbackMethod_ReleaseVm<v1::Vri::WithRawCallbackMethod_ListTenants<
+                        v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
+                            v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::WithRawCallbackMethod_MoveVm<
+                                v1::Vri::WithRawCallbackMethod_GetUsage<v1::Vri::Service>>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -43,14 +45,18 @@ class VriService final : public VriServiceBase {
   // line per refused call (rate-limited); `clients` learns each caller's version.
   // All three outlive the service.
   // `livePins` takes a moved VM's pins to libvirt.
+  // `usage` (null: sampling is off) serves GetUsage and WatchUsage; `metrics` (null: none kept) counts
+  // every call. Both outlive the service.
   VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals, ClientVersions& clients,
-             LivePinsSlot& livePins)
+             LivePinsSlot& livePins, const UsageSampler* usage = nullptr, CallMetrics* metrics = nullptr)
       : node_(node),
         access_(access),
         gate_(gate),
         refusals_(refusals),
         clients_(clients),
         livePins_(livePins),
+        usage_(usage),
+        metrics_(metrics),
         kubeletNamer_(makeKubeletNamer(node.layout().driver, node.layout().kubeletParent)) {}
 
   using Context = grpc::ServerContext;
@@ -74,6 +80,9 @@ class VriService final : public VriServiceBase {
   Reactor* GetTree(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;  // vri_service_moves.cc
   grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
+  Reactor* GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  grpc::Status WatchUsage(Context* context, const v1::WatchUsageRequest* request,
+                          grpc::ServerWriter<v1::UsageReport>* writer) override;
 
  private:
   // One line for a refused call: which call, on which socket, and why.
@@ -86,6 +95,11 @@ class VriService final : public VriServiceBase {
   // the decision thread and calls `Finish` exactly once, from wherever it is.
   using Finish = std::function<void(grpc::Status)>;
   Reactor* decideAsync(CallbackContext* context, const char* method, Runs runs, std::function<void(Finish)> call);
+  // The caller's gRPC user agent ("vri-hook/0.1.0 grpc-c++/…"); empty when it sent none.
+  static std::string userAgent(CallbackContext* context);
+  // The call counted in the metrics (when vrid keeps them), with how long it took since `started`.
+  void account(const char* method, const std::string& agent, Runs runs, const grpc::Status& status,
+               std::chrono::steady_clock::time_point started) const;
   // Finishes a call whose request bytes are not a `type`.
   Reactor* refuseUnparsed(CallbackContext* context, const char* method, const std::string& type);
   // Parses `in` as `Request` (INVALID_ARGUMENT, logged, when it is not one), runs `call` on the decision
@@ -112,6 +126,7 @@ class VriService final : public VriServiceBase {
   grpc::Status releaseContainer(const v1::ReleaseContainerRequest& request, v1::Released& reply);
   grpc::Status releasePod(const v1::ReleasePodRequest& request, v1::Released& reply);
   grpc::Status vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
+  grpc::Status getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
   grpc::Status denyOnReadOnly(const char* method) const;
   // A VM by UUID or name, and what GetTenant says of it.
   Result<const VmRecord*> findVm(const LedgerState& state, const std::string& key) const;
@@ -127,6 +142,8 @@ class VriService final : public VriServiceBase {
   RateLimitedLog& refusals_;
   ClientVersions& clients_;
   LivePinsSlot& livePins_;
+  const UsageSampler* usage_;
+  CallMetrics* metrics_;
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
   WorkerPool decisions_{1};                           // last: destroyed first, after running what is queued
 };

@@ -1,5 +1,6 @@
 // vrid: the process. Signals are taken by one thread with sigwait, so no
 // handler runs inside gRPC's threads.
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <csignal>
 #include <cstdio>
@@ -26,6 +27,12 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
   // Sockets and the ledger are created private; vrid opens up what it means to.
   ::umask(077);
+  // The usage sampler keeps 2-3 files open per tenant: as many descriptors as the hard limit allows
+  // (systemd's default soft limit is 1,024, its hard limit 524,288). Files beyond it are read by path.
+  if (rlimit files{}; ::getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   const auto command = vri::parseDaemonCommand(std::vector<std::string>(argv + 1, argv + argc));
   if (!command.ok()) return fail(command.error().message());

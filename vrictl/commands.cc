@@ -10,6 +10,7 @@
 #include "vrictl/node_views.h"
 #include "vrictl/pin_commands.h"
 #include "vrictl/report_views.h"
+#include "vrictl/top_command.h"
 #include "vrictl/tree_view.h"
 
 namespace vri::ctl {
@@ -31,6 +32,7 @@ struct Choices {
   bool dryRun = false;
   bool noCompare = false;
   PinChoices pins;  // vcpupin, emulatorpin, numatune
+  TopChoices top;
 };
 
 using Run = std::function<int(CommandContext&, const Choices&)>;
@@ -130,14 +132,30 @@ struct Parser {
         })
         ->add_flag("--no-compare", choices.noCompare,
                    "do not read the kernel's files (no wait for the decisions queued before)");
-    add("map", "the machine's CPUs, each marked with who holds it", [](CommandContext& c, const Choices& o) {
-      auto node = c.vrid().node();
-      if (!node.ok()) return failed(c, node.error());
-      auto list = c.vrid().tenants(v1::ListTenantsRequest::ALL);
-      if (!list.ok()) return failed(c, list.error());
-      c.out << (o.json ? mapAsJson(*node, *list) + "\n" : formatMap(*node, *list, c.style));
-      return kExitOk;
-    });
+    add("map", "the machine's CPUs, each marked with who holds it and how busy it is",
+        [](CommandContext& c, const Choices& o) {
+          auto node = c.vrid().node();
+          if (!node.ok()) return failed(c, node.error());
+          auto list = c.vrid().tenants(v1::ListTenantsRequest::ALL);
+          if (!list.ok()) return failed(c, list.error());
+          // How busy: the latest usage round, when vrid samples usage (the map stands without it).
+          auto usage = c.vrid().usage(0);
+          const v1::UsageSample* busy = usage.ok() && !usage->samples().empty() && usage->samples(0).cpus_size() > 0
+                                            ? &usage->samples(0)
+                                            : nullptr;
+          c.out << (o.json ? mapAsJson(*node, *list, busy) + "\n" : formatMap(*node, *list, c.style, busy));
+          return kExitOk;
+        });
+    CLI::App* top = add("top", "live CPU use, throttling and memory of every tenant (q quits); --once prints one table",
+                        [](CommandContext& c, const Choices& o) {
+                          TopChoices t = o.top;
+                          t.json = o.json;
+                          return runTop(c, t);
+                        });
+    top->add_option("--sort,-s", choices.top.sort, "the order: cpu, memory, throttled or name (keys c, m, t, n)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"cpu", "memory", "throttled", "name"}));
+    top->add_flag("--once", choices.top.once, "one table of the latest round, then end (also when not on a terminal)");
     CLI::App* events =
         add("events", "vrid's recent events; --follow keeps showing new ones", [](CommandContext& c, const Choices& o) {
           v1::WatchRequest request;

@@ -4,6 +4,7 @@
 #include <google/protobuf/struct.pb.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 #include <vector>
@@ -72,28 +73,22 @@ int coresPerLine(int threads, int width, int labelWidth) {
 
 std::string count(int n, const char* one, const char* many) { return fmt::format("{} {}", n, n == 1 ? one : many); }
 
-}  // namespace
+// The busy share as one character: '.' under 5 %, '1'-'9' tens of percent, '#' 95 % or more.
+char busyGlyph(double busy) {
+  if (busy < 0.05) return '.';
+  if (busy >= 0.95) return '#';
+  return static_cast<char>('0' + std::clamp(static_cast<int>(busy * 10 + 0.5), 1, 9));
+}
 
-std::string formatMap(const v1::Node& node, const v1::TenantList& tenants, const TerminalStyle& style) {
-  const std::map<int, CpuHolder> holders = cpuHolders(node);
-  const Legend legend = legendFor(holders);
-  // package -> NUMA node -> core -> its CPUs
-  std::map<int, std::map<int, std::map<int, std::vector<int>>>> machine;
-  int threads = 1;
-  for (const v1::CpuInfo& cpu : node.cpus()) {
-    auto& core = machine[cpu.package()][cpu.numa_node()][cpu.core()];
-    core.push_back(cpu.id());
-    threads = std::max(threads, static_cast<int>(core.size()));
-  }
-  std::set<int> numa_nodes;
-  for (const v1::CpuInfo& cpu : node.cpus()) numa_nodes.insert(cpu.numa_node());
-  int cores = 0;
-  for (const auto& [package, nodes] : machine)
-    for (const auto& [numa, core_map] : nodes) cores += static_cast<int>(core_map.size());
+std::string busyColour(double busy) { return busy >= 0.95 ? "1;31" : busy >= 0.5 ? "33" : busy >= 0.05 ? "32" : "2"; }
 
-  std::string out = fmt::format("{}, {}, {}, {}\n", count(static_cast<int>(machine.size()), "package", "packages"),
-                                count(static_cast<int>(numa_nodes.size()), "NUMA node", "NUMA nodes"),
-                                count(cores, "core", "cores"), count(node.cpus_size(), "CPU", "CPUs"));
+// package -> NUMA node -> core -> its CPUs
+using Machine = std::map<int, std::map<int, std::map<int, std::vector<int>>>>;
+
+// The cores of each NUMA node, a line per group of cores, each CPU drawn by `cell`.
+std::string drawMachine(const Machine& machine, int threads, const TerminalStyle& style,
+                        const std::function<std::string(int)>& cell) {
+  std::string out;
   constexpr int kLabelWidth = 18;  // "    cores 112-127 "
   const int per_line = coresPerLine(threads, style.width, kLabelWidth);
   for (const auto& [package, nodes] : machine) {
@@ -111,17 +106,43 @@ std::string formatMap(const v1::Node& node, const v1::TenantList& tenants, const
                                       : fmt::format("{}-{}", list[i].first, list[end - 1].first);
         std::string line = fmt::format("    {:<{}}", (end - i == 1 ? "core " : "cores ") + range, kLabelWidth - 4);
         for (size_t c = i; c < end; ++c) {
-          std::string cell;
-          for (int id : list[c].second) {
-            const Mark mark = markOf(holders.at(id), legend);
-            cell += style.paint(std::string(1, mark.symbol), mark.colour);
-          }
-          line += " " + cell + std::string(static_cast<size_t>(threads) - list[c].second.size(), ' ');
+          std::string text;
+          for (int id : list[c].second) text += cell(id);
+          line += " " + text + std::string(static_cast<size_t>(threads) - list[c].second.size(), ' ');
         }
         out += line + "\n";
       }
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string formatMap(const v1::Node& node, const v1::TenantList& tenants, const TerminalStyle& style,
+                      const v1::UsageSample* busy) {
+  const std::map<int, CpuHolder> holders = cpuHolders(node);
+  const Legend legend = legendFor(holders);
+  Machine machine;
+  int threads = 1;
+  for (const v1::CpuInfo& cpu : node.cpus()) {
+    auto& core = machine[cpu.package()][cpu.numa_node()][cpu.core()];
+    core.push_back(cpu.id());
+    threads = std::max(threads, static_cast<int>(core.size()));
+  }
+  std::set<int> numa_nodes;
+  for (const v1::CpuInfo& cpu : node.cpus()) numa_nodes.insert(cpu.numa_node());
+  int cores = 0;
+  for (const auto& [package, nodes] : machine)
+    for (const auto& [numa, core_map] : nodes) cores += static_cast<int>(core_map.size());
+
+  std::string out = fmt::format("{}, {}, {}, {}\n", count(static_cast<int>(machine.size()), "package", "packages"),
+                                count(static_cast<int>(numa_nodes.size()), "NUMA node", "NUMA nodes"),
+                                count(cores, "core", "cores"), count(node.cpus_size(), "CPU", "CPUs"));
+  out += drawMachine(machine, threads, style, [&](int id) {
+    const Mark mark = markOf(holders.at(id), legend);
+    return style.paint(std::string(1, mark.symbol), mark.colour);
+  });
   // The legend: the pools, then each tenant that holds CPUs, by its first CPU.
   int reserved = 0, shared = 0, draining = 0, idle = 0;
   for (const auto& [cpu, holder] : holders) {
@@ -154,11 +175,23 @@ std::string formatMap(const v1::Node& node, const v1::TenantList& tenants, const
     out += fmt::format("{} {} more tenants with exclusive CPUs: see vrictl pool\n",
                        style.paint(std::string(1, kOverflow), "1;37"), legend.overflow);
   }
+  if (busy == nullptr) return out;
+  std::map<int, double> shares;
+  for (const v1::CpuUsage& cpu : busy->cpus()) shares[cpu.cpu()] = cpu.busy();
+  out += "\nbusy over the last round ('.' under 5 %, 1-9 tens of percent, '#' 95 % or more)\n";
+  out += drawMachine(machine, threads, style, [&](int id) {
+    const auto share = shares.find(id);
+    if (share == shares.end()) return std::string(" ");
+    return style.paint(std::string(1, busyGlyph(share->second)), busyColour(share->second));
+  });
   return out;
 }
 
-std::string mapAsJson(const v1::Node& node, const v1::TenantList& tenants) {
+std::string mapAsJson(const v1::Node& node, const v1::TenantList& tenants, const v1::UsageSample* busy) {
   const std::map<int, CpuHolder> holders = cpuHolders(node);
+  std::map<int, double> shares;
+  if (busy != nullptr)
+    for (const v1::CpuUsage& cpu : busy->cpus()) shares[cpu.cpu()] = cpu.busy();
   google::protobuf::Struct root;
   google::protobuf::ListValue& cpus = *(*root.mutable_fields())["cpus"].mutable_list_value();
   for (const v1::CpuInfo& cpu : node.cpus()) {
@@ -175,6 +208,7 @@ std::string mapAsJson(const v1::Node& node, const v1::TenantList& tenants) {
       f["tenant"].set_string_value(holder.owner);
       f["name"].set_string_value(ownerName(holder.owner, tenants));
     }
+    if (const auto share = shares.find(cpu.id()); share != shares.end()) f["busy"].set_number_value(share->second);
   }
   return toJson(root);
 }

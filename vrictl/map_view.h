@@ -1,5 +1,5 @@
 // vrictl map: the machine drawn as packages, NUMA nodes and cores, each CPU
-// marked with who holds it, with a legend. Fits 256 CPUs in 80 columns.
+// marked with who holds it, with a legend, and how busy each CPU is. Fits 256 CPUs in 80 columns.
 #pragma once
 
 #include <string>
@@ -9,9 +9,12 @@
 
 namespace vri::ctl {
 
-std::string formatMap(const v1::Node& node, const v1::TenantList& tenants, const TerminalStyle& style);
+// With `busy` (a usage round), a second drawing of the same cores shows each CPU's busy share over
+// the round's interval: '.' under 5 %, '1'-'9' tens of percent, '#' 95 % or more.
+std::string formatMap(const v1::Node& node, const v1::TenantList& tenants, const TerminalStyle& style,
+                      const v1::UsageSample* busy = nullptr);
 
-// The same as JSON: one object per CPU with its place and holder.
-std::string mapAsJson(const v1::Node& node, const v1::TenantList& tenants);
+// The same as JSON: one object per CPU with its place and holder (and busy share, with `busy`).
+std::string mapAsJson(const v1::Node& node, const v1::TenantList& tenants, const v1::UsageSample* busy = nullptr);
 
 }  // namespace vri::ctl

@@ -19,6 +19,12 @@ class VridApi {
   virtual Result<v1::CgroupTree> tree(bool compareKernel) = 0;
   virtual Result<v1::ReconcileReply> reconcile(bool dryRun) = 0;
   virtual Result<v1::MoveVmReply> moveVm(const v1::MoveVmRequest& request) = 0;
+  // The latest usage round and `history` earlier ones.
+  virtual Result<v1::UsageReport> usage(unsigned history) = 0;
+  // Calls `each` for every usage round until it returns false, the stream ends, or `stop` (asked
+  // every 100 ms) says so.
+  virtual Result<void> watchUsage(const std::function<bool(const v1::UsageReport&)>& each,
+                                  const std::function<bool()>& stop) = 0;
   // Calls `each` for every event until it returns false, the stream ends, or `stop` (asked every
   // 100 ms while no event comes) says so.
   virtual Result<void> watch(const v1::WatchRequest& request, const std::function<bool(const v1::Event&)>& each,

@@ -57,11 +57,29 @@ class GrpcVrid final : public VridApi {
     return unary<v1::MoveVmReply>(
         [&](grpc::ClientContext* c, v1::MoveVmReply* out) { return stub_->MoveVm(c, request, out); });
   }
+  Result<v1::UsageReport> usage(unsigned history) override {
+    v1::GetUsageRequest request;
+    request.set_history(history);
+    return unary<v1::UsageReport>(
+        [&](grpc::ClientContext* c, v1::UsageReport* out) { return stub_->GetUsage(c, request, out); });
+  }
+  Result<void> watchUsage(const std::function<bool(const v1::UsageReport&)>& each,
+                          const std::function<bool()>& stop) override {
+    grpc::ClientContext context;
+    return follow<v1::UsageReport>(context, stub_->WatchUsage(&context, {}), each, stop);
+  }
   Result<void> watch(const v1::WatchRequest& request, const std::function<bool(const v1::Event&)>& each,
                      const std::function<bool()>& stop) override {
     grpc::ClientContext context;
     if (request.recent_only()) context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
-    auto reader = stub_->Watch(&context, request);
+    return follow<v1::Event>(context, stub_->Watch(&context, request), each, stop);
+  }
+
+ private:
+  // Reads a stream until `each` returns false, the stream ends, or `stop` says so.
+  template <typename Message>
+  Result<void> follow(grpc::ClientContext& context, std::unique_ptr<grpc::ClientReader<Message>> reader,
+                      const std::function<bool(const Message&)>& each, const std::function<bool()>& stop) {
     // Read() blocks until an event comes: a second thread cancels the stream when asked to stop.
     std::mutex mutex;
     std::condition_variable done_changed;
@@ -77,9 +95,9 @@ class GrpcVrid final : public VridApi {
         }
       }
     });
-    v1::Event event;
+    Message message;
     bool more = true;
-    while (more && reader->Read(&event)) more = each(event);
+    while (more && reader->Read(&message)) more = each(message);
     if (!more) context.TryCancel();
     {
       std::lock_guard lock(mutex);
@@ -92,7 +110,6 @@ class GrpcVrid final : public VridApi {
     return {};
   }
 
- private:
   template <typename Reply, typename Call>
   Result<Reply> unary(Call call) {
     grpc::ClientContext context;

@@ -48,6 +48,7 @@ class DaemonHarness {
     config.layout.ownership = Ownership::kEverything;
     config.vmMemoryOverheadBytes = 0;
     config.reconcileIntervalSeconds = 0;
+    config.usageIntervalMs = 0;  // the usage tests turn it on (its thread would wait on a test clock too)
     config.logLevel = LogLevel::kWarning;
     config.libvirtUri = "";  // the libvirt side has its own tests
   }

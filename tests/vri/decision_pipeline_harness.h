@@ -164,6 +164,8 @@ class Pipeline {
   }
 
   FixtureCgroupFs& fixture() { return fixture_; }
+  // The fixture's directory: its hierarchies are in cgroup/<hierarchy>/.
+  std::string fixtureDir() const { return tmp_.sub("fx"); }
 
  private:
   // The ledger owns its store; the test keeps the failing one.

@@ -261,6 +261,37 @@ TEST_F(CriShimTest, PodsThatRanBeforeTheShimAreAdoptedOnTheCpusTheyHold) {
   EXPECT_EQ(podInfo(uid(1)).uid(), "");
 }
 
+// A container containerd runs, spinning against its CPU limit: vrid measures the pod's use in the
+// cgroups runc made, held to the limit, and its memory (runc makes the pod's memory cgroup). The
+// throttling is the container's own here (no kubelet sets the pod's quota), which vrid, measuring
+// pods, does not count.
+TEST_F(CriShimTest, AContainerThatSpinsIsMeasuredInItsPodsCgroups) {
+  const Pod pod = runPod(1, PodQos::kBurstable);
+  const std::string spinner = runContainer(pod, "spin", cri_client::kubeletResources(250, 500, kMemory), {"spin"});
+  ASSERT_FALSE(spinner.empty());
+  v1::UsageReport report;
+  const auto tenant = [&]() -> const v1::TenantUsage* {
+    for (const v1::TenantUsage& t : report.samples(0).tenants())
+      if (t.tenant() == "pod/" + uid(1)) return &t;
+    return nullptr;
+  };
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        grpc::ClientContext context;
+        if (!vri_->GetUsage(&context, {}, &report).ok() || report.samples().empty()) return false;
+        const v1::TenantUsage* t = tenant();
+        return t != nullptr && t->rates() && t->cpu_cores() > 0.3;
+      },
+      std::chrono::seconds(30)))
+      << report.DebugString();
+  const v1::TenantUsage* t = tenant();
+  EXPECT_LE(t->cpu_cores(), 0.65) << "its limit is half a CPU";
+  EXPECT_EQ(t->name(), "default/pod1");
+  EXPECT_THAT(t->cgroup(), HasSubstr(uid(1)));
+  EXPECT_TRUE(t->memory_measured()) << "runc made the pod's memory cgroup: " << report.DebugString();
+  EXPECT_GT(t->memory_bytes(), 0u);
+}
+
 TEST_F(CriShimTest, TheCriClientToolRunsListsAndRemovesPods) {
   const std::string tool = VRI_CRI_CLIENT_BINARY, at = "--socket=" + socket(), under = "--kubepods=" + kubepods();
   std::string out;

@@ -35,7 +35,7 @@ inline std::string statusField(int pid, const std::string& field) {
 }
 
 // Starts this binary as `argv0` with `args`, the first of them a mode:
-// "--vri-sleeper", "--vri-busy", "--vri-fork-probe", "--vri-hugepage-probe <pages>",
+// "--vri-sleeper", "--vri-busy", "--vri-hold-memory <MiB>", "--vri-fork-probe", "--vri-hugepage-probe <pages>",
 // "--vri-memory-probe <MiB>".
 inline pid_t spawnSelf(const std::string& argv0, const std::vector<std::string>& args) {
   std::vector<char*> argv = {const_cast<char*>(argv0.c_str())};
@@ -85,6 +85,13 @@ inline void runChildMode(int argc, char** argv) {
   if (mode == "--vri-busy") {
     volatile unsigned long spin = 0;
     while (true) spin = spin + 1;
+  }
+  if (mode == "--vri-hold-memory") {  // touches N MiB and keeps it until killed
+    const size_t bytes = static_cast<size_t>(argc > 2 ? std::atoi(argv[2]) : 1) << 20;
+    auto* memory = static_cast<char*>(std::malloc(bytes));
+    if (memory == nullptr) ::_exit(3);
+    std::memset(memory, 1, bytes);
+    while (true) ::pause();
   }
   if (mode != "--vri-fork-probe" && mode != "--vri-hugepage-probe" && mode != "--vri-memory-probe") return;
   sigset_t usr1;

@@ -68,13 +68,16 @@ class VridV2Test : public ::testing::Test {
     })) << "left behind: "
         << root_;
   }
-  void startVrid() {
+  void startVrid(std::vector<std::string> extra = {}) {
     const std::string relative = root_.substr(std::string("/sys/fs/cgroup").size());
-    vrid_ = std::make_unique<VridProcess>(
-        tmp_, "vrid",
-        std::vector<std::string>{"--topology=live", "--ownership=everything", "--kubelet-cgroup-root=" + relative,
-                                 "--machine-partition=" + relative.substr(1) + "/machine", "--system-reserved-cpu=1",
-                                 "--log-level=debug"});
+    std::vector<std::string> flags{"--topology=live",
+                                   "--ownership=everything",
+                                   "--kubelet-cgroup-root=" + relative,
+                                   "--machine-partition=" + relative.substr(1) + "/machine",
+                                   "--system-reserved-cpu=1",
+                                   "--log-level=debug"};
+    flags.insert(flags.end(), extra.begin(), extra.end());
+    vrid_ = std::make_unique<VridProcess>(tmp_, "vrid", std::move(flags));
     ASSERT_TRUE(vrid_->start()) << vrid_->log();
     stub_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
   }
@@ -198,6 +201,51 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
   ASSERT_TRUE(stub_->ReleaseVm(&c4, release, &released).ok());
   EXPECT_EQ(cpus("kubepods/burstable"), "0-1");
   EXPECT_EQ(testing::statusField(busy, "Cpus_allowed_list"), "0-1");
+}
+
+// Usage on the real v2 kernel: a pod with a spinning process held to half a CPU and one holding
+// 24 MiB, as vrid samples them from cpu.stat and memory.current.
+TEST_F(VridV2Test, APodsCpuThrottlingAndMemoryAreMeasured) {
+  ASSERT_NO_FATAL_FAILURE(startVrid({"--usage-interval-ms=500"}));
+  grpc::ClientContext c1;
+  v1::AdmitContainerRequest web;
+  web.set_pod_uid(kPodUid);
+  web.set_pod_name("usage/web");
+  web.set_qos(v1::BURSTABLE);
+  web.set_container_name("web");
+  web.set_container_id("ab12cd34");
+  web.set_cpu_request_milli(250);
+  web.set_cpu_limit_milli(500);
+  web.set_memory_limit_bytes(64ULL << 20);
+  v1::ContainerAllocation placed;
+  ASSERT_TRUE(stub_->AdmitContainer(&c1, web, &placed).ok()) << vrid_->log();
+  const std::string pod = "kubepods/burstable/pod" + std::string(kPodUid);
+  for (const std::vector<std::string>& mode : {std::vector<std::string>{"--vri-busy"}, {"--vri-hold-memory", "24"}})
+    ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + pod + "/ab12cd34/cgroup.procs", std::to_string(spawn(mode))));
+  // The pod's own cpu.max carries its containers' limits (VRI writes kubelet's pod values here).
+  const bool pod_limited = trimmed(readFile(root_ + "/" + pod + "/cpu.max")) != "max 100000";
+  v1::UsageReport report;
+  const v1::TenantUsage* t = nullptr;
+  ASSERT_TRUE(testing::eventually(
+      [&] {
+        grpc::ClientContext c;
+        if (!stub_->GetUsage(&c, {}, &report).ok() || report.samples().empty()) return false;
+        t = nullptr;
+        for (const v1::TenantUsage& u : report.samples(0).tenants())
+          if (u.tenant() == std::string("pod/") + kPodUid) t = &u;
+        return t != nullptr && t->rates() && t->cpu_cores() > 0.3 && t->memory_bytes() >= (24ULL << 20);
+      },
+      std::chrono::seconds(60 * testing::timeScale() / 10)))
+      << report.DebugString() << vrid_->log();
+  EXPECT_LE(t->cpu_cores(), 0.65) << "held to half a CPU";
+  EXPECT_TRUE(t->memory_measured());
+  EXPECT_LE(t->memory_bytes(), 64ULL << 20);
+  if (pod_limited) {
+    EXPECT_GT(t->throttled_periods_total(), 0u) << report.DebugString();
+    EXPECT_GT(t->throttled_fraction(), 0.3) << report.DebugString();
+  }
+  EXPECT_EQ(t->cgroup(), root_.substr(std::string("/sys/fs/cgroup/").size()) + "/" + pod);
+  ASSERT_EQ(report.samples(0).cpus_size(), 2);
 }
 
 TEST_F(VridV2Test, AHugepageVmGetsItsPagesOnOneNodeAndNoMore) {

@@ -115,6 +115,7 @@ vri::DaemonConfig benchConfig(const std::string& root, const std::string& stateD
   config.adminSocket = stateDir + "/admin.sock";
   config.libvirtUri = "";
   config.reconcileIntervalSeconds = 0;
+  config.usageIntervalMs = 0;  // decisions alone (the sampler's cost is usage_scale's)
   config.logLevel = vri::LogLevel::kError;
   return config;
 }

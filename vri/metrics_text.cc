@@ -47,6 +47,7 @@ constexpr Family kCpuBusy{"vri_cpu_busy_seconds_total", "counter", "time a CPU w
 constexpr Family kUsageRounds{"vri_usage_rounds_total", "counter", "usage sampling rounds"};
 constexpr Family kUsageRound{"vri_usage_round_seconds", "gauge", "how long the last usage round took"};
 constexpr Family kUsageFiles{"vri_usage_files_open", "gauge", "usage files kept open by the sampler"};
+constexpr Family kUsageCpu{"vri_usage_sampler_cpu_seconds_total", "counter", "CPU time the sampling thread used"};
 constexpr Family kCalls{"vri_calls_total", "counter", "calls vrid answered, by call, calling program and gRPC code"};
 constexpr Family kCallDuration{"vri_call_duration_seconds", "histogram",
                                "how long vrid took to answer, by calling program and call"};
@@ -58,15 +59,16 @@ constexpr Family kReconciles{"vri_reconciles_total", "counter",
 constexpr Family kReconcileDiffs{"vri_reconcile_differences_total", "counter",
                                  "differences between the ledger and the cgroupfs that reconciles found"};
 
-constexpr const Family* kFamilies[] = {&kNodeCpus,        &kCpuCapacity,     &kCpuAllocatable,
-                                       &kCpuAllocated,    &kMemCapacity,     &kMemAllocatable,
-                                       &kMemAllocated,    &kSharedTenants,   &kWritesPending,
-                                       &kTenantInfo,      &kTenantExclusive, &kTenantMemoryAdmitted,
-                                       &kTenantCpu,       &kTenantPeriods,   &kTenantThrottledPeriods,
-                                       &kTenantThrottled, &kTenantMemory,    &kCpuBusy,
-                                       &kUsageRounds,     &kUsageRound,      &kUsageFiles,
-                                       &kCalls,           &kCallDuration,    &kDecisionDuration,
-                                       &kRefusals,        &kReconciles,      &kReconcileDiffs};
+constexpr const Family* kFamilies[] = {&kNodeCpus,         &kCpuCapacity,     &kCpuAllocatable,
+                                       &kCpuAllocated,     &kMemCapacity,     &kMemAllocatable,
+                                       &kMemAllocated,     &kSharedTenants,   &kWritesPending,
+                                       &kTenantInfo,       &kTenantExclusive, &kTenantMemoryAdmitted,
+                                       &kTenantCpu,        &kTenantPeriods,   &kTenantThrottledPeriods,
+                                       &kTenantThrottled,  &kTenantMemory,    &kCpuBusy,
+                                       &kUsageRounds,      &kUsageRound,      &kUsageFiles,
+                                       &kUsageCpu,         &kCalls,           &kCallDuration,
+                                       &kDecisionDuration, &kRefusals,        &kReconciles,
+                                       &kReconcileDiffs};
 
 // A label value as the format wants it: backslash, double quote and newline escaped.
 std::string escaped(std::string_view value) {
@@ -241,6 +243,8 @@ std::string renderMetrics(const NodeManager& node, const UsageSampler* usage, co
     w.sample(kUsageRound.name, "", std::chrono::duration<double>(stats.lastRound).count());
     w.header(kUsageFiles);
     w.sample(kUsageFiles.name, "", stats.filesOpen);
+    w.header(kUsageCpu);
+    w.sample(kUsageCpu.name, "", std::chrono::duration<double>(stats.threadCpu).count());
   }
 
   const CallMetrics::Snapshot counted = calls.snapshot();

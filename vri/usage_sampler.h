@@ -53,6 +53,7 @@ struct SamplerStats {
   size_t filesOpen = 0;      // kept open
   size_t filesReopened = 0;  // opened per read (the open-file limit reached)
   std::chrono::microseconds lastRound{0};
+  std::chrono::nanoseconds threadCpu{0};  // the sampling thread's own CPU time so far (its waits included)
 };
 
 class UsageSampler {

@@ -47,7 +47,7 @@ fi
 header() { local v; v=$(own_header "$1" "$script"); [ -n "$v" ] || v=$(own_header "$1" "$body"); echo "$v"; }
 
 # What the guest runs besides systemd: the libraries vrid and the tests link, and what the suite asks for.
-packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2,libyaml-cpp0.7
+packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2,libyaml-cpp0.7,libmicrohttpd12
 [ -n "$(header packages)" ] && packages="$packages,$(header packages)"
 if [ "$(header package-depends)" = yes ]; then
   deb=$(ls "$build"/package/vri_*.deb 2>/dev/null | head -1)

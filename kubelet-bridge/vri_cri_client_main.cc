@@ -5,7 +5,7 @@
 //
 //   vri-cri-client [--socket=/run/vri/cri.sock] run POD --qos=guaranteed|burstable|besteffort
 //                  [--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=/kubepods]
-//                  [--cgroup-driver=cgroupfs|systemd]
+//                  [--cgroup-driver=cgroupfs|systemd] [--args="WORD ..."]
 //   vri-cri-client [--socket=...] ps
 //   vri-cri-client [--socket=...] pods
 //   vri-cri-client [--socket=...] rm POD
@@ -13,10 +13,12 @@
 // CPU amounts are milli-CPU (1000 = one CPU); --kubepods is kubelet's cgroupfs
 // parent of the QoS levels (vrid's kubelet_cgroup_root + "/kubepods"). With the
 // systemd driver the cgroup parent is the pod's slice, as kubelet names it
-// (kubepods-burstable-pod<uid with _ for ->.slice), and --kubepods is unused.
+// (kubepods-burstable-pod<uid with _ for ->.slice), and --kubepods is unused. --args are the
+// container's arguments, split at spaces (the test image's `spin` uses a whole CPU).
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -33,6 +35,7 @@ int usage(const std::string& why) {
                "vri-cri-client: %s\n"
                "usage: vri-cri-client [--socket=PATH] run POD --qos=guaranteed|burstable|besteffort "
                "[--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=PATH] [--cgroup-driver=cgroupfs|systemd]\n"
+               "                      [--args=\"WORD ...\"]\n"
                "       vri-cri-client [--socket=PATH] ps\n"
                "       vri-cri-client [--socket=PATH] pods\n"
                "       vri-cri-client [--socket=PATH] rm POD\n",
@@ -101,7 +104,10 @@ int run(CriClient& client, const std::string& name, const std::map<std::string, 
   std::string sandbox, container;
   if (grpc::Status s = client.runPodSandbox(pod, &sandbox); !s.ok()) return failed("RunPodSandbox", s);
   const cri::LinuxContainerResources resources = kubeletResources(request, limit, memory);
-  if (grpc::Status s = client.createContainer(sandbox, pod, containerConfig(pod, "app", resources), &container);
+  std::vector<std::string> args;
+  std::istringstream words(flag("args", ""));
+  for (std::string word; words >> word;) args.push_back(word);
+  if (grpc::Status s = client.createContainer(sandbox, pod, containerConfig(pod, "app", resources, args), &container);
       !s.ok())
     return failed("CreateContainer", s);  // the sandbox stays, as kubelet's does: `rm` removes it
   if (grpc::Status s = client.startContainer(container); !s.ok()) return failed("StartContainer", s);

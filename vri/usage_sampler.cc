@@ -26,6 +26,12 @@ Result<UsageSources> findUsageSources(const CgroupFs& fs, const std::string& cgr
   VRI_ASSIGN_OR_RETURN(sources.cpu, v1Hierarchy(mounts, "cpu", cgroupRoot).context("usage: the cpu hierarchy"));
   VRI_ASSIGN_OR_RETURN(sources.cpuacct,
                        v1Hierarchy(mounts, "cpuacct", cgroupRoot).context("usage: the cpuacct hierarchy"));
+  // A hybrid host's unified hierarchy (systemd's /sys/fs/cgroup/unified) counts every cgroup's CPU time
+  // too: where a tenant is in no cpuacct cgroup (libvirt may leave QEMU in cpuacct's root), it is read there.
+  std::string root(cgroupRoot);
+  while (root.size() > 1 && root.ends_with('/')) root.pop_back();
+  if (mounts.unified.starts_with(root + "/") && mounts.unified.find('/', root.size() + 1) == std::string::npos)
+    sources.unified = mounts.unified.substr(root.size() + 1);
   if (readV1Memory) {
     auto memory = v1Hierarchy(mounts, "memory", cgroupRoot);
     if (memory.ok()) sources.memory = *memory;  // no memory hierarchy: memory is not measured
@@ -172,7 +178,14 @@ void UsageSampler::open(TenantFiles& t) {
   t.cpuStat = std::move(*stat);
   if (sources_.version == CgroupVersion::kV1) {
     auto usage = keep({sources_.cpuacct, path}, "cpuacct.usage", t.reopened);
-    if (usage.ok()) t.cpuacct = std::move(*usage);
+    if (!usage.ok() && sources_.unified) usage = keep({*sources_.unified, path}, "cpu.stat", t.reopened);
+    if (!usage.ok()) {
+      // No CPU time to read anywhere yet: not measured, and looked for again next round.
+      t.cpuStat.reset();
+      t.opened = false;
+      return;
+    }
+    t.cpuacct = std::move(*usage);
   }
   openMemory(t);
 }
@@ -198,7 +211,13 @@ TenantSample UsageSampler::read(TenantFiles& t, Clock::TimePoint now) {
                  : (sources_.version == CgroupVersion::kV2 ? parseCpuStatV2(*stat) : parseCpuStatV1(*stat));
   if (counters.ok() && t.cpuacct) {
     auto usage = t.cpuacct->read();
-    auto ns = usage.ok() ? parseCounterFile(*usage) : Result<uint64_t>(usage.error());
+    // cpuacct.usage, or the unified hierarchy's cpu.stat (its usage_usec) on a hybrid host.
+    auto ns =
+        !usage.ok() ? Result<uint64_t>(usage.error()) : usage->starts_with("usage_usec") ? [&]() -> Result<uint64_t> {
+      VRI_ASSIGN_OR_RETURN(CpuCounters unified, parseCpuStatV2(*usage));
+      return unified.usageNs;
+    }()
+        : parseCounterFile(*usage);
     if (ns.ok()) {
       counters->usageNs = *ns;
     } else {

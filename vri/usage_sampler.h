@@ -31,9 +31,10 @@ namespace vri {
 // Where the usage files of a cgroup live, by hierarchy ("" on v2).
 struct UsageSources {
   CgroupVersion version = CgroupVersion::kV2;
-  std::string cpu;                    // cpu.stat (v2: also the CPU time)
-  std::string cpuacct;                // v1: cpuacct.usage
-  std::optional<std::string> memory;  // nullopt: memory not read
+  std::string cpu;                     // cpu.stat (v2: also the CPU time)
+  std::string cpuacct;                 // v1: cpuacct.usage
+  std::optional<std::string> unified;  // v1 on a hybrid host: the unified hierarchy, for CPU time cpuacct lacks
+  std::optional<std::string> memory;   // nullopt: memory not read
 };
 
 // The hierarchies on this host; `readV1Memory` false leaves the v1 memory hierarchy unread.
@@ -87,10 +88,11 @@ class UsageSampler {
  private:
   struct TenantFiles {
     std::shared_ptr<const TenantLabel> label;
-    std::unique_ptr<KeptFile> cpuStat, cpuacct, memory;
-    bool opened = false;         // tried this far: files kept, or the cgroup is not there yet
-    bool reopened = false;       // read through the path each time (the open-file limit)
-    uint64_t memoryTriedAt = 0;  // the round memory's file was last looked for
+    std::unique_ptr<KeptFile> cpuStat, memory;
+    std::unique_ptr<KeptFile> cpuacct;  // v1's CPU time: cpuacct.usage, or the unified hierarchy's cpu.stat
+    bool opened = false;                // tried this far: files kept, or the cgroup is not there yet
+    bool reopened = false;              // read through the path each time (the open-file limit)
+    uint64_t memoryTriedAt = 0;         // the round memory's file was last looked for
     CpuCounters last;
     Clock::TimePoint lastAt{};
     bool haveLast = false;

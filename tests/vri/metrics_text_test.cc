@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -101,6 +102,14 @@ TEST(MetricsTextTest, NamesAreEscapedAndAReleasedTenantsSeriesGo) {
   // Without sampling, the usage families are announced and empty.
   text = renderMetrics(*p.node, nullptr, calls);
   EXPECT_THAT(text, HasSubstr("# TYPE vri_tenant_cpu_usage_seconds_total counter\n# HELP"));
+}
+
+TEST(MetricsTextTest, TheReadmeListsEveryMetric) {
+  std::ifstream in(std::string(VRI_SOURCE_DIR) + "/README.md");
+  std::stringstream readme;
+  readme << in.rdbuf();
+  for (const std::string& name : metricNames())
+    EXPECT_THAT(readme.str(), HasSubstr("| `" + name + "` |")) << "README.md's list of metrics lacks " << name;
 }
 
 TEST(MetricsTextTest, ClientsAreVrisProgramsOrOther) {

@@ -186,6 +186,29 @@ TEST(UsageSamplerTest, AVmIsMeasuredInItsScopeOnceItRuns) {
   EXPECT_EQ(running->cpu.usageNs, 7000u);
 }
 
+// libvirt on a hybrid v1 host may leave QEMU in cpuacct's root: the VM's CPU time is then read from
+// the unified hierarchy's cpu.stat, and where neither has it the VM is not measured (never a 0).
+TEST(UsageSamplerTest, CpuTimeThatCpuacctLacksIsReadFromTheUnifiedHierarchy) {
+  Pipeline p(Ownership::kCpusetsAndMachine);
+  const std::string uuid = "8f0c0001-0000-4000-8000-000000000001";
+  ASSERT_TRUE(p.node->admitVm(vm(uuid, 1, VmCpuPolicy::kShared)).ok());
+  const std::string scope = "machine/qemu-1-web.libvirt-qemu";
+  p.runQemu(scope, 4242, uuid);
+  ASSERT_TRUE(p.node->vmStarted(uuid, 4242).ok());
+  UsageSources hybrid = v1Sources(false);
+  hybrid.cpuacct = "hugetlb";  // where the scope is not
+  hybrid.unified = "pids";     // stands in for /sys/fs/cgroup/unified
+  Sampling s(p, hybrid);
+  EXPECT_FALSE(s.round()->find("vm/" + uuid)->measured) << "no CPU time anywhere: not measured";
+  const CgroupDir unified{"pids", *CgroupPath::parse(scope)};
+  ASSERT_TRUE(p.fixture().mkdir({"pids", *CgroupPath::parse("machine")}).ok());
+  ASSERT_TRUE(p.fixture().mkdir(unified).ok());
+  ASSERT_TRUE(p.fixture().setCounter(unified, "cpu.stat", "usage_usec 5\nuser_usec 5\nsystem_usec 0").ok());
+  const TenantSample* t = s.round()->find("vm/" + uuid);
+  EXPECT_TRUE(t->measured);
+  EXPECT_EQ(t->cpu.usageNs, 5000u);
+}
+
 TEST(UsageSamplerTest, EachCpusBusyShareComesFromProcStat) {
   Pipeline p;
   ASSERT_TRUE(

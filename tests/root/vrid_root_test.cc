@@ -16,6 +16,7 @@
 #include "cgroup-model/cpuset.h"
 #include "cgroup-model/unix_socket.h"
 #include "proto/vri.grpc.pb.h"
+#include "tests/root/real_v1_subtree.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {
@@ -172,30 +173,10 @@ TEST(VridRootTest, AConfigAnotherUserOwnsIsRefused) {
 }
 
 TEST(VridRootTest, DecisionsReachTheRealCgroupfs) {
-  ASSERT_EQ(::geteuid(), 0u) << "the root tests need root (run ctest as root; CI does)";
-  const std::string online = readFile("/sys/fs/cgroup/cpuset/cpuset.effective_cpus");
-  ASSERT_FALSE(online.empty()) << "needs the v1 cpuset hierarchy at /sys/fs/cgroup/cpuset";
-  const CpuSet cpus = *CpuSet::parse(online.substr(0, online.find('\n')));
-  ASSERT_GE(cpus.count(), 2) << "needs 2 CPUs";
-  const std::string mems = readFile("/sys/fs/cgroup/cpuset/cpuset.effective_mems");
-  const std::string root = "vri-test-" + std::to_string(::getpid()) + "-vrid";
-  // The hierarchy directories (a co-mounted "cpu" is a link to "cpu,cpuacct").
-  std::vector<std::string> hierarchies;
-  for (const char* controller : {"cpuset", "cpu", "cpuacct", "pids"}) {
-    std::error_code ec;
-    const auto dir = std::filesystem::canonical(std::string("/sys/fs/cgroup/") + controller, ec);
-    ASSERT_FALSE(ec) << "needs the v1 " << controller << " hierarchy at /sys/fs/cgroup/" << controller;
-    const std::string name = dir.filename();
-    if (std::find(hierarchies.begin(), hierarchies.end(), name) == hierarchies.end()) hierarchies.push_back(name);
-  }
-  // Removes the subtree however the test ends.
-  const std::unique_ptr<const std::string, std::function<void(const std::string*)>> cleanup(
-      &root, [&](const std::string*) {
-        for (const std::string& h : hierarchies) removeCgroupTree("/sys/fs/cgroup/" + h + "/" + root);
-      });
-  for (const std::string& h : hierarchies) ASSERT_EQ(::mkdir(("/sys/fs/cgroup/" + h + "/" + root).c_str(), 0755), 0);
-  std::ofstream("/sys/fs/cgroup/cpuset/" + root + "/cpuset.cpus") << cpus.format();
-  std::ofstream("/sys/fs/cgroup/cpuset/" + root + "/cpuset.mems") << mems.substr(0, mems.find('\n'));
+  testing::RealV1Subtree subtree("vrid");
+  ASSERT_NO_FATAL_FAILURE(subtree.make());
+  const std::string& root = subtree.root();
+  const CpuSet& cpus = subtree.cpus();
 
   testing::TempDir tmp;
   {
@@ -231,8 +212,8 @@ TEST(VridRootTest, DecisionsReachTheRealCgroupfs) {
     EXPECT_EQ(readFile(kubepods + "/burstable/cpuset.cpus"), cpus.format() + "\n");
     EXPECT_EQ(vrid.stop(), 0);
   }
-  for (const std::string& h : hierarchies) removeCgroupTree("/sys/fs/cgroup/" + h + "/" + root);
-  for (const std::string& h : hierarchies) EXPECT_FALSE(std::filesystem::exists("/sys/fs/cgroup/" + h + "/" + root));
+  subtree.remove();
+  for (const std::string& h : subtree.hierarchies()) EXPECT_FALSE(std::filesystem::exists(subtree.dir(h)));
 }
 
 }  // namespace

@@ -12,12 +12,9 @@
 // with one container (its pod and container cgroups in each hierarchy). The sampler keeps two files
 // per pod open (cpu.stat, cpuacct.usage; memory is not among this host's controllers). The last lines
 // are one JSON object per configuration.
-#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -31,6 +28,7 @@
 #include "bench/decision_measure.h"
 #include "cgroup-model/kernel_cgroupfs.h"
 #include "proto/vri.grpc.pb.h"
+#include "tests/support/loopback_http.h"
 #include "vri/daemon.h"
 #include "vri/metrics_text.h"
 #include "vrictl/top_view.h"
@@ -62,35 +60,8 @@ void removeTree(vri::CgroupFs& fs, const CgroupDir& dir) {
   (void)fs.rmdir(dir);
 }
 
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-// GET /metrics; the body's size (0 on failure).
-size_t scrape(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  size_t total = 0;
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) == 0) {
-    const std::string request = "GET /metrics HTTP/1.0\r\n\r\n";
-    (void)!::write(fd, request.data(), request.size());
-    char buffer[65536];
-    for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) total += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  return total;
-}
+// GET /metrics; the answer's size.
+size_t scrape(int port) { return vri::testing::loopbackHttp(port, "GET", "/metrics").size(); }
 
 struct Row {
   int tenants = 0;
@@ -135,7 +106,7 @@ vri::Result<Row> run(vri::KernelCgroupFs& fs, const std::vector<std::string>& hi
   config.layout.libvirt = vri::LibvirtLayout::kNoSystemd;
   config.layout.ownership = vri::Ownership::kEverything;
   config.usageIntervalMs = intervalMs;
-  config.metricsPort = freePort();
+  config.metricsPort = vri::testing::freeLoopbackPort();
   vri::Logger log(vri::LogLevel::kError);
   Row row;
   row.tenants = tenants;

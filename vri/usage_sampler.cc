@@ -158,6 +158,10 @@ Result<std::unique_ptr<KeptFile>> UsageSampler::keep(const CgroupDir& dir, const
   if (kept.ok() || kept.error().sysErrno() != EMFILE) return kept;
   // Out of descriptors (the open-file limit): this file is read by its path each round instead.
   reopened = true;
+  if (!warnedFileLimit_) {
+    warnedFileLimit_ = true;
+    log_.warning("usage: the open-file limit is reached; files beyond it are opened again at every round");
+  }
   return fs_.CgroupFs::keepOpen(dir, file);
 }
 

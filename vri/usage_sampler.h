@@ -126,6 +126,7 @@ class UsageSampler {
   std::map<std::string, TenantFiles> tenants_;
   CpuFiles cpus_;
   uint64_t sequence_ = 0;
+  mutable bool warnedFileLimit_ = false;
 
   mutable Mutex mutex_;
   mutable std::condition_variable_any published_;

@@ -3,12 +3,9 @@
 // processes' own CPU time and the kernel's throttling, `vrictl top` is driven through a
 // pseudo-terminal, and the metrics endpoint is scraped, checked with promtool and compared with
 // vrictl --json.
-#include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
-#include <netinet/in.h>
 #include <sys/resource.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 
 #include <filesystem>
@@ -19,6 +16,7 @@
 #include "proto/vri.grpc.pb.h"
 #include "tests/root/real_v1_subtree.h"
 #include "tests/support/eventually.h"
+#include "tests/support/loopback_http.h"
 #include "tests/support/pseudo_terminal.h"
 #include "tests/vri/vrid_process.h"
 
@@ -30,39 +28,6 @@ using ::testing::Not;
 
 constexpr char kGuaranteed[] = "0e000000-0000-4000-8000-0000000000a1";
 constexpr char kBurstable[] = "0e000000-0000-4000-8000-0000000000b2";
-
-// A TCP port nobody listens on now (the kernel's choice for port 0).
-int freePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address);
-  socklen_t length = sizeof address;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
-
-// One HTTP/1.0 request to 127.0.0.1:`port`; the whole answer, status line first.
-std::string http(int port, const std::string& method, const std::string& path) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_port = htons(static_cast<uint16_t>(port));
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
-    ::close(fd);
-    return "connect failed";
-  }
-  const std::string request = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  (void)!::write(fd, request.data(), request.size());
-  std::string answer;
-  char buffer[65536];
-  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<size_t>(n));
-  ::close(fd);
-  return answer;
-}
 
 std::string body(const std::string& answer) {
   const size_t at = answer.find("\r\n\r\n");
@@ -123,7 +88,7 @@ TEST(UsageRootTest, BusyProcessesInRealCgroupsAreMeasuredShownAndExported) {
   const std::string promtool = std::string(VRI_BINARY_DIR) + "/promtool";
   ASSERT_EQ(::access(promtool.c_str(), X_OK), 0) << "needs promtool at " << promtool << " (scripts/get-promtool.sh)";
   const std::string memory_subtree = "/sys/fs/cgroup/memory/" + subtree.root();
-  const int port = freePort();
+  const int port = freeLoopbackPort();
   TempDir tmp;
   VridProcess vrid(tmp, "vrid",
                    {"--topology=live", "--ownership=everything", "--kubelet-cgroup-root=/" + subtree.root(),
@@ -204,9 +169,9 @@ TEST(UsageRootTest, BusyProcessesInRealCgroupsAreMeasuredShownAndExported) {
   EXPECT_NEAR(find(report, std::string("pod/") + kBurstable)->cpu_seconds_total(), burstable_used, 0.02);
 
   // The endpoint: promtool finds nothing wrong, and the values are vrictl's.
-  EXPECT_THAT(http(port, "GET", "/other"), HasSubstr("404"));
-  EXPECT_THAT(http(port, "POST", "/metrics"), HasSubstr("405"));
-  const std::string answer = http(port, "GET", "/metrics");
+  EXPECT_THAT(loopbackHttp(port, "GET", "/other"), HasSubstr("404"));
+  EXPECT_THAT(loopbackHttp(port, "POST", "/metrics"), HasSubstr("405"));
+  const std::string answer = loopbackHttp(port, "GET", "/metrics");
   ASSERT_THAT(answer, HasSubstr("200 OK"));
   EXPECT_THAT(answer, HasSubstr("text/plain; version=0.0.4"));
   const std::string scrape = body(answer);
@@ -249,7 +214,7 @@ TEST(UsageRootTest, BusyProcessesInRealCgroupsAreMeasuredShownAndExported) {
     v1::Released released;
     ASSERT_TRUE(stub->ReleasePod(&c, release, &released).ok());
   }
-  const std::string after = body(http(port, "GET", "/metrics"));
+  const std::string after = body(loopbackHttp(port, "GET", "/metrics"));
   EXPECT_THAT(after, Not(HasSubstr(kBurstable)));
   EXPECT_THAT(after, HasSubstr(kGuaranteed));
   stub.reset();

@@ -44,6 +44,20 @@ v1::AdmitVmRequest vmRequest(v1::VmCpuPolicy policy, uint64_t bytes, uint64_t hu
   return vm;
 }
 
+// The Burstable container `web` (a quarter of a CPU, at most half; 64 MiB) of pod usage/web.
+v1::AdmitContainerRequest burstableWeb() {
+  v1::AdmitContainerRequest web;
+  web.set_pod_uid(kPodUid);
+  web.set_pod_name("usage/web");
+  web.set_qos(v1::BURSTABLE);
+  web.set_container_name("web");
+  web.set_container_id("ab12cd34");
+  web.set_cpu_request_milli(250);
+  web.set_cpu_limit_milli(500);
+  web.set_memory_limit_bytes(64ULL << 20);
+  return web;
+}
+
 class VridV2Test : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -149,16 +163,8 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
 
   // A Burstable container with a live process.
   grpc::ClientContext c1;
-  v1::AdmitContainerRequest web;
-  web.set_pod_uid(kPodUid);
-  web.set_qos(v1::BURSTABLE);
-  web.set_container_name("web");
-  web.set_container_id("ab12cd34");
-  web.set_cpu_request_milli(250);
-  web.set_cpu_limit_milli(500);
-  web.set_memory_limit_bytes(64ULL << 20);
   v1::ContainerAllocation placed;
-  const grpc::Status admitted = stub_->AdmitContainer(&c1, web, &placed);
+  const grpc::Status admitted = stub_->AdmitContainer(&c1, burstableWeb(), &placed);
   ASSERT_TRUE(admitted.ok()) << admitted.error_message() << "\n" << vrid_->log();
   const std::string container = "kubepods/burstable/pod" + std::string(kPodUid) + "/ab12cd34";
   const int busy = spawn({"--vri-busy"});
@@ -208,17 +214,8 @@ TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepai
 TEST_F(VridV2Test, APodsCpuThrottlingAndMemoryAreMeasured) {
   ASSERT_NO_FATAL_FAILURE(startVrid({"--usage-interval-ms=500"}));
   grpc::ClientContext c1;
-  v1::AdmitContainerRequest web;
-  web.set_pod_uid(kPodUid);
-  web.set_pod_name("usage/web");
-  web.set_qos(v1::BURSTABLE);
-  web.set_container_name("web");
-  web.set_container_id("ab12cd34");
-  web.set_cpu_request_milli(250);
-  web.set_cpu_limit_milli(500);
-  web.set_memory_limit_bytes(64ULL << 20);
   v1::ContainerAllocation placed;
-  ASSERT_TRUE(stub_->AdmitContainer(&c1, web, &placed).ok()) << vrid_->log();
+  ASSERT_TRUE(stub_->AdmitContainer(&c1, burstableWeb(), &placed).ok()) << vrid_->log();
   const std::string pod = "kubepods/burstable/pod" + std::string(kPodUid);
   for (const std::vector<std::string>& mode : {std::vector<std::string>{"--vri-busy"}, {"--vri-hold-memory", "24"}})
     ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + pod + "/ab12cd34/cgroup.procs", std::to_string(spawn(mode))));

@@ -126,6 +126,7 @@ struct TenantRow {
   std::string key, kind, name;
   int exclusive = 0;
   uint64_t admittedBytes = 0;
+  std::string labels = {};  // `tenant="…",kind="…"`, formatted once for all its series
 };
 
 }  // namespace
@@ -200,16 +201,14 @@ std::string renderMetrics(const NodeManager& node, const UsageSampler* usage, co
     r.admittedBytes = node.vmMemoryBytes(vm);
     rows.push_back(std::move(r));
   }
-  const auto labels = [](const TenantRow& r) {
-    return fmt::format(R"(tenant="{}",kind="{}")", escaped(r.key), r.kind);
-  };
+  for (TenantRow& r : rows) r.labels = fmt::format(R"(tenant="{}",kind="{}")", escaped(r.key), r.kind);
   w.header(kTenantInfo);
   for (const TenantRow& r : rows)
-    w.sample(kTenantInfo.name, fmt::format(R"({},name="{}")", labels(r), escaped(r.name)), 1);
+    w.sample(kTenantInfo.name, fmt::format(R"({},name="{}")", r.labels, escaped(r.name)), 1);
   w.header(kTenantExclusive);
-  for (const TenantRow& r : rows) w.sample(kTenantExclusive.name, labels(r), r.exclusive);
+  for (const TenantRow& r : rows) w.sample(kTenantExclusive.name, r.labels, r.exclusive);
   w.header(kTenantMemoryAdmitted);
-  for (const TenantRow& r : rows) w.sample(kTenantMemoryAdmitted.name, labels(r), r.admittedBytes);
+  for (const TenantRow& r : rows) w.sample(kTenantMemoryAdmitted.name, r.labels, r.admittedBytes);
 
   const FramePtr frame = usage != nullptr ? usage->latest() : nullptr;
   std::vector<std::pair<const TenantRow*, const TenantSample*>> measured;
@@ -220,16 +219,16 @@ std::string renderMetrics(const NodeManager& node, const UsageSampler* usage, co
     }
   }
   w.header(kTenantCpu);
-  for (const auto& [r, s] : measured) w.sample(kTenantCpu.name, labels(*r), seconds(s->cpu.usageNs));
+  for (const auto& [r, s] : measured) w.sample(kTenantCpu.name, r->labels, seconds(s->cpu.usageNs));
   w.header(kTenantPeriods);
-  for (const auto& [r, s] : measured) w.sample(kTenantPeriods.name, labels(*r), s->cpu.periods);
+  for (const auto& [r, s] : measured) w.sample(kTenantPeriods.name, r->labels, s->cpu.periods);
   w.header(kTenantThrottledPeriods);
-  for (const auto& [r, s] : measured) w.sample(kTenantThrottledPeriods.name, labels(*r), s->cpu.throttledPeriods);
+  for (const auto& [r, s] : measured) w.sample(kTenantThrottledPeriods.name, r->labels, s->cpu.throttledPeriods);
   w.header(kTenantThrottled);
-  for (const auto& [r, s] : measured) w.sample(kTenantThrottled.name, labels(*r), seconds(s->cpu.throttledNs));
+  for (const auto& [r, s] : measured) w.sample(kTenantThrottled.name, r->labels, seconds(s->cpu.throttledNs));
   w.header(kTenantMemory);
   for (const auto& [r, s] : measured)
-    if (s->memoryBytes) w.sample(kTenantMemory.name, labels(*r), *s->memoryBytes);
+    if (s->memoryBytes) w.sample(kTenantMemory.name, r->labels, *s->memoryBytes);
   w.header(kCpuBusy);
   if (frame) {
     for (const CpuSample& c : frame->cpus)

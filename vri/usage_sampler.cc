@@ -8,6 +8,16 @@
 
 namespace vri {
 
+namespace {
+
+// The CPU time a v2-format cpu.stat counts.
+Result<uint64_t> usageOfCpuStat(std::string_view text) {
+  VRI_ASSIGN_OR_RETURN(CpuCounters counters, parseCpuStatV2(text));
+  return counters.usageNs;
+}
+
+}  // namespace
+
 const TenantSample* UsageFrame::find(const std::string& key) const {
   const auto it = std::lower_bound(tenants.begin(), tenants.end(), key,
                                    [](const TenantSample& s, const std::string& k) { return s.label->key < k; });
@@ -182,7 +192,8 @@ void UsageSampler::open(TenantFiles& t) {
   t.cpuStat = std::move(*stat);
   if (sources_.version == CgroupVersion::kV1) {
     auto usage = keep({sources_.cpuacct, path}, "cpuacct.usage", t.reopened);
-    if (!usage.ok() && sources_.unified) usage = keep({*sources_.unified, path}, "cpu.stat", t.reopened);
+    t.cpuFromUnified = !usage.ok() && sources_.unified;
+    if (t.cpuFromUnified) usage = keep({*sources_.unified, path}, "cpu.stat", t.reopened);
     if (!usage.ok()) {
       // No CPU time to read anywhere yet: not measured, and looked for again next round.
       t.cpuStat.reset();
@@ -216,12 +227,9 @@ TenantSample UsageSampler::read(TenantFiles& t, Clock::TimePoint now) {
   if (counters.ok() && t.cpuacct) {
     auto usage = t.cpuacct->read();
     // cpuacct.usage, or the unified hierarchy's cpu.stat (its usage_usec) on a hybrid host.
-    auto ns =
-        !usage.ok() ? Result<uint64_t>(usage.error()) : usage->starts_with("usage_usec") ? [&]() -> Result<uint64_t> {
-      VRI_ASSIGN_OR_RETURN(CpuCounters unified, parseCpuStatV2(*usage));
-      return unified.usageNs;
-    }()
-        : parseCounterFile(*usage);
+    const Result<uint64_t> ns = !usage.ok()        ? Result<uint64_t>(usage.error())
+                                : t.cpuFromUnified ? usageOfCpuStat(*usage)
+                                                   : parseCounterFile(*usage);
     if (ns.ok()) {
       counters->usageNs = *ns;
     } else {

@@ -90,6 +90,7 @@ class UsageSampler {
     std::shared_ptr<const TenantLabel> label;
     std::unique_ptr<KeptFile> cpuStat, memory;
     std::unique_ptr<KeptFile> cpuacct;  // v1's CPU time: cpuacct.usage, or the unified hierarchy's cpu.stat
+    bool cpuFromUnified = false;        // cpuacct holds the unified hierarchy's cpu.stat
     bool opened = false;                // tried this far: files kept, or the cgroup is not there yet
     bool reopened = false;              // read through the path each time (the open-file limit)
     uint64_t memoryTriedAt = 0;         // the round memory's file was last looked for

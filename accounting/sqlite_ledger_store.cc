@@ -150,25 +150,29 @@ Error newerSchema(const std::string& path, int version, int known) {
                         std::string(packageVersion()) + ") reads up to version " + std::to_string(known) +
                         ": a newer VRI upgraded it. Install that VRI again, or go back to this one with the copy "
                         "made before the upgrade: ";
-  if (::access(backup.c_str(), F_OK) == 0)
+  if (::access(backup.c_str(), F_OK) == 0) {
     message += "stop vrid, remove " + path + " and " + path + "-wal, and move " + backup + " to " + path +
                " (tenants admitted since the upgrade are then adopted from their cgroups)";
-  else
-    message += "there is none at " + backup +
-               "; start vrid once with --init-ledger to set the file aside and "
-               "begin a new ledger (running tenants are adopted from their cgroups)";
-  return Error::failedPrecondition(message);
+    return Error::failedPrecondition(message);
+  }
+  message += "there is none at " + backup +
+             "; start vrid once with --init-ledger to set the file aside and "
+             "begin a new ledger (running tenants are adopted from their cgroups)";
+  return Error(ErrorCode::kDataLoss, message);  // unreadable here: --init-ledger may set it aside
 }
 
 }  // namespace
 
 Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::string& path, Durability durability,
                                                                    LedgerFile file, const LedgerSchema& schema) {
+  // DATA_LOSS: the file is gone or cannot be read as a ledger, what --init-ledger sets aside. Anything
+  // else (a ledger another process holds, an I/O error) is not damage, and the file is kept.
   const auto lost = [&](const std::string& what) {
-    return Error::failedPrecondition("ledger " + path + " " + what +
-                                     ": the tenants it held are not known. If it is lost for good, start vrid once "
-                                     "with --init-ledger to begin a new ledger (running tenants are adopted from "
-                                     "their cgroups; a damaged file is kept beside it)");
+    return Error(ErrorCode::kDataLoss,
+                 "ledger " + path + " " + what +
+                     ": the tenants it held are not known. If it is lost for good, start vrid once "
+                     "with --init-ledger to begin a new ledger (running tenants are adopted from "
+                     "their cgroups; a damaged file is kept beside it)");
   };
   struct stat st {};
   const bool exists = ::stat(path.c_str(), &st) == 0;
@@ -188,9 +192,10 @@ Result<std::unique_ptr<SqliteLedgerStore>> SqliteLedgerStore::open(const std::st
   const auto damaged = [&](Error error) {
     if ((sqlite3_errcode(db) & 0xff) == SQLITE_BUSY)
       return Error::failedPrecondition("ledger " + path + " is in use by another process (" + error.message() + ")");
-    return Error::failedPrecondition("ledger " + path + " cannot be read (" + error.message() +
-                                     "). Restore it from a backup, or start vrid once with --init-ledger to set it "
-                                     "aside and begin a new one (running tenants are adopted from their cgroups)");
+    return Error(ErrorCode::kDataLoss, "ledger " + path + " cannot be read (" + error.message() +
+                                           "). Restore it from a backup, or start vrid once with --init-ledger to set "
+                                           "it aside and begin a new one (running tenants are adopted from their "
+                                           "cgroups)");
   };
   // Before the first WAL access: with exclusive locking, the WAL index lives in heap memory.
   if (auto locked = exec(db, "PRAGMA locking_mode=EXCLUSIVE"); !locked.ok()) return damaged(locked.error());

@@ -150,6 +150,17 @@ Result<void> validateContainerId(std::string_view id) {
 
 Result<void> validateContainerName(std::string_view name) {
   if (name.empty()) return Error::invalidArgument("container name: must not be empty");
+  if (name.size() > kMaxContainerNameBytes)
+    return Error::invalidArgument("container name: longer than " + std::to_string(kMaxContainerNameBytes) +
+                                  " bytes: " + quoteForMessage(name));
+  for (size_t i = 0; i < name.size(); ++i) {
+    const auto c = static_cast<unsigned char>(name[i]);
+    // C0 controls, DEL, and the C1 controls as UTF-8 encodes them (U+0080..U+009F: CSI among them).
+    const bool c1 = c == 0xC2 && i + 1 < name.size() && static_cast<unsigned char>(name[i + 1]) < 0xA0 &&
+                    static_cast<unsigned char>(name[i + 1]) >= 0x80;
+    if (c < 0x20 || c == 0x7F || c1)
+      return Error::invalidArgument("container name: control character in " + quoteForMessage(name));
+  }
   return {};
 }
 

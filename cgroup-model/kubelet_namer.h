@@ -29,9 +29,12 @@ std::string_view kubeletDriverName(KubeletDriver driver);
 Result<void> validatePodUid(std::string_view uid);
 // A container id: 1-128 characters of [A-Za-z0-9_.-], not starting with '.' or '-'.
 Result<void> validateContainerId(std::string_view id);
-// A container's name within its pod, as the runtime takes it: VRI keys the ledger
-// by it (escaped) and never builds a path from it, so every non-empty name is taken
-// (runtime ids, which do name cgroups, are validateContainerId's).
+// A container's name within its pod: VRI keys the ledger by it (escaped) and never builds a path
+// from it (runtime ids, which do name cgroups, are validateContainerId's). kubelet's names are DNS
+// labels (at most 63 characters) and no Kubernetes name is longer than 253; CRI itself sets no
+// bound. VRI takes up to kMaxContainerNameBytes, room for other CRI clients, so that one name
+// cannot swell every listing, and no control character, which would reach an operator's terminal.
+inline constexpr size_t kMaxContainerNameBytes = 512;
 Result<void> validateContainerName(std::string_view name);
 
 // A pod, as its cgroup names it.

@@ -4,6 +4,7 @@
 // look for VRI's.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 #include "cgroup-model/result.h"
@@ -23,5 +24,10 @@ Result<void> refuseFileWritableByOthers(const std::string& path, const std::stri
 // The same for the directory that holds `path`, when that directory exists (whoever may write it
 // could put a file or socket of their own at `path`).
 Result<void> refuseDirectoryOfWritableByOthers(const std::string& path, const std::string& what);
+
+// Reads such a file whole: refused unless it is a regular file (a FIFO is not waited on, a device
+// not read), of at most `maxBytes`, that no one but root and this user may change (the checks
+// above, made on the file that was opened). Errors name `what` and the path.
+Result<std::string> readOwnedFile(const std::string& path, const std::string& what, size_t maxBytes);
 
 }  // namespace vri

@@ -100,6 +100,7 @@ Result<v1::AdmitContainerRequest> admitContainerRequest(const runtime::v1::Creat
 }
 
 Result<v1::AdmitContainerRequest> resizeRequest(const runtime::v1::UpdateContainerResourcesRequest& request) {
+  if (request.container_id().empty()) return Error::invalidArgument("container_id: must not be empty");
   v1::AdmitContainerRequest out;
   out.set_container_id(request.container_id());
   VRI_TRY(setResources(request.linux(), out).context("linux"));

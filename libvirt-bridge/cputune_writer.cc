@@ -1,7 +1,5 @@
 #include "libvirt-bridge/cputune_writer.h"
 
-#include <charconv>
-
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/xml_document.h"
 
@@ -76,13 +74,12 @@ void addMark(xmlNodePtr parent, xmlNsPtr ns, const VriPlacementMark& mark) {
 }
 
 // Whether a <memnode> is cell `cell`'s, its cellid read as the domain's parser reads it: "007"
-// and "-0" name cells 7 and 0, and a second <memnode> for them would make the definition invalid.
+// and "+0" name cells 7 and 0, and a second <memnode> for them would make the definition invalid.
 bool namesCell(xmlNodePtr memnode, int cell) {
   const auto text = attribute(memnode, "cellid");
   if (!text) return false;
-  int value = -1;
-  const auto [end, ec] = std::from_chars(text->data(), text->data() + text->size(), value);
-  return ec == std::errc() && end == text->data() + text->size() && value == cell;
+  const auto value = parseLibvirtUnsigned(*text, "cellid");
+  return value.ok() && static_cast<int64_t>(*value) == cell;
 }
 
 xmlNodePtr vriElement(xmlNodePtr metadata) {

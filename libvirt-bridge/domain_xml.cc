@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <limits>
 #include <set>
 
 #include "cgroup-model/amount_limits.h"
@@ -50,10 +51,11 @@ Result<uint64_t> sizeOf(xmlNodePtr node, std::string_view what, std::string_view
 }
 
 // A CPU or node list as libvirt's virBitmapParse reads it: the kernel's list
-// format plus "^N" exclusions ("0-3,^2" is 0-1,3), in any order. libvirt
-// normalises what it prints, but a raw definition may hold them.
+// format plus "^N", which clears N from what the items before it set, so
+// order matters ("^1,0-3" is 0-3; "0-3,^1" is 0,2-3; "^5,5" is 5). libvirt
+// normalises what it prints, but a raw definition may hold any of these.
 Result<CpuSet> parseLibvirtBitmap(std::string_view text) {
-  CpuSet included, excluded;
+  CpuSet result;
   bool any_exclusion = false;
   for (size_t start = 0; start <= text.size();) {
     const size_t comma = std::min(text.find(',', start), text.size());
@@ -61,16 +63,15 @@ Result<CpuSet> parseLibvirtBitmap(std::string_view text) {
     if (item.starts_with("^")) {
       VRI_ASSIGN_OR_RETURN(CpuSet one, CpuSet::parse(item.substr(1)));
       if (one.count() != 1) return Error::invalidArgument("\"^\" excludes one number, not " + quoteForMessage(item));
-      excluded |= one;
+      result = result - one;
       any_exclusion = true;
     } else {
       VRI_ASSIGN_OR_RETURN(CpuSet part, CpuSet::parse(item));
       if (part.empty() && !text.empty()) return Error::invalidArgument("empty item in " + quoteForMessage(text));
-      included |= part;
+      result |= part;
     }
     start = comma + 1;
   }
-  const CpuSet result = included - excluded;
   if (any_exclusion && result.empty())
     return Error::invalidArgument(quoteForMessage(text) + " leaves nothing after its exclusions");
   return result;
@@ -94,12 +95,20 @@ Result<CpuSet> cpusetAttribute(xmlNodePtr node, std::string_view name, std::stri
   return parsed;
 }
 
-Result<int> intAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
+Result<uint32_t> unsignedAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
   const auto text = attribute(node, name);
   if (!text) return Error::invalidArgument(std::string(what) + ": no " + std::string(name) + " attribute");
-  VRI_ASSIGN_OR_RETURN(int value, integer<int>(*text, what));
-  if (value < 0) return Error::invalidArgument(std::string(what) + ": negative " + std::string(name));
-  return value;
+  return parseLibvirtUnsigned(*text, std::string(what) + " " + std::string(name));
+}
+
+// The same, for an id VRI keeps in an int (vCPUs, guest cells): past INT_MAX is past any domain's count.
+Result<int> intAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
+  VRI_ASSIGN_OR_RETURN(uint32_t value, unsignedAttribute(node, name, what));
+  if (value > static_cast<uint32_t>(std::numeric_limits<int>::max())) {
+    return Error::invalidArgument(std::string(what) + ": " + std::string(name) + " " + std::to_string(value) +
+                                  " is out of range");
+  }
+  return static_cast<int>(value);
 }
 
 // The pins under <cputune> or VRI's <placement> (same element names). In a
@@ -327,6 +336,9 @@ Result<void> readMemoryDevices(xmlNodePtr domain, DomainXml& out) {
     if (!isElement(n, "memory")) continue;
     DomainMemoryDevice device;
     device.model = attribute(n, "model").value_or("");
+    // An SGX enclave page cache is the CPU's reserved memory, not the host's RAM: libvirt
+    // leaves it out of <memory>, and nothing here books it.
+    if (device.model == "sgx-epc") continue;
     const std::string what = "<memory model='" + device.model + "'>";
     xmlNodePtr target = childElement(n, "target");
     xmlNodePtr size = childElement(target, "size");
@@ -343,7 +355,10 @@ Result<void> readMemoryDevices(xmlNodePtr domain, DomainXml& out) {
     if (xmlNodePtr nodemask = childElement(source, "nodemask")) {
       VRI_ASSIGN_OR_RETURN(device.nodemask, parseLibvirtBitmap(textOf(nodemask)));
     }
-    if (xmlNodePtr path = childElement(source, "path")) device.sourcePath = textOf(path);
+    // libvirt reads <source><path> for the file-backed models only; a dimm's is ignored (it is RAM).
+    if (xmlNodePtr path = childElement(source, "path"); path != nullptr && device.fileBacked()) {
+      device.sourcePath = textOf(path);
+    }
     out.memoryDevices.push_back(device);
   }
   return {};
@@ -400,6 +415,18 @@ Result<std::string> validUuid(std::string text) {
 }
 
 }  // namespace
+
+Result<uint32_t> parseLibvirtUnsigned(std::string_view text, std::string_view what) {
+  std::string_view digits = text;
+  while (!digits.empty() && std::isspace(static_cast<unsigned char>(digits.front()))) digits.remove_prefix(1);
+  if (digits.starts_with("-"))
+    return Error::invalidArgument(std::string(what) + ": negative: " + quoteForMessage(text));
+  if (digits.starts_with("+")) digits.remove_prefix(1);
+  if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits.front()))) {
+    return Error::invalidArgument(std::string(what) + ": not a number: " + quoteForMessage(text));
+  }
+  return integer<uint32_t>(digits, what);
+}
 
 Result<void> validateDomainName(std::string_view name) {
   if (name.empty()) return Error::invalidArgument("domain XML has no <name>");

@@ -57,16 +57,17 @@ struct DomainHugepage {
   CpuSet cells;
 };
 
-// <devices><memory>: a memory device (dimm, virtio-mem, ...), counted in <memory>.
+// <devices><memory>: a memory device (dimm, virtio-mem, ...), counted in <memory>. An sgx-epc
+// device is neither counted in <memory> nor RAM, and is not read.
 struct DomainMemoryDevice {
   std::string model;
   uint64_t sizeBytes = 0;
   std::optional<int> cell;     // <target><node>
   uint64_t pageSizeBytes = 0;  // <source><pagesize>; 0: the cell's
   CpuSet nodemask;             // <source><nodemask>: host nodes; empty: the cell's binding
-  std::string sourcePath;      // <source><path>: a file QEMU maps (nvdimm, virtio-pmem), not RAM
-  // Backed by a file, not by the host's memory: nvdimm and virtio-pmem.
-  bool fileBacked() const { return model == "nvdimm" || model == "virtio-pmem" || !sourcePath.empty(); }
+  std::string sourcePath;      // <source><path> of a file-backed model: the file QEMU maps
+  // Backed by a file, not by the host's memory: nvdimm and virtio-pmem (a dimm's <path> is ignored by libvirt).
+  bool fileBacked() const { return model == "nvdimm" || model == "virtio-pmem"; }
 };
 
 // The placement VRI wrote into <cputune>, as recorded in its metadata: if the
@@ -119,6 +120,11 @@ struct DomainXml {
 };
 
 Result<DomainXml> parseDomainXml(std::string_view xml);
+
+// An unsigned number as libvirt's virXMLPropUInt reads an id attribute (strtoul,
+// then virStrToLong_uip's checks): leading blanks and one '+' are taken, any '-'
+// is refused ("-0" too), the whole text must be the number, and it fits 32 bits.
+Result<uint32_t> parseLibvirtUnsigned(std::string_view text, std::string_view what);
 
 // libvirt's rule for names, plus what VRI needs for paths and messages.
 Result<void> validateDomainName(std::string_view name);

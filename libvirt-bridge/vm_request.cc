@@ -52,9 +52,11 @@ uint64_t hugepageOrRegular(uint64_t size) { return size == kSystemPageBytes ? 0 
 // The page size of a guest cell's memory (-1: the guest without cells): the
 // <page> naming the cell, else the one naming no cells; <hugepages/> with no
 // <page> at all is the host's default size. When every <page> names cells,
-// libvirt backs a cell none of them names with ordinary memory.
+// libvirt backs a cell none of them names with ordinary memory. A guest
+// without cells is cell 0 to libvirt's page lookup (<page nodeset='0'> backs it).
 uint64_t pageSizeOf(const DomainXml& domain, int cell) {
   if (!domain.hugepages) return 0;
+  if (cell < 0 && domain.cells.empty()) cell = 0;
   if (domain.hugepagePages.empty()) return hugepageOrRegular(kDefaultHugepageBytes);
   const DomainHugepage* fallback = nullptr;
   for (const DomainHugepage& page : domain.hugepagePages) {

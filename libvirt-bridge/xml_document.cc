@@ -37,6 +37,7 @@ Result<XmlDocument> XmlDocument::parse(std::string_view text, std::string_view w
                                   std::to_string(kMaxXmlBytes) + " bytes accepted");
   }
   if (text.find('\0') != std::string_view::npos) return Error::invalidArgument(prefix + "XML contains a NUL byte");
+  // A fast refusal before parsing; the check after decoding below is the one that holds.
   if (containsCaseInsensitive(text, "<!DOCTYPE") || containsCaseInsensitive(text, "<!ENTITY")) {
     return Error::invalidArgument(prefix + "XML with a DOCTYPE or entity declaration is refused");
   }
@@ -57,6 +58,11 @@ Result<XmlDocument> XmlDocument::parse(std::string_view text, std::string_view w
                                   ": " + message);
   }
   XmlDocument parsed(doc);
+  // The byte search above only sees a DOCTYPE spelled in ASCII; a document in UTF-16, UTF-7 or
+  // EBCDIC spells it otherwise. What libxml2 decoded is the answer: any DTD at all is refused, so
+  // no entity it declares is ever expanded into a name or a value.
+  if (doc->intSubset != nullptr || doc->extSubset != nullptr)
+    return Error::invalidArgument(prefix + "XML with a DOCTYPE or entity declaration is refused");
   if (parsed.root() == nullptr) return Error::invalidArgument(prefix + "XML has no root element");
   return parsed;
 }

@@ -7,6 +7,7 @@
 #include "cgroup-model/cgroup_values.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
+#include "libvirt-bridge/domain_xml.h"
 
 namespace vri {
 
@@ -135,9 +136,8 @@ Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
   vm.uuid = r.uuid();
   if (vm.uuid.empty()) return Error::invalidArgument("uuid: must not be empty");
   if (!isUuid(vm.uuid)) return Error::invalidArgument("uuid: not a UUID: " + quoteForMessage(vm.uuid));
-  if (r.name().size() > 256 || r.name().find_first_of("/\n") != std::string::npos || r.name() == ".." ||
-      r.name() == ".")
-    return Error::invalidArgument("name: invalid domain name " + quoteForMessage(r.name()));
+  // libvirt's rule for names (the hook's too): no '/', no control character, at most 256 bytes.
+  if (!r.name().empty()) VRI_TRY(validateDomainName(r.name()).context("name"));
   vm.cpu.name = r.name().empty() ? r.uuid() : r.name();
   if (r.vcpus() < 1 || r.vcpus() > kMaxVmVcpus)
     return Error::invalidArgument("vcpus: must be from 1 to " + std::to_string(kMaxVmVcpus) + ", got " +

@@ -56,8 +56,17 @@ Result<std::unique_ptr<SqliteLedgerStore>> openLedger(const DaemonConfig& config
     return SqliteLedgerStore::open(path, config.durability, LedgerFile::kCreateIfAbsent);
   }
   auto store = SqliteLedgerStore::open(path, config.durability, LedgerFile::kMustExist);
+  // Only a ledger that is lost or damaged is set aside: one that is sound but busy (another process
+  // holds a lock on it) is refused as it is, whatever the operator said.
   if (store.ok() || !config.initLedger) return store;
-  const std::string aside = path + ".damaged-" + std::to_string(::time(nullptr));
+  if (store.error().code() != ErrorCode::kDataLoss)
+    return std::move(store).context("--init-ledger sets aside only a ledger that is lost or damaged; this one is not");
+  // Never over an earlier copy: two runs in one second get two names.
+  const std::string base = path + ".damaged-" + std::to_string(::time(nullptr));
+  std::string aside = base;
+  for (int n = 1; ::access(aside.c_str(), F_OK) == 0 || ::access((aside + "-wal").c_str(), F_OK) == 0; ++n) {
+    aside = base + "-" + std::to_string(n);
+  }
   bool kept = false;
   for (const char* suffix : {"", "-wal", "-shm"}) {
     const std::string from = path + suffix;
@@ -161,6 +170,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_ASSIGN_OR_RETURN(d->readOnlyClaim_, SocketClaim::take(config.socket).context("socket"));
   VRI_ASSIGN_OR_RETURN(d->adminClaim_, SocketClaim::take(config.adminSocket).context("admin_socket"));
   VRI_ASSIGN_OR_RETURN(auto store, openLedger(config, d->stateDir_->firstStart(), log));
+  VRI_TRY(d->stateDir_->recordLedgerBegun());
   if (const int from = store->upgradedFrom(); from != 0)
     log.warning("ledger " + config.ledgerPath() + " upgraded from schema version " + std::to_string(from) + " to " +
                 std::to_string(currentLedgerSchema().version) + "; the file as it was is kept at " +

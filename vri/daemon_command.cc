@@ -1,5 +1,4 @@
 // vrid's command line: flags named after the options, --config, --help and --print-config.
-#include "cgroup-model/kernel_cgroupfs.h"
 #include "cgroup-model/owned_path.h"
 #include "cgroup-model/quote.h"
 #include "vri/daemon_config.h"
@@ -71,12 +70,18 @@ Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
   return command;
 }
 
+namespace {
+
+// vrid.conf holds a few dozen options; a file far larger is not one.
+constexpr size_t kMaxConfigFileBytes = 1 << 20;
+
+}  // namespace
+
 Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command) {
   DaemonConfig config = defaultConfig();
-  auto text = readWholeFile(command.configPath);
+  // Whoever may write it decides placement; a FIFO or a device there is no configuration.
+  auto text = readOwnedFile(command.configPath, "config", kMaxConfigFileBytes);
   if (text.ok()) {
-    // Whoever may write it decides placement.
-    VRI_TRY(refuseFileWritableByOthers(command.configPath, "config"));
     VRI_TRY(applyConfigText(config, *text, command.configPath));
   } else if (command.configPathGiven || text.error().code() != ErrorCode::kNotFound) {
     return text.error();

@@ -3,7 +3,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "cgroup-model/kernel_cgroupfs.h"
+#include <set>
+
+#include "cgroup-model/owned_path.h"
 #include "cgroup-model/quote.h"
 
 namespace vri {
@@ -110,6 +112,27 @@ Result<KubeletSettings> settingsOf(const YAML::Node& root) {
   return s;
 }
 
+// yaml-cpp keeps every entry of a map with a repeated key and its lookup answers the first, while
+// kubelet's decoder takes the last: a file with one would make vrid agree with a value kubelet
+// does not use. Refused, as kubelet's strict decoding refuses it.
+Result<void> refuseDuplicateKeys(const YAML::Node& node, const std::string& where) {
+  if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i)
+      VRI_TRY(refuseDuplicateKeys(node[i], where + "[" + std::to_string(i) + "]"));
+  }
+  if (!node.IsMap()) return {};
+  std::set<std::string> keys;
+  for (const auto& entry : node) {
+    const std::string key = entry.first.IsScalar() ? entry.first.Scalar() : std::string("<not a scalar>");
+    const std::string field = where.empty() ? key : where + "." + key;
+    if (!keys.insert(key).second) {
+      return Error::invalidArgument(quoteForMessage(field) + " is given twice; kubelet takes the last, give it once");
+    }
+    VRI_TRY(refuseDuplicateKeys(entry.second, field));
+  }
+  return {};
+}
+
 std::string cpusText(const std::optional<CpuSet>& cpus) { return cpus ? cpus->format() : std::string("unset"); }
 
 }  // namespace
@@ -124,6 +147,7 @@ Result<KubeletSettings> parseKubeletConfig(std::string_view text, const std::str
     return Error::invalidArgument(origin + ": not YAML: " + e.what());
   }
   try {
+    VRI_TRY(refuseDuplicateKeys(root, "").context(origin));
     return settingsOf(root).context(origin);
   } catch (const YAML::Exception& e) {  // a map with a key that is not a scalar, and such
     return Error::invalidArgument(origin + ": " + e.what());
@@ -181,7 +205,8 @@ std::vector<std::string> kubeletMismatches(const DaemonConfig& config, const Kub
 
 Result<void> checkKubeletConfig(const DaemonConfig& config) {
   if (config.kubeletConfig.empty()) return {};
-  VRI_ASSIGN_OR_RETURN(std::string text, readWholeFile(config.kubeletConfig).context("kubelet_config"));
+  // Read as vrid's own configuration is: what kubelet reserves decides what vrid admits.
+  VRI_ASSIGN_OR_RETURN(std::string text, readOwnedFile(config.kubeletConfig, "kubelet_config", kMaxFileBytes));
   VRI_ASSIGN_OR_RETURN(KubeletSettings kubelet,
                        parseKubeletConfig(text, config.kubeletConfig).context("kubelet_config"));
   const std::vector<std::string> mismatches = kubeletMismatches(config, kubelet);

@@ -24,13 +24,20 @@ class StateDirectory {
   StateDirectory& operator=(StateDirectory&&) = delete;
   StateDirectory(const StateDirectory&) = delete;
 
-  // Nothing was ever kept here (new, or empty): a ledger begins without --init-ledger.
+  // No ledger was ever begun here (new, empty, or only the lock of a start that stopped before
+  // its ledger): a ledger begins without --init-ledger.
   bool firstStart() const { return firstStart_; }
 
+  // Records in the lock file that this directory holds a ledger, so that a ledger lost later is
+  // told from one never begun. Called once the ledger is open; idempotent.
+  Result<void> recordLedgerBegun();
+
  private:
-  StateDirectory(int lockFd, bool firstStart) : lockFd_(lockFd), firstStart_(firstStart) {}
+  StateDirectory(int lockFd, bool firstStart, bool ledgerRecorded)
+      : lockFd_(lockFd), firstStart_(firstStart), ledgerRecorded_(ledgerRecorded) {}
   int lockFd_;
   bool firstStart_;
+  bool ledgerRecorded_;
 };
 
 }  // namespace vri

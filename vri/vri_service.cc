@@ -139,7 +139,8 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
                                        Runs runs, std::function<grpc::Status(const Request&, Reply&)> call) {
   const auto started = std::chrono::steady_clock::now();
   const std::string agent = userAgent(context);
-  if (!agent.empty()) clients_.record(agent);
+  // Versions are what root's programs run: anyone may open the read-only socket and claim to be one.
+  if (!agent.empty() && access_ == SocketAccess::kAdmin) clients_.record(agent);
   auto request = std::make_shared<Request>();
   if (!fromBytes(*in, *request)) {
     account(method, agent, runs, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, ""), started);
@@ -358,7 +359,19 @@ grpc::Status VriService::releasePod(const v1::ReleasePodRequest& r, v1::Released
 grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
   v1::AdmitContainerRequest by_id;  // the request with the container found by its runtime id
   const v1::AdmitContainerRequest* r = &request;
-  if (request.pod_uid().empty() && !request.container_id().empty()) {
+  if (request.pod_uid().empty() && request.container_id().empty()) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "container_id: must not be empty (or give pod_uid and container_name)");
+  }
+  // A resize changes a container's resources, never its pod's class: a class given must be a
+  // class, and the pod's.
+  std::optional<QosClass> given_qos;
+  if (request.qos() != v1::QOS_UNSPECIFIED) {
+    auto qos = qosFrom(request.qos());
+    if (!qos.ok()) return toGrpcStatus(qos.error());
+    given_qos = *qos;
+  }
+  if (request.pod_uid().empty()) {
     const StatePtr state = node_.state();
     const RuntimeOwner* owner = state->runtimeOwner(request.container_id());
     if (owner == nullptr || owner->isSandbox())
@@ -374,6 +387,11 @@ grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& reques
   const StatePtr state = node_.state();
   const PodRecord* pod = state->pod(r->pod_uid());
   if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
+  if (given_qos && *given_qos != pod->spec.qos) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "qos: pod " + quoteForMessage(pod->spec.name) + " is " +
+                                                                std::string(qosClassName(pod->spec.qos)) +
+                                                                "; a resize does not change a pod's QoS class");
+  }
   v1::ContainerResources previous;
   if (const auto known = pod->containers.find(container->name); known != pod->containers.end()) {
     const ContainerSpec& before = known->second.spec;

@@ -1,4 +1,5 @@
 #include "vrictl/commands.h"
+#include "vrictl/printable.h"
 
 #include <CLI/CLI.hpp>
 
@@ -85,17 +86,20 @@ struct Parser {
     }
     add("nodeinfo", "the node: topology, cgroups, policies, vrid's and its clients' versions",
         [](CommandContext& c, const Choices& o) {
-          return nodeCommand(c, [&](const v1::Node& n) { return show(c, o, n, formatNodeInfo(n)); });
+          return nodeCommand(c, [&](const v1::Node& n) { return show(c, o, n, formatNodeInfo(printable(n))); });
         });
     add("topology", "packages, NUMA nodes, cores, memory and hugepages", [](CommandContext& c, const Choices& o) {
-      return nodeCommand(c, [&](const v1::Node& n) { return showNode(c, o, n, kTopologyFields, formatTopology(n)); });
+      return nodeCommand(
+          c, [&](const v1::Node& n) { return showNode(c, o, n, kTopologyFields, formatTopology(printable(n))); });
     });
     add("capacity", "capacity, reserved, allocatable, admitted by pods and by VMs, and free",
         [](CommandContext& c, const Choices& o) {
-          return nodeCommand(c, [&](const v1::Node& n) { return show(c, o, n.capacity(), formatCapacity(n)); });
+          return nodeCommand(c,
+                             [&](const v1::Node& n) { return show(c, o, n.capacity(), formatCapacity(printable(n))); });
         });
     add("pool", "reserved, shared and exclusive CPUs", [](CommandContext& c, const Choices& o) {
-      return nodeCommand(c, [&](const v1::Node& n) { return showNode(c, o, n, kPoolFields, formatPool(n)); });
+      return nodeCommand(c,
+                         [&](const v1::Node& n) { return showNode(c, o, n, kPoolFields, formatPool(printable(n))); });
     });
     CLI::App* list = add("list", "every tenant, with the CPUs it runs on", [](CommandContext& c, const Choices& o) {
       if (int(o.pods) + int(o.vms) + int(o.all) > 1) {
@@ -107,7 +111,7 @@ struct Parser {
                                 : v1::ListTenantsRequest::ALL;
       auto list = c.vrid().tenants(kind);
       if (!list.ok()) return failed(c, list.error());
-      return show(c, o, *list, formatTenantList(*list));
+      return show(c, o, *list, formatTenantList(printable(*list)));
     });
     // Checked when it runs: CLI11's own `excludes` lists the others in no stable order in --help.
     list->add_flag("--pods", choices.pods, "pods only");
@@ -128,7 +132,7 @@ struct Parser {
             if (!list.ok()) return failed(c, list.error());
             names = *list;
           }
-          return show(c, o, *tree, o.json ? "" : formatTree(*tree, names, c.style));
+          return show(c, o, *tree, o.json ? "" : formatTree(printable(*tree), printable(names), c.style));
         })
         ->add_flag("--no-compare", choices.noCompare,
                    "do not read the kernel's files (no wait for the decisions queued before)");
@@ -143,7 +147,8 @@ struct Parser {
           const v1::UsageSample* busy = usage.ok() && !usage->samples().empty() && usage->samples(0).cpus_size() > 0
                                             ? &usage->samples(0)
                                             : nullptr;
-          c.out << (o.json ? mapAsJson(*node, *list, busy) + "\n" : formatMap(*node, *list, c.style, busy));
+          c.out << (o.json ? mapAsJson(*node, *list, busy) + "\n"
+                           : formatMap(printable(*node), printable(*list), c.style, busy));
           return kExitOk;
         });
     CLI::App* top = add("top", "live CPU use, throttling and memory of every tenant (q quits); --once prints one table",
@@ -164,7 +169,7 @@ struct Parser {
           auto watched = c.vrid().watch(
               request,
               [&](const v1::Event& e) {
-                c.out << (o.json ? toJson(e, true) : formatEvent(e, c.style));
+                c.out << (o.json ? toJson(e, true) : formatEvent(printable(e), c.style));
                 c.out.flush();
                 return !c.interrupted();
               },
@@ -180,7 +185,7 @@ struct Parser {
         [](CommandContext& c, const Choices& o) {
           auto reply = c.vrid().reconcile(o.dryRun);
           if (!reply.ok()) return failed(c, reply.error());
-          return show(c, o, *reply, formatReconcile(*reply, o.dryRun));
+          return show(c, o, *reply, formatReconcile(printable(*reply), o.dryRun));
         })
         ->add_flag("--dry-run,-n", choices.dryRun, "show what reconcile would do, and do nothing");
   }
@@ -225,8 +230,8 @@ struct Parser {
           (request.*set)(o.key);
           auto tenant = c.vrid().tenant(request);
           if (!tenant.ok()) return failed(c, tenant.error());
-          if (tenant->has_vm()) return show(c, o, tenant->vm(), formatVmInfo(tenant->vm()));
-          return show(c, o, tenant->pod(), formatPodInfo(tenant->pod()));
+          if (tenant->has_vm()) return show(c, o, tenant->vm(), formatVmInfo(printable(tenant->vm())));
+          return show(c, o, tenant->pod(), formatPodInfo(printable(tenant->pod())));
         })
         ->add_option(argument, choices.key, argumentHelp)
         ->required();

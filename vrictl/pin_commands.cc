@@ -1,4 +1,5 @@
 #include "vrictl/pin_commands.h"
+#include "vrictl/printable.h"
 
 #include <charconv>
 #include <ostream>
@@ -43,8 +44,8 @@ int move(CommandContext& c, const PinChoices& p, v1::MoveVmRequest request,
   request.set_config(p.config);
   auto reply = c.vrid().moveVm(request);
   if (!reply.ok()) return reportFailure(c, reply.error());
-  c.out << (p.json ? toJson(*reply) + "\n" : view(reply->vm()));
-  const std::string live = formatLiveOutcome(*reply);
+  c.out << (p.json ? toJson(*reply) + "\n" : view(printable(reply->vm())));
+  const std::string live = formatLiveOutcome(printable(*reply));
   if (reply->live() == v1::MoveVmReply::PENDING || reply->live() == v1::MoveVmReply::DEFINITION_FAILED) {
     c.err << "vrictl: " << live;
     return kExitFailed;
@@ -69,11 +70,11 @@ int showOrMove(CommandContext& c, const PinChoices& p, const std::string& comman
     }
     auto vm = fetchVm(c, p.domain);
     if (!vm.ok()) return reportFailure(c, vm.error());
-    if (const std::string why = refuse ? refuse(*vm) : ""; !why.empty()) {
+    if (const std::string why = refuse ? refuse(printable(*vm)) : ""; !why.empty()) {
       c.err << "vrictl: " << why << "\n";
       return kExitFailed;
     }
-    c.out << (p.json ? toJson(*vm) + "\n" : view(*vm));
+    c.out << (p.json ? toJson(*vm) + "\n" : view(printable(*vm)));
     return kExitOk;
   }
   v1::MoveVmRequest request;
@@ -119,7 +120,7 @@ int runNumatune(CommandContext& c, const PinChoices& p) {
   }
   auto vm = fetchVm(c, p.domain);
   if (!vm.ok()) return reportFailure(c, vm.error());
-  c.out << (p.json ? toJson(*vm) + "\n" : formatNumatune(*vm));
+  c.out << (p.json ? toJson(*vm) + "\n" : formatNumatune(printable(*vm)));
   return kExitOk;
 }
 

@@ -1,4 +1,5 @@
 #include "vrictl/top_command.h"
+#include "vrictl/printable.h"
 
 #include <poll.h>
 #include <sys/ioctl.h>
@@ -80,7 +81,7 @@ int live(CommandContext& c, TopSort sort, int input, int output) {
     screen.keys = true;
     const int cpu_lines = last.samples().empty() ? 0 : (last.samples(0).cpus_size() + 7) / 8 + 1;
     screen.rows = std::max(1, terminal.height() - 5 - cpu_lines);
-    std::string text = formatTop(last, node, screen, c.style);
+    std::string text = formatTop(printable(last), printable(node), screen, c.style);
     // The terminal's output processing is left on: "\n" still starts the next line at column 0.
     terminal.write("\033[H\033[2J" + text);
   };
@@ -136,7 +137,7 @@ int runTop(CommandContext& c, const TopChoices& o) {
   if (!node.ok()) return reportFailure(c, node.error());
   TopScreen screen;
   screen.sort = *sort;
-  c.out << formatTop(*report, *node, screen, c.style);
+  c.out << formatTop(printable(*report), printable(*node), screen, c.style);
   return kExitOk;
 }
 

@@ -107,6 +107,15 @@ TEST(CriTranslateTest, ExtremeCpuAndMemoryValuesAreRefusedNamingTheField) {
   }
 }
 
+TEST(CriTranslateTest, AnUpdateWithoutAContainerIdSaysSo) {
+  runtime::v1::UpdateContainerResourcesRequest update;
+  update.mutable_linux()->set_cpu_shares(1024);
+  auto resize = resizeRequest(update);
+  ASSERT_FALSE(resize.ok());
+  EXPECT_EQ(resize.error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(resize.error().message(), "container_id: must not be empty");
+}
+
 TEST(CriTranslateTest, ACreateIsAnAdmitByPodUidAndContainerName) {
   auto admit = admitContainerRequest(kubeletCreate("/kubepods/poduid-1", 2048, 200000));
   ASSERT_TRUE(admit.ok()) << admit.error().message();

@@ -211,5 +211,35 @@ TEST_F(DomainNumaTest, NodesAreReadAsLibvirtReadsThemAndNodesTheHostLacksAreRefu
   EXPECT_EQ(vmCount(), 0);
 }
 
+// Each read as libvirt's memory code reads it: a guest without cells is cell 0 to <page nodeset>, a
+// dimm's <source><path> is ignored (its memory is RAM), and an SGX enclave page cache is no RAM at all.
+TEST_F(DomainNumaTest, PagesDimmsAndEnclavesAreBookedAsLibvirtBacksThem) {
+  const std::string one_cell_less =
+      "<domain type='qemu'><name>corpus</name><uuid>5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a70</uuid>"
+      "<memory unit='KiB'>524288</memory><vcpu>1</vcpu>"
+      "<memoryBacking><hugepages><page size='2048' unit='KiB' nodeset='0'/></hugepages></memoryBacking></domain>";
+  HookOutcome prepared = hook("corpus", "prepare", "begin", one_cell_less);
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  uint64_t huge = 0, regular = 0;
+  for (const auto& [node, sizes] : memoryOf(kCorpus)) {
+    for (const auto& [size, bytes] : sizes) (size == 0 ? regular : huge) += bytes;
+  }
+  EXPECT_EQ(huge, 512 * kMiB);
+  EXPECT_EQ(regular, 0u);
+  ASSERT_EQ(hook("corpus", "release", "end", one_cell_less).exitCode, 0);
+
+  const std::string devices =
+      "<memory model='dimm'><source><path>/var/lib/ignored.img</path></source>"
+      "<target><size unit='KiB'>262144</size><node>1</node></target></memory>"
+      "<memory model='sgx-epc'><target><size unit='KiB'>65536</size><node>0</node></target></memory>";
+  prepared = hook("corpus", "prepare", "begin", twoCells("", "", devices, 1048576 + 262144));
+  ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+  uint64_t total = 0;
+  for (const auto& [node, sizes] : memoryOf(kCorpus)) {
+    for (const auto& [size, bytes] : sizes) total += bytes;
+  }
+  EXPECT_EQ(total, 1024 * kMiB + 256 * kMiB);  // the two cells and the dimm; the enclave is not RAM
+}
+
 }  // namespace
 }  // namespace vri

@@ -280,6 +280,25 @@ TEST(DomainXmlTest, AmountsBeyondAnyHostAreRefusedBeforeTheyAreSummed) {
   EXPECT_THAT(request.error().message(), HasSubstr("beyond what any"));
 }
 
+// A DOCTYPE in another encoding has no ASCII "<!DOCTYPE" in its bytes (UTF-7 spells '!' as "+ACE-"):
+// refused after libxml2 decodes it, so an entity it declares is never expanded into the VM's name.
+// (UTF-16 and UTF-32 hold NUL bytes, which are refused before parsing.)
+TEST(DomainXmlTest, ADoctypeInAnyEncodingIsRefused) {
+  const auto utf7 = [](std::string body) {
+    for (size_t at; (at = body.find('!')) != std::string::npos;) body.replace(at, 1, "+ACE-");
+    return "<?xml version='1.0' encoding='UTF-7'?>" + body;
+  };
+  auto parsed =
+      parseDomainXml(utf7("<!DOCTYPE domain [<!ENTITY n 'hidden'>]><domain><name>&n;</name>"
+                          "<uuid>4b0c1e2a-6f55-4f0e-9a7e-3c1d2e3f4a5d</uuid><memory>1024</memory></domain>"));
+  ASSERT_FALSE(parsed.ok()) << "admitted as " << parsed->name;
+  EXPECT_THAT(parsed.error().message(), HasSubstr("DOCTYPE or entity declaration is refused"));
+  // The same document without its DTD is read: the encoding alone is not refused.
+  auto read = parseDomainXml(utf7(minimal("", "utf7vm")));
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(read->name, "utf7vm");
+}
+
 TEST(DomainXmlTest, EntityReferencesAreNotExpanded) {
   // Without a DOCTYPE only the five predefined entities exist; anything else is an error, not an expansion.
   EXPECT_FALSE(parseDomainXml(minimal("<description>&xxe;</description>")).ok());
@@ -345,12 +364,12 @@ TEST(DomainXmlIdsTest, VrisNumatuneKeepsTheDomainsModeAndWritesItsMemnodes) {
   EXPECT_EQ(domain->memnodes.at(1).mode, "restrictive");
 }
 
-// A <memnode> whose cellid is spelled "-0" or "01" is cell 0's or 1's to the parser, and so to the
+// A <memnode> whose cellid is spelled "+0" or "01" is cell 0's or 1's to the parser, and so to the
 // writer: VRI's nodes go into it, not into a second <memnode> that makes the definition invalid
 // (found by domain_xml_fuzz).
 TEST(DomainXmlIdsTest, AMemnodeIsFoundByItsCellNumberHoweverItsIdIsSpelled) {
   const std::string xml = withVcpus("<vcpu>2</vcpu>",
-                                    "<numatune><memnode cellid='-0' mode='strict' nodeset='1'/>"
+                                    "<numatune><memnode cellid='+0' mode='strict' nodeset='1'/>"
                                     "<memnode cellid='01' mode='strict' nodeset='0'/></numatune>"
                                     "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' "
                                     "memory='512'/></numa></cpu>");
@@ -364,6 +383,50 @@ TEST(DomainXmlIdsTest, AMemnodeIsFoundByItsCellNumberHoweverItsIdIsSpelled) {
   EXPECT_EQ(domain->memnodes.size(), 2u);
   EXPECT_EQ(domain->memnodes.at(0).nodeset.format(), "0");
   EXPECT_EQ(domain->memnodes.at(1).nodeset.format(), "1");
+}
+
+// "^N" clears N from what the items before it set, as virBitmapParse reads the list left to right.
+TEST(DomainXmlLibvirtSyntaxTest, ExclusionsApplyToWhatCameBeforeThem) {
+  const auto nodesetOf = [](const std::string& nodeset) -> Result<std::string> {
+    VRI_ASSIGN_OR_RETURN(DomainXml domain, parseDomainXml(minimal("<numatune><memory mode='strict' nodeset='" +
+                                                                  nodeset + "'/></numatune>")));
+    return domain.numatune->nodeset.format();
+  };
+  EXPECT_EQ(nodesetOf("0-3,^1").value(), "0,2-3");
+  EXPECT_EQ(nodesetOf("^1,0-3").value(), "0-3");  // nothing to clear yet; 0-3 sets 1 again
+  EXPECT_EQ(nodesetOf("^5,5").value(), "5");
+  EXPECT_EQ(nodesetOf("5,^5,6").value(), "6");
+  EXPECT_THAT(nodesetOf("1,^1").error().message(), HasSubstr("leaves nothing"));
+}
+
+// Ids are read as virXMLPropUInt reads them: "+1" and " 1" are 1, "-0" is refused.
+TEST(DomainXmlLibvirtSyntaxTest, IdsAreSpelledAsLibvirtAcceptsThem) {
+  const auto cells = "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' memory='512'/></numa></cpu>";
+  const auto memnode = [&](const std::string& cellid) {
+    return parseDomainXml(withVcpus(
+        "<vcpu>2</vcpu>", "<numatune><memnode cellid='" + cellid + "' mode='strict' nodeset='0'/></numatune>" + cells));
+  };
+  ASSERT_TRUE(memnode("+1").ok()) << memnode("+1").error().message();
+  EXPECT_EQ(memnode("+1")->memnodes.count(1), 1u);
+  ASSERT_TRUE(memnode(" 1").ok());
+  EXPECT_EQ(memnode(" 1")->memnodes.count(1), 1u);
+  EXPECT_THAT(memnode("-0").error().message(), HasSubstr("negative"));
+  EXPECT_THAT(memnode("1 ").error().message(), HasSubstr("not a number"));
+  EXPECT_THAT(memnode("++1").error().message(), HasSubstr("not a number"));
+  EXPECT_THAT(memnode("4294967296").error().message(), HasSubstr("not a number"));
+  EXPECT_TRUE(parseLibvirtUnsigned("4294967295", "id").ok());
+}
+
+TEST(DomainXmlLibvirtSyntaxTest, AnSgxEnclaveIsNotRamAndADimmsPathIsIgnored) {
+  auto domain = parseDomainXml(
+      minimal("<cpu><numa><cell id='0' cpus='0' memory='1048576'/></numa></cpu><devices>"
+              "<memory model='sgx-epc'><target><size unit='KiB'>65536</size><node>0</node></target></memory>"
+              "<memory model='dimm'><source><path>/dev/null</path></source><target><size unit='KiB'>262144</size>"
+              "<node>0</node></target></memory></devices>"));
+  ASSERT_TRUE(domain.ok()) << domain.error().message();
+  ASSERT_EQ(domain->memoryDevices.size(), 1u);  // the sgx-epc device is not memory VRI books
+  EXPECT_EQ(domain->memoryDevices[0].model, "dimm");
+  EXPECT_FALSE(domain->memoryDevices[0].fileBacked());
 }
 
 }  // namespace

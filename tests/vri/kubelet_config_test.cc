@@ -5,6 +5,9 @@
 
 #include <gmock/gmock.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <fstream>
 
 #include "tests/support/temp_dir.h"
@@ -133,6 +136,44 @@ TEST(KubeletConfigTest, WhatIsNotAKubeletConfigurationIsRefusedWithTheReason) {
               HasSubstr("cpuManagerPolicy: want a single value"));
   EXPECT_THAT(refusal(std::string(kHeader) + "cgroupsPerQOS: maybe\n"), HasSubstr("cgroupsPerQOS: want true or false"));
   EXPECT_THAT(refusal(std::string(2 << 20, '#')), HasSubstr("larger than"));
+  // kubelet takes a repeated key's last value, yaml-cpp's lookup its first: refused, at any depth.
+  EXPECT_THAT(refusal(std::string(kHeader) + "cpuManagerPolicy: none\ncpuManagerPolicy: static\n"),
+              HasSubstr("\"cpuManagerPolicy\" is given twice"));
+  EXPECT_THAT(refusal(std::string(kHeader) + "systemReserved: {cpu: 500m, cpu: '2'}\n"),
+              HasSubstr("\"systemReserved.cpu\" is given twice"));
+}
+
+// Read as vrid's own configuration is: a regular file of bounded size that only root may change.
+TEST(KubeletConfigTest, OnlyARegularFileOfBoundedSizeThatOnlyRootMayChangeIsRead) {
+  testing::TempDir tmp;
+  DaemonConfig config = agreeingWithTestData();
+  const auto refusal = [&](const std::string& path) {
+    config.kubeletConfig = path;
+    auto checked = checkKubeletConfig(config);
+    return checked.ok() ? std::string("accepted") : checked.error().message();
+  };
+  const std::string good = tmp.sub("config.yaml");
+  std::ofstream(good) << readData("kubelet/config.yaml");
+  ASSERT_EQ(refusal(good), "accepted");
+
+  // A device that never ends and a FIFO nobody writes: refused at once, neither read nor waited on.
+  ASSERT_EQ(::symlink("/dev/zero", tmp.sub("zero.yaml").c_str()), 0);
+  EXPECT_THAT(refusal(tmp.sub("zero.yaml")), HasSubstr("is a character device"));
+  ASSERT_EQ(::mkfifo(tmp.sub("fifo.yaml").c_str(), 0600), 0);
+  EXPECT_THAT(refusal(tmp.sub("fifo.yaml")), HasSubstr("is a FIFO"));
+  EXPECT_THAT(refusal(tmp.path()), HasSubstr("kubelet_config"));
+
+  const std::string big = tmp.sub("big.yaml");
+  std::ofstream(big) << std::string(2 << 20, '#');
+  EXPECT_THAT(refusal(big), HasSubstr("larger than the 1048576 bytes accepted"));
+
+  ASSERT_EQ(::chmod(good.c_str(), 0666), 0);
+  EXPECT_THAT(refusal(good), HasSubstr("may be written by everyone"));
+  ASSERT_EQ(::chmod(good.c_str(), 0644), 0);
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0777), 0);
+  EXPECT_THAT(refusal(good), HasSubstr("kubelet_config's directory"));
+  ASSERT_EQ(::chmod(tmp.path().c_str(), 0700), 0);
+  EXPECT_EQ(refusal(good), "accepted");
 }
 
 TEST(KubeletConfigTest, AFileThatCannotBeReadIsNamed) {

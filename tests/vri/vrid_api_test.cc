@@ -65,6 +65,22 @@ TEST_F(VridApiTest, NodeReportsVridsVersionAndEachClientsFromItsUserAgent) {
   EXPECT_EQ(n.clients(0).program(), "vri-hook");
   EXPECT_EQ(n.clients(0).version(), "9.9.9-1");
   EXPECT_LT(n.clients(0).seconds_since_last_call(), 60);
+
+  // On the read-only socket anyone may call as anything: neither a forged version of a real program
+  // nor a crowd of invented ones is recorded, and the real hook is still recorded when it next calls.
+  for (int i = 0; i < 20; ++i) {
+    grpc::ChannelArguments forged;
+    forged.SetUserAgentPrefix(i == 0 ? "vri-hook/6.6.6-6"
+                                     : "vri-" + std::string(1, static_cast<char>('a' + i)) + "/1.0");
+    auto stub = v1::Vri::NewStub(
+        grpc::CreateCustomChannel("unix:" + vrid_.config.socket, grpc::InsecureChannelCredentials(), forged));
+    grpc::ClientContext forged_context;
+    v1::Node ignored;
+    ASSERT_TRUE(stub->GetNode(&forged_context, {}, &ignored).ok());
+  }
+  const v1::Node after = node();
+  ASSERT_EQ(after.clients_size(), 1);
+  EXPECT_EQ(after.clients(0).version(), "9.9.9-1");
 }
 
 TEST_F(VridApiTest, ExclusiveAdmitShrinksTheSharedPoolInTheCgroupsAndIsIdempotent) {
@@ -129,6 +145,24 @@ TEST_F(VridApiTest, RefusalsUseTheRightCodeNameTheFieldAndChangeNothing) {
   EXPECT_THAT(s.error_message(), HasSubstr("cpu_limit_milli"));
   s = call(container(kUid, v1::BURSTABLE, 100, 0, "../x"));
   EXPECT_THAT(s.error_message(), HasSubstr("container_id"));
+  // Names reach every listing and the operator's terminal: bounded, and without control characters.
+  s = call(container(kUid, v1::BURSTABLE, 100, 0, kAppId, std::string(513, 'n')));
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("container name: longer than 512 bytes"));
+  for (const std::string& hostile : {std::string("app\x1b[2J"), std::string("app\nforged line"),
+                                     std::string("app\xc2\x9b"
+                                                 "31m")}) {
+    s = call(container(kUid, v1::BURSTABLE, 100, 0, kAppId, hostile));
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("container name: control character"));
+  }
+  {
+    grpc::ClientContext context;
+    v1::VmAllocation placed;
+    s = vrid_.admin->AdmitVm(&context, vm(kVmUuid, "web\x1b]0;owned\x07", 1, v1::SHARED), &placed);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(s.error_message(), HasSubstr("name: <name>: control character"));
+  }
   s = call(container(kUid, v1::GUARANTEED, 8000, 8000));  // CPU 0 is reserved
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(s.error_message(), ::testing::ContainsRegex("[0-9]"));
@@ -154,6 +188,15 @@ TEST_F(VridApiTest, RefusalsUseTheRightCodeNameTheFieldAndChangeNothing) {
   EXPECT_EQ(vrid_.fs().writes(), writes_before);
   EXPECT_EQ(node().shared_cpus(), "0-7");
   EXPECT_EQ(node().pods(), 0);
+}
+
+TEST_F(VridApiTest, AContainerNameOfTheLongestLengthTakenIsTaken) {
+  grpc::ClientContext context;
+  v1::ContainerAllocation reply;
+  EXPECT_TRUE(
+      vrid_.admin
+          ->AdmitContainer(&context, container(kUid, v1::BURSTABLE, 100, 0, kAppId, std::string(512, 'n')), &reply)
+          .ok());
 }
 
 TEST_F(VridApiTest, AFailedCgroupWriteUndoesTheAdmit) {
@@ -190,8 +233,31 @@ TEST_F(VridApiTest, PodAdmissionResizeAndRelease) {
   EXPECT_EQ(wrong.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(wrong.error_message(), HasSubstr("cgroup_parent"));
 
-  v1::AdmitContainerRequest grow = container(kUid, v1::BURSTABLE, 750, 0, "feed01", "web");
+  // A resize names a container and keeps its pod's class: no QoS outside the enum, no other class,
+  // no request that names no container at all; each refused before anything changes.
   v1::ContainerAllocation resized;
+  for (const auto& [qos, message] :
+       std::vector<std::pair<int, std::string>>{{77, "qos: must be GUARANTEED, BURSTABLE or BEST_EFFORT"},
+                                                {v1::GUARANTEED, "does not change a pod's QoS class"}}) {
+    v1::AdmitContainerRequest hostile = container(kUid, v1::BURSTABLE, 4000, 4000, "feed01", "web");
+    hostile.set_qos(static_cast<v1::Qos>(qos));
+    grpc::ClientContext context;
+    const grpc::Status refused = vrid_.admin->ResizeContainer(&context, hostile, &resized);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << qos;
+    EXPECT_THAT(refused.error_message(), HasSubstr(message));
+  }
+  {
+    v1::AdmitContainerRequest nameless;
+    nameless.set_cpu_request_milli(100);
+    grpc::ClientContext context;
+    const grpc::Status refused = vrid_.admin->ResizeContainer(&context, nameless, &resized);
+    EXPECT_EQ(refused.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(refused.error_message(), HasSubstr("container_id: must not be empty"));
+  }
+  const StatePtr unchanged = vrid_.daemon().node().state();
+  EXPECT_EQ(unchanged->pod(kUid)->containers.at("web").spec.cpuRequestMilli, 250);
+
+  v1::AdmitContainerRequest grow = container(kUid, v1::BURSTABLE, 750, 0, "feed01", "web");
   ASSERT_TRUE(vrid_.admin->ResizeContainer(&c3, grow, &resized).ok());
   EXPECT_EQ(resized.cpu_shares(), 768u);
   v1::GetTenantRequest get;

@@ -4,6 +4,7 @@
 // never changes the mode of a directory it did not make, and never starts
 // silently on a lost ledger.
 #include <gmock/gmock.h>
+#include <sqlite3.h>
 #include <sys/stat.h>
 
 #include <filesystem>
@@ -126,6 +127,24 @@ TEST_F(VridExclusiveStartTest, AStateDirectoryThatIsNotVrisIsRefusedAndLeftAsItW
   EXPECT_EQ(modeOf(config.stateDir), 0700u);
 }
 
+// A first start that stops after claiming its directory (here a file where the admin socket goes) leaves only
+// vrid's lock: the next start is still a first one. Once a ledger was begun, losing it is refused as before.
+TEST_F(VridExclusiveStartTest, AFirstStartThatStoppedAfterClaimingItsDirectoryIsStillAFirstStart) {
+  vrid_.stop();
+  testing::TempDir other;
+  DaemonConfig config = vrid_.config;
+  config.stateDir = other.sub("state");
+  std::ofstream(config.adminSocket) << "not a socket\n";
+  EXPECT_THAT(startSecond(config), HasSubstr("exists and is not a socket"));
+  std::filesystem::remove(config.adminSocket);
+  ASSERT_TRUE(std::filesystem::exists(config.stateDir + "/vrid.lock"));
+  ASSERT_FALSE(std::filesystem::exists(config.ledgerPath()));
+  EXPECT_EQ(startSecond(config), "");
+  ASSERT_TRUE(std::filesystem::exists(config.ledgerPath()));
+  for (const char* suffix : {"", "-wal", "-shm"}) std::filesystem::remove(config.ledgerPath() + suffix);
+  EXPECT_THAT(startSecond(config), HasSubstr("--init-ledger"));
+}
+
 // VRI makes kubepods below kubelet_cgroup_root when it owns everything, never the root itself: a root that does
 // not exist is named at start-up, with what to do; with kubelet owning its side, it is only a warning.
 TEST_F(VridExclusiveStartTest, AKubeletCgroupRootThatDoesNotExistIsNamedAtStartUp) {
@@ -213,6 +232,52 @@ TEST_F(VridExclusiveStartTest, ALostOrDamagedLedgerIsRefusedNamingTheFileUntilTh
   v1::GetTenantRequest request;
   request.set_pod_uid(kUid);
   EXPECT_TRUE(vrid_.readOnly->GetTenant(&context, request, &tenant).ok());
+}
+
+// --init-ledger sets aside only a ledger that is lost or damaged: a sound one that another process
+// holds a lock on is refused as it is, and comes back whole once the lock is gone. Two runs in one
+// second keep two copies.
+TEST_F(VridExclusiveStartTest, InitLedgerKeepsASoundLedgerThatIsOnlyBusyAndEveryDamagedCopy) {
+  vrid_.stop();
+  const std::string ledger = vrid_.config.ledgerPath();
+  const auto damagedCopies = [&] {
+    int copies = 0;
+    for (const auto& entry : std::filesystem::directory_iterator(vrid_.config.stateDir))
+      copies += entry.path().filename().string().starts_with("ledger.sqlite.damaged-") &&
+                !entry.path().filename().string().ends_with("-wal");
+    return copies;
+  };
+  vrid_.config.initLedger = true;
+  {
+    sqlite3* holder = nullptr;
+    ASSERT_EQ(sqlite3_open(ledger.c_str(), &holder), SQLITE_OK);
+    ASSERT_EQ(sqlite3_exec(holder, "PRAGMA locking_mode=EXCLUSIVE; BEGIN EXCLUSIVE;", nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    auto started = vrid_.start();
+    EXPECT_FALSE(started);
+    EXPECT_THAT(std::string(started.message()), HasSubstr("in use by another process"));
+    EXPECT_THAT(std::string(started.message()), HasSubstr("sets aside only a ledger that is lost or damaged"));
+    sqlite3_exec(holder, "ROLLBACK;", nullptr, nullptr, nullptr);
+    sqlite3_close(holder);
+  }
+  EXPECT_EQ(damagedCopies(), 0);
+  ASSERT_TRUE(vrid_.start());
+  EXPECT_TRUE(firstAnswers());
+  grpc::ClientContext context;
+  v1::Tenant tenant;
+  v1::GetTenantRequest request;
+  request.set_pod_uid(kUid);
+  ASSERT_TRUE(vrid_.readOnly->GetTenant(&context, request, &tenant).ok());
+  EXPECT_EQ(tenant.pod().containers(0).resources().name(), "app") << "the ledger's own record, not an adoption";
+  vrid_.stop();
+
+  for (int run = 0; run < 2; ++run) {
+    for (const char* suffix : {"-wal", "-shm"}) std::filesystem::remove(ledger + suffix);
+    std::ofstream(ledger, std::ios::trunc) << std::string(8192, 'x');
+    ASSERT_TRUE(vrid_.start());
+    vrid_.stop();
+  }
+  EXPECT_EQ(damagedCopies(), 2);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@ namespace vri {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using testing::readFile;
 using testing::runCommand;
 using testing::VridProcess;
@@ -193,8 +194,11 @@ TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "nodeinfo"}, &out, tmp.sub("out")), 0) << out;
   EXPECT_THAT(out, HasSubstr("CPUs online:"));
   EXPECT_THAT(out, HasSubstr("8 (0-7)"));
-  // vrid's version, and vrictl's own, learned from this very call's user agent.
+  // vrid's version; vrictl's own is not recorded from the read-only socket, where anyone may claim it.
   EXPECT_THAT(out, ::testing::ContainsRegex("vrid version: +" + regexQuote(std::string(packageVersion())) + "\n"));
+  EXPECT_THAT(out, Not(HasSubstr("  vrictl:")));
+  // On the admin socket it is, learned from this very call's user agent.
+  ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.adminSocket(), "nodeinfo"}, &out, tmp.sub("out")), 0) << out;
   EXPECT_THAT(out,
               ::testing::ContainsRegex("  vrictl: +" + regexQuote(std::string(packageVersion())) + " \\(last call"));
   ASSERT_EQ(runCommand({VRICTL_BINARY, "--socket", vrid.socket(), "pool"}, &out, tmp.sub("out")), 0) << out;

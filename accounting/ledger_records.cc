@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include "cgroup-model/amount_limits.h"
@@ -78,17 +79,19 @@ Result<std::optional<uint64_t>> parseOptional(std::string_view text, std::string
   return std::optional<uint64_t>(value);
 }
 
-std::string intList(const std::vector<int>& values) {
+template <typename T>
+std::string intList(const std::vector<T>& values) {
   std::string out;
   for (size_t i = 0; i < values.size(); ++i) out += (i ? "," : "") + std::to_string(values[i]);
   return out;
 }
 
-Result<std::vector<int>> parseIntList(std::string_view text, std::string_view what) {
-  std::vector<int> values;
+template <typename T = int>
+Result<std::vector<T>> parseIntList(std::string_view text, std::string_view what) {
+  std::vector<T> values;
   if (text.empty()) return values;
   for (std::string_view part : splitOn(text, ',')) {
-    VRI_ASSIGN_OR_RETURN(int value, number<int>(part, what));
+    VRI_ASSIGN_OR_RETURN(T value, number<T>(part, what));
     values.push_back(value);
   }
   return values;
@@ -96,26 +99,30 @@ Result<std::vector<int>> parseIntList(std::string_view text, std::string_view wh
 
 // "0:3,4:-1" (id:cpu), and back. A list without ids ("3,-1": what earlier
 // versions stored) numbers its entries from `firstId`.
-std::string idMap(const std::map<int, int>& values) {
+template <typename Id>
+std::string idMap(const std::map<Id, int>& values) {
   std::string out;
   for (const auto& [id, value] : values)
     out += (out.empty() ? "" : ",") + std::to_string(id) + ":" + std::to_string(value);
   return out;
 }
 
-Result<std::map<int, int>> parseIdMap(std::string_view text, int firstId, std::string_view what) {
-  std::map<int, int> values;
+template <typename Id>
+Result<std::map<Id, int>> parseIdMap(std::string_view text, Id firstId, std::string_view what) {
+  std::map<Id, int> values;
   if (text.empty()) return values;
-  int next = firstId;
+  Id next = firstId;
   for (std::string_view part : splitOn(text, ',')) {
     const size_t colon = part.find(':');
-    int id = next;
+    Id id = next;
     if (colon != std::string_view::npos) {
-      VRI_ASSIGN_OR_RETURN(id, number<int>(part.substr(0, colon), what));
+      VRI_ASSIGN_OR_RETURN(id, number<Id>(part.substr(0, colon), what));
       part = part.substr(colon + 1);
     }
     VRI_ASSIGN_OR_RETURN(int value, number<int>(part, what));
-    if (id < 0 || !values.emplace(id, value).second) {
+    bool negative = false;
+    if constexpr (std::is_signed_v<Id>) negative = id < 0;
+    if (negative || !values.emplace(id, value).second) {
       return Error::invalidArgument("ledger record: bad or repeated id in " + std::string(what) + " list");
     }
     next = id + 1;
@@ -354,7 +361,7 @@ Result<VmRecord> decodeVm(std::string_view text) {
     } else if (key == "max_vcpus") {
       VRI_ASSIGN_OR_RETURN(cpu.maxVcpus, number<int>(value, "vCPU id count"));
     } else if (key == "iothread_ids") {
-      VRI_ASSIGN_OR_RETURN(cpu.iothreadIds, parseIntList(value, "iothread id"));
+      VRI_ASSIGN_OR_RETURN(cpu.iothreadIds, parseIntList<IothreadId>(value, "iothread id"));
     } else if (key == "cpu_policy") {
       VRI_ASSIGN_OR_RETURN(int v, enumIn(value, 2, "cpu policy"));
       cpu.cpuPolicy = static_cast<VmCpuPolicy>(v);
@@ -384,7 +391,7 @@ Result<VmRecord> decodeVm(std::string_view text) {
     } else if (key == "emulator_cpus") {
       VRI_ASSIGN_OR_RETURN(p.emulatorCpus, CpuSet::parse(value));
     } else if (key == "iothread_cpus") {
-      VRI_ASSIGN_OR_RETURN(p.iothreadCpus, parseIdMap(value, 1, "iothread placement"));
+      VRI_ASSIGN_OR_RETURN(p.iothreadCpus, parseIdMap<IothreadId>(value, 1, "iothread placement"));
     } else if (key == "exclusive") {
       VRI_ASSIGN_OR_RETURN(p.exclusive, CpuSet::parse(value));
     } else if (key == "held_back") {

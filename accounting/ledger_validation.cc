@@ -146,7 +146,7 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valida
       } else if (group.kind == ScannedThreadGroup::Kind::kEmulator) {
         placement.emulatorCpus = exclusive;
       } else if (group.index >= 1) {
-        placement.iothreadCpus[group.index] = cpu;
+        placement.iothreadCpus[static_cast<IothreadId>(group.index)] = cpu;
       }
       placement.exclusive |= exclusive;
     }

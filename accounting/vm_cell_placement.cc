@@ -52,7 +52,7 @@ std::optional<CellPlacement> placeCellsOnNodes(const Topology& topology, const C
   const std::vector<VmMemoryPart> parts = memoryPartsOf(vm);
   CellPlacement out;
   for (int vcpu : onlineVcpuIds(vm.cpu)) out.cpus.vcpuCpus[vcpu] = VmCpuPlacement::kShared;
-  for (int id : iothreadIdsOf(vm.cpu)) out.cpus.iothreadCpus[id] = VmCpuPlacement::kShared;
+  for (IothreadId id : iothreadIdsOf(vm.cpu)) out.cpus.iothreadCpus[id] = VmCpuPlacement::kShared;
   CpuSet left = free;
   std::map<int, MemoryRequest> taken;  // node -> what earlier cells took there
   for (const GuestCell& cell : vm.cells) {

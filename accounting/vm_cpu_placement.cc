@@ -70,13 +70,14 @@ void collectExclusive(VmCpuPlacement& placement) {
 VmCpuPlacement allShared(const VmCpuRequest& request) {
   VmCpuPlacement placement;
   for (int vcpu : onlineVcpuIds(request)) placement.vcpuCpus[vcpu] = VmCpuPlacement::kShared;
-  for (int id : iothreadIdsOf(request)) placement.iothreadCpus[id] = VmCpuPlacement::kShared;
+  for (IothreadId id : iothreadIdsOf(request)) placement.iothreadCpus[id] = VmCpuPlacement::kShared;
   return placement;
 }
 
-std::string idList(const std::vector<int>& ids) {
+template <typename Id>
+std::string idList(const std::vector<Id>& ids) {
   std::string out;
-  for (int id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
+  for (Id id : ids) out += (out.empty() ? "" : ",") + std::to_string(id);
   return out;
 }
 
@@ -133,10 +134,10 @@ std::vector<int> onlineVcpuIds(const VmCpuRequest& request) {
   return ids;
 }
 
-std::vector<int> iothreadIdsOf(const VmCpuRequest& request) {
+std::vector<IothreadId> iothreadIdsOf(const VmCpuRequest& request) {
   if (!request.iothreadIds.empty()) return request.iothreadIds;
-  std::vector<int> ids;
-  for (int id = 1; id <= request.iothreads; ++id) ids.push_back(id);
+  std::vector<IothreadId> ids;
+  for (int id = 1; id <= request.iothreads; ++id) ids.push_back(static_cast<IothreadId>(id));
   return ids;
 }
 
@@ -196,7 +197,7 @@ Result<void> validateVcpuIds(const VmCpuRequest& request) {
                                     " iothread ids for " + std::to_string(request.iothreads) + " iothreads");
     }
     for (size_t i = 0; i < request.iothreadIds.size(); ++i) {
-      const int id = request.iothreadIds[i];
+      const IothreadId id = request.iothreadIds[i];
       if (id < 1 || (i > 0 && id <= request.iothreadIds[i - 1])) {
         return Error::invalidArgument(
             who + "iothread_ids: iothread ids must ascend from 1 without repeats: " + idList(request.iothreadIds));

@@ -8,6 +8,7 @@
 #include "accounting/cpu_take_options.h"
 #include "accounting/topology.h"
 #include "cgroup-model/cpuset.h"
+#include "cgroup-model/iothread_id.h"
 #include "cgroup-model/result.h"
 
 namespace vri {
@@ -38,7 +39,7 @@ struct VmCpuRequest {
   ThreadPolicy threadPolicy = ThreadPolicy::kPrefer;
   HelperThreadPolicy emulatorPolicy = HelperThreadPolicy::kShared;  // isolate: one extra CPU
   int iothreads = 0;
-  std::vector<int> iothreadIds;  // ascending, positive; empty: 1 .. iothreads (<iothreadids>)
+  std::vector<IothreadId> iothreadIds;  // ascending, positive; empty: 1 .. iothreads (<iothreadids>)
   HelperThreadPolicy iothreadPolicy = HelperThreadPolicy::kShared;  // isolate: one extra CPU per iothread
   std::vector<int> preferredNumaNodes;                              // e.g. from <numatune>; empty: VRI chooses
   // Pins the user wrote (<vcpupin>): index = vCPU id, its host CPU or kShared
@@ -49,7 +50,7 @@ struct VmCpuRequest {
 
 // The ids of the request's online vCPUs, and of its iothreads.
 std::vector<int> onlineVcpuIds(const VmCpuRequest& request);
-std::vector<int> iothreadIdsOf(const VmCpuRequest& request);
+std::vector<IothreadId> iothreadIdsOf(const VmCpuRequest& request);
 // How many vCPU ids exist (online and offline).
 int vcpuIdCount(const VmCpuRequest& request);
 // Refuses ids out of range, repeated or out of order, and counts that disagree with them.
@@ -57,12 +58,12 @@ Result<void> validateVcpuIds(const VmCpuRequest& request);
 
 struct VmCpuPlacement {
   static constexpr int kShared = -1;
-  std::map<int, int> vcpuCpus;      // online vCPU id -> its host CPU, or kShared
-  CpuSet emulatorCpus;              // empty: the shared pool
-  std::map<int, int> iothreadCpus;  // iothread id -> its host CPU, or kShared
-  CpuSet exclusive;                 // every CPU used above
-  CpuSet heldBack;                  // siblings owned by the VM and used by nobody (thread policy isolate)
-  CpuSet mems;                      // cpuset.mems for a NUMA-bound VM (set by the ledger); empty: all nodes
+  std::map<int, int> vcpuCpus;             // online vCPU id -> its host CPU, or kShared
+  CpuSet emulatorCpus;                     // empty: the shared pool
+  std::map<IothreadId, int> iothreadCpus;  // iothread id -> its host CPU, or kShared
+  CpuSet exclusive;                        // every CPU used above
+  CpuSet heldBack;                         // siblings owned by the VM and used by nobody (thread policy isolate)
+  CpuSet mems;                             // cpuset.mems for a NUMA-bound VM (set by the ledger); empty: all nodes
   // Guest cell -> the host NUMA nodes its memory is on, where VRI placed cells
   // one by one or the domain bound them (set by the ledger; written back as <memnode>s).
   std::map<int, CpuSet> cellNodes;

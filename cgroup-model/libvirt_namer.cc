@@ -73,7 +73,7 @@ CgroupPath LibvirtNamer::emulator(const CgroupPath& scope) const {
   return std::move(threadParent(scope).child("emulator")).value();
 }
 
-CgroupPath LibvirtNamer::iothread(const CgroupPath& scope, int id) const {
+CgroupPath LibvirtNamer::iothread(const CgroupPath& scope, IothreadId id) const {
   return std::move(threadParent(scope).child("iothread" + std::to_string(id))).value();
 }
 

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "cgroup-model/cgroup_path.h"
+#include "cgroup-model/iothread_id.h"
 #include "cgroup-model/result.h"
 
 namespace vri {
@@ -46,7 +47,7 @@ class LibvirtNamer {
   CgroupPath threadParent(const CgroupPath& scope) const;
   CgroupPath vcpu(const CgroupPath& scope, int index) const;
   CgroupPath emulator(const CgroupPath& scope) const;
-  CgroupPath iothread(const CgroupPath& scope, int id) const;
+  CgroupPath iothread(const CgroupPath& scope, IothreadId id) const;
 
  private:
   LibvirtLayout layout_;

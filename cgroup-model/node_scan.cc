@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <limits>
+
+#include "cgroup-model/iothread_id.h"
 
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
@@ -11,20 +14,25 @@ namespace vri {
 namespace {
 
 std::optional<ScannedThreadGroup> threadGroupKind(const std::string& name) {
-  const auto numbered = [&](std::string_view prefix) -> std::optional<int> {
+  // vCPU indexes have at most 6 digits (no VM has a million vCPUs); iothread ids are libvirt's
+  // unsigned ints.
+  const auto numbered = [&](std::string_view prefix, size_t digits, int64_t most) -> std::optional<int64_t> {
     if (name.size() <= prefix.size() || !name.starts_with(prefix)) return std::nullopt;
-    if (name.find_first_not_of("0123456789", prefix.size()) != std::string::npos || name.size() - prefix.size() > 6) {
+    if (name.find_first_not_of("0123456789", prefix.size()) != std::string::npos ||
+        name.size() - prefix.size() > digits) {
       return std::nullopt;
     }
-    return std::stoi(name.substr(prefix.size()));
+    const int64_t value = std::stoll(name.substr(prefix.size()));
+    if (value > most) return std::nullopt;
+    return value;
   };
   ScannedThreadGroup group;
   if (name == "emulator") {
     group.kind = ScannedThreadGroup::Kind::kEmulator;
-  } else if (auto n = numbered("vcpu")) {
+  } else if (auto n = numbered("vcpu", 6, 999999)) {
     group.kind = ScannedThreadGroup::Kind::kVcpu;
     group.index = *n;
-  } else if (auto n = numbered("iothread")) {
+  } else if (auto n = numbered("iothread", 10, std::numeric_limits<IothreadId>::max())) {
     group.kind = ScannedThreadGroup::Kind::kIothread;
     group.index = *n;
   } else {

@@ -39,7 +39,7 @@ struct ScannedPod {
 struct ScannedThreadGroup {
   enum class Kind { kVcpu, kEmulator, kIothread };
   Kind kind = Kind::kVcpu;
-  int index = 0;  // vCPU index or iothread id; 0 for the emulator
+  int64_t index = 0;  // vCPU index or iothread id (IothreadId); 0 for the emulator
   ScannedCgroup cgroup;
 };
 

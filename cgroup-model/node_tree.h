@@ -52,14 +52,14 @@ struct PodCgroup {
 };
 
 struct VmCgroup {
-  CgroupPath scope;                                // found through the QEMU pid, never rebuilt from the name
-  int64_t cpuRequestMilli = 0;                     // what the VM asks of the shared pool and its exclusive CPUs
-  std::optional<CpuShares> shares;                 // the domain's <cputune><shares>, if set
-  std::map<int, std::optional<int>> vcpuCpus;      // online vCPU id -> its exclusive CPU, or the shared pool
-  CpuSet emulatorCpus;                             // empty: the shared pool
-  std::map<int, std::optional<int>> iothreadCpus;  // iothread id -> exclusive CPU or the shared pool
-  std::optional<CpuMax> vcpuMax;                   // <cputune> period/quota per vCPU
-  std::optional<CpuSet> mems;                      // NUMA-bound memory; nullopt: every node
+  CgroupPath scope;                                       // found through the QEMU pid, never rebuilt from the name
+  int64_t cpuRequestMilli = 0;                            // what the VM asks of the shared pool and its exclusive CPUs
+  std::optional<CpuShares> shares;                        // the domain's <cputune><shares>, if set
+  std::map<int, std::optional<int>> vcpuCpus;             // online vCPU id -> its exclusive CPU, or the shared pool
+  CpuSet emulatorCpus;                                    // empty: the shared pool
+  std::map<IothreadId, std::optional<int>> iothreadCpus;  // iothread id -> exclusive CPU or the shared pool
+  std::optional<CpuMax> vcpuMax;                          // <cputune> period/quota per vCPU
+  std::optional<CpuSet> mems;                             // NUMA-bound memory; nullopt: every node
   std::map<uint64_t, uint64_t>
       hugepageBytes;  // page size -> bytes of guest memory at that size: the scope's hugetlb limits
 };

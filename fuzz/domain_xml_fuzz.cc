@@ -18,7 +18,7 @@ VmPins pinsFor(const DomainXml& domain, uint8_t shape) {
   const int spread = 1 + (shape & 0x7);  // vCPU i on CPU i % spread, or all on one CPU
   for (int vcpu = 0; vcpu < domain.maxVcpus; ++vcpu) pins.vcpus[vcpu] = CpuSet{vcpu % spread};
   pins.emulator = (shape & 0x8) ? CpuSet{0} : CpuSet{0, 1};
-  for (int id : domain.iothreadIds) pins.iothreads[id] = CpuSet{1};
+  for (IothreadId id : domain.iothreadIds) pins.iothreads[id] = CpuSet{1};
   if (shape & 0x10) {
     pins.mems = CpuSet{0};
     for (const DomainCell& cell : domain.cells) pins.cellNodes[cell.id] = CpuSet{0};

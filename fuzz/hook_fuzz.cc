@@ -45,7 +45,7 @@ class StatelessVrid final : public v1::Vri::Service {
     const int ids = std::max(request->max_vcpus(), request->vcpus());
     for (int vcpu = 0; vcpu < ids && vcpu < 1024; ++vcpu) reply->add_vcpu_cpus(dedicated ? vcpu % 8 : -1);
     reply->set_shared_cpus("0-7");
-    for (int id : request->iothread_ids()) {
+    for (uint32_t id : request->iothread_ids()) {
       reply->add_iothread_ids(id);
       reply->add_iothread_cpus(-1);
     }

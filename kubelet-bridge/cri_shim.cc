@@ -203,8 +203,24 @@ Result<runtime::v1::CreateContainerResponse> CriShim::createContainer(const Call
   return created;
 }
 
+// containerd takes any unique prefix of an id (crictl rmp 3f2a), vrid only the whole id the runtime
+// answered at creation. An id of another length is resolved through the runtime's own status, so the
+// call means the same to vrid as to the runtime; one the runtime does not know stays as it was.
+std::string CriShim::wholeSandboxId(const CallScope& kubelet, const std::string& id) {
+  if (id.size() == kWholeIdLength) return id;
+  auto status = runtime_.podSandboxStatus(kubelet, id, false);
+  return status.ok() && !status->status().id().empty() ? status->status().id() : id;
+}
+
+std::string CriShim::wholeContainerId(const CallScope& kubelet, const std::string& id) {
+  if (id.size() == kWholeIdLength) return id;
+  auto status = runtime_.containerStatus(kubelet, id, false);
+  return status.ok() && !status->status().id().empty() ? status->status().id() : id;
+}
+
 Result<void> CriShim::updateContainerResources(const CallScope& kubelet,
                                                runtime::v1::UpdateContainerResourcesRequest update) {
+  if (!update.container_id().empty()) update.set_container_id(wholeContainerId(kubelet, update.container_id()));
   auto resize = cri::resizeRequest(update);
   if (!resize.ok()) return invalid(resize.error());
   auto allocation = vrid_.resizeContainer(vridScope(kubelet), *resize);
@@ -224,17 +240,19 @@ Result<void> CriShim::updateContainerResources(const CallScope& kubelet,
 }
 
 Result<void> CriShim::removeContainer(const CallScope& kubelet, const std::string& containerId) {
+  const std::string whole = wholeContainerId(kubelet, containerId);  // asked before it is gone
   VRI_TRY(runtime_.removeContainer(kubelet, containerId));
   v1::ReleaseContainerRequest release;
-  release.set_container_id(containerId);
-  return afterRemoval("RemoveContainer", containerId, vrid_.releaseContainer(vridScope(kubelet), release));
+  release.set_container_id(whole);
+  return afterRemoval("RemoveContainer", whole, vrid_.releaseContainer(vridScope(kubelet), release));
 }
 
 Result<void> CriShim::removePodSandbox(const CallScope& kubelet, const std::string& sandboxId) {
+  const std::string whole = wholeSandboxId(kubelet, sandboxId);
   VRI_TRY(runtime_.removePodSandbox(kubelet, sandboxId));
   v1::ReleasePodRequest release;
-  release.set_sandbox_id(sandboxId);
-  return afterRemoval("RemovePodSandbox", sandboxId, vrid_.releasePod(vridScope(kubelet), release));
+  release.set_sandbox_id(whole);
+  return afterRemoval("RemovePodSandbox", whole, vrid_.releasePod(vridScope(kubelet), release));
 }
 
 Result<void> CriShim::afterRemoval(const char* call, const std::string& id, const Result<bool>& released) {

@@ -76,6 +76,11 @@ class CriShim {
   void undoPod(const std::string& podUid);
   // vrid back to `previous` after the runtime refused a resize vrid had made.
   void undoResize(const std::string& containerId, const v1::ContainerResources& previous);
+  // The whole id the runtime knows `id` by (a unique prefix, as containerd takes it), or `id`.
+  std::string wholeSandboxId(const CallScope& kubelet, const std::string& id);
+  std::string wholeContainerId(const CallScope& kubelet, const std::string& id);
+  // containerd's ids: 64 hexadecimal digits. An id of that length is taken as it is.
+  static constexpr size_t kWholeIdLength = 64;
   // Takes down what the runtime made when vrid could not record it.
   void takeDownSandbox(const std::string& sandboxId);
   void takeDownContainer(const std::string& containerId);

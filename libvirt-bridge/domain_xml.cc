@@ -114,7 +114,7 @@ Result<int> intAttribute(xmlNodePtr node, std::string_view name, std::string_vie
 // The pins under <cputune> or VRI's <placement> (same element names). In a
 // placement mark, pool='shared' stands for a thread on the shared pool (an empty set).
 Result<void> readPins(xmlNodePtr parent, std::map<int, CpuSet>& vcpus, std::optional<CpuSet>& emulator,
-                      std::map<int, CpuSet>& iothreads, bool mark = false) {
+                      std::map<IothreadId, CpuSet>& iothreads, bool mark = false) {
   const auto cpusOf = [&](xmlNodePtr n, const std::string& what) -> Result<CpuSet> {
     if (mark && attribute(n, "pool") == "shared") return CpuSet{};
     return cpusetAttribute(n, "cpuset", what);
@@ -129,7 +129,8 @@ Result<void> readPins(xmlNodePtr parent, std::map<int, CpuSet>& vcpus, std::opti
     } else if (isElement(n, "emulatorpin")) {
       VRI_ASSIGN_OR_RETURN(emulator, cpusOf(n, "<emulatorpin>"));
     } else if (isElement(n, "iothreadpin")) {
-      VRI_ASSIGN_OR_RETURN(int id, intAttribute(n, "iothread", "<iothreadpin>"));
+      VRI_ASSIGN_OR_RETURN(IothreadId id, unsignedAttribute(n, "iothread", "<iothreadpin>"));
+      if (id == 0) return Error::invalidArgument("<iothreadpin>: iothread id 0 must be positive");
       VRI_ASSIGN_OR_RETURN(CpuSet cpus, cpusOf(n, "<iothreadpin>"));
       iothreads[id] = cpus;
     }
@@ -202,11 +203,11 @@ Result<void> readIothreads(xmlNodePtr domain, DomainXml& out) {
     VRI_ASSIGN_OR_RETURN(out.iothreads, integer<int>(textOf(iothreads), "<iothreads>"));
     if (out.iothreads < 0 || out.iothreads > 1024) return Error::invalidArgument("<iothreads>: out of range");
   }
-  std::set<int> ids;
+  std::set<IothreadId> ids;
   if (xmlNodePtr listed = childElement(domain, "iothreadids")) {
     for (xmlNodePtr n = listed->children; n != nullptr; n = n->next) {
       if (!isElement(n, "iothread")) continue;
-      VRI_ASSIGN_OR_RETURN(int id, intAttribute(n, "id", "<iothreadids><iothread>"));
+      VRI_ASSIGN_OR_RETURN(IothreadId id, unsignedAttribute(n, "id", "<iothreadids><iothread>"));
       if (id < 1 || !ids.insert(id).second) {
         return Error::invalidArgument("<iothreadids>: iothread id " + std::to_string(id) +
                                       (id < 1 ? " must be positive" : " is listed twice"));
@@ -214,7 +215,7 @@ Result<void> readIothreads(xmlNodePtr domain, DomainXml& out) {
     }
   }
   if (ids.size() > static_cast<size_t>(out.iothreads)) out.iothreads = static_cast<int>(ids.size());
-  for (int next = 1; ids.size() < static_cast<size_t>(out.iothreads); ++next) ids.insert(next);
+  for (IothreadId next = 1; ids.size() < static_cast<size_t>(out.iothreads); ++next) ids.insert(next);
   out.iothreadIds.assign(ids.begin(), ids.end());
   return {};
 }
@@ -445,7 +446,8 @@ namespace {
 // A thread the mark puts on the shared pool (an empty set) may hold any pins: the pool moves.
 bool markedPin(const CpuSet& mark, const CpuSet& pin) { return mark.empty() || mark == pin; }
 
-bool markedPins(const std::map<int, CpuSet>& mark, const std::map<int, CpuSet>& pins) {
+template <typename Id>
+bool markedPins(const std::map<Id, CpuSet>& mark, const std::map<Id, CpuSet>& pins) {
   return mark.size() == pins.size() &&
          std::equal(mark.begin(), mark.end(), pins.begin(),
                     [](const auto& m, const auto& p) { return m.first == p.first && markedPin(m.second, p.second); });

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "cgroup-model/cpuset.h"
+#include "cgroup-model/iothread_id.h"
 #include "cgroup-model/result.h"
 
 namespace vri {
@@ -32,7 +33,7 @@ struct GuestCpuTopology {
 struct DomainCputune {
   std::map<int, CpuSet> vcpupins;  // vCPU id -> CPUs
   std::optional<CpuSet> emulatorpin;
-  std::map<int, CpuSet> iothreadpins;  // iothread id -> CPUs
+  std::map<IothreadId, CpuSet> iothreadpins;  // iothread id -> CPUs
   std::optional<uint64_t> shares;
   std::optional<uint64_t> period;
   std::optional<int64_t> quota;
@@ -77,7 +78,7 @@ struct DomainMemoryDevice {
 struct VriPlacementMark {
   std::map<int, CpuSet> vcpupins;
   std::optional<CpuSet> emulatorpin;
-  std::map<int, CpuSet> iothreadpins;
+  std::map<IothreadId, CpuSet> iothreadpins;
 
   bool operator==(const VriPlacementMark&) const = default;
 };
@@ -111,7 +112,7 @@ struct DomainXml {
   std::vector<DomainCell> cells;
   std::vector<DomainMemoryDevice> memoryDevices;
   int iothreads = 0;
-  std::vector<int> iothreadIds;  // <iothreadids>, the rest numbered as libvirt does; ascending
+  std::vector<IothreadId> iothreadIds;  // <iothreadids>, the rest numbered as libvirt does; ascending
   VriDomainMetadata vri;
 
   // True when <cputune>'s pins are the ones VRI recorded writing.

@@ -29,9 +29,10 @@ Result<VmPins> vmPinsFrom(const v1::VmAllocation& allocation) {
                                   " iothreads");
   }
   for (int i = 0; i < allocation.iothread_cpus_size(); ++i) {
-    const int id = allocation.iothread_ids().empty() ? i + 1 : allocation.iothread_ids(i);
+    const IothreadId id =
+        allocation.iothread_ids().empty() ? static_cast<IothreadId>(i + 1) : allocation.iothread_ids(i);
     VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(allocation.iothread_cpus(i)));
-    if (allocation.iothread_cpus(i) < 0) pins.sharedIothreads.add(id);
+    if (allocation.iothread_cpus(i) < 0) pins.sharedIothreads.insert(id);
   }
   VRI_ASSIGN_OR_RETURN(pins.mems, CpuSet::parse(allocation.cpuset_mems()));
   for (const auto& [cell, nodes] : allocation.cell_nodes()) {

@@ -3,6 +3,9 @@
 #pragma once
 
 #include <map>
+#include <set>
+
+#include "cgroup-model/iothread_id.h"
 
 #include "cgroup-model/cpuset.h"
 #include "cgroup-model/result.h"
@@ -13,13 +16,13 @@ namespace vri {
 struct VmPins {
   std::map<int, CpuSet> vcpus;  // every vCPU id the domain has, offline ones included
   CpuSet emulator;
-  std::map<int, CpuSet> iothreads;  // by iothread id
-  CpuSet mems;                      // empty: no NUMA binding
-  std::map<int, CpuSet> cellNodes;  // guest cell -> host nodes, written as <memnode>s
+  std::map<IothreadId, CpuSet> iothreads;  // by iothread id
+  CpuSet mems;                             // empty: no NUMA binding
+  std::map<int, CpuSet> cellNodes;         // guest cell -> host nodes, written as <memnode>s
   // The threads on the shared pool: their pins are the pool as it is now.
   CpuSet sharedVcpus;
   bool sharedEmulator = false;
-  CpuSet sharedIothreads;
+  std::set<IothreadId> sharedIothreads;
 
   bool operator==(const VmPins&) const = default;
 };

@@ -184,7 +184,7 @@ v1::AdmitVmRequest admitVmRequest(const DomainRequest& r) {
   out.set_iothreads(r.iothreads);
   for (int vcpu : r.onlineVcpus) out.add_online_vcpus(vcpu);
   out.set_max_vcpus(r.maxVcpus);
-  for (int id : r.iothreadIds) out.add_iothread_ids(id);
+  for (IothreadId id : r.iothreadIds) out.add_iothread_ids(id);
   for (const DomainRequest::Cell& cell : r.cells) {
     v1::GuestCell& c = *out.add_cells();
     c.set_id(cell.id);

@@ -35,7 +35,7 @@ struct DomainRequest {
   ThreadPolicy threadPolicy = ThreadPolicy::kUnset;
   bool isolateEmulator = false;
   int iothreads = 0;
-  std::vector<int> iothreadIds;
+  std::vector<IothreadId> iothreadIds;
   bool isolateIothreads = false;
   uint64_t memoryBytes = 0;
   uint64_t hugepageSize = 0;  // 0: regular memory

@@ -213,7 +213,7 @@ v1::AdmitVmRequest vmRequestFrom(const VmSpec& vm) {
   for (int cpu : vm.cpu.pinnedVcpuCpus) r.add_pinned_vcpu_cpus(cpu);
   for (int vcpu : vm.cpu.onlineVcpus) r.add_online_vcpus(vcpu);
   r.set_max_vcpus(vm.cpu.maxVcpus);
-  for (int id : vm.cpu.iothreadIds) r.add_iothread_ids(id);
+  for (IothreadId id : vm.cpu.iothreadIds) r.add_iothread_ids(id);
   for (const GuestCell& cell : vm.cells) {
     v1::GuestCell& c = *r.add_cells();
     c.set_id(cell.id);

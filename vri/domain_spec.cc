@@ -60,7 +60,7 @@ Result<VmPins> vmPinsOf(const VmCpuRequest& request, const VmCpuPlacement& place
   }
   for (const auto& [id, cpu] : placement.iothreadCpus) {
     VRI_ASSIGN_OR_RETURN(pins.iothreads[id], one(cpu));
-    if (cpu == VmCpuPlacement::kShared) pins.sharedIothreads.add(id);
+    if (cpu == VmCpuPlacement::kShared) pins.sharedIothreads.insert(id);
   }
   pins.mems = placement.mems;
   pins.cellNodes = placement.cellNodes;

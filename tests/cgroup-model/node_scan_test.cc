@@ -127,7 +127,8 @@ TEST(NodeScanTest, V2SystemdDriverAndLibvirtLevel) {
   const CgroupPath scope = path("machine.slice/machine-qemu\\x2d5\\x2dweb.scope");
   makeTree(fs, hs, *scope.child("libvirt"));
   // QEMU's process sits in the scope's libvirt level, its threads in the threaded groups.
-  for (const char* group : {"emulator", "vcpu0", "iothread1"})
+  // iothread ids are libvirt's unsigned ints, up to 4294967295.
+  for (const char* group : {"emulator", "vcpu0", "iothread4294967295"})
     makeTree(fs, hs, *scope.child("libvirt")->child(group), true);
   join(fs, hs, *scope.child("libvirt"), 9100);
   join(fs, hs, *scope.child("libvirt")->child("vcpu0"), 9105, "cgroup.threads");
@@ -154,6 +155,7 @@ TEST(NodeScanTest, V2SystemdDriverAndLibvirtLevel) {
   EXPECT_EQ(scan->vms[0].uuid, kVmUuid);
   ASSERT_EQ(scan->vms[0].threadGroups.size(), 3u);
   EXPECT_EQ(scan->vms[0].threadGroups[1].kind, ScannedThreadGroup::Kind::kIothread);
+  EXPECT_EQ(scan->vms[0].threadGroups[1].index, 4294967295);
   EXPECT_THAT(scan->vms[0].threadGroups[2].cgroup.tasks, ElementsAre(9105));
   EXPECT_THAT(scan->notes,
               UnorderedElementsAre(

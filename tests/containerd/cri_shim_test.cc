@@ -319,5 +319,21 @@ TEST_F(CriShimTest, TheCriClientToolRunsListsAndRemovesPods) {
   EXPECT_EQ(tenants.tenants_size(), 0);
 }
 
+// containerd takes a unique prefix of an id (crictl rmp 3f2a...); so does the shim, for what it tells
+// vrid: a resize by prefix goes through vrid, and a removal by prefix releases the container and the pod.
+TEST_F(CriShimTest, AUniquePrefixOfAnIdMeansToVridWhatItMeansToContainerd) {
+  const Pod pod = runPod(1, PodQos::kBurstable);
+  const std::string web = runContainer(pod, "web", cri_client::kubeletResources(250, 500, kMemory));
+  ASSERT_FALSE(web.empty());
+  ASSERT_TRUE(cri_->updateResources(web.substr(0, 12), cri_client::kubeletResources(500, 1000, kMemory)).ok());
+  EXPECT_EQ(podInfo(uid(1)).containers(0).resources().cpu_request_milli(), 500);
+  ASSERT_TRUE(cri_->stopContainer(web).ok());
+  ASSERT_TRUE(cri_->removeContainer(web.substr(0, 12)).ok());
+  EXPECT_EQ(podInfo(uid(1)).containers_size(), 0) << testing::readFile(tmp_.sub("shim.log"));
+  ASSERT_TRUE(cri_->stopPodSandbox(pod.sandbox.substr(0, 12)).ok());
+  ASSERT_TRUE(cri_->removePodSandbox(pod.sandbox.substr(0, 12)).ok());
+  EXPECT_EQ(podInfo(uid(1)).uid(), "") << testing::readFile(tmp_.sub("shim.log"));
+}
+
 }  // namespace
 }  // namespace vri

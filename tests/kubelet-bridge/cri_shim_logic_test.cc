@@ -259,5 +259,27 @@ TEST_F(CriShimLogicTest, AResizeTheRuntimeRefusesIsUndoneInVrid) {
   EXPECT_THAT(log(), HasSubstr("the runtime refused it; vrid's resize undone"));
 }
 
+// A unique prefix of an id, as containerd takes it, is the whole id to vrid too: a resize by prefix is
+// vrid's, and removals by prefix release.
+TEST_F(CriShimLogicTest, AUniquePrefixOfAnIdIsTheWholeIdToVridAsToTheRuntime) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_TRUE(created.ok());
+  const std::string id = created->container_id();
+  const std::string prefix = id.substr(0, id.size() - 1);
+  runtime::v1::UpdateContainerResourcesRequest update;
+  update.set_container_id(prefix);
+  *update.mutable_linux() = kubelet::kubeletResources(500, 0, 64 << 20);
+  ASSERT_TRUE(shim_.updateContainerResources(kubeletCall(), update).ok());
+  EXPECT_THAT(vrid_.calls(), Contains("ResizeContainer"));
+  EXPECT_THAT(log(), Not(HasSubstr("not known to vrid")));
+  ASSERT_TRUE(shim_.removeContainer(kubeletCall(), prefix).ok());
+  EXPECT_THAT(log(), HasSubstr("RemoveContainer " + id + ": released"));
+  ASSERT_TRUE(shim_.removePodSandbox(kubeletCall(), sandbox.substr(0, sandbox.size() - 1)).ok());
+  EXPECT_THAT(log(), HasSubstr("RemovePodSandbox " + sandbox + ": released"));
+  EXPECT_FALSE(vrid_.holds("uid-1"));
+}
+
 }  // namespace
 }  // namespace vri

@@ -23,7 +23,10 @@ constexpr char kIothreadsUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a53";
 constexpr char kOtherUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a5f";
 constexpr char kThirdUuid[] = "5a1f0c3e-2b4d-4e6f-8a9b-0c1d2e3f4a5e";
 
-std::vector<int> ids(const google::protobuf::RepeatedField<int32_t>& field) { return {field.begin(), field.end()}; }
+template <typename T>
+std::vector<int64_t> ids(const google::protobuf::RepeatedField<T>& field) {
+  return {field.begin(), field.end()};
+}
 
 TEST_F(HookTest, AUserPinOnAVcpuPastTheCurrentCountHoldsItsCpu) {
   // <vcpu current='3'>8</vcpu> with vCPUs 0, 4 and 5 online, and vCPU 4 pinned to CPU 5.
@@ -101,6 +104,22 @@ TEST_F(HookTest, IothreadIdsAreThoseOfTheDomainWhenRestoredAndPlacedAgain) {
   HookOutcome again = hook("iothread-ids", "restore", "begin", restored.out);
   ASSERT_EQ(again.exitCode, 0) << again.err;
   EXPECT_EQ(again.out, restored.out);
+}
+
+// libvirt keeps iothread ids as unsigned ints: the largest, 4294967295, is placed, written back and
+// taken by libvirt's own parser as any other.
+TEST_F(HookTest, TheLargestIothreadIdLibvirtTakesIsPlacedAndWrittenBack) {
+  std::string xml = domainFile("iothread-ids.xml");
+  xml.replace(xml.find("<iothread id='5'/>"), 18, "<iothread id='4294967295'/>");
+  ASSERT_EQ(libvirtRefusal(xml), "");
+  HookOutcome restored = hook("iothread-ids", "restore", "begin", xml);
+  ASSERT_EQ(restored.exitCode, 0) << restored.err;
+  const v1::VmAllocation placed = vm(kIothreadsUuid).allocation();
+  EXPECT_THAT(ids(placed.iothread_ids()), ElementsAre(2, 4294967295));
+  auto printed = parseDomainXml(restored.out);
+  ASSERT_TRUE(printed.ok()) << printed.error().message();
+  EXPECT_EQ(printed->cputune.iothreadpins.at(4294967295u).format(), std::to_string(placed.iothread_cpus(1)));
+  EXPECT_EQ(libvirtRefusal(restored.out), "");
 }
 
 }  // namespace

@@ -124,9 +124,10 @@ class FakeRuntime final : public RuntimeClient {
     found->second.resources = r.linux();
     return {};
   }
-  Result<void> stopPodSandbox(const CallScope&, const std::string& id) override {
+  Result<void> stopPodSandbox(const CallScope&, const std::string& given) override {
     std::lock_guard lock(mutex_);
     VRI_TRY(called("StopPodSandbox"));
+    const std::string id = whole(sandboxes_, given);
     if (auto found = sandboxes_.find(id); found != sandboxes_.end())
       found->second.sandbox.set_state(runtime::v1::SANDBOX_NOTREADY);
     return {};
@@ -134,13 +135,13 @@ class FakeRuntime final : public RuntimeClient {
   Result<void> removePodSandbox(const CallScope&, const std::string& id) override {
     std::lock_guard lock(mutex_);
     VRI_TRY(called("RemovePodSandbox"));
-    sandboxes_.erase(id);
+    sandboxes_.erase(whole(sandboxes_, id));
     return {};
   }
   Result<void> removeContainer(const CallScope&, const std::string& id) override {
     std::lock_guard lock(mutex_);
     VRI_TRY(called("RemoveContainer"));
-    containers_.erase(id);
+    containers_.erase(whole(containers_, id));
     return {};
   }
   Result<std::vector<runtime::v1::PodSandbox>> listPodSandboxes(const CallScope&) override {
@@ -163,9 +164,10 @@ class FakeRuntime final : public RuntimeClient {
                                                                  bool verbose) override {
     std::lock_guard lock(mutex_);
     VRI_TRY(called("PodSandboxStatus"));
-    const auto found = sandboxes_.find(id);
+    const auto found = sandboxes_.find(whole(sandboxes_, id));
     if (found == sandboxes_.end()) return Error::notFound("sandbox " + id);
-    runtime::v1::PodSandboxStatusResponse out;  // this CRI subset carries the info only
+    runtime::v1::PodSandboxStatusResponse out;  // this CRI subset carries the id and the info only
+    out.mutable_status()->set_id(found->first);
     if (verbose) (*out.mutable_info())["info"] = verboseInfoWithConfig(found->second.config);
     return out;
   }
@@ -173,10 +175,10 @@ class FakeRuntime final : public RuntimeClient {
                                                                bool verbose) override {
     std::lock_guard lock(mutex_);
     VRI_TRY(called("ContainerStatus"));
-    const auto found = containers_.find(id);
+    const auto found = containers_.find(whole(containers_, id));
     if (found == containers_.end()) return Error::notFound("container " + id);
     runtime::v1::ContainerStatusResponse out;
-    out.mutable_status()->set_id(id);
+    out.mutable_status()->set_id(found->first);
     out.mutable_status()->set_state(found->second.container.state());
     out.mutable_status()->set_exit_code(found->second.exitCode);
     *out.mutable_status()->mutable_resources()->mutable_linux() = found->second.resources;
@@ -246,6 +248,17 @@ class FakeRuntime final : public RuntimeClient {
   std::condition_variable released_;
   bool holding_ = false;
   int made_ = 0;
+  // An id as containerd resolves it: itself, or the one whole id it is a unique prefix of.
+  template <typename Map>
+  static std::string whole(const Map& known, const std::string& id) {
+    if (known.count(id) || id.empty()) return id;
+    std::string match;
+    for (auto it = known.lower_bound(id); it != known.end() && it->first.starts_with(id); ++it) {
+      if (!match.empty()) return id;  // ambiguous
+      match = it->first;
+    }
+    return match.empty() ? id : match;
+  }
   std::map<std::string, Sandbox> sandboxes_;
   std::map<std::string, Container> containers_;
   std::multimap<std::string, Error> failures_;

@@ -126,6 +126,16 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
     xmlNodePtr numatune = ensureChild(domain, "numatune");
     xmlNodePtr memory = ensureChild(numatune, "memory");
     if (!attribute(memory, "mode")) setAttribute(memory, "mode", "strict");
+    // libvirt before 9.3 (Debian 12's 9.0 among them) refuses to start a domain whose preferred
+    // memory names more than one node. VRI books the memory on the nodes it writes, so it is
+    // confined there: restrictive, which binds it by the cgroup alone, as vrid's own cgroup
+    // writes do.
+    if (attribute(memory, "mode") == "preferred" && pins.mems.count() > 1) {
+      setAttribute(memory, "mode", "restrictive");
+      for (xmlNodePtr n = numatune->children; n != nullptr; n = n->next) {
+        if (isElement(n, "memnode")) setAttribute(n, "mode", "restrictive");
+      }
+    }
     // Under <memory mode='restrictive'> libvirt accepts only restrictive memnodes.
     const char* memnode_mode = attribute(memory, "mode") == "restrictive" ? "restrictive" : "strict";
     setAttribute(memory, "nodeset", pins.mems.format());
@@ -140,7 +150,10 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
         memnode = xmlNewChild(numatune, nullptr, text("memnode"), nullptr);
         setAttribute(memnode, "cellid", std::to_string(cell));
       }
-      if (!attribute(memnode, "mode")) setAttribute(memnode, "mode", memnode_mode);
+      // A preferred memnode of several nodes is refused as the whole guest's is: strict (or
+      // restrictive, as above) on the nodes VRI booked.
+      if (!attribute(memnode, "mode") || (attribute(memnode, "mode") == "preferred" && nodes.count() > 1))
+        setAttribute(memnode, "mode", memnode_mode);
       setAttribute(memnode, "nodeset", nodes.format());
     }
   }

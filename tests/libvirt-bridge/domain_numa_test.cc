@@ -241,5 +241,22 @@ TEST_F(DomainNumaTest, PagesDimmsAndEnclavesAreBookedAsLibvirtBacksThem) {
   EXPECT_EQ(total, 1024 * kMiB + 256 * kMiB);  // the two cells and the dimm; the enclave is not RAM
 }
 
+// A cell whose <memnode> only prefers its nodes, or that has none, is VRI's to place: not confined to
+// the nodes the VM's other cells are bound to. Node 1's 2 MiB pages go to cell 0 (strict there); cell
+// 1's come from node 0, which has them.
+TEST_F(DomainNumaTest, ACellThatIsNotBoundIsPlacedWhereItsPagesAreFree) {
+  const std::string backing = "<memoryBacking><hugepages><page size='2048' unit='KiB'/></hugepages></memoryBacking>";
+  for (const std::string& cell1 : {std::string("<memnode cellid='1' mode='preferred' nodeset='1'/>"), std::string()})
+    for (const char* policy : {"dedicated", "shared"}) {
+      std::string xml =
+          twoCells("<numatune><memnode cellid='0' mode='strict' nodeset='1'/>" + cell1 + "</numatune>", backing);
+      xml.replace(xml.find("dedicated"), 9, policy);
+      HookOutcome prepared = hook("corpus", "prepare", "begin", xml);
+      ASSERT_EQ(prepared.exitCode, 0) << prepared.err;
+      EXPECT_EQ(memoryOf(kCorpus), (MemoryBlocks{{0, {{2 * kMiB, 512 * kMiB}}}, {1, {{2 * kMiB, 512 * kMiB}}}}));
+      ASSERT_EQ(hook("corpus", "release", "end", xml).exitCode, 0);
+    }
+}
+
 }  // namespace
 }  // namespace vri

@@ -364,6 +364,35 @@ TEST(DomainXmlIdsTest, VrisNumatuneKeepsTheDomainsModeAndWritesItsMemnodes) {
   EXPECT_EQ(domain->memnodes.at(1).mode, "restrictive");
 }
 
+// libvirt before 9.3 (Debian 12's 9.0) refuses to start a domain whose preferred memory names several
+// nodes: VRI writes what it means instead, the memory confined to the nodes it booked (restrictive),
+// and keeps preferred where one node is named.
+TEST(DomainXmlIdsTest, PreferredMemoryOnSeveralNodesIsWrittenAsLibvirtBefore93StartsIt) {
+  const std::string cells =
+      "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' memory='512'/></numa></cpu>";
+  const std::string xml = withVcpus("<vcpu>2</vcpu>",
+                                    "<numatune><memory mode='preferred' nodeset='0'/>"
+                                    "<memnode cellid='1' mode='preferred' nodeset='1'/></numatune>" +
+                                        cells);
+  VmPins pins{{{0, CpuSet{2}}, {1, CpuSet{5}}},    CpuSet{0}, {},    CpuSet{0, 1},
+              {{0, CpuSet{0}}, {1, CpuSet{0, 1}}}, {},        false, {}};
+  auto rewritten = writeVriPins(xml, pins);
+  ASSERT_TRUE(rewritten.ok()) << rewritten.error().message();
+  auto domain = parseDomainXml(*rewritten);
+  ASSERT_TRUE(domain.ok()) << domain.error().message() << *rewritten;
+  EXPECT_EQ(domain->numatune->mode, "restrictive");
+  EXPECT_EQ(domain->numatune->nodeset.format(), "0-1");
+  for (const auto& [cell, memnode] : domain->memnodes) EXPECT_EQ(memnode.mode, "restrictive") << cell;
+
+  pins.mems = CpuSet{1};
+  pins.cellNodes = {{0, CpuSet{1}}, {1, CpuSet{1}}};
+  auto one_node = parseDomainXml(*writeVriPins(xml, pins));
+  ASSERT_TRUE(one_node.ok());
+  EXPECT_EQ(one_node->numatune->mode, "preferred");
+  EXPECT_EQ(one_node->numatune->nodeset.format(), "1");
+  EXPECT_EQ(one_node->memnodes.at(1).mode, "preferred");
+}
+
 // A <memnode> whose cellid is spelled "+0" or "01" is cell 0's or 1's to the parser, and so to the
 // writer: VRI's nodes go into it, not into a second <memnode> that makes the definition invalid
 // (found by domain_xml_fuzz).

@@ -3,7 +3,10 @@
 #include <arpa/inet.h>
 #include <microhttpd.h>
 #include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 #include "cgroup-model/quote.h"
@@ -51,6 +54,18 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::start(const std::string& a
   bind_to.sin_port = htons(static_cast<uint16_t>(port));
   if (::inet_pton(AF_INET, address.c_str(), &bind_to.sin_addr) != 1)
     return Error::invalidArgument("metrics_address: not an IPv4 address: " + quoteForMessage(address));
+  // A service manager may forbid IPv4 sockets (systemd's RestrictAddressFamilies= without AF_INET
+  // answers EAFNOSUPPORT): said as such, not as a wrong address.
+  if (const int probe = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0); probe < 0) {
+    const int error = errno;
+    return Error::fromErrno(error, "metrics endpoint: vrid may not make an IPv4 socket here" +
+                                       std::string(error == EAFNOSUPPORT || error == EPERM
+                                                       ? " (a service manager's sandbox forbids it: systemd's "
+                                                         "RestrictAddressFamilies= must list AF_INET for metrics_port)"
+                                                       : ""));
+  } else {
+    ::close(probe);
+  }
   std::unique_ptr<MetricsServer> server(new MetricsServer(std::move(render)));
   // One thread of its own that polls; scrapes are answered one at a time, so a slow scraper cannot
   // take more than one thread, and at most 8 connections are held.

@@ -123,6 +123,19 @@ wait_for 60 "vrid" vrictl nodeinfo
 [ "$(placement ded-a)" = "$a_before" ] && [ "$(placement ded-b)" = "$b" ] || fail "a VM moved"
 quiet_reconcile
 
+step "metrics_port set: vrid starts under the packaged unit and answers a scrape"
+# The unit's RestrictAddressFamilies= must let vrid make the endpoint's IPv4 socket.
+echo "metrics_port = 9464" >> /etc/vri/vrid.conf
+systemctl restart vrid || fail "vrid does not restart with metrics_port set"
+wait_for 60 "vrid with metrics_port" vrictl nodeinfo
+wait_for 30 "the metrics endpoint" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464'
+bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464; printf "GET /metrics HTTP/1.0\r\n\r\n" >&3; cat <&3' > /tmp/metrics.out ||
+  fail "no scrape"
+grep -q '^vri_node_cpus' /tmp/metrics.out || { cat /tmp/metrics.out; fail "the scrape holds no vri_node_cpus"; }
+sed -i '/^metrics_port = 9464$/d' /etc/vri/vrid.conf
+systemctl restart vrid
+wait_for 60 "vrid" vrictl nodeinfo
+
 step "libvirtd restarted: nothing moves, the next reconcile repairs nothing"
 systemctl restart libvirtd
 wait_for 300 "libvirtd" v version

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #include <grpcpp/health_check_service_interface.h>
+#include <grpcpp/resource_quota.h>
 #include <grpcpp/security/server_credentials.h>
 #include <grpcpp/server_builder.h>
 #include <sys/file.h>
@@ -290,6 +291,11 @@ Result<void> Daemon::serve() {
     builder.AddListeningPort("unix:" + e.path, grpc::InsecureServerCredentials());
     builder.RegisterService(&e.service);
     builder.SetMaxReceiveMessageSize(config_.maxRequestBytes);
+    // Each socket's own bound on the threads its streams hold (the unary calls run on gRPC's callback
+    // threads, outside it): what read-only clients hold cannot take the admin socket's threads.
+    grpc::ResourceQuota quota(std::string(&e.service == readOnlyService_.get() ? "read-only" : "admin") + " socket");
+    quota.SetMaxThreads(VriService::kMaxServerThreads);
+    builder.SetResourceQuota(quota);
     e.server = builder.BuildAndStart();
     if (!e.server) return Error::failedPrecondition("could not serve on " + e.path);
     VRI_TRY(e.claim.bound());

@@ -436,8 +436,18 @@ grpc::Status VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmSt
   return grpc::Status::OK;
 }
 
+grpc::Status VriService::streamRefused(const char* method) const {
+  const grpc::Status refused(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                             std::string(method) + ": this socket serves " + std::to_string(streams_.limit()) +
+                                 " streams at once, and all are taken; retry when one ends");
+  logRefusal(method, refused);
+  return refused;
+}
+
 grpc::Status VriService::Watch(Context* context, const v1::WatchRequest* request,
                                grpc::ServerWriter<v1::Event>* writer) {
+  const StreamSlots::Slot slot(streams_);
+  if (!slot.taken()) return streamRefused("Watch");
   if (request->recent_only()) {
     for (const Event& event : node_.recentEvents(request->recent())) {
       if (!writer->Write(toEventMessage(event))) break;

@@ -14,6 +14,7 @@
 #include "vri/client_versions.h"
 #include "vri/live_pins.h"
 #include "vri/node_manager.h"
+#include "vri/stream_slots.h"
 #include "vri/usage_sampler.h"
 
 namespace vri {
@@ -41,6 +42,11 @@ using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCa
 
 class VriService final : public VriServiceBase {
  public:
+  // Watch and WatchUsage streams served at once on one socket (each holds a server thread); the
+  // server's thread quota (daemon.cc) leaves room above it for the pollers.
+  static constexpr size_t kMaxStreamsPerSocket = 64;
+  static constexpr int kMaxServerThreads = kMaxStreamsPerSocket + 16;
+
   // `gate` counts the deciding calls in flight for shutdown; `refusals` takes one
   // line per refused call (rate-limited); `clients` learns each caller's version.
   // All three outlive the service.
@@ -128,6 +134,8 @@ class VriService final : public VriServiceBase {
   grpc::Status vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
   grpc::Status getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
   grpc::Status denyOnReadOnly(const char* method) const;
+  // RESOURCE_EXHAUSTED when this socket already serves as many streams as it may.
+  grpc::Status streamRefused(const char* method) const;
   // A VM by UUID or name, and what GetTenant says of it.
   Result<const VmRecord*> findVm(const LedgerState& state, const std::string& key) const;
   void fillVm(const LedgerState& state, const VmRecord& vm, v1::VmInfo& out) const;
@@ -145,7 +153,8 @@ class VriService final : public VriServiceBase {
   const UsageSampler* usage_;
   CallMetrics* metrics_;
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
-  WorkerPool decisions_{1};                           // last: destroyed first, after running what is queued
+  StreamSlots streams_{kMaxStreamsPerSocket};
+  WorkerPool decisions_{1};  // last: destroyed first, after running what is queued
 };
 
 }  // namespace vri

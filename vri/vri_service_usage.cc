@@ -21,6 +21,8 @@ grpc::Status VriService::getUsage(const v1::GetUsageRequest& request, v1::UsageR
 grpc::Status VriService::WatchUsage(Context* context, const v1::WatchUsageRequest*,
                                     grpc::ServerWriter<v1::UsageReport>* writer) {
   if (usage_ == nullptr) return kSamplingOff;
+  const StreamSlots::Slot slot(streams_);
+  if (!slot.taken()) return streamRefused("WatchUsage");
   const auto& options = usage_->options();
   // From the round after the latest: a watcher that wants the latest at once asks GetUsage.
   const FramePtr latest = usage_->latest();

@@ -15,6 +15,7 @@
 #include "proto/grpc_health_v1.grpc.pb.h"
 #include "tests/support/eventually.h"
 #include "tests/vri/vrid_api_fixture.h"
+#include "vri/vri_service.h"
 
 namespace vri {
 namespace {
@@ -322,6 +323,56 @@ TEST_F(VridApiTest, ReservedVmHoldsItsCpusUntilAdmitted) {
   EXPECT_EQ(CpuSet::parse(node().shared_cpus())->count(), 6);
   ASSERT_TRUE(vrid_.admin->AdmitVm(&c2, vm(kVmUuid, "db", 2, v1::DEDICATED), &admitted).ok());
   EXPECT_EQ(admitted.exclusive_cpus(), reserved.exclusive_cpus());
+}
+
+// Each stream holds one of its socket's server threads: the read-only socket serves a bounded number
+// at once and refuses the next at once, while the admin socket decides as before and the read-only
+// socket's unary calls answer; a slot freed is taken again.
+TEST_F(VridApiTest, ReadOnlyStreamsAreBoundedAndNeverTakeTheAdminSocketsCalls) {
+  ASSERT_TRUE(admitShimPod(kUid, "sandbox-1"));  // an event each stream is sent first
+  struct Held {
+    grpc::ClientContext context;
+    std::unique_ptr<grpc::ClientReader<v1::Event>> stream;
+  };
+  std::vector<std::unique_ptr<Held>> held;
+  const auto open = [&] {
+    auto h = std::make_unique<Held>();
+    h->context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
+    v1::WatchRequest request;
+    request.set_recent(1);
+    h->stream = vrid_.readOnly->Watch(&h->context, request);
+    v1::Event first;
+    const bool serving = h->stream->Read(&first);  // the handler runs: its slot is taken
+    held.push_back(std::move(h));
+    return serving;
+  };
+  for (size_t i = 0; i < VriService::kMaxStreamsPerSocket; ++i) ASSERT_TRUE(open()) << "stream " << i;
+  ASSERT_FALSE(open());
+  const grpc::Status refused = held.back()->stream->Finish();
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("serves 64 streams at once"));
+  held.pop_back();
+
+  // Decisions and reads go on.
+  grpc::ClientContext c1, c2;
+  v1::ContainerAllocation placed;
+  EXPECT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid2, v1::GUARANTEED, 1000, 1000), &placed).ok());
+  v1::Node n;
+  EXPECT_TRUE(vrid_.readOnly->GetNode(&c2, {}, &n).ok());
+
+  // One stream ends: the next one is served.
+  held.front()->context.TryCancel();
+  held.front()->stream->Finish();
+  held.erase(held.begin());
+  EXPECT_TRUE(testing::eventually([&] {
+    if (open()) return true;
+    held.pop_back();
+    return false;
+  }));
+  for (auto& h : held) {
+    h->context.TryCancel();
+    h->stream->Finish();
+  }
 }
 
 TEST_F(VridApiTest, WatchStreamsDecisionsAndPoolChanges) {

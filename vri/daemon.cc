@@ -271,10 +271,11 @@ Result<void> Daemon::serve() {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   refusals_ = std::make_unique<RateLimitedLog>([this](const std::string& line) { log_.warning(line); }, clock_);
+  protobufLog_ = std::make_unique<ProtobufLogRoute>(*refusals_);
   readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_, clients_,
-                                                  livePins_, usage_.get(), &callMetrics_);
+                                                  livePins_, clock_, usage_.get(), &callMetrics_);
   adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_, clients_, livePins_,
-                                               usage_.get(), &callMetrics_);
+                                               clock_, usage_.get(), &callMetrics_);
   struct Endpoint {
     const std::string& path;
     VriService& service;

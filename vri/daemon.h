@@ -20,6 +20,7 @@
 #include "vri/libvirt_sync.h"
 #include "vri/metrics_server.h"
 #include "vri/node_manager.h"
+#include "vri/protobuf_log_route.h"
 #include "vri/state_directory.h"
 #include "vri/usage_sampler.h"
 #include "vri/vri_service.h"
@@ -79,10 +80,11 @@ class Daemon {
   CallGate calls_;         // before the services, which count their calls in it
   LivePinsSlot livePins_;  // before the services, which take moved VMs' pins to libvirt through it
   std::unique_ptr<NodeManager> node_;
-  CallMetrics callMetrics_;                   // before the services, which count their calls in it
-  std::unique_ptr<UsageSampler> usage_;       // null with usage_interval_ms = 0
-  std::unique_ptr<RateLimitedLog> refusals_;  // every refused call, one line each, rate-limited
-  ClientVersions clients_;                    // which clients called, in which version
+  CallMetrics callMetrics_;                        // before the services, which count their calls in it
+  std::unique_ptr<UsageSampler> usage_;            // null with usage_interval_ms = 0
+  std::unique_ptr<RateLimitedLog> refusals_;       // every refused call, one line each, rate-limited
+  std::unique_ptr<ProtobufLogRoute> protobufLog_;  // protobuf's own lines, through refusals_
+  ClientVersions clients_;                         // which clients called, in which version
   std::unique_ptr<VriService> readOnlyService_, adminService_;
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
   std::unique_ptr<LibvirtSync> libvirt_;    // null without libvirt_uri

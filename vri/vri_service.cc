@@ -109,8 +109,19 @@ VriService::Reactor* VriService::decideAsync(CallbackContext* context, const cha
     reactor->Finish(denied);
     return reactor;
   }
+  const bool paced = runs == Runs::kScans && access_ == SocketAccess::kReadOnly;
+  if (paced && !scans_.join()) {
+    const grpc::Status busy(grpc::StatusCode::RESOURCE_EXHAUSTED,
+                            std::string(method) + ": " + std::to_string(ScanPacer::kMaxWaiting) +
+                                " scans already wait their turn on the read-only socket; retry later");
+    logRefusal(method, busy);
+    account(method, agent, runs, busy, started);
+    reactor->Finish(busy);
+    return reactor;
+  }
   if (!gate_.enter()) {
     const grpc::Status closing(grpc::StatusCode::UNAVAILABLE, "vrid is shutting down");
+    if (paced) scans_.leave();
     account(method, agent, runs, closing, started);
     reactor->Finish(closing);
     return reactor;
@@ -121,7 +132,32 @@ VriService::Reactor* VriService::decideAsync(CallbackContext* context, const cha
     reactor->Finish(std::move(status));
     gate_.leave();
   };
-  decisions_.post([call = std::move(call), finish = std::move(finish)] { call(finish); });
+  if (!paced) {
+    decisions_.post([call = std::move(call), finish = std::move(finish)] { call(finish); });
+    return reactor;
+  }
+  pacedScans_.post([this, call = std::move(call), finish = std::move(finish)] {
+    scans_.awaitTurn();
+    const Clock::TimePoint began = clock_.now();
+    Mutex mutex;
+    std::condition_variable_any ended;
+    bool done = false;
+    decisions_.post([&] {
+      call([&](grpc::Status status) {
+        finish(std::move(status));
+        {
+          MutexLock lock(mutex);
+          done = true;
+        }
+        ended.notify_all();
+      });
+    });
+    {
+      MutexLock lock(mutex);
+      while (!done) lock.wait(ended);
+    }
+    scans_.finished(clock_.now() - began);
+  });
   return reactor;
 }
 

@@ -14,6 +14,7 @@
 #include "vri/client_versions.h"
 #include "vri/live_pins.h"
 #include "vri/node_manager.h"
+#include "vri/scan_pacer.h"
 #include "vri/stream_slots.h"
 #include "vri/usage_sampler.h"
 
@@ -54,7 +55,8 @@ class VriService final : public VriServiceBase {
   // `usage` (null: sampling is off) serves GetUsage and WatchUsage; `metrics` (null: none kept) counts
   // every call. Both outlive the service.
   VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals, ClientVersions& clients,
-             LivePinsSlot& livePins, const UsageSampler* usage = nullptr, CallMetrics* metrics = nullptr)
+             LivePinsSlot& livePins, const Clock& clock, const UsageSampler* usage = nullptr,
+             CallMetrics* metrics = nullptr)
       : node_(node),
         access_(access),
         gate_(gate),
@@ -63,6 +65,8 @@ class VriService final : public VriServiceBase {
         livePins_(livePins),
         usage_(usage),
         metrics_(metrics),
+        clock_(clock),
+        scans_(clock),
         kubeletNamer_(makeKubeletNamer(node.layout().driver, node.layout().kubeletParent)) {}
 
   using Context = grpc::ServerContext;
@@ -152,9 +156,14 @@ class VriService final : public VriServiceBase {
   LivePinsSlot& livePins_;
   const UsageSampler* usage_;
   CallMetrics* metrics_;
+  const Clock& clock_;
+  ScanPacer scans_;                                   // the read-only socket's
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
   StreamSlots streams_{kMaxStreamsPerSocket};
-  WorkerPool decisions_{1};  // last: destroyed first, after running what is queued
+  WorkerPool decisions_{1};  // destroyed after pacedScans_, after running what is queued
+  // The read-only socket's scans wait their turn here (scan_pacer.h), then run on decisions_. Last:
+  // destroyed first, so what it runs still finds decisions_.
+  WorkerPool pacedScans_{1};
 };
 
 }  // namespace vri

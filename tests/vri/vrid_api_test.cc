@@ -375,6 +375,48 @@ TEST_F(VridApiTest, ReadOnlyStreamsAreBoundedAndNeverTakeTheAdminSocketsCalls) {
   }
 }
 
+// The read-only socket's scans wait their turn off the decision thread, a few at most: the rest are
+// refused at once, every one that waited is answered, and admin decisions go on meanwhile.
+TEST_F(VridApiTest, ReadOnlyScansWaitTheirTurnAFewAtMost) {
+  constexpr int kScans = 12;
+  std::vector<grpc::Status> answers(kScans);
+  std::vector<std::thread> scanners;
+  for (int i = 0; i < kScans; ++i) {
+    scanners.emplace_back([&, i] {
+      grpc::ClientContext context;
+      v1::ReconcileRequest dry;
+      dry.set_dry_run(true);
+      v1::ReconcileReply report;
+      answers[i] = vrid_.readOnly->Reconcile(&context, dry, &report);
+    });
+  }
+  grpc::ClientContext admit_context;
+  v1::ContainerAllocation placed;
+  EXPECT_TRUE(vrid_.admin->AdmitContainer(&admit_context, container(kUid, v1::GUARANTEED, 1000, 1000), &placed).ok());
+  for (std::thread& t : scanners) t.join();
+  int answered = 0, refused = 0;
+  for (const grpc::Status& status : answers) {
+    if (status.ok()) {
+      ++answered;
+    } else {
+      ++refused;
+      EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED) << status.error_message();
+      EXPECT_THAT(status.error_message(), HasSubstr("scans already wait their turn"));
+    }
+  }
+  EXPECT_GE(answered, 1);
+  EXPECT_LE(answered, kScans);
+  EXPECT_EQ(answered + refused, kScans);
+  // Root's admin socket is not paced: its dry runs are answered as they come.
+  for (int i = 0; i < 3; ++i) {
+    grpc::ClientContext context;
+    v1::ReconcileRequest dry;
+    dry.set_dry_run(true);
+    v1::ReconcileReply report;
+    EXPECT_TRUE(vrid_.admin->Reconcile(&context, dry, &report).ok());
+  }
+}
+
 TEST_F(VridApiTest, WatchStreamsDecisionsAndPoolChanges) {
   grpc::ClientContext watch_context;
   watch_context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));  // no read hangs forever

@@ -5,6 +5,12 @@
 // and vrid's resident memory with 1,000 live tenants.
 //
 //   vrid_load [--vrid PATH] [--clients 16] [--seconds 5] [--rounds 3] [--durability normal|full] [--tenants 1000]
+//             [--flood-streams 3000] [--flood-scanners 2]
+//
+// With a flood, one more phase: the shared pairs on the admin socket while the read-only socket
+// holds --flood-streams Watch streams open and --flood-scanners clients ask for dry-run reconciles
+// back to back (what anyone in socket_group can do), so that the decisions' latency under the flood
+// stands beside the idle one.
 //
 // The three phases alternate for --rounds rounds and each is reported by its
 // median round, so a noisy neighbour moves all three alike. The last lines are
@@ -25,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -44,6 +51,8 @@ struct Options {
   std::string durability = "normal";
   int tenants = 1000;
   int rounds = 3;
+  int floodStreams = 0;
+  int floodScanners = 0;
 };
 
 struct Result {
@@ -106,6 +115,14 @@ long rssKiB(pid_t pid) {
   return -1;
 }
 
+long threadCount(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("Threads:")) return std::stol(line.substr(8));
+  }
+  return -1;
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "vrid_load: %s\n", message.c_str());
   return 1;
@@ -130,6 +147,10 @@ int main(int argc, char** argv) {
       o.tenants = std::stoi(value);
     else if (flag == "--rounds")
       o.rounds = std::max(1, std::stoi(value));
+    else if (flag == "--flood-streams")
+      o.floodStreams = std::max(0, std::stoi(value));
+    else if (flag == "--flood-scanners")
+      o.floodScanners = std::max(0, std::stoi(value));
     else
       return fail("unknown flag " + flag);
   }
@@ -137,10 +158,13 @@ int main(int argc, char** argv) {
   if (::mkdtemp(pattern) == nullptr) return fail("mkdtemp failed");
   const std::string dir = pattern;
   const std::string socket = dir + "/admin.sock";
+  // An empty configuration of vrid's own (vrid reads only a regular file only root may change).
+  const std::string config = dir + "/vrid.conf";
+  std::ofstream(config).close();
   const pid_t vrid = ::fork();
   if (vrid == 0) {
     const std::vector<std::string> args = {o.vrid,
-                                           "--config=/dev/null",
+                                           "--config=" + config,
                                            "--topology=synthetic:pack:2 numa:2 core:8 pu:2",
                                            "--state-dir=" + dir + "/state",
                                            "--socket=" + dir + "/ro.sock",
@@ -221,6 +245,50 @@ int main(int argc, char** argv) {
   };
   const Result baseline = median(baselines), shared = median(shareds), exclusive = median(exclusives);
 
+  // The flood: streams held open and dry runs back to back on the read-only socket.
+  std::optional<Result> flooded;
+  long flood_threads = 0;
+  int streams_served = 0;
+  if (o.floodStreams > 0 || o.floodScanners > 0) {
+    auto readOnly =
+        vri::v1::Vri::NewStub(grpc::CreateChannel("unix:" + dir + "/ro.sock", grpc::InsecureChannelCredentials()));
+    struct Held {
+      grpc::ClientContext context;
+      std::unique_ptr<grpc::ClientReader<vri::v1::Event>> stream;
+    };
+    std::vector<std::unique_ptr<Held>> held;
+    for (int i = 0; i < o.floodStreams; ++i) {
+      auto h = std::make_unique<Held>();
+      h->stream = readOnly->Watch(&h->context, vri::v1::WatchRequest());
+      held.push_back(std::move(h));
+    }
+    std::this_thread::sleep_for(std::chrono::seconds(1));  // the streams reach vrid
+    std::atomic<bool> stop{false};
+    std::vector<std::thread> scanners;
+    for (int i = 0; i < o.floodScanners; ++i) {
+      scanners.emplace_back([&] {
+        while (!stop) {
+          grpc::ClientContext context;
+          vri::v1::ReconcileRequest dry;
+          dry.set_dry_run(true);
+          vri::v1::ReconcileReply report;
+          if (!readOnly->Reconcile(&context, dry, &report).ok())
+            std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        }
+      });
+    }
+    flood_threads = threadCount(vrid);
+    std::vector<Result> rounds;
+    for (int round = 0; round < o.rounds; ++round) rounds.push_back(drive(o.clients, o.seconds, pairOf(false)));
+    flooded = median(rounds);
+    stop = true;
+    for (auto& t : scanners) t.join();
+    for (auto& h : held) {
+      h->context.TryCancel();
+      if (h->stream->Finish().error_code() == grpc::StatusCode::CANCELLED) ++streams_served;
+    }
+  }
+
   const long idle_rss = rssKiB(vrid);
   int live = 0;
   for (int n = 0; n < o.tenants; ++n) {
@@ -247,6 +315,11 @@ int main(int argc, char** argv) {
   row("baseline (2x empty RPC + commit)", baseline);
   row("shared admit/release", shared);
   row("exclusive admit/release", exclusive);
+  if (flooded) {
+    row("shared, read-only socket flooded", *flooded);
+    std::printf("  flood: %d streams asked for (%d held until cancelled), %d dry-run scanners; vrid's threads %ld\n",
+                o.floodStreams, streams_served, o.floodScanners, flood_threads);
+  }
   std::printf("  vrid RSS: %.1f MB idle, %.1f MB with %d live tenants\n", idle_rss / 1024.0, loaded_rss / 1024.0, live);
   std::printf("  exit status after SIGTERM: %d\n", WIFEXITED(status) ? WEXITSTATUS(status) : -1);
   const auto json = [&](const char* phase, const Result& r) {
@@ -259,5 +332,6 @@ int main(int argc, char** argv) {
   json("baseline", baseline);
   json("shared", shared);
   json("exclusive", exclusive);
+  if (flooded) json("shared_flooded", *flooded);
   return 0;
 }

@@ -43,10 +43,13 @@ using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCa
 
 class VriService final : public VriServiceBase {
  public:
-  // Watch and WatchUsage streams served at once on one socket (each holds a server thread); the
-  // server's thread quota (daemon.cc) leaves room above it for the pollers.
-  static constexpr size_t kMaxStreamsPerSocket = 64;
-  static constexpr int kMaxServerThreads = kMaxStreamsPerSocket + 16;
+  // Watch and WatchUsage streams served at once on one socket (each holds a server thread and is
+  // written every event): the admin socket's are VRI's own programs (the shim's and the NRI plugin's
+  // followers); the read-only socket's are operators' (vrictl events, top), and each one costs every
+  // decision its fan-out. The server's thread quota (daemon.cc) leaves room above it for the pollers.
+  static constexpr size_t kMaxAdminStreams = 64;
+  static constexpr size_t kMaxReadOnlyStreams = 8;
+  static constexpr int kMaxServerThreads = kMaxAdminStreams + 16;
 
   // `gate` counts the deciding calls in flight for shutdown; `refusals` takes one
   // line per refused call (rate-limited); `clients` learns each caller's version.
@@ -159,7 +162,7 @@ class VriService final : public VriServiceBase {
   const Clock& clock_;
   ScanPacer scans_;                                   // the read-only socket's
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
-  StreamSlots streams_{kMaxStreamsPerSocket};
+  StreamSlots streams_{access_ == SocketAccess::kAdmin ? kMaxAdminStreams : kMaxReadOnlyStreams};
   WorkerPool decisions_{1};  // destroyed after pacedScans_, after running what is queued
   // The read-only socket's scans wait their turn here (scan_pacer.h), then run on decisions_. Last:
   // destroyed first, so what it runs still finds decisions_.

@@ -346,11 +346,11 @@ TEST_F(VridApiTest, ReadOnlyStreamsAreBoundedAndNeverTakeTheAdminSocketsCalls) {
     held.push_back(std::move(h));
     return serving;
   };
-  for (size_t i = 0; i < VriService::kMaxStreamsPerSocket; ++i) ASSERT_TRUE(open()) << "stream " << i;
+  for (size_t i = 0; i < VriService::kMaxReadOnlyStreams; ++i) ASSERT_TRUE(open()) << "stream " << i;
   ASSERT_FALSE(open());
   const grpc::Status refused = held.back()->stream->Finish();
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_THAT(refused.error_message(), HasSubstr("serves 64 streams at once"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("serves 8 streams at once"));
   held.pop_back();
 
   // Decisions and reads go on.

@@ -5,6 +5,7 @@
 // vrictl --json.
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 
@@ -43,8 +44,13 @@ double seriesValue(const std::string& scrape, const std::string& series) {
 
 // A process that spins until killed, placed in `cgroups` (cgroup.procs files) first.
 pid_t spinIn(const std::vector<std::string>& cgroups) {
+  const pid_t test = ::getpid();
   const pid_t pid = ::fork();
   if (pid == 0) {
+    // Ends with the test, whichever way it ends: a failed assertion returns before the spinners
+    // are reaped, and a spinner left behind would hold ctest's output open for ever.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != test) ::_exit(0);
     for (const std::string& dir : cgroups) std::ofstream(dir + "/cgroup.procs") << ::getpid();
     for (;;) asm volatile("" ::: "memory");  // spins: the compiler may not drop the loop
   }

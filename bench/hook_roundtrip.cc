@@ -121,8 +121,11 @@ int main(int argc, char** argv) {
   if (::mkdtemp(pattern) == nullptr) return fail("mkdtemp failed");
   const std::string dir = pattern;
   const std::string admin = dir + "/admin.sock";
+  // An empty configuration of vrid's own (vrid reads only a regular file only root may change).
+  const std::string config = dir + "/vrid.conf";
+  std::ofstream(config).close();
   const std::vector<std::string> vrid_args = {vrid_binary,
-                                              "--config=/dev/null",
+                                              "--config=" + config,
                                               "--topology=synthetic:pack:1 numa:1(memory=64GiB) core:8 pu:2",
                                               "--state-dir=" + dir + "/state",
                                               "--socket=" + dir + "/ro.sock",

@@ -206,16 +206,23 @@ Result<runtime::v1::CreateContainerResponse> CriShim::createContainer(const Call
 // containerd takes any unique prefix of an id (crictl rmp 3f2a), vrid only the whole id the runtime
 // answered at creation. An id of another length is resolved through the runtime's own status, so the
 // call means the same to vrid as to the runtime; one the runtime does not know stays as it was.
+namespace {
+
+template <typename Status>
+std::string wholeIdIn(const Result<Status>& status, const std::string& id) {
+  return status.ok() && !status->status().id().empty() ? status->status().id() : id;
+}
+
+}  // namespace
+
 std::string CriShim::wholeSandboxId(const CallScope& kubelet, const std::string& id) {
   if (id.size() == kWholeIdLength) return id;
-  auto status = runtime_.podSandboxStatus(kubelet, id, false);
-  return status.ok() && !status->status().id().empty() ? status->status().id() : id;
+  return wholeIdIn(runtime_.podSandboxStatus(kubelet, id, false), id);
 }
 
 std::string CriShim::wholeContainerId(const CallScope& kubelet, const std::string& id) {
   if (id.size() == kWholeIdLength) return id;
-  auto status = runtime_.containerStatus(kubelet, id, false);
-  return status.ok() && !status->status().id().empty() ? status->status().id() : id;
+  return wholeIdIn(runtime_.containerStatus(kubelet, id, false), id);
 }
 
 Result<void> CriShim::updateContainerResources(const CallScope& kubelet,

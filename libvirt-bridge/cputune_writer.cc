@@ -1,6 +1,7 @@
 #include "libvirt-bridge/cputune_writer.h"
 
 #include "libvirt-bridge/domain_xml.h"
+#include "libvirt-bridge/libvirt_syntax.h"
 #include "libvirt-bridge/xml_document.h"
 
 namespace vri {

@@ -9,21 +9,12 @@
 #include "cgroup-model/amount_limits.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
+#include "libvirt-bridge/libvirt_syntax.h"
 #include "libvirt-bridge/xml_document.h"
 
 namespace vri {
 
 namespace {
-
-template <typename T>
-Result<T> integer(std::string_view text, std::string_view what) {
-  T value{};
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()) {
-    return Error::invalidArgument(std::string(what) + ": not a number: " + quoteForMessage(text));
-  }
-  return value;
-}
 
 Result<uint64_t> scaleUnit(uint64_t value, std::string unit, std::string_view what) {
   for (char& c : unit) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -46,35 +37,8 @@ Result<uint64_t> scaleUnit(uint64_t value, std::string unit, std::string_view wh
 
 // <memory unit='KiB'>1048576</memory> and the like; KiB by default.
 Result<uint64_t> sizeOf(xmlNodePtr node, std::string_view what, std::string_view text) {
-  VRI_ASSIGN_OR_RETURN(uint64_t value, integer<uint64_t>(text, what));
+  VRI_ASSIGN_OR_RETURN(uint64_t value, libvirtNumber<uint64_t>(text, what));
   return scaleUnit(value, attribute(node, "unit").value_or("KiB"), what);
-}
-
-// A CPU or node list as libvirt's virBitmapParse reads it: the kernel's list
-// format plus "^N", which clears N from what the items before it set, so
-// order matters ("^1,0-3" is 0-3; "0-3,^1" is 0,2-3; "^5,5" is 5). libvirt
-// normalises what it prints, but a raw definition may hold any of these.
-Result<CpuSet> parseLibvirtBitmap(std::string_view text) {
-  CpuSet result;
-  bool any_exclusion = false;
-  for (size_t start = 0; start <= text.size();) {
-    const size_t comma = std::min(text.find(',', start), text.size());
-    const std::string_view item = text.substr(start, comma - start);
-    if (item.starts_with("^")) {
-      VRI_ASSIGN_OR_RETURN(CpuSet one, CpuSet::parse(item.substr(1)));
-      if (one.count() != 1) return Error::invalidArgument("\"^\" excludes one number, not " + quoteForMessage(item));
-      result = result - one;
-      any_exclusion = true;
-    } else {
-      VRI_ASSIGN_OR_RETURN(CpuSet part, CpuSet::parse(item));
-      if (part.empty() && !text.empty()) return Error::invalidArgument("empty item in " + quoteForMessage(text));
-      result |= part;
-    }
-    start = comma + 1;
-  }
-  if (any_exclusion && result.empty())
-    return Error::invalidArgument(quoteForMessage(text) + " leaves nothing after its exclusions");
-  return result;
 }
 
 Result<CpuSet> cpusetAttribute(xmlNodePtr node, std::string_view name, std::string_view what) {
@@ -141,13 +105,13 @@ Result<void> readPins(xmlNodePtr parent, std::map<int, CpuSet>& vcpus, std::opti
 Result<void> readCputune(xmlNodePtr cputune, DomainCputune& out) {
   VRI_TRY(readPins(cputune, out.vcpupins, out.emulatorpin, out.iothreadpins));
   if (xmlNodePtr n = childElement(cputune, "shares")) {
-    VRI_ASSIGN_OR_RETURN(out.shares, integer<uint64_t>(textOf(n), "<cputune><shares>"));
+    VRI_ASSIGN_OR_RETURN(out.shares, libvirtNumber<uint64_t>(textOf(n), "<cputune><shares>"));
   }
   if (xmlNodePtr n = childElement(cputune, "period")) {
-    VRI_ASSIGN_OR_RETURN(out.period, integer<uint64_t>(textOf(n), "<cputune><period>"));
+    VRI_ASSIGN_OR_RETURN(out.period, libvirtNumber<uint64_t>(textOf(n), "<cputune><period>"));
   }
   if (xmlNodePtr n = childElement(cputune, "quota")) {
-    VRI_ASSIGN_OR_RETURN(out.quota, integer<int64_t>(textOf(n), "<cputune><quota>"));
+    VRI_ASSIGN_OR_RETURN(out.quota, libvirtNumber<int64_t>(textOf(n), "<cputune><quota>"));
   }
   return {};
 }
@@ -158,10 +122,10 @@ Result<void> readVcpus(xmlNodePtr domain, DomainXml& out) {
     out.maxVcpus = out.currentVcpus = 1;  // libvirt's default
     return {};
   }
-  VRI_ASSIGN_OR_RETURN(out.maxVcpus, integer<int>(textOf(vcpu), "<vcpu>"));
+  VRI_ASSIGN_OR_RETURN(out.maxVcpus, libvirtNumber<int>(textOf(vcpu), "<vcpu>"));
   out.currentVcpus = out.maxVcpus;
   if (auto current = attribute(vcpu, "current")) {
-    VRI_ASSIGN_OR_RETURN(out.currentVcpus, integer<int>(*current, "<vcpu current>"));
+    VRI_ASSIGN_OR_RETURN(out.currentVcpus, libvirtNumber<int>(*current, "<vcpu current>"));
   }
   if (out.maxVcpus < 1 || out.maxVcpus > 4096 || out.currentVcpus < 1 || out.currentVcpus > out.maxVcpus) {
     return Error::invalidArgument("<vcpu>: " + std::to_string(out.currentVcpus) + " of " +
@@ -200,7 +164,7 @@ Result<void> readVcpus(xmlNodePtr domain, DomainXml& out) {
 // as N asks numbered from 1 up past those taken (libvirt's rule).
 Result<void> readIothreads(xmlNodePtr domain, DomainXml& out) {
   if (xmlNodePtr iothreads = childElement(domain, "iothreads")) {
-    VRI_ASSIGN_OR_RETURN(out.iothreads, integer<int>(textOf(iothreads), "<iothreads>"));
+    VRI_ASSIGN_OR_RETURN(out.iothreads, libvirtNumber<int>(textOf(iothreads), "<iothreads>"));
     if (out.iothreads < 0 || out.iothreads > 1024) return Error::invalidArgument("<iothreads>: out of range");
   }
   std::set<IothreadId> ids;
@@ -226,7 +190,7 @@ Result<void> readCpuTopology(xmlNodePtr domain, GuestCpuTopology& out) {
   const auto field = [&](std::string_view name, int fallback) -> Result<int> {
     const auto text = attribute(topology, name);
     if (!text) return fallback;
-    VRI_ASSIGN_OR_RETURN(int value, integer<int>(*text, "<cpu><topology " + std::string(name) + ">"));
+    VRI_ASSIGN_OR_RETURN(int value, libvirtNumber<int>(*text, "<cpu><topology " + std::string(name) + ">"));
     if (value < 1 || value > 4096) {
       return Error::invalidArgument("<cpu><topology>: " + std::string(name) + " out of range");
     }
@@ -255,7 +219,7 @@ Result<void> readMemory(xmlNodePtr domain, DomainXml& out) {
       const auto size = attribute(page, "size");
       if (!size) return Error::invalidArgument("<hugepages><page>: no size attribute");
       DomainHugepage entry;
-      VRI_ASSIGN_OR_RETURN(uint64_t value, integer<uint64_t>(*size, "<hugepages><page size>"));
+      VRI_ASSIGN_OR_RETURN(uint64_t value, libvirtNumber<uint64_t>(*size, "<hugepages><page size>"));
       VRI_ASSIGN_OR_RETURN(entry.sizeBytes,
                            scaleUnit(value, attribute(page, "unit").value_or("KiB"), "<hugepages><page>"));
       if (entry.sizeBytes == 0 || (entry.sizeBytes & (entry.sizeBytes - 1)) != 0) {
@@ -346,7 +310,7 @@ Result<void> readMemoryDevices(xmlNodePtr domain, DomainXml& out) {
     if (size == nullptr) return Error::invalidArgument(what + ": no <target><size>");
     VRI_ASSIGN_OR_RETURN(device.sizeBytes, sizeOf(size, what, textOf(size)));
     if (xmlNodePtr node = childElement(target, "node")) {
-      VRI_ASSIGN_OR_RETURN(int cell, integer<int>(textOf(node), what + "<target><node>"));
+      VRI_ASSIGN_OR_RETURN(int cell, libvirtNumber<int>(textOf(node), what + "<target><node>"));
       device.cell = cell;
     }
     xmlNodePtr source = childElement(n, "source");
@@ -417,18 +381,6 @@ Result<std::string> validUuid(std::string text) {
 
 }  // namespace
 
-Result<uint32_t> parseLibvirtUnsigned(std::string_view text, std::string_view what) {
-  std::string_view digits = text;
-  while (!digits.empty() && std::isspace(static_cast<unsigned char>(digits.front()))) digits.remove_prefix(1);
-  if (digits.starts_with("-"))
-    return Error::invalidArgument(std::string(what) + ": negative: " + quoteForMessage(text));
-  if (digits.starts_with("+")) digits.remove_prefix(1);
-  if (digits.empty() || !std::isdigit(static_cast<unsigned char>(digits.front()))) {
-    return Error::invalidArgument(std::string(what) + ": not a number: " + quoteForMessage(text));
-  }
-  return integer<uint32_t>(digits, what);
-}
-
 Result<void> validateDomainName(std::string_view name) {
   if (name.empty()) return Error::invalidArgument("domain XML has no <name>");
   if (name.size() > 256) return Error::invalidArgument("<name>: longer than 256 bytes");
@@ -484,7 +436,7 @@ Result<DomainXml> parseDomainXml(std::string_view xml) {
     return fail(Error::invalidArgument("no <uuid>"));
   }
   if (auto id = attribute(domain, "id"); id && *id != "-1") {
-    auto parsed = integer<int>(*id, "<domain id>");
+    auto parsed = libvirtNumber<int>(*id, "<domain id>");
     if (!parsed.ok()) return fail(parsed.error());
     out.id = *parsed;
   }

@@ -122,11 +122,6 @@ struct DomainXml {
 
 Result<DomainXml> parseDomainXml(std::string_view xml);
 
-// An unsigned number as libvirt's virXMLPropUInt reads an id attribute (strtoul,
-// then virStrToLong_uip's checks): leading blanks and one '+' are taken, any '-'
-// is refused ("-0" too), the whole text must be the number, and it fits 32 bits.
-Result<uint32_t> parseLibvirtUnsigned(std::string_view text, std::string_view what);
-
 // libvirt's rule for names, plus what VRI needs for paths and messages.
 Result<void> validateDomainName(std::string_view name);
 

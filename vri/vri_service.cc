@@ -1,5 +1,7 @@
 #include "vri/vri_service.h"
 
+#include <future>
+
 #include "cgroup-model/quote.h"
 #include "cgroup-model/uuid.h"
 #include "cgroup-model/version.h"
@@ -139,23 +141,14 @@ VriService::Reactor* VriService::decideAsync(CallbackContext* context, const cha
   pacedScans_.post([this, call = std::move(call), finish = std::move(finish)] {
     scans_.awaitTurn();
     const Clock::TimePoint began = clock_.now();
-    Mutex mutex;
-    std::condition_variable_any ended;
-    bool done = false;
+    std::promise<void> ended;  // the scan runs on decisions_; the next waits for its end
     decisions_.post([&] {
       call([&](grpc::Status status) {
         finish(std::move(status));
-        {
-          MutexLock lock(mutex);
-          done = true;
-        }
-        ended.notify_all();
+        ended.set_value();
       });
     });
-    {
-      MutexLock lock(mutex);
-      while (!done) lock.wait(ended);
-    }
+    ended.get_future().wait();
     scans_.finished(clock_.now() - began);
   });
   return reactor;

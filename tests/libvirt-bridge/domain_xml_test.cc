@@ -1,4 +1,5 @@
 #include "libvirt-bridge/domain_xml.h"
+#include "libvirt-bridge/libvirt_syntax.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -107,6 +107,8 @@ vri::Result<Row> run(vri::KernelCgroupFs& fs, const std::vector<std::string>& hi
   config.layout.ownership = vri::Ownership::kEverything;
   config.usageIntervalMs = intervalMs;
   config.metricsPort = vri::testing::freeLoopbackPort();
+  // Beside the state directory, not in it: vrid takes a directory with files of others for not its own.
+  config.metricsTokenFile = vri::testing::writeMetricsToken(stateDir + ".metrics.token");
   vri::Logger log(vri::LogLevel::kError);
   Row row;
   row.tenants = tenants;

@@ -72,7 +72,12 @@ Result<void> refuseDirectoryOfWritableByOthers(const std::string& path, const st
   return refuseWritableByOthers(directory, what);
 }
 
-Result<std::string> readOwnedFile(const std::string& path, const std::string& what, size_t maxBytes) {
+namespace {
+
+enum class Readers { kAnyone, kNotEveryone };
+
+Result<std::string> readFileOwnedByRoot(const std::string& path, const std::string& what, size_t maxBytes,
+                                        Readers readers) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; the file is then refused for what it is.
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (fd < 0) return Error::fromErrno(errno, what + ": open " + path);
@@ -85,7 +90,10 @@ Result<std::string> readOwnedFile(const std::string& path, const std::string& wh
   // What is checked is what is read: the open file, wherever a symbolic link led.
   if (!S_ISREG(st.st_mode)) return Error::invalidArgument(what + ": " + path + " is " + fileKind(st.st_mode));
   VRI_TRY(refuseWritableByOthers(st, path, what));
-  VRI_TRY(refuseWritableByOthers(directoryOf(path), what + "'s directory"));
+  if (readers == Readers::kNotEveryone && (st.st_mode & S_IROTH) != 0)
+    return Error::failedPrecondition(what + ": " + path + " may be read by everyone (mode " + modeText(st.st_mode) +
+                                     "); it is a secret: take that away (chmod o-r)");
+  VRI_TRY(vri::refuseWritableByOthers(directoryOf(path), what + "'s directory"));
   const std::string tooLarge =
       what + ": " + path + " is larger than the " + std::to_string(maxBytes) + " bytes accepted";
   if (static_cast<uint64_t>(st.st_size) > maxBytes) return Error::invalidArgument(tooLarge);
@@ -101,6 +109,16 @@ Result<std::string> readOwnedFile(const std::string& path, const std::string& wh
     content.append(buffer, static_cast<size_t>(n));
   }
   return Error::invalidArgument(tooLarge);  // grew while being read
+}
+
+}  // namespace
+
+Result<std::string> readOwnedFile(const std::string& path, const std::string& what, size_t maxBytes) {
+  return readFileOwnedByRoot(path, what, maxBytes, Readers::kAnyone);
+}
+
+Result<std::string> readOwnedSecretFile(const std::string& path, const std::string& what, size_t maxBytes) {
+  return readFileOwnedByRoot(path, what, maxBytes, Readers::kNotEveryone);
 }
 
 }  // namespace vri

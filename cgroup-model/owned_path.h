@@ -30,4 +30,8 @@ Result<void> refuseDirectoryOfWritableByOthers(const std::string& path, const st
 // above, made on the file that was opened). Errors name `what` and the path.
 Result<std::string> readOwnedFile(const std::string& path, const std::string& what, size_t maxBytes);
 
+// The same for a secret (a bearer token): also refused when everyone may read it. Its group may,
+// so that a scraper's group can be given it.
+Result<std::string> readOwnedSecretFile(const std::string& path, const std::string& what, size_t maxBytes);
+
 }  // namespace vri

@@ -19,12 +19,18 @@ fi
 layout=(--libvirt-layout=systemd-libvirt-level --machine-partition=machine.slice)
 [[ -d /run/systemd/system ]] || layout=(--libvirt-layout=no-systemd --machine-partition=machine)
 
+# The metrics endpoint (with --metrics-port=N) answers only scrapes that send this token:
+#   curl -H "Authorization: Bearer $(cat .vri/metrics.token)" http://127.0.0.1:N/metrics
+if [[ ! -s "$state/metrics.token" ]]; then
+  (umask 077 && head -c 24 /dev/urandom | base64 >"$state/metrics.token")
+fi
+
 # The log is appended to across runs: only what this run writes counts. vrid's output goes there too, so it
 # does not hold on to this terminal (or to a pipe this script's output goes into).
 log="$state/vrid.log"
 logged_before=$(stat -c %s "$log" 2>/dev/null || echo 0)
 "$repo/build/vri/vrid" --config="$repo/deploy/vrid.conf" --state-dir="$state/state" \
-  --socket="$state/run/vri.sock" --admin-socket="$state/run/admin.sock" "${layout[@]}" "$@" \
+  --socket="$state/run/vri.sock" --admin-socket="$state/run/admin.sock" --metrics-token-file="$state/metrics.token" "${layout[@]}" "$@" \
   </dev/null >>"$log" 2>&1 &
 echo $! >"$state/vrid.pid"
 for _ in $(seq 100); do

@@ -414,6 +414,19 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return c.metricsAddress; }});
+  o.push_back({"metrics_token_file", "",
+               "a file holding the bearer token every scrape must send (Authorization: Bearer ...); required "
+               "with metrics_port; root's, and not readable by everyone (its group may read it)",
+               false,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 if (v.empty()) {
+                   c.metricsTokenFile.clear();
+                   return {};
+                 }
+                 VRI_ASSIGN_OR_RETURN(c.metricsTokenFile, parseAbsolutePath(v));
+                 return {};
+               },
+               [](const DaemonConfig& c) { return c.metricsTokenFile; }});
   o.push_back({"reconcile_interval", "30", "seconds between drift repairs; 0: only at start-up and on request", true,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 86400));

@@ -21,6 +21,7 @@
 #include "cgroup-model/version.h"
 #include "vri/kubelet_config.h"
 #include "vri/metrics_text.h"
+#include "vri/metrics_token.h"
 #include "vri/state_directory.h"
 
 namespace vri {
@@ -155,6 +156,15 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_ASSIGN_OR_RETURN(NodeAllocatable allocatable, computeAllocatable(*topology, config.reservations));
   // Before anything is claimed: a vrid that disagrees with kubelet changes nothing.
   VRI_TRY(checkKubeletConfig(config));
+  // Read before anything starts, so that a missing or careless token file refuses the start.
+  std::string metricsToken;
+  if (config.metricsPort != 0) {
+    if (config.metricsTokenFile.empty())
+      return Error::invalidArgument(
+          "metrics_port is set without metrics_token_file: the metrics name every tenant, and a TCP port is open to "
+          "every local user, so each scrape must send a bearer token (see the README's metrics endpoint)");
+    VRI_ASSIGN_OR_RETURN(metricsToken, readMetricsToken(config.metricsTokenFile));
+  }
   if (!config.kubeletConfig.empty())
     log.info("kubelet_config " + config.kubeletConfig + " agrees with vrid's settings");
   if (!config.socketGroup.empty()) VRI_TRY(groupId(config.socketGroup).context("socket_group"));
@@ -222,10 +232,11 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_TRY(d->startUsage(version));
   VRI_TRY(d->serve());
   if (config.metricsPort != 0) {
-    VRI_ASSIGN_OR_RETURN(d->metrics_,
-                         MetricsServer::start(config.metricsAddress, config.metricsPort, [daemon = d.get()] {
-                           return renderMetrics(*daemon->node_, daemon->usage_.get(), daemon->callMetrics_);
-                         }));
+    VRI_ASSIGN_OR_RETURN(
+        d->metrics_,
+        MetricsServer::start(config.metricsAddress, config.metricsPort, std::move(metricsToken), [daemon = d.get()] {
+          return renderMetrics(*daemon->node_, daemon->usage_.get(), daemon->callMetrics_);
+        }));
     log.info("serving metrics on http://" + config.metricsAddress + ":" + std::to_string(d->metrics_->port()) +
              "/metrics");
   }

@@ -82,6 +82,7 @@ struct DaemonConfig {
   bool usageV1Memory = true;   // v1: read tenants' memory use from the memory hierarchy (never written there)
   int metricsPort = 0;         // 0: no metrics endpoint
   std::string metricsAddress = "127.0.0.1";
+  std::string metricsTokenFile;  // the bearer token every scrape must send; required with metricsPort
   // May change at run time (SIGHUP).
   LogLevel logLevel = LogLevel::kInfo;
   int reconcileIntervalSeconds = 0;  // 0: only at start-up and on request

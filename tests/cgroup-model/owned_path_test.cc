@@ -89,5 +89,23 @@ TEST(OwnedPathTest, AFileThatIsNotThereIsAnErrorOfItsOwn) {
   EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
 }
 
+TEST(OwnedPathTest, ASecretEveryoneMayReadIsRefusedAndItsGroupMayReadIt) {
+  testing::TempDir tmp;
+  const std::string file = tmp.sub("metrics.token");
+  std::ofstream(file) << "s3cret-s3cret-s3cret\n";
+  ASSERT_EQ(::chmod(file.c_str(), 0644), 0);
+  const auto everyone = readOwnedSecretFile(file, "metrics_token_file", 4096);
+  ASSERT_FALSE(everyone.ok());
+  EXPECT_EQ(everyone.error().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_THAT(everyone.error().message(), HasSubstr("may be read by everyone (mode 0644)"));
+  EXPECT_THAT(everyone.error().message(), HasSubstr("chmod o-r"));
+  // The same file is no secret to readOwnedFile, and a group that may read it is allowed.
+  EXPECT_TRUE(readOwnedFile(file, "config", 4096).ok());
+  ASSERT_EQ(::chmod(file.c_str(), 0640), 0);
+  auto read = readOwnedSecretFile(file, "metrics_token_file", 4096);
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(*read, "s3cret-s3cret-s3cret\n");
+}
+
 }  // namespace
 }  // namespace vri

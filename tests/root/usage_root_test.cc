@@ -100,7 +100,8 @@ TEST(UsageRootTest, BusyProcessesInRealCgroupsAreMeasuredShownAndExported) {
                    {"--topology=live", "--ownership=everything", "--kubelet-cgroup-root=/" + subtree.root(),
                     "--machine-partition=" + subtree.root() + "/machine",
                     "--cgroup-v1-controllers=cpuset,cpu,cpuacct,pids", "--system-reserved-cpu=1",
-                    "--usage-interval-ms=200", "--usage-v1-memory=true", "--metrics-port=" + std::to_string(port)});
+                    "--usage-interval-ms=200", "--usage-v1-memory=true", "--metrics-port=" + std::to_string(port),
+                    "--metrics-token-file=" + writeMetricsToken(tmp.sub("metrics.token"))});
   ASSERT_TRUE(vrid.start());
   auto stub = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid.adminSocket(), grpc::InsecureChannelCredentials()));
   const auto admit = [&](const v1::AdmitContainerRequest& r) {
@@ -175,6 +176,7 @@ TEST(UsageRootTest, BusyProcessesInRealCgroupsAreMeasuredShownAndExported) {
   EXPECT_NEAR(find(report, std::string("pod/") + kBurstable)->cpu_seconds_total(), burstable_used, 0.02);
 
   // The endpoint: promtool finds nothing wrong, and the values are vrictl's.
+  EXPECT_THAT(loopbackHttp(port, "GET", "/metrics", ""), HasSubstr("401"));  // no token, no metrics
   EXPECT_THAT(loopbackHttp(port, "GET", "/other"), HasSubstr("404"));
   EXPECT_THAT(loopbackHttp(port, "POST", "/metrics"), HasSubstr("405"));
   const std::string answer = loopbackHttp(port, "GET", "/metrics");

@@ -1,5 +1,5 @@
-// HTTP on 127.0.0.1 for the metrics endpoint's tests and benchmark: a free port to give vrid, and
-// one HTTP/1.0 request read to its end.
+// HTTP on 127.0.0.1 for the metrics endpoint's tests and benchmark: a free port to give vrid, a
+// bearer token file it accepts, and one HTTP/1.0 request read to its end.
 #pragma once
 
 #include <arpa/inet.h>
@@ -7,6 +7,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <sys/stat.h>
+
+#include <fstream>
 #include <string>
 
 namespace vri::testing {
@@ -24,8 +27,19 @@ inline int freeLoopbackPort() {
   return ntohs(address.sin_port);
 }
 
-// One request to 127.0.0.1:`port`; the whole answer, status line first ("connect failed" if none).
-inline std::string loopbackHttp(int port, const std::string& method, const std::string& path) {
+inline constexpr char kMetricsToken[] = "vri-tests-metrics-token";
+
+// Writes kMetricsToken to `path` as vrid takes a metrics_token_file (mode 0600); returns `path`.
+inline std::string writeMetricsToken(const std::string& path) {
+  std::ofstream(path, std::ios::trunc) << kMetricsToken << "\n";
+  ::chmod(path.c_str(), 0600);
+  return path;
+}
+
+// One request to 127.0.0.1:`port` (with `Authorization: Bearer <token>` unless `token` is empty); the whole answer,
+// status line first ("connect failed" if none).
+inline std::string loopbackHttp(int port, const std::string& method, const std::string& path,
+                                const std::string& token = kMetricsToken) {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   sockaddr_in address{};
   address.sin_family = AF_INET;
@@ -35,7 +49,8 @@ inline std::string loopbackHttp(int port, const std::string& method, const std::
     ::close(fd);
     return "connect failed";
   }
-  const std::string request = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  const std::string request = method + " " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n" +
+                              (token.empty() ? "" : "Authorization: Bearer " + token + "\r\n") + "\r\n";
   (void)!::write(fd, request.data(), request.size());
   std::string answer;
   char buffer[65536];

@@ -82,6 +82,11 @@ void withPendingUpdates(NriRuntimeUpdates& runtime, Response& response, const st
   for (api::ContainerUpdate& update : runtime.takePending(skip)) *response.add_update() = std::move(update);
 }
 
+// The runtime's requests that ask vrid to place something (a late one is refused, not placed).
+bool placesSomething(const std::string& method) {
+  return method == "RunPodSandbox" || method == "CreateContainer" || method == "UpdateContainer";
+}
+
 // A handler's answer as the ttRPC payload, or its error.
 template <typename Message>
 Result<std::string> answer(const Result<Message>& result) {
@@ -182,9 +187,8 @@ Result<void> NriPlugin::runOnce() {
   VRI_ASSIGN_OR_RETURN(const int fd, connectTo(options_.socket));
   auto connection = std::make_shared<nri::TtrpcConnection>(
       fd,
-      [this](const std::string& s, const std::string& m, const std::string& p, std::chrono::nanoseconds timeout) {
-        return handle(s, m, p, timeout);
-      },
+      [this](const std::string& s, const std::string& m, const std::string& p,
+             const nri::TtrpcConnection::RequestTime& time) { return handle(s, m, p, time); },
       options_.log);
   {
     MutexLock lock(mutex_);
@@ -239,14 +243,31 @@ void NriPlugin::stop() {
 }
 
 Result<std::string> NriPlugin::handle(const std::string& service, const std::string& method, const std::string& payload,
-                                      std::chrono::nanoseconds runtimeTimeout) {
+                                      const nri::TtrpcConnection::RequestTime& time) {
   // The whole answer, vrid's calls and writes included, within half the runtime's time (NRI's
-  // default 2 s): a plugin that misses it is disconnected and the runtime creates containers without
-  // it, so a vrid that does not answer in time gets a refusal sent in time instead.
+  // default 2 s), counted from when the request arrived: a plugin that misses it is disconnected
+  // and the runtime creates containers without it, so a vrid that does not answer in time gets a
+  // refusal sent in time instead.
   std::chrono::nanoseconds budget = options_.vridTimeout;
-  if (runtimeTimeout.count() > 0) budget = std::min(budget, runtimeTimeout / 2);
+  if (time.timeout.count() > 0) budget = std::min(budget, time.timeout / 2);
+  const auto now = std::chrono::steady_clock::now();
+  auto answerBy = time.received + budget;
+  if (placesSomething(method)) {
+    // A request that waited past its time behind others has been given up on by the runtime: vrid
+    // is not asked to place what will not run as placed.
+    if (now >= answerBy) {
+      const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(now - time.received);
+      options_.log(method + ": waited " + std::to_string(waited.count()) + " ms for its turn, past the " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(budget).count()) +
+                   " ms it had; refused without asking vrid");
+      return Error(ErrorCode::kDeadlineExceeded, method + ": waited " + std::to_string(waited.count()) +
+                                                     " ms in vri-nri-plugin's queue, past its " + "time; not placed");
+    }
+  } else {
+    answerBy = std::max(answerBy, now + budget);  // what ends or reports is worth doing late
+  }
   placement_.answerBy(std::chrono::system_clock::now() +
-                      std::chrono::duration_cast<std::chrono::system_clock::duration>(budget));
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(answerBy - now));
   if (service != kPluginService) {
     return Error(ErrorCode::kUnimplemented,
                  "vri-nri-plugin serves " + std::string(kPluginService) + ", not " + service);
@@ -276,6 +297,7 @@ Result<std::string> NriPlugin::configure(const std::string& payload) {
   }
   syncPods_.clear();
   syncContainers_.clear();
+  syncBytes_ = 0;
   const bool unsolicited = nriTakesUnsolicitedUpdatesSafely(request.nri_version());
   placement_.setRuntimeStopsFailedSandboxes(
       runtimeStopsFailedSandboxes(request.runtime_name(), request.runtime_version()));
@@ -292,6 +314,20 @@ Result<std::string> NriPlugin::configure(const std::string& payload) {
 
 Result<std::string> NriPlugin::synchronize(const std::string& payload) {
   VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::SynchronizeRequest>(payload, "Synchronize's request"));
+  // The parts are kept until the last: bounded, so that a runtime (or what poses as one) cannot
+  // grow the plugin without end. A node's pods take a small part of it.
+  syncBytes_ += payload.size();
+  if (syncBytes_ > kMaxSynchronizeBytes) {
+    const size_t pods = syncPods_.size() + static_cast<size_t>(request.pods_size());
+    syncPods_.clear();
+    syncContainers_.clear();
+    syncBytes_ = 0;
+    options_.log("Synchronize refused: more than " + std::to_string(kMaxSynchronizeBytes >> 20) + " MiB in parts (" +
+                 std::to_string(pods) + " pods so far)");
+    return Error(
+        ErrorCode::kResourceExhausted,
+        "vri-nri-plugin takes at most " + std::to_string(kMaxSynchronizeBytes >> 20) + " MiB of Synchronize parts");
+  }
   syncPods_.insert(syncPods_.end(), request.pods().begin(), request.pods().end());
   syncContainers_.insert(syncContainers_.end(), request.containers().begin(), request.containers().end());
   api::SynchronizeResponse response;
@@ -317,6 +353,7 @@ Result<std::string> NriPlugin::synchronize(const std::string& payload) {
   }
   syncPods_.clear();
   syncContainers_.clear();
+  syncBytes_ = 0;
   // The shared pool is followed from the first synchronization on, once what the runtime holds is
   // recorded: a follower that started before would not know it, and would send every shared
   // container's values again at each start of the plugin.

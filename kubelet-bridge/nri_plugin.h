@@ -97,7 +97,7 @@ class NriPlugin {
 
  private:
   Result<std::string> handle(const std::string& service, const std::string& method, const std::string& payload,
-                             std::chrono::nanoseconds runtimeTimeout);
+                             const nri::TtrpcConnection::RequestTime& time);
   Result<std::string> configure(const std::string& payload);
   Result<std::string> synchronize(const std::string& payload);
   Result<std::string> stateChange(const std::string& payload);
@@ -124,6 +124,8 @@ class NriPlugin {
   // Synchronize's parts so far (the runtime sends them one after another, on the serving thread).
   std::vector<::nri::pkg::api::v1alpha1::PodSandbox> syncPods_;
   std::vector<::nri::pkg::api::v1alpha1::Container> syncContainers_;
+  size_t syncBytes_ = 0;  // of the parts so far
+  static constexpr size_t kMaxSynchronizeBytes = 64 << 20;
 };
 
 }  // namespace vri

@@ -137,11 +137,24 @@ void TtrpcConnection::readLoop() {
                 " for the plugin's service, which takes requests only");
           return;
         }
+        bool queued = false;
+        const uint32_t stream = message.streamId;
         {
           MutexLock lock(mutex_);
-          requests_.push_back(std::move(message));
+          if (requests_.size() < kMaxQueuedRequests && queuedBytes_ + message.payload.size() <= kMaxQueuedBytes) {
+            queuedBytes_ += message.payload.size();
+            requests_.push_back(Queued{std::move(message), std::chrono::steady_clock::now()});
+            queued = true;
+          }
         }
-        changed_.notify_all();
+        if (queued) {
+          changed_.notify_all();
+        } else {
+          reply(stream, Error(ErrorCode::kResourceExhausted,
+                              "vri-nri-plugin has " + std::to_string(kMaxQueuedRequests) + " requests (or " +
+                                  std::to_string(kMaxQueuedBytes >> 20) +
+                                  " MiB of them) waiting already; this one is refused, not queued"));
+        }
       }
       if (closed()) return;
     }
@@ -179,36 +192,39 @@ void TtrpcConnection::onRuntimeMessage(const TtrpcMessage& message) {
 
 void TtrpcConnection::serveLoop() {
   while (true) {
-    TtrpcMessage request;
+    Queued request;
     {
       MutexLock lock(mutex_);
       while (!closed_ && requests_.empty()) lock.wait(changed_);
       if (closed_) return;
       request = std::move(requests_.front());
       requests_.pop_front();
+      queuedBytes_ -= request.message.payload.size();
     }
     answer(request);
   }
 }
 
-void TtrpcConnection::answer(const TtrpcMessage& request) {
+void TtrpcConnection::answer(const Queued& request) {
   ttrpc::Request envelope;
-  if (!envelope.ParseFromString(request.payload)) {
-    close("ttRPC: a request on stream " + std::to_string(request.streamId) + " that does not parse");
+  if (!envelope.ParseFromString(request.message.payload)) {
+    close("ttRPC: a request on stream " + std::to_string(request.message.streamId) + " that does not parse");
     return;
   }
-  const Result<std::string> reply = handler_(envelope.service(), envelope.method(), envelope.payload(),
-                                             std::chrono::nanoseconds(std::max<int64_t>(envelope.timeout_nano(), 0)));
+  const RequestTime time{std::chrono::nanoseconds(std::max<int64_t>(envelope.timeout_nano(), 0)), request.received};
+  reply(request.message.streamId, handler_(envelope.service(), envelope.method(), envelope.payload(), time));
+}
+
+void TtrpcConnection::reply(uint32_t stream, const Result<std::string>& result) {
   ttrpc::Response response;
-  if (reply.ok()) {
-    response.set_payload(*reply);
+  if (result.ok()) {
+    response.set_payload(*result);
   } else {
-    const grpc::Status status = toGrpcStatus(reply.error());
+    const grpc::Status status = toGrpcStatus(result.error());
     response.mutable_status()->set_code(static_cast<int32_t>(status.error_code()));
     response.mutable_status()->set_message(status.error_message());
   }
-  if (Result<void> sent =
-          send(kPluginServiceConn, {request.streamId, TtrpcType::kResponse, 0, response.SerializeAsString()});
+  if (Result<void> sent = send(kPluginServiceConn, {stream, TtrpcType::kResponse, 0, response.SerializeAsString()});
       !sent.ok()) {
     close(sent.error().message());
   }

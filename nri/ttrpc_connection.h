@@ -6,6 +6,10 @@
 // Bytes that are neither multiplexer frames nor ttRPC messages, a request that does not parse, or
 // a response nobody asked for close the connection with a log line; so does the peer going away.
 // A closed connection answers every call UNAVAILABLE and runs no handler again.
+//
+// What the runtime may queue is bounded: past kMaxQueuedRequests requests or kMaxQueuedBytes of
+// them waiting for the handler, the next is answered RESOURCE_EXHAUSTED at once by the reader
+// (which keeps reading, so that the runtime's replies to the plugin's own calls still arrive).
 #pragma once
 
 #include <chrono>
@@ -25,10 +29,16 @@ namespace vri::nri {
 class TtrpcConnection {
  public:
   // A request of the runtime's: its service ("nri.pkg.api.v1alpha1.Plugin"), method, payload and
-  // the time the runtime gives it (ttRPC's timeout; zero when it sets none); the reply's payload,
-  // or the error the runtime gets as the call's status.
+  // the time the runtime gives it, counted from when it was read (it may have waited in the queue
+  // behind others); the reply's payload, or the error the runtime gets as the call's status.
+  struct RequestTime {
+    std::chrono::nanoseconds timeout{0};             // ttRPC's timeout; zero when the runtime sets none
+    std::chrono::steady_clock::time_point received;  // when it was read: its time runs from then
+  };
   using Handler = std::function<Result<std::string>(const std::string& service, const std::string& method,
-                                                    const std::string& payload, std::chrono::nanoseconds timeout)>;
+                                                    const std::string& payload, const RequestTime& time)>;
+  static constexpr size_t kMaxQueuedRequests = 256;
+  static constexpr size_t kMaxQueuedBytes = 32 << 20;
   using Log = std::function<void(const std::string&)>;
 
   // Takes `fd`, a connected stream socket, and closes it when destroyed. `log` runs under the
@@ -61,7 +71,12 @@ class TtrpcConnection {
   // Frames of one logical connection's bytes, written whole under writeMutex_.
   Result<void> send(uint32_t conn, const TtrpcMessage& message);
   void onRuntimeMessage(const TtrpcMessage& message);
-  void answer(const TtrpcMessage& request);
+  struct Queued {
+    TtrpcMessage message;
+    std::chrono::steady_clock::time_point received;
+  };
+  void answer(const Queued& request);
+  void reply(uint32_t stream, const Result<std::string>& result);
 
   const int fd_;
   const Handler handler_;
@@ -72,7 +87,8 @@ class TtrpcConnection {
   bool closed_ VRI_GUARDED_BY(mutex_) = false;
   uint32_t nextStream_ VRI_GUARDED_BY(mutex_) = 1;
   std::map<uint32_t, Pending> pending_ VRI_GUARDED_BY(mutex_);  // by stream id
-  std::deque<TtrpcMessage> requests_ VRI_GUARDED_BY(mutex_);    // the runtime's, to serve in order
+  std::deque<Queued> requests_ VRI_GUARDED_BY(mutex_);          // the runtime's, to serve in order
+  size_t queuedBytes_ VRI_GUARDED_BY(mutex_) = 0;
   std::thread reader_;
   std::thread server_;
 };

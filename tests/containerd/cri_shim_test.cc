@@ -18,7 +18,6 @@ namespace cri = ::runtime::v1;
 const std::string kContainerd = testing::kUnderTest.socket();
 using testing::kUnderTest;
 using testing::procStatusField;
-constexpr int64_t kMemory = testing::KubeletSideTest::kMemory;
 
 // The shim's own tests, on the kubelet side's fixture with the shim as its way in.
 class CriShimTest : public testing::KubeletSideTest {

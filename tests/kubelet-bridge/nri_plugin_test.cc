@@ -390,6 +390,69 @@ TEST_F(NriPluginTest, PodsAndContainersArePlacedThroughNriAsTheShimPlacesThem) {
   EXPECT_EQ(vrid_.containerAdmits().size(), admitsBefore);
 }
 
+// NRI serves one request at a time: one that waited behind a slow vrid past half the runtime's
+// time is refused without asking vrid (the runtime has given up on it), while a removal that
+// waited as long is still carried out.
+TEST_F(NriPluginTest, ARequestThatWaitedPastItsTimeIsRefusedWithoutAskingVrid) {
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  api::ConfigureResponse configured;
+  const uint32_t registering = registration(*runtime, configured);
+  ASSERT_TRUE(runtime->request(3, kPlugin, "Synchronize", api::SynchronizeRequest().SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 3).status().code(), 0);
+  ASSERT_TRUE(runtime->respond(registering, api::Empty().SerializeAsString()));
+  vrid_.holdPod("00000000-0000-0000-0000-0000000000ff", "sb-old", {});
+  vrid_.slowPodAdmits(std::chrono::milliseconds(300));
+
+  const std::chrono::milliseconds runtimeTimeout(400);  // the plugin's share: 200 ms
+  api::RunPodSandboxRequest first, second;
+  *first.mutable_pod() = nriPod("sb1", kUid);
+  *second.mutable_pod() = nriPod("sb2", "00000000-0000-0000-0000-00000000000b");
+  api::RemovePodSandboxRequest remove;
+  *remove.mutable_pod() = nriPod("sb-old", "00000000-0000-0000-0000-0000000000ff");
+  ASSERT_TRUE(runtime->request(5, kPlugin, "RunPodSandbox", first.SerializeAsString(), runtimeTimeout));
+  ASSERT_TRUE(runtime->request(7, kPlugin, "RunPodSandbox", second.SerializeAsString(), runtimeTimeout));
+  ASSERT_TRUE(runtime->request(9, kPlugin, "RemovePodSandbox", remove.SerializeAsString(), runtimeTimeout));
+  replyTo(*runtime, 5);
+  const ttrpc::Response late = replyTo(*runtime, 7);
+  EXPECT_EQ(late.status().code(), 4);  // DEADLINE_EXCEEDED
+  EXPECT_THAT(late.status().message(), HasSubstr("queue, past its time; not placed"));
+  EXPECT_EQ(replyTo(*runtime, 9).status().code(), 0);
+  ASSERT_EQ(vrid_.podAdmits().size(), 1u) << "vrid was asked to place a pod the runtime had given up on";
+  EXPECT_EQ(vrid_.podAdmits().front().sandbox_id(), "sb1");
+  EXPECT_FALSE(vrid_.holds("00000000-0000-0000-0000-0000000000ff")) << "the late removal was not carried out";
+  EXPECT_THAT(log(), HasSubstr("refused without asking vrid"));
+}
+
+// Synchronize's parts are kept until the last one: past 64 MiB of them the plugin refuses the
+// synchronization instead of growing, and a later one of a sane size is judged as usual.
+TEST_F(NriPluginTest, SynchronizePartsBeyondTheirBoundAreRefusedNotKept) {
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  api::ConfigureResponse configured;
+  registration(*runtime, configured);
+  api::SynchronizeRequest part;
+  for (int i = 0; i < 3; ++i) {
+    api::PodSandbox* pod = part.add_pods();
+    *pod = nriPod("sb" + std::to_string(i), kUid);
+    (*pod->mutable_annotations())["bulk"] = std::string(1 << 20, 'x');
+  }
+  part.set_more(true);
+  uint32_t stream = 3;
+  int32_t code = 0;
+  for (int i = 0; i < 30 && code == 0; ++i, stream += 2) {  // 3 MiB a part
+    ASSERT_TRUE(runtime->request(stream, kPlugin, "Synchronize", part.SerializeAsString()));
+    code = replyTo(*runtime, stream).status().code();
+  }
+  EXPECT_EQ(code, 8);  // RESOURCE_EXHAUSTED
+  EXPECT_EQ(stream, 3u + 2 * 22) << "refused at the part that passed 64 MiB";
+  EXPECT_THAT(log(), HasSubstr("Synchronize refused: more than 64 MiB in parts"));
+  EXPECT_TRUE(vrid_.podAdmits().empty());
+  ASSERT_TRUE(runtime->request(stream, kPlugin, "Synchronize", api::SynchronizeRequest().SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, stream).status().code(), 0);
+  EXPECT_THAT(log(), HasSubstr("synchronized 0 pods"));
+}
+
 TEST_F(NriPluginTest, ARestartedRuntimeIsMetAgainAndBadBytesEndOnlyTheSession) {
   auto runtime = accept();
   ASSERT_TRUE(runtime);

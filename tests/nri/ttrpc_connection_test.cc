@@ -8,7 +8,10 @@
 #include <sys/socket.h>
 
 #include <future>
+#include <map>
 #include <mutex>
+#include <set>
+#include <thread>
 
 #include "tests/support/nri_runtime_peer.h"
 
@@ -29,7 +32,7 @@ class TtrpcConnectionTest : public ::testing::Test {
     connection_ = std::make_unique<TtrpcConnection>(
         fds[0],
         [this](const std::string& service, const std::string& method, const std::string& payload,
-               std::chrono::nanoseconds timeout) { return handler_(service, method, payload, timeout); },
+               const TtrpcConnection::RequestTime& time) { return handler_(service, method, payload, time); },
         [this](const std::string& line) {
           std::lock_guard lock(logMutex_);
           log_ += line + "\n";
@@ -53,9 +56,9 @@ class TtrpcConnectionTest : public ::testing::Test {
 
   TtrpcConnection::Handler handler_ = [](const std::string& service, const std::string& method,
                                          const std::string& payload,
-                                         std::chrono::nanoseconds timeout) -> Result<std::string> {
+                                         const TtrpcConnection::RequestTime& time) -> Result<std::string> {
     if (method == "Refuse") return Error::failedPrecondition("not now");
-    if (method == "Timeout") return std::to_string(timeout.count()) + " ns";
+    if (method == "Timeout") return std::to_string(time.timeout.count()) + " ns";
     return service + "/" + method + ":" + payload;
   };
   std::unique_ptr<testing::NriRuntimePeer> peer_;
@@ -82,6 +85,63 @@ TEST_F(TtrpcConnectionTest, TheHandlerIsGivenTheTimeTheRuntimeGivesTheRequest) {
   EXPECT_EQ(responseOn(1).payload(), "2000000000 ns");
   EXPECT_EQ(responseOn(3).payload(), "0 ns");
   EXPECT_EQ(responseOn(5).payload(), "0 ns");
+}
+
+// A request that waited behind a slow one is handed the time it arrived, so that its own time is
+// counted from then, not from when its turn came.
+TEST_F(TtrpcConnectionTest, ARequestThatWaitedIsHandedTheTimeItArrived) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  std::mutex seenMutex;
+  std::map<std::string, std::chrono::steady_clock::time_point> received;
+  handler_ = [&](const std::string&, const std::string& method, const std::string&,
+                 const TtrpcConnection::RequestTime& time) -> Result<std::string> {
+    if (method == "Slow") released.wait();
+    std::lock_guard lock(seenMutex);
+    received[method] = time.received;
+    return std::string("ok");
+  };
+  const auto before = std::chrono::steady_clock::now();
+  ASSERT_TRUE(peer_->request(1, kPlugin, "Slow", ""));
+  ASSERT_TRUE(peer_->request(3, kPlugin, "Waiting", ""));
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  release.set_value();
+  EXPECT_EQ(responseOn(1).payload(), "ok");
+  EXPECT_EQ(responseOn(3).payload(), "ok");
+  std::lock_guard lock(seenMutex);
+  EXPECT_LT(received["Waiting"] - before, std::chrono::milliseconds(250)) << "counted from its turn, not its arrival";
+}
+
+// A runtime that sends more than the plugin can queue gets RESOURCE_EXHAUSTED for the excess at
+// once; the plugin's memory stays bounded and what was queued is answered.
+TEST_F(TtrpcConnectionTest, RequestsBeyondTheQueuesBoundAreRefusedAtOnce) {
+  std::promise<void> release;
+  std::shared_future<void> released = release.get_future().share();
+  handler_ = [released](const std::string&, const std::string& method, const std::string&,
+                        const TtrpcConnection::RequestTime&) -> Result<std::string> {
+    if (method == "Slow") released.wait();
+    return std::string("ok");
+  };
+  ASSERT_TRUE(peer_->request(1, kPlugin, "Slow", ""));  // taken by the handler: the queue is then empty
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const size_t sent = TtrpcConnection::kMaxQueuedRequests + 10;
+  for (uint32_t i = 0; i < sent; ++i) ASSERT_TRUE(peer_->request(3 + 2 * i, kPlugin, "Queued", ""));
+  // The excess is answered while the handler is still busy with the first.
+  std::set<uint32_t> refused;
+  for (size_t i = 0; i < 10; ++i) {
+    auto got = peer_->next();
+    ASSERT_TRUE(got.has_value()) << "refusal " << i;
+    ttrpc::Response response;
+    ASSERT_TRUE(response.ParseFromString(got->message.payload));
+    EXPECT_EQ(response.status().code(), 8);  // RESOURCE_EXHAUSTED
+    EXPECT_THAT(response.status().message(), HasSubstr("waiting already"));
+    refused.insert(got->message.streamId);
+  }
+  EXPECT_EQ(*refused.begin(), 3 + 2 * TtrpcConnection::kMaxQueuedRequests) << "the last ones are refused";
+  release.set_value();
+  EXPECT_EQ(responseOn(1).payload(), "ok");
+  for (uint32_t i = 0; i < TtrpcConnection::kMaxQueuedRequests; ++i) EXPECT_EQ(responseOn(3 + 2 * i).payload(), "ok");
+  EXPECT_FALSE(connection_->closed());
 }
 
 TEST_F(TtrpcConnectionTest, ThePluginsCallsGoOnOddStreamsAndGetTheRuntimesAnswer) {
@@ -117,7 +177,7 @@ TEST_F(TtrpcConnectionTest, ThePluginsCallsGoOnOddStreamsAndGetTheRuntimesAnswer
 
 TEST_F(TtrpcConnectionTest, AHandlerMayCallTheRuntimeWhileItAnswers) {
   handler_ = [this](const std::string&, const std::string&, const std::string&,
-                    std::chrono::nanoseconds) -> Result<std::string> {
+                    const TtrpcConnection::RequestTime&) -> Result<std::string> {
     return connection_->call(kRuntime, "UpdateContainers", "", std::chrono::seconds(5));
   };
   ASSERT_TRUE(peer_->request(1, kPlugin, "Synchronize", ""));

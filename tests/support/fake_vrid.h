@@ -12,6 +12,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "kubelet-bridge/vrid_client.h"
@@ -84,7 +85,19 @@ class FakeVrid final : public VridClient {
     return pods_.count(uid) > 0;
   }
 
+  // Every AdmitPod takes this long before it is answered (a vrid that is slow).
+  void slowPodAdmits(std::chrono::milliseconds delay) {
+    std::lock_guard lock(mutex_);
+    podAdmitDelay_ = delay;
+  }
+
   Result<v1::PodAllocation> admitPod(const CallScope&, const v1::AdmitPodRequest& r) override {
+    std::chrono::milliseconds delay{0};
+    {
+      std::lock_guard lock(mutex_);
+      delay = podAdmitDelay_;
+    }
+    std::this_thread::sleep_for(delay);
     std::lock_guard lock(mutex_);
     podAdmits_.push_back(r);
     VRI_TRY(called("AdmitPod"));
@@ -189,6 +202,7 @@ class FakeVrid final : public VridClient {
   }
 
  private:
+  std::chrono::milliseconds podAdmitDelay_{0};
   struct Refusal {
     Error error;
     int skip = 0;

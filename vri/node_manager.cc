@@ -175,7 +175,7 @@ Result<bool> NodeManager::releaseContainer(const std::string& podUid, const std:
     Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseContainer(writer.current(), podUid, name, guard));
     if (!decision.answer) return false;
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    VRI_TRY(carryOutRelease(writer, decision, tenant));
     return true;
   }();
   if (result.ok() && !*result) {
@@ -193,7 +193,7 @@ Result<bool> NodeManager::releasePod(const std::string& podUid, const ReleaseGua
     Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleasePod(writer.current(), podUid, guard));
     if (!decision.answer) return false;
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    VRI_TRY(carryOutRelease(writer, decision, tenant));
     return true;
   }();
   if (result.ok() && !*result) {
@@ -297,7 +297,7 @@ Result<void> NodeManager::releaseVanished(Ledger::Writer& writer, const Vanished
   const auto released = [&](const std::string& tenant, const Result<Decision<bool>>& decision)
                             VRI_REQUIRES(ledger_.writerMutex()) -> Result<void> {
     if (!decision.ok()) return {};  // gone from the ledger meanwhile
-    VRI_TRY(carryOut(writer, *decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    VRI_TRY(carryOutRelease(writer, *decision, tenant));
     log_.info("reconcile: " + tenant + ": " + why);
     events_.publish(EventKind::kReleased, tenant, why);
     return {};

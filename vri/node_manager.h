@@ -167,11 +167,25 @@ class NodeManager {
 
  private:
   enum class OnWriteFailure { kUndo, kHoldFreedCpus };
+  // When a decision is committed, relative to its cgroup writes. A kill between the two must leave
+  // what the start-up reads as the decision wholly taken or wholly not: an admit or resize is
+  // committed first (its cgroups missing or stale are then made or written by the start-up's
+  // reconcile, or, with all of a pod's cgroups missing, released as never made); a release is
+  // committed after its writes (its cgroups gone while the ledger still holds it read as released;
+  // committed first, its cgroups would be left with no tenant, and adopted as a new one).
+  enum class CommitPoint { kBeforeWrites, kAfterWrites };
   // Commit, write and publish a decision taken under `writer`; the
   // decision's own cgroup-write count goes to `writes`.
   template <typename T>
   Result<void> carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                        OnWriteFailure onFailure, WriteStats* stats = nullptr) VRI_REQUIRES(ledger_.writerMutex());
+                        OnWriteFailure onFailure, WriteStats* stats = nullptr,
+                        CommitPoint commitPoint = CommitPoint::kBeforeWrites) VRI_REQUIRES(ledger_.writerMutex());
+  // A release: committed after its writes, its freed CPUs held while they fail.
+  template <typename T>
+  Result<void> carryOutRelease(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant)
+      VRI_REQUIRES(ledger_.writerMutex()) {
+    return carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus, nullptr, CommitPoint::kAfterWrites);
+  }
   // Undo of a decision whose writes failed: the inverse delta, committed and written.
   template <typename T>
   Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause)

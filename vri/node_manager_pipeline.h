@@ -45,13 +45,27 @@ namespace vri {
 
 template <typename T>
 Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                                   OnWriteFailure onFailure, WriteStats* stats) {
+                                   OnWriteFailure onFailure, WriteStats* stats, CommitPoint commitPoint) {
   if (!decision.changes()) return {};
-  VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
+  if (commitPoint == CommitPoint::kBeforeWrites)
+    VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
   const auto writing = pipeline::Stopwatch::now();
   auto written = sync_.write(writer, decision.before, decision.after, decision.delta);
   if (stats != nullptr)
     stats->took = std::chrono::duration_cast<std::chrono::microseconds>(pipeline::Stopwatch::now() - writing);
+  if (commitPoint == CommitPoint::kAfterWrites) {
+    if (auto committed = writer.commit(decision.delta, *decision.after); !committed.ok()) {
+      // Not taken: what was written is put back, as for an undo.
+      if (auto restored = sync_.write(writer, decision.after, decision.before, decision.delta); !restored.ok()) {
+        log_.error(tenant + ": restoring the cgroups after a failed commit: " + restored.error().message() +
+                   "; a reconcile follows");
+        MutexLock lock(retryMutex_);
+        pending_ = true;
+        retryWake_.notify_all();
+      }
+      return std::move(committed).context("commit").error();
+    }
+  }
   if (!written.ok() && onFailure == OnWriteFailure::kUndo) return undo(writer, decision, tenant, written.error());
   StatePtr next = decision.after;
   if (written.ok()) {

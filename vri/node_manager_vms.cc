@@ -98,7 +98,7 @@ Result<void> NodeManager::releaseVm(const std::string& uuid) {
     VRI_TRY(checkNotHalted());
     Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseVm(writer.current(), uuid));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
+    VRI_TRY(carryOutRelease(writer, decision, tenant));
     return true;
   }();
   return asVoid(finish("release", tenant, EventKind::kReleased, std::move(result), "", start));

@@ -10,6 +10,7 @@
 #include <random>
 #include <thread>
 
+#include "tests/support/directory_snapshot.h"
 #include "tests/vri/decision_pipeline_harness.h"
 
 namespace vri {
@@ -228,6 +229,9 @@ TEST(DecisionPipelineTest, ReconcileReleasesTenantsGoneLongerThanTheGrace) {
   EXPECT_TRUE(p.sawEvent(EventKind::kReleased));
 }
 
+// An admit or resize is committed before its writes, so a failed commit writes nothing; a release
+// is committed after them (node_manager.h: CommitPoint), so a failed commit puts back what it wrote.
+// Either way the ledger, the store and every cgroup file are as they were.
 TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
   Pipeline p;
   const auto outcomeOf = [](const Result<bool>& released) -> Result<void> {
@@ -240,7 +244,7 @@ TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
   ASSERT_TRUE(p.node->admitVm(vm(uuid, 1, VmCpuPolicy::kDedicated)).ok());
   const StatePtr before = p.ledger->state();
   const StoredLedger stored = p.memory_.stored();
-  const int writes = p.fixture().writes(), mkdirs = p.fixture().mkdirs(), rmdirs = p.fixture().rmdirs();
+  const auto files = testing::snapshotFiles(p.fixtureDir());
   const std::vector<std::pair<std::string, std::function<Result<void>()>>> decisions = {
       {"admit", [&] { return p.node->admitContainer(pod(uid(3), QosClass::kGuaranteed), exclusive("c3", 1)).error(); }},
       {"admit pod", [&] { return p.node->admitPod(pod(uid(4), QosClass::kBurstable), {shared("c4", 100)}).error(); }},
@@ -257,6 +261,7 @@ TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
       {"release VM", [&] { return p.node->releaseVm(uuid); }},
   };
   for (const auto& [what, decide] : decisions) {
+    const int writes = p.fixture().writes(), mkdirs = p.fixture().mkdirs(), rmdirs = p.fixture().rmdirs();
     p.store.failApplies = 1;
     const Result<void> outcome = decide();
     ASSERT_FALSE(outcome.ok()) << what;
@@ -265,6 +270,8 @@ TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
     EXPECT_EQ(p.memory_.stored().pods.size(), stored.pods.size()) << what;
     EXPECT_EQ(p.memory_.stored().vms.size(), stored.vms.size()) << what;
     EXPECT_EQ(encodePod(p.memory_.stored().pods.at(uid(2))), encodePod(stored.pods.at(uid(2)))) << what;
+    EXPECT_EQ(testing::snapshotFiles(p.fixtureDir()), files) << what;
+    if (what.starts_with("release")) continue;
     EXPECT_EQ(p.fixture().writes(), writes) << what;
     EXPECT_EQ(p.fixture().mkdirs(), mkdirs) << what;
     EXPECT_EQ(p.fixture().rmdirs(), rmdirs) << what;

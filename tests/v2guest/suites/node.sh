@@ -130,12 +130,15 @@ printf 'metrics_port = 9464\nmetrics_token_file = /etc/vri/metrics.token\n' >> /
 systemctl restart vrid || fail "vrid does not restart with metrics_port set"
 wait_for 60 "vrid with metrics_port" vrictl nodeinfo
 wait_for 30 "the metrics endpoint" bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464'
-scrape() {  # $1: the Authorization header line, or nothing
-  bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464; printf "GET /metrics HTTP/1.0\r\n%s\r\n" "$1" >&3; cat <&3' _ "$1"
+scrape() {  # $1: the bearer token, or nothing
+  bash -c 'exec 3<>/dev/tcp/127.0.0.1/9464
+    if [ -n "$1" ]; then printf "GET /metrics HTTP/1.0\r\nAuthorization: Bearer %s\r\n\r\n" "$1" >&3
+    else printf "GET /metrics HTTP/1.0\r\n\r\n" >&3; fi
+    cat <&3' _ "$1"
 }
 scrape "" > /tmp/metrics.out || fail "no answer without a token"
 grep -q '^HTTP/1.1 401' /tmp/metrics.out || { cat /tmp/metrics.out; fail "metrics served without the token"; }
-scrape "Authorization: Bearer $(cat /etc/vri/metrics.token)"$'\r\n' > /tmp/metrics.out || fail "no scrape"
+scrape "$(cat /etc/vri/metrics.token)" > /tmp/metrics.out || fail "no scrape"
 grep -q '^vri_node_cpus' /tmp/metrics.out || { cat /tmp/metrics.out; fail "the scrape holds no vri_node_cpus"; }
 sed -i '/^metrics_port = 9464$/d; /^metrics_token_file = /d' /etc/vri/vrid.conf
 rm -f /etc/vri/metrics.token

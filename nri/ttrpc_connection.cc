@@ -46,6 +46,11 @@ bool TtrpcConnection::closed() const {
   return closed_;
 }
 
+size_t TtrpcConnection::queuedRequests() const {
+  MutexLock lock(mutex_);
+  return requests_.size();
+}
+
 bool TtrpcConnection::waitClosed(std::chrono::milliseconds timeout) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   MutexLock lock(mutex_);

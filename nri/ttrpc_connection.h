@@ -57,6 +57,8 @@ class TtrpcConnection {
   // Closes the connection (idempotent); `why` is logged once, with the first reason.
   void close(const std::string& why);
   bool closed() const;
+  // The runtime's requests read and waiting for the handler (not the one it is answering).
+  size_t queuedRequests() const;
   // Waits until the connection is closed, by either side; false when `timeout` passed first.
   bool waitClosed(std::chrono::milliseconds timeout);
 

@@ -13,6 +13,7 @@
 #include <set>
 #include <thread>
 
+#include "tests/support/eventually.h"
 #include "tests/support/nri_runtime_peer.h"
 
 namespace vri::nri {
@@ -94,36 +95,45 @@ TEST_F(TtrpcConnectionTest, ARequestThatWaitedIsHandedTheTimeItArrived) {
   std::shared_future<void> released = release.get_future().share();
   std::mutex seenMutex;
   std::map<std::string, std::chrono::steady_clock::time_point> received;
+  std::promise<void> slowStarted;
   handler_ = [&](const std::string&, const std::string& method, const std::string&,
                  const TtrpcConnection::RequestTime& time) -> Result<std::string> {
-    if (method == "Slow") released.wait();
+    if (method == "Slow") {
+      slowStarted.set_value();
+      released.wait();
+    }
     std::lock_guard lock(seenMutex);
     received[method] = time.received;
     return std::string("ok");
   };
-  const auto before = std::chrono::steady_clock::now();
   ASSERT_TRUE(peer_->request(1, kPlugin, "Slow", ""));
+  slowStarted.get_future().wait();
   ASSERT_TRUE(peer_->request(3, kPlugin, "Waiting", ""));
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // It waits in the queue behind the slow one; its turn comes only once that is released.
+  ASSERT_TRUE(testing::eventually([&] { return connection_->queuedRequests() == 1; }, std::chrono::seconds(10)));
+  const auto turnCame = std::chrono::steady_clock::now();
   release.set_value();
   EXPECT_EQ(responseOn(1).payload(), "ok");
   EXPECT_EQ(responseOn(3).payload(), "ok");
   std::lock_guard lock(seenMutex);
-  EXPECT_LT(received["Waiting"] - before, std::chrono::milliseconds(250)) << "counted from its turn, not its arrival";
+  EXPECT_LT(received["Waiting"], turnCame) << "counted from its turn, not its arrival";
 }
 
 // A runtime that sends more than the plugin can queue gets RESOURCE_EXHAUSTED for the excess at
 // once; the plugin's memory stays bounded and what was queued is answered.
 TEST_F(TtrpcConnectionTest, RequestsBeyondTheQueuesBoundAreRefusedAtOnce) {
-  std::promise<void> release;
+  std::promise<void> release, slowStarted;
   std::shared_future<void> released = release.get_future().share();
-  handler_ = [released](const std::string&, const std::string& method, const std::string&,
-                        const TtrpcConnection::RequestTime&) -> Result<std::string> {
-    if (method == "Slow") released.wait();
+  handler_ = [released, &slowStarted](const std::string&, const std::string& method, const std::string&,
+                                      const TtrpcConnection::RequestTime&) -> Result<std::string> {
+    if (method == "Slow") {
+      slowStarted.set_value();
+      released.wait();
+    }
     return std::string("ok");
   };
-  ASSERT_TRUE(peer_->request(1, kPlugin, "Slow", ""));  // taken by the handler: the queue is then empty
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(peer_->request(1, kPlugin, "Slow", ""));
+  slowStarted.get_future().wait();  // taken by the handler: the queue is then empty
   const size_t sent = TtrpcConnection::kMaxQueuedRequests + 10;
   for (uint32_t i = 0; i < sent; ++i) ASSERT_TRUE(peer_->request(3 + 2 * i, kPlugin, "Queued", ""));
   // The excess is answered while the handler is still busy with the first.

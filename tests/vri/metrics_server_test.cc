@@ -27,6 +27,8 @@
 #include <thread>
 #include <vector>
 
+#include "tests/support/eventually.h"
+
 namespace vri {
 namespace {
 
@@ -110,7 +112,8 @@ TEST(MetricsServerTest, SlowAndIdleClientsGiveWayToAScrape) {
   std::vector<int> idle;
   for (int i = 0; i < 300; ++i) idle.push_back(connectTo(port));
   std::atomic<bool> stop{false};
-  std::thread tricklers([port, &stop] {
+  std::atomic<int> rounds{0};  // rounds of one byte from each trickler
+  std::thread tricklers([port, &stop, &rounds] {
     std::vector<int> fds(8, -1);
     std::vector<size_t> sent(8, 0);
     const std::string head = "GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ";
@@ -127,12 +130,14 @@ TEST(MetricsServerTest, SlowAndIdleClientsGiveWayToAScrape) {
         }
         ++sent[i];
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      ++rounds;
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // their pace: a byte every 200 ms
     }
     for (const int fd : fds)
       if (fd >= 0) ::close(fd);
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(500));  // the slow ones hold what they can
+  // The slow ones hold their connections before the first scrape, and trickle again between two.
+  ASSERT_TRUE(testing::eventually([&] { return rounds >= 2; }, std::chrono::seconds(10)));
   for (int scrape = 0; scrape < 5; ++scrape) {
     const auto started = std::chrono::steady_clock::now();
     const std::string answer = get(port, "Bearer " + std::string(kToken));
@@ -140,7 +145,8 @@ TEST(MetricsServerTest, SlowAndIdleClientsGiveWayToAScrape) {
     EXPECT_THAT(answer, StartsWith("HTTP/1.1 200")) << "scrape " << scrape;
     EXPECT_THAT(answer, HasSubstr("vri_up 1"));
     EXPECT_LT(took, std::chrono::seconds(1)) << "scrape " << scrape;
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const int seen = rounds;
+    ASSERT_TRUE(testing::eventually([&] { return rounds > seen; }, std::chrono::seconds(10)));
   }
   stop = true;
   tricklers.join();

@@ -1,111 +1,21 @@
 // The option table: every option of vrid with its default, help, parser and printer.
 #include "vri/daemon_config.h"
 
-#include <arpa/inet.h>
-
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 
 #include "cgroup-model/enum_text.h"
 #include "cgroup-model/quote.h"
 #include "cgroup-model/text.h"
+#include "vri/config_option_builders.h"
 
 namespace vri {
 
 namespace {
 
-Result<bool> parseBool(const std::string& text) {
-  if (text == "true") return true;
-  if (text == "false") return false;
-  return Error::invalidArgument("want true or false, got " + quoteForMessage(text));
-}
-
-Result<int64_t> parseInteger(const std::string& text, int64_t min, int64_t max) {
-  int64_t value = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value < min || value > max) {
-    return Error::invalidArgument("want an integer from " + std::to_string(min) + " to " + std::to_string(max) +
-                                  ", got " + quoteForMessage(text));
-  }
-  return value;
-}
-
-Result<uint64_t> parseBytes(const std::string& text) {
-  VRI_ASSIGN_OR_RETURN(Quantity q, Quantity::parse(text));
-  return static_cast<uint64_t>(q.value());
-}
-
-Result<std::string> parseAbsolutePath(const std::string& text) {
-  if (!text.starts_with("/")) return Error::invalidArgument("want an absolute path, got " + quoteForMessage(text));
-  return text;
-}
+using namespace config_option;
 
 constexpr EnumText<TopologyScope, 2> kTopologyScopeText{
     "topology-manager scope", {{{TopologyScope::kContainer, "container"}, {TopologyScope::kPod, "pod"}}}};
-
-Result<void> parseIpv4Address(const std::string& text) {
-  in_addr address{};
-  if (::inet_pton(AF_INET, text.c_str(), &address) != 1)
-    return Error::invalidArgument("want an IPv4 address, got " + quoteForMessage(text));
-  return {};
-}
-
-std::string boolName(bool value) { return value ? "true" : "false"; }
-
-// Builders for the common option shapes.
-ConfigOption boolOption(const char* name, const char* def, const char* help, bool DaemonConfig::*member) {
-  return {name,
-          def,
-          help,
-          false,
-          [member](DaemonConfig& c, const std::string& v) -> Result<void> {
-            VRI_ASSIGN_OR_RETURN(c.*member, parseBool(v));
-            return {};
-          },
-          [member](const DaemonConfig& c) { return boolName(c.*member); }};
-}
-
-ConfigOption takeOption(const char* name, const char* def, const char* help, bool CpuTakeOptions::*member) {
-  return {name,
-          def,
-          help,
-          false,
-          [member](DaemonConfig& c, const std::string& v) -> Result<void> {
-            VRI_ASSIGN_OR_RETURN(c.take.*member, parseBool(v));
-            return {};
-          },
-          [member](const DaemonConfig& c) { return boolName(c.take.*member); }};
-}
-
-ConfigOption stringOption(const char* name, const char* def, const char* help, std::string DaemonConfig::*member,
-                          bool absolute) {
-  return {name,
-          def,
-          help,
-          false,
-          [member, absolute](DaemonConfig& c, const std::string& v) -> Result<void> {
-            if (absolute) {
-              VRI_ASSIGN_OR_RETURN(c.*member, parseAbsolutePath(v));
-            } else {
-              c.*member = v;
-            }
-            return {};
-          },
-          [member](const DaemonConfig& c) { return c.*member; }};
-}
-
-ConfigOption quantityOption(const char* name, const char* def, const char* help, Quantity NodeReservations::*member) {
-  return {name,
-          def,
-          help,
-          false,
-          [member](DaemonConfig& c, const std::string& v) -> Result<void> {
-            VRI_ASSIGN_OR_RETURN(c.reservations.*member, Quantity::parse(v));
-            return {};
-          },
-          [member](const DaemonConfig& c) { return (c.reservations.*member).toString(); }};
-}
 
 std::vector<ConfigOption> buildOptions() {
   std::vector<ConfigOption> o;
@@ -160,19 +70,10 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return "/" + c.layout.kubeletParent.str(); }});
-  o.push_back({"kubelet_config", "",
-               "kubelet's configuration file: vrid refuses to start while its reservations, eviction, "
-               "topology manager or cgroup root differ from vrid's; empty: not read",
-               false,
-               [](DaemonConfig& c, const std::string& v) -> Result<void> {
-                 if (v.empty()) {
-                   c.kubeletConfig.clear();
-                   return {};
-                 }
-                 VRI_ASSIGN_OR_RETURN(c.kubeletConfig, parseAbsolutePath(v));
-                 return {};
-               },
-               [](const DaemonConfig& c) { return c.kubeletConfig; }});
+  o.push_back(optionalPathOption("kubelet_config",
+                                 "kubelet's configuration file: vrid refuses to start while its reservations, "
+                                 "eviction, topology manager or cgroup root differ from vrid's; empty: not read",
+                                 &DaemonConfig::kubeletConfig));
   o.push_back({"libvirt_layout", "systemd-libvirt-level",
                "how libvirt lays out VM cgroups: systemd (libvirt < 7.1), systemd-libvirt-level, no-systemd", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
@@ -414,19 +315,11 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return c.metricsAddress; }});
-  o.push_back({"metrics_token_file", "",
-               "a file holding the bearer token every scrape must send (Authorization: Bearer ...); required "
-               "with metrics_port; root's, and not readable by everyone (its group may read it)",
-               false,
-               [](DaemonConfig& c, const std::string& v) -> Result<void> {
-                 if (v.empty()) {
-                   c.metricsTokenFile.clear();
-                   return {};
-                 }
-                 VRI_ASSIGN_OR_RETURN(c.metricsTokenFile, parseAbsolutePath(v));
-                 return {};
-               },
-               [](const DaemonConfig& c) { return c.metricsTokenFile; }});
+  o.push_back(optionalPathOption("metrics_token_file",
+                                 "a file holding the bearer token every scrape must send (Authorization: Bearer "
+                                 "...); required with metrics_port; root's, and not readable by everyone (its "
+                                 "group may read it)",
+                                 &DaemonConfig::metricsTokenFile));
   o.push_back({"reconcile_interval", "30", "seconds between drift repairs; 0: only at start-up and on request", true,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {
                  VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 86400));

@@ -186,6 +186,19 @@ class NodeManager {
       VRI_REQUIRES(ledger_.writerMutex()) {
     return carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus, nullptr, CommitPoint::kAfterWrites);
   }
+  // Writes back what a decision that did not stand had written; when that fails too, the retry
+  // thread's reconcile brings the cgroups to the ledger. `after` names what went wrong, for the log.
+  template <typename T>
+  void restoreCgroups(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const char* after)
+      VRI_REQUIRES(ledger_.writerMutex());
+  // Wakes the retry thread to land failed writes (a reconcile).
+  void retryWrites() {
+    {
+      MutexLock lock(retryMutex_);
+      pending_ = true;
+    }
+    retryWake_.notify_all();
+  }
   // Undo of a decision whose writes failed: the inverse delta, committed and written.
   template <typename T>
   Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause)

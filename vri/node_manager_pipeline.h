@@ -55,14 +55,7 @@ Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& de
     stats->took = std::chrono::duration_cast<std::chrono::microseconds>(pipeline::Stopwatch::now() - writing);
   if (commitPoint == CommitPoint::kAfterWrites) {
     if (auto committed = writer.commit(decision.delta, *decision.after); !committed.ok()) {
-      // Not taken: what was written is put back, as for an undo.
-      if (auto restored = sync_.write(writer, decision.after, decision.before, decision.delta); !restored.ok()) {
-        log_.error(tenant + ": restoring the cgroups after a failed commit: " + restored.error().message() +
-                   "; a reconcile follows");
-        MutexLock lock(retryMutex_);
-        pending_ = true;
-        retryWake_.notify_all();
-      }
+      restoreCgroups(writer, decision, tenant, "a failed commit");  // not taken: as for an undo
       return std::move(committed).context("commit").error();
     }
   }
@@ -78,11 +71,7 @@ Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& de
                                (freed.empty() ? "" : ", CPUs " + freed.format() + " held until it lands");
     log_.error(tenant + ": " + detail);
     events_.publish(EventKind::kWritePending, tenant, detail);
-    {
-      MutexLock lock(retryMutex_);
-      pending_ = true;
-    }
-    retryWake_.notify_all();
+    retryWrites();
   }
   writer.publish(next);
   published(*decision.before, *next);
@@ -109,14 +98,18 @@ Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, con
                  "writing the cgroups failed (" + cause.message() +
                      ") and undoing the decision could not be committed: " + reverted.error().message());
   }
-  if (auto restored = sync_.write(writer, decision.after, decision.before, decision.delta); !restored.ok()) {
-    log_.error(tenant + ": restoring the cgroups after a failed write: " + restored.error().message() +
-               "; a reconcile follows");
-    MutexLock lock(retryMutex_);
-    pending_ = true;
-    retryWake_.notify_all();
-  }
+  restoreCgroups(writer, decision, tenant, "a failed write");
   return Error::internal("writing the cgroups failed, nothing was changed: " + cause.message());
+}
+
+template <typename T>
+void NodeManager::restoreCgroups(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
+                                 const char* after) {
+  if (auto restored = sync_.write(writer, decision.after, decision.before, decision.delta); !restored.ok()) {
+    log_.error(tenant + ": restoring the cgroups after " + after + ": " + restored.error().message() +
+               "; a reconcile follows");
+    retryWrites();
+  }
 }
 
 template <typename T>

@@ -135,6 +135,14 @@ class NriPluginTest : public ::testing::Test {
     EXPECT_TRUE(configured.ParseFromString(answer.payload()));
     return registered->message.streamId;
   }
+  // A registration with an empty Synchronize (stream 3), answered: the plugin is then in session.
+  void registerWithNothingRunning(testing::NriRuntimePeer& runtime) {
+    api::ConfigureResponse configured;
+    const uint32_t registering = registration(runtime, configured);
+    ASSERT_TRUE(runtime.request(3, kPlugin, "Synchronize", api::SynchronizeRequest().SerializeAsString()));
+    EXPECT_EQ(replyTo(runtime, 3).status().code(), 0);
+    ASSERT_TRUE(runtime.respond(registering, api::Empty().SerializeAsString()));
+  }
   ttrpc::Response replyTo(testing::NriRuntimePeer& runtime, uint32_t stream) {
     auto got = runtime.next();
     // The shared-pool follower's UpdateContainers may come at any time once the plugin is
@@ -292,11 +300,7 @@ TEST_F(NriPluginTest, NriV012sRemovalMethodsReleaseByIdAsStateChangeDoes) {
 TEST_F(NriPluginTest, PodsAndContainersArePlacedThroughNriAsTheShimPlacesThem) {
   auto runtime = accept();
   ASSERT_TRUE(runtime);
-  api::ConfigureResponse configured;
-  const uint32_t registering = registration(*runtime, configured);
-  ASSERT_TRUE(runtime->request(3, kPlugin, "Synchronize", api::SynchronizeRequest().SerializeAsString()));
-  EXPECT_EQ(replyTo(*runtime, 3).status().code(), 0);
-  ASSERT_TRUE(runtime->respond(registering, api::Empty().SerializeAsString()));
+  ASSERT_NO_FATAL_FAILURE(registerWithNothingRunning(*runtime));
   vrid_.setSharedCpus("2-7");
 
   // RunPodSandbox: the pod, with its sandbox bound in the same admit.
@@ -396,11 +400,7 @@ TEST_F(NriPluginTest, PodsAndContainersArePlacedThroughNriAsTheShimPlacesThem) {
 TEST_F(NriPluginTest, ARequestThatWaitedPastItsTimeIsRefusedWithoutAskingVrid) {
   auto runtime = accept();
   ASSERT_TRUE(runtime);
-  api::ConfigureResponse configured;
-  const uint32_t registering = registration(*runtime, configured);
-  ASSERT_TRUE(runtime->request(3, kPlugin, "Synchronize", api::SynchronizeRequest().SerializeAsString()));
-  EXPECT_EQ(replyTo(*runtime, 3).status().code(), 0);
-  ASSERT_TRUE(runtime->respond(registering, api::Empty().SerializeAsString()));
+  ASSERT_NO_FATAL_FAILURE(registerWithNothingRunning(*runtime));
   vrid_.holdPod("00000000-0000-0000-0000-0000000000ff", "sb-old", {});
   vrid_.slowPodAdmits(std::chrono::milliseconds(300));
 

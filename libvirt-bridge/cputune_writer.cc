@@ -127,10 +127,10 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
     xmlNodePtr numatune = ensureChild(domain, "numatune");
     xmlNodePtr memory = ensureChild(numatune, "memory");
     if (!attribute(memory, "mode")) setAttribute(memory, "mode", "strict");
-    // libvirt before 9.3 (Debian 12's 9.0 among them) refuses to start a domain whose preferred
-    // memory names more than one node. VRI books the memory on the nodes it writes, so it is
-    // confined there: restrictive, which binds it by the cgroup alone, as vrid's own cgroup
-    // writes do.
+    // Preferred memory over several nodes is one node to the kernel's MPOL_PREFERRED (several only
+    // with libvirt 9.3's MPOL_PREFERRED_MANY; Debian 12 has 9.0). VRI books the memory on all the
+    // nodes it writes, so it is confined there: restrictive, which binds it by the cgroup alone,
+    // as vrid's own cgroup writes do.
     if (attribute(memory, "mode") == "preferred" && pins.mems.count() > 1) {
       setAttribute(memory, "mode", "restrictive");
       for (xmlNodePtr n = numatune->children; n != nullptr; n = n->next) {

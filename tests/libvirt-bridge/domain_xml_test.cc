@@ -365,10 +365,10 @@ TEST(DomainXmlIdsTest, VrisNumatuneKeepsTheDomainsModeAndWritesItsMemnodes) {
   EXPECT_EQ(domain->memnodes.at(1).mode, "restrictive");
 }
 
-// libvirt before 9.3 (Debian 12's 9.0) refuses to start a domain whose preferred memory names several
-// nodes: VRI writes what it means instead, the memory confined to the nodes it booked (restrictive),
-// and keeps preferred where one node is named.
-TEST(DomainXmlIdsTest, PreferredMemoryOnSeveralNodesIsWrittenAsLibvirtBefore93StartsIt) {
+// Preferred memory over several nodes holds one node to the kernel (MPOL_PREFERRED) before libvirt
+// 9.3: VRI writes what it means instead, the memory confined to the nodes it booked (restrictive),
+// and keeps preferred where one node is named. The node suite restores such a VM in the guest.
+TEST(DomainXmlIdsTest, PreferredMemoryOnSeveralNodesIsWrittenRestrictive) {
   const std::string cells =
       "<cpu><numa><cell id='0' cpus='0' memory='512'/><cell id='1' cpus='1' memory='512'/></numa></cpu>";
   const std::string xml = withVcpus("<vcpu>2</vcpu>",

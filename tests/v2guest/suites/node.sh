@@ -151,6 +151,37 @@ wait_for 300 "libvirtd" v version
 [ "$(placement ded-a)" = "$a_before" ] && [ "$(placement ded-b)" = "$b" ] || fail "a VM moved"
 quiet_reconcile
 
+step "a VM VRI spreads over both NUMA nodes, saved preferring one: restored restrictive on both"
+# VRI books the memory on both nodes and confines it there by the cgroup alone (restrictive): the
+# kernel's preferred policy holds one node, and preferred over one would leave a booked node out.
+v destroy ded-a >/dev/null
+v destroy ded-b >/dev/null
+cat > /tmp/numa-p.xml <<XML
+<domain type='qemu'><name>numa-p</name><uuid>${uuid_prefix}000000000009</uuid>
+<memory unit='MiB'>64</memory><vcpu placement='static'>3</vcpu>
+<metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='dedicated'/></vri:domain></metadata>
+<numatune><memory mode='preferred' nodeset='0'/></numatune>
+<os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>
+<devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>
+XML
+# Three dedicated vCPUs need CPUs of both nodes (CPU 0 is reserved), so VRI books the memory on both.
+v define /tmp/numa-p.xml >/dev/null || fail "virsh define numa-p"
+v start --paused numa-p || fail "virsh start numa-p"
+echo "numa-p: $(placement numa-p)"
+v save numa-p /var/tmp/numa-p.save >/dev/null || fail "virsh save numa-p"
+# The saved domain prefers node 0 again, as its owner wrote it: VRI's restore output decides.
+v save-image-dumpxml /var/tmp/numa-p.save |
+  sed "s|<memory mode='[a-z]*' nodeset='[0-9,-]*'/>|<memory mode='preferred' nodeset='0'/>|" > /tmp/numa-p.saved.xml
+grep -q "<memory mode='preferred' nodeset='0'/>" /tmp/numa-p.saved.xml || fail "no preferred memory in the saved XML"
+v save-image-define /var/tmp/numa-p.save /tmp/numa-p.saved.xml >/dev/null || fail "virsh save-image-define"
+v restore /var/tmp/numa-p.save --paused > /tmp/restore.out 2>&1 || { cat /tmp/restore.out; fail "virsh restore numa-p"; }
+v dumpxml numa-p | grep -A2 '<numatune>'
+v dumpxml numa-p | grep -q "<memory mode='restrictive' nodeset='0-1'/>" ||
+  fail "numa-p's memory is not restrictive on nodes 0-1"
+echo "numa-p restored: $(placement numa-p)"
+v destroy numa-p >/dev/null
+v start --paused ded-a || fail "virsh start ded-a"
+
 step "the shim starts from its unit"
 systemctl start vri-cri-shim || fail "the shim's unit does not start"
 wait_for 30 "the shim's socket" test -S /run/vri/cri.sock

@@ -11,6 +11,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -28,8 +29,36 @@ struct LedgerSyncCalls {
   std::chrono::system_clock::time_point until = std::chrono::system_clock::time_point::max();
 };
 
-// `tenants` must be listed before the runtime is: every id vrid binds was
-// created in the runtime first, so a later list has it.
+// The sync's work, planned from vrid's pods and the runtime's lists, carried out in order (what is
+// gone released first, then pods adopted, then their running containers) until a deadline. What does
+// not fit is carried on later: NRI's Synchronize is answered within its budget however many pods the
+// node runs, and the rest adopted between the runtime's requests. Until then a pod whose
+// adoption waits is adopted first when a request names its sandbox, and what the runtime removes
+// meanwhile is not adopted.
+class LedgerSync {
+ public:
+  // `tenants` must be listed before the runtime is: every id vrid binds was created in the runtime
+  // first, so a later list has it. nullptr when the runtime's lists are not available (logged).
+  // `calls`' clients must outlive the sync.
+  static std::unique_ptr<LedgerSync> plan(const LedgerSyncCalls& calls, v1::TenantList tenants);
+  ~LedgerSync();
+
+  // Carries the work on until `until` (and calls.until); true once all of it is done.
+  bool carryOn(std::chrono::system_clock::time_point until);
+  // The sandbox's adoption and its containers', now, if they wait (each call by `until` too).
+  void adoptNow(const std::string& sandboxId, std::chrono::system_clock::time_point until);
+  // A sandbox or container the runtime removed: not adopted.
+  void forget(const std::string& runtimeId);
+  // Releases and adoptions not yet carried out.
+  size_t remaining() const;
+
+ private:
+  struct Work;
+  explicit LedgerSync(std::unique_ptr<Work> work);
+  std::unique_ptr<Work> work_;
+};
+
+// The whole sync at once, within calls.until.
 void syncLedger(const LedgerSyncCalls& calls, const v1::TenantList& tenants);
 
 // The top-level member `key` of a JSON object, as JSON text (the runtime's verbose status info).

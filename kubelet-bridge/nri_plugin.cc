@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "kubelet-bridge/ledger_sync.h"
+#include "kubelet-bridge/nri_cri_terms.h"
 #include "kubelet-bridge/nri_snapshot_runtime.h"
 #include "kubelet-bridge/program_log.h"
 
@@ -189,7 +190,7 @@ Result<void> NriPlugin::runOnce() {
       fd,
       [this](const std::string& s, const std::string& m, const std::string& p,
              const nri::TtrpcConnection::RequestTime& time) { return handle(s, m, p, time); },
-      options_.log);
+      options_.log, [this] { return carryOnSync(); });
   {
     MutexLock lock(mutex_);
     connection_ = connection;
@@ -203,7 +204,8 @@ Result<void> NriPlugin::runOnce() {
   auto registered = connection->call(kRuntimeService, "RegisterPlugin", registration.SerializeAsString(),
                                      options_.registrationTimeout);
   if (!registered.ok()) {
-    connection->close("registration failed");
+    connection->finish("registration failed");
+    deferredSync_.reset();
     Error error = registered.error();
     return error.addContext("NRI registration as " + options_.index + "-" + options_.name);
   }
@@ -219,6 +221,9 @@ Result<void> NriPlugin::runOnce() {
     registered_ = false;
     connection_.reset();
   }
+  // The session's serving thread is done: what its ledger sync left is the next session's to judge afresh.
+  connection->finish("the session ended");
+  deferredSync_.reset();
   return {};
 }
 
@@ -298,6 +303,7 @@ Result<std::string> NriPlugin::configure(const std::string& payload) {
   syncPods_.clear();
   syncContainers_.clear();
   syncBytes_ = 0;
+  deferredSync_.reset();  // the session's Synchronize judges the ledger afresh
   const bool unsolicited = nriTakesUnsolicitedUpdatesSafely(request.nri_version());
   placement_.setRuntimeStopsFailedSandboxes(
       runtimeStopsFailedSandboxes(request.runtime_name(), request.runtime_version()));
@@ -373,12 +379,55 @@ bool NriPlugin::syncWithVrid() {
                  "); the ledger is not checked against the runtime this time");
     return false;
   }
-  NriSnapshotRuntime snapshot(syncPods_, syncContainers_);
-  syncLedger(LedgerSyncCalls{vrid_, snapshot, options_.vridTimeout, options_.log, placement_.answerBy()}, *tenants);
+  auto report = std::make_unique<NriSnapshotRuntime>(syncPods_, syncContainers_);
+  auto sync =
+      LedgerSync::plan(LedgerSyncCalls{vrid_, *report, options_.vridTimeout, options_.log}, std::move(*tenants));
+  if (!sync) return true;
+  // The sync takes until three quarters of the answer's time: the runtime's records (one more
+  // list of vrid's pods) and the answer take the rest. What is left is carried on after the answer.
+  const auto now = std::chrono::system_clock::now();
+  const auto until = now + (placement_.answerBy() - now) * 3 / 4;
+  if (!sync->carryOn(until)) {
+    options_.log("the ledger sync goes on after Synchronize's answer: " + std::to_string(sync->remaining()) +
+                 " releases and adoptions left, carried out between the runtime's requests");
+    deferredSync_ = DeferredSync{std::move(report), std::move(sync)};
+  }
   return true;
 }
 
+bool NriPlugin::carryOnSync() {
+  if (!deferredSync_) return false;
+  // Small steps: a request that arrives meanwhile waits for one step at most.
+  constexpr auto kStep = std::chrono::milliseconds(20);
+  if (!deferredSync_->sync->carryOn(std::chrono::system_clock::now() + kStep)) return true;
+  deferredSync_.reset();
+  options_.log("the ledger sync is done");
+  // What was adopted late (vrid may have narrowed a container's cgroups) in the runtime's records,
+  // as the pool follower sends its updates.
+  placement_.answerBy(std::chrono::system_clock::now() + options_.vridTimeout);
+  for (const api::ContainerUpdate& update : placement_.updatesAfterSynchronize()) {
+    runtime::v1::UpdateContainerResourcesRequest request;
+    request.set_container_id(update.container_id());
+    *request.mutable_linux() = nri_terms::criResources(update.linux().resources());
+    if (auto sent = runtimeUpdates_.updateContainerResources(CallScope::within(options_.vridTimeout), request);
+        !sent.ok()) {
+      options_.log("container " + update.container_id() +
+                   ": its values not sent to the runtime: " + sent.error().message());
+    }
+  }
+  return false;
+}
+
+void NriPlugin::adoptFirst(const std::string& sandboxId) {
+  if (deferredSync_) deferredSync_->sync->adoptNow(sandboxId, placement_.answerBy());
+}
+
+void NriPlugin::forgetPending(const std::string& runtimeId) {
+  if (deferredSync_) deferredSync_->sync->forget(runtimeId);
+}
+
 void NriPlugin::podRemoved(const api::PodSandbox& pod) {
+  forgetPending(pod.id());
   if (sweeper_) sweeper_->removed(pod.id());
   placement_.podRemoved(pod);
 }
@@ -388,7 +437,10 @@ Result<std::string> NriPlugin::stateChange(const std::string& payload) {
   switch (event.event()) {
     case api::RUN_POD_SANDBOX: VRI_TRY(placement_.runPodSandbox(event.pod())); break;
     case api::REMOVE_POD_SANDBOX: podRemoved(event.pod()); break;
-    case api::REMOVE_CONTAINER: placement_.containerRemoved(event.pod(), event.container()); break;
+    case api::REMOVE_CONTAINER:
+      forgetPending(event.container().id());
+      placement_.containerRemoved(event.pod(), event.container());
+      break;
     default: break;
   }
   return api::Empty().SerializeAsString();
@@ -401,18 +453,21 @@ Result<std::string> NriPlugin::placementCall(const std::string& method, const st
   }
   if (method == "CreateContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::CreateContainerRequest>(payload, "CreateContainer's request"));
+    adoptFirst(request.pod().id());
     VRI_ASSIGN_OR_RETURN(auto created, placement_.createContainer(request));
     withPendingUpdates(runtimeUpdates_, created, request.container().id());
     return created.SerializeAsString();
   }
   if (method == "UpdateContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::UpdateContainerRequest>(payload, "UpdateContainer's request"));
+    adoptFirst(request.pod().id());
     VRI_ASSIGN_OR_RETURN(auto updated, placement_.updateContainer(request));
     withPendingUpdates(runtimeUpdates_, updated, request.container().id());  // its own values are the answer's
     return updated.SerializeAsString();
   }
   if (method == "StopContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::StopContainerRequest>(payload, "StopContainer's request"));
+    forgetPending(request.container().id());  // stopped: not adopted, if it waits
     placement_.containerStopped(request.pod(), request.container());
     api::StopContainerResponse stopped;
     withPendingUpdates(runtimeUpdates_, stopped, "");
@@ -426,6 +481,7 @@ Result<std::string> NriPlugin::placementCall(const std::string& method, const st
   }
   if (method == "RemoveContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::RemoveContainerRequest>(payload, "RemoveContainer's request"));
+    forgetPending(request.container().id());
     placement_.containerRemoved(request.pod(), request.container());
     return api::RemoveContainerResponse().SerializeAsString();
   }

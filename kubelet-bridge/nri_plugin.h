@@ -19,14 +19,17 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "cgroup-model/thread_annotations.h"
+#include "kubelet-bridge/ledger_sync.h"
 #include "kubelet-bridge/nri_placement.h"
 #include "kubelet-bridge/nri_runtime_updates.h"
 #include "kubelet-bridge/nri_sandbox_sweeper.h"
+#include "kubelet-bridge/nri_snapshot_runtime.h"
 #include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_client.h"
 #include "kubelet-bridge/vrid_connection.h"
@@ -106,6 +109,13 @@ class NriPlugin {
   // One unsolicited update to the runtime, on the current session (UNAVAILABLE without one).
   Result<void> sendUpdate(const ::nri::pkg::api::v1alpha1::ContainerUpdate& update);
   bool syncWithVrid();  // false when vrid could not be asked
+  // One step of the ledger sync that did not fit in Synchronize's answer, between the runtime's
+  // requests; true while more remains.
+  bool carryOnSync();
+  // A request names this sandbox: its adoption, if it waits, first.
+  void adoptFirst(const std::string& sandboxId);
+  // The runtime removed it: its adoption, if it waits, is dropped.
+  void forgetPending(const std::string& runtimeId);
 
   VridClient& vrid_;
   const NriPluginOptions options_;
@@ -125,6 +135,13 @@ class NriPlugin {
   std::vector<::nri::pkg::api::v1alpha1::PodSandbox> syncPods_;
   std::vector<::nri::pkg::api::v1alpha1::Container> syncContainers_;
   size_t syncBytes_ = 0;  // of the parts so far
+  // The ledger sync's work that Synchronize's answer could not wait for, and the report it reads
+  // (on the serving thread; dropped with its session, and by a Configure).
+  struct DeferredSync {
+    std::unique_ptr<NriSnapshotRuntime> report;
+    std::unique_ptr<LedgerSync> sync;
+  };
+  std::optional<DeferredSync> deferredSync_;
   static constexpr size_t kMaxSynchronizeBytes = 64 << 20;
 };
 

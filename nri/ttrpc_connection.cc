@@ -6,14 +6,15 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 
 #include "nri/ttrpc.pb.h"
 #include "proto/grpc_status.h"
 
 namespace vri::nri {
 
-TtrpcConnection::TtrpcConnection(int fd, Handler handler, Log log)
-    : fd_(fd), handler_(std::move(handler)), log_(std::move(log)) {
+TtrpcConnection::TtrpcConnection(int fd, Handler handler, Log log, Idle idle)
+    : fd_(fd), handler_(std::move(handler)), log_(std::move(log)), idle_(std::move(idle)) {
   reader_ = std::thread([this] { readLoop(); });
   server_ = std::thread([this] { serveLoop(); });
 }
@@ -21,8 +22,13 @@ TtrpcConnection::TtrpcConnection(int fd, Handler handler, Log log)
 TtrpcConnection::~TtrpcConnection() {
   close("closed by this side");
   reader_.join();
-  server_.join();
+  if (server_.joinable()) server_.join();
   ::close(fd_);
+}
+
+void TtrpcConnection::finish(const std::string& why) {
+  close(why);
+  if (server_.joinable()) server_.join();
 }
 
 void TtrpcConnection::close(const std::string& why) {
@@ -196,17 +202,25 @@ void TtrpcConnection::onRuntimeMessage(const TtrpcMessage& message) {
 }
 
 void TtrpcConnection::serveLoop() {
+  bool idleWork = static_cast<bool>(idle_);  // asked after each request, until it has none
   while (true) {
-    Queued request;
+    std::optional<Queued> request;
     {
       MutexLock lock(mutex_);
-      while (!closed_ && requests_.empty()) lock.wait(changed_);
+      while (!closed_ && requests_.empty() && !idleWork) lock.wait(changed_);
       if (closed_) return;
-      request = std::move(requests_.front());
-      requests_.pop_front();
-      queuedBytes_ -= request.message.payload.size();
+      if (!requests_.empty()) {
+        request = std::move(requests_.front());
+        requests_.pop_front();
+        queuedBytes_ -= request->message.payload.size();
+      }
     }
-    answer(request);
+    if (!request) {
+      idleWork = idle_();
+      continue;
+    }
+    answer(*request);
+    idleWork = static_cast<bool>(idle_);
   }
 }
 

@@ -10,6 +10,9 @@
 // What the runtime may queue is bounded: past kMaxQueuedRequests requests or kMaxQueuedBytes of
 // them waiting for the handler, the next is answered RESOURCE_EXHAUSTED at once by the reader
 // (which keeps reading, so that the runtime's replies to the plugin's own calls still arrive).
+//
+// `idle` runs on the handler's thread whenever no request waits: work the handler's state owns that
+// can be done in small steps between requests (a step each time; it says whether more remains).
 #pragma once
 
 #include <chrono>
@@ -40,11 +43,13 @@ class TtrpcConnection {
   static constexpr size_t kMaxQueuedRequests = 256;
   static constexpr size_t kMaxQueuedBytes = 32 << 20;
   using Log = std::function<void(const std::string&)>;
+  // One short step of deferred work; true while more remains.
+  using Idle = std::function<bool()>;
 
   // Takes `fd`, a connected stream socket, and closes it when destroyed. `log` runs under the
   // connection's lock (a closed connection is logged before anyone sees it closed): it must not
   // call back into the connection.
-  TtrpcConnection(int fd, Handler handler, Log log);
+  TtrpcConnection(int fd, Handler handler, Log log, Idle idle = {});
   ~TtrpcConnection();
   TtrpcConnection(const TtrpcConnection&) = delete;
   TtrpcConnection& operator=(const TtrpcConnection&) = delete;
@@ -57,6 +62,9 @@ class TtrpcConnection {
   // Closes the connection (idempotent); `why` is logged once, with the first reason.
   void close(const std::string& why);
   bool closed() const;
+  // Closes it and waits until the handler's thread is done: no handler or idle step runs after.
+  // Once, and never from that thread.
+  void finish(const std::string& why);
   // The runtime's requests read and waiting for the handler (not the one it is answering).
   size_t queuedRequests() const;
   // Waits until the connection is closed, by either side; false when `timeout` passed first.
@@ -83,6 +91,7 @@ class TtrpcConnection {
   const int fd_;
   const Handler handler_;
   const Log log_;
+  const Idle idle_;
   Mutex writeMutex_;  // one writer at a time on the socket
   mutable Mutex mutex_;
   std::condition_variable_any changed_;

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/socket.h>
 
+#include <atomic>
 #include <future>
 #include <map>
 #include <mutex>
@@ -249,6 +250,43 @@ TEST_F(TtrpcConnectionTest, TheRuntimeGoingAwayClosesItAndFailsTheCallInFlight) 
   EXPECT_EQ(call.error().code(), ErrorCode::kUnavailable);
   EXPECT_TRUE(connection_->waitClosed(std::chrono::seconds(5)));
   EXPECT_THAT(log(), HasSubstr("the runtime closed it"));
+}
+
+// Deferred work runs between requests, a step at a time: a request is answered while the work
+// still has steps left, and work that says it is done is asked again only after the next request.
+TEST(TtrpcConnectionIdleTest, IdleStepsRunBetweenRequestsAndNeverStarveThem) {
+  int fds[2];
+  ASSERT_EQ(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds), 0);
+  testing::NriRuntimePeer peer(fds[1]);
+  std::atomic<int> steps{0}, done{0};  // steps taken; steps that said the work is done
+  std::atomic<bool> endless{true};
+  TtrpcConnection connection(
+      fds[0],
+      [](const std::string&, const std::string& method, const std::string&,
+         const TtrpcConnection::RequestTime&) -> Result<std::string> { return method; },
+      [](const std::string&) {},
+      [&] {
+        ++steps;
+        const bool more = endless.load();
+        if (!more) ++done;
+        return more;
+      });
+  ASSERT_TRUE(testing::eventually([&] { return steps > 100; }));
+  ASSERT_TRUE(peer.request(1, kPlugin, "Configure", ""));
+  auto answered = peer.next();
+  ASSERT_TRUE(answered.has_value()) << "a request starved by endless idle steps";
+  EXPECT_EQ(answered->message.streamId, 1u);
+
+  endless = false;
+  ASSERT_TRUE(testing::eventually([&] { return done == 1; }));
+  const int before = steps;
+  // One step after each request (it may have made work), then none until the next one.
+  for (uint32_t stream : {3u, 5u}) {
+    ASSERT_TRUE(peer.request(stream, kPlugin, "Synchronize", ""));
+    ASSERT_TRUE(peer.next().has_value());
+    EXPECT_TRUE(testing::eventually([&] { return done == static_cast<int>(stream + 1) / 2; }));
+  }
+  EXPECT_EQ(steps, before + 2);
 }
 
 }  // namespace

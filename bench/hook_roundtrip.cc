@@ -168,10 +168,17 @@ int main(int argc, char** argv) {
   ::waitpid(vrid, nullptr, 0);
   if (!ok) return fail("a run failed");
   std::printf("exec to exit, %d runs each, %zu-byte domain XML on stdin (ms):\n", runs, xml.size());
+  std::vector<std::string> json;  // printed last, one line per configuration
+  char line[300];
   for (const auto& [name, v] : {std::pair{"/bin/true", &t_true}, std::pair{"exit-only sh hook", &t_shell},
                                 std::pair{"vri-hook prepare", &t_hook}}) {
     const Stats s = stats(*v);
     std::printf("  %-20s p50 %6.2f  p99 %6.2f  mean %6.2f\n", name, s.p50, s.p99, s.mean);
+    std::snprintf(line, sizeof line,
+                  "{\"measure\":\"exec to exit\",\"program\":\"%s\",\"runs\":%d,\"p50_ms\":%.2f,\"p99_ms\":%.2f,"
+                  "\"mean_ms\":%.2f}",
+                  name, runs, s.p50, s.p99, s.mean);
+    json.push_back(line);
   }
 
   if (virsh_starts > 0) {
@@ -221,7 +228,14 @@ int main(int argc, char** argv) {
         "virsh start, %d runs each (ms): exit-only sh hook p50 %.1f mean %.1f; vri-hook p50 %.1f mean %.1f; "
         "difference of medians %+.1f\n",
         virsh_starts, shell.p50, shell.mean, hook.p50, hook.mean, hook.p50 - shell.p50);
+    for (const auto& [name, s] : {std::pair{"exit-only sh hook", shell}, std::pair{"vri-hook", hook}}) {
+      std::snprintf(line, sizeof line,
+                    "{\"measure\":\"virsh start\",\"hook\":\"%s\",\"runs\":%d,\"p50_ms\":%.1f,\"mean_ms\":%.1f}", name,
+                    virsh_starts, s.p50, s.mean);
+      json.push_back(line);
+    }
   }
   std::filesystem::remove_all(dir);
+  for (const std::string& l : json) std::printf("%s\n", l.c_str());
   return 0;
 }

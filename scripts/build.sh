@@ -6,6 +6,7 @@
 #   CXX=clang++ scripts/build.sh build-asan -DVRI_SANITIZE=address,undefined
 #   CXX=clang++ scripts/build.sh build-tsan -DVRI_SANITIZE=thread
 #   VRI_BUILD_TARGETS="tests-unit" scripts/build.sh build-tsan ...   # only what the `unit` tests run
+#   VRI_FLAGS=package scripts/build.sh build          # the Debian package's compiler flags (below)
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-build}
@@ -16,6 +17,21 @@ case "$build_dir" in /*) ;; *) build_dir="$repo/$build_dir" ;; esac
 export CCACHE_BASEDIR="$repo"
 export CCACHE_NOHASHDIR=1
 
-cmake -S "$repo" -B "$build_dir" -G Ninja "$@" >/dev/null
+flags=()
+if [ "${VRI_FLAGS:-}" = package ]; then
+  # The flags the package's build compiles with: dpkg-buildflags with debian/rules' options, asked
+  # where dpkg-buildpackage asks (the source's root: its -ffile-prefix-map, which ccache makes
+  # relative to CCACHE_BASEDIR as it does every path), CPPFLAGS appended as debhelper appends them
+  # for CMake, and debhelper's build type. The package's build then finds these objects in ccache,
+  # and the tests run on the code the package ships.
+  maint=$(sed -n 's/^export DEB_BUILD_MAINT_OPTIONS = //p' "$repo/debian/rules")
+  buildflag() { (cd "$repo" && DEB_BUILD_MAINT_OPTIONS=$maint dpkg-buildflags --get "$1"); }
+  cppflags=$(buildflag CPPFLAGS)
+  flags=(-DCMAKE_BUILD_TYPE=None "-DCMAKE_C_FLAGS=$(buildflag CFLAGS) $cppflags"
+    "-DCMAKE_CXX_FLAGS=$(buildflag CXXFLAGS) $cppflags" "-DCMAKE_EXE_LINKER_FLAGS=$(buildflag LDFLAGS)"
+    "-DCMAKE_SHARED_LINKER_FLAGS=$(buildflag LDFLAGS)")
+fi
+
+cmake -S "$repo" -B "$build_dir" -G Ninja "${flags[@]}" "$@" >/dev/null
 # shellcheck disable=SC2086  # a list of targets
 cmake --build "$build_dir" ${VRI_BUILD_TARGETS:+--target $VRI_BUILD_TARGETS}

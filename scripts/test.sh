@@ -1,76 +1,72 @@
 #!/usr/bin/env bash
-# Installs what VRI needs, checks the formatting against .clang-format (first: it costs a
-# second and fails a run that would otherwise fail only at its end), builds VRI, and runs every
-# test:
-#   0. the outside programs Debian 12 lacks, built from their Go modules (scripts/build-peers.sh:
-#      kubelet, containerd 2.x at three releases), cached outside the clone,
-#   1. the whole suite built with g++ (every label; libvirtd and both containerds, Debian's 1.6 and
-#      2.x, are started for the `libvirt`, `containerd` and `containerd2` tests and stopped
-#      afterwards), and the CRI pass-through benchmark against each containerd,
-#   2. the Debian package (dpkg-buildpackage, its unit tests, lintian), and the first packaged
-#      release, built once and cached (upgrades are tested from it),
-#   3. the `v2guest` suites: a throwaway Debian guest with real cgroup v2 and systemd, booted
-#      under QEMU's emulation once per suite (after the host tests: emulation takes both cores);
-#      the `node` suite installs the package there beside libvirt, machined and AppArmor,
-#   4. the unit tests again built with clang and AddressSanitizer + UndefinedBehaviorSanitizer, with
-#      the fuzz targets (fuzz/): their corpora replayed, then a short fuzzing run that only reports,
-#   5. the unit tests that run no real gRPC built with clang and ThreadSanitizer.
-# Prints how long each stage took.
+# VRI's tests, in stages grouped in tiers; with no argument, every stage (what CI runs through
+# .ci/run). Each stage's time is printed, and a summary at the end.
+#
+#   scripts/test.sh                 every stage, in the table's order
+#   scripts/test.sh TIER|STAGE...   those stages, each after the stages it needs
+#   scripts/test.sh --list          the table: stage, tier, what it needs, what it makes
+#
+# Tiers: unit (the format check, the g++ build, the `unit` and `unit-grpc` tests, the TSan build
+# and its `unit` tests: under 10 minutes warm), host (root, libvirt, containerd, kubelet: real
+# daemons started and stopped here; every benchmark once, as smoke), package (the Debian package and
+# the first release's), guest (the cgroup v2 guest suites under QEMU), fuzz (the ASan+UBSan build:
+# the corpora, a short fuzzing run, the unit tests under the sanitizers). The g++ tree is built with
+# the package's flags, so the package's build takes its objects from ccache instead of compiling
+# them again, and runs no tests of its own.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
-
 jobs=$(nproc)
-timings=()
-stage() {
-  local name=$1
-  shift
-  echo "=== ${name}"
-  local start_ms=$(($(date +%s%N) / 1000000))
-  "$@"
-  local ms=$(($(date +%s%N) / 1000000 - start_ms))
-  local seconds=$(printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)))
-  timings+=("$(printf '%-34s %7s s' "$name" "$seconds")")
-  echo "=== ${name}: ${seconds} s"
-}
+
+# One line per stage, in the order a full run takes them: its name, its tier, the stages it needs
+# (run first when it is asked for alone), what it makes.
+read -r -d '' table <<'TABLE' || true
+stage         | tier    | needs                              | makes
+install       | -       | -                                  | the Debian packages scripts/install-deps.sh lists
+format        | unit    | install                            | -
+build         | unit    | install                            | build/ (g++, the package's flags)
+test-unit     | unit    | build                              | -
+build-tsan    | unit    | install                            | build-tsan/ (clang, ThreadSanitizer; tests-unit)
+test-tsan     | unit    | build build-tsan                   | -
+peers         | host    | install                            | build/peers/ (kubelet, containerd 2.x; cached)
+promtool      | host    | install                            | build/promtool/ (cached)
+test-host     | host    | build peers promtool               | -
+bench         | host    | build                              | -
+package       | package | install                            | build/package/ (the .deb, lintian.txt)
+first-package | package | install                            | build/package-first/ (cached by its tag)
+test-guest    | guest   | build peers package first-package  | build/v2guest/ (each suite's results)
+build-asan    | fuzz    | install                            | build-asan/ (clang, ASan+UBSan, fuzz targets)
+fuzz          | fuzz    | build-asan                         | -
+test-asan     | fuzz    | build build-asan                   | -
+prune-caches  | -       | -                                  | the caches outside the clone, old keys removed
+TABLE
+
+declare -a stage_names=()
+declare -A stage_tier=() stage_needs=()
+while IFS='|' read -r name tier needs _; do
+  name=${name// /} tier=${tier// /}
+  read -ra needs_list <<<"$needs"
+  needs=${needs_list[*]}
+  [ "$name" != stage ] || continue
+  stage_names+=("$name")
+  stage_tier[$name]=$tier
+  stage_needs[$name]=${needs#-}
+done <<<"$table"
+
+# --- the stages -------------------------------------------------------------------------------
+
+libvirt_fixture=tests/libvirt/libvirt-fixture.sh
+containerd_fixture=tests/containerd/containerd-fixture.sh
+# Debian's 1.6 (label containerd) and 2.x (label containerd2) side by side; the NRI plugin's tests
+# also run on the oldest and newest 2.x lines (2.0, 2.4).
+containerds=(1.6 2 2.0 2.4)
+unit_labels='^unit$|^unit-grpc$'
 
 check_format() {
   local files
   mapfile -t files < <(git ls-files '*.cc' '*.h')
   clang-format --dry-run --Werror "${files[@]}"
 }
-
-total_start=$(date +%s)
-stage "install dependencies" scripts/install-deps.sh
-stage "format check" check_format
-# kubelet and containerd 2.x from their Go modules (cached outside the clone, by go.sum).
-stage "peers (Go modules; cached)" scripts/build-peers.sh build/peers
-# promtool, which checks the metrics endpoint's output (Debian's prometheus package, unpacked; cached).
-stage "promtool (cached)" scripts/get-promtool.sh build/promtool
-stage "build (g++)" env CXX=g++ CC=gcc scripts/build.sh build
-# The `libvirt` tests need a real libvirtd with vri-hook installed before it starts.
-libvirt_fixture=tests/libvirt/libvirt-fixture.sh
-stage "start libvirtd (libvirt tests)" "$libvirt_fixture" up build/libvirt-bridge/vri-hook
-# The `containerd` tests need a real containerd with the CRI plugin and a local image: Debian's 1.6
-# (label containerd) and 2.x (label containerd2), side by side.
-containerd_fixture=tests/containerd/containerd-fixture.sh
-# The NRI plugin's tests also run on the oldest and newest 2.x lines (2.0, 2.4).
-containerds=(1.6 2 2.0 2.4)
-containerds_down() { for flavour in "${containerds[@]}"; do "$containerd_fixture" down "$flavour"; done; }
-containerds_up() { for flavour in "${containerds[@]}"; do "$containerd_fixture" up "$flavour"; done; }
-trap '"$libvirt_fixture" down; containerds_down' EXIT
-stage "start containerd 1.6, 2.x (2.2, 2.0, 2.4)" containerds_up
-stage "test (g++, all labels but v2guest)" ctest --test-dir build -j "$jobs" -LE v2guest --output-on-failure
-stage "bench (CRI pass-through, 1.6)" build/bench/cri_passthrough \
-  --containerd=/var/tmp/vri-containerd/run/containerd.sock --shim=build/kubelet-bridge/vri-cri-shim
-stage "bench (CRI pass-through, 2.x)" build/bench/cri_passthrough \
-  --containerd=/var/tmp/vri-containerd2/run/containerd.sock --shim=build/kubelet-bridge/vri-cri-shim
-stop_fixtures() { "$libvirt_fixture" down && containerds_down; }
-stage "stop libvirtd and containerd" stop_fixtures
-trap - EXIT
-stage "package (dpkg-buildpackage, lintian)" scripts/build-package.sh build/package
-stage "first package (cached by its tag)" tests/v2guest/first-package.sh build
-stage "test (v2 guest)" ctest --test-dir build -L v2guest --output-on-failure
 # The sanitizer builds build only what their tests run (tests/CMakeLists.txt: tests-<label>), and
 # are checked to hold every test of those labels that the g++ build holds: a test whose program is
 # missing from tests-<label> would otherwise be left out without a word.
@@ -79,28 +75,126 @@ same_tests() { # label-regex build-dir
     <(ctest --test-dir "$2" -N -L "$1" | sed -n 's/^ *Test *#[0-9]*: //p' | sort) ||
     { echo "$2 lacks the tests above (label $1): add their programs to tests-<label>" >&2; return 1; }
 }
-stage "build (clang, ASan+UBSan, fuzz targets)" env CXX=clang++ CC=clang \
-  VRI_BUILD_TARGETS="tests-unit tests-unit-grpc tests-fuzz" \
-  scripts/build.sh build-asan -DVRI_SANITIZE=address,undefined -DVRI_FUZZ=ON -DVRI_BUILD_BENCHMARKS=OFF
-stage "check (ASan+UBSan build holds every unit test)" same_tests unit build-asan
-# Every committed fuzz input once (corpora and the regressions of past findings): blocks.
-stage "fuzz (replay corpora and regressions)" env ASAN_OPTIONS=detect_leaks=1 \
-  ctest --test-dir build-asan -L fuzz -j "$jobs" --output-on-failure
+containerds_down() { for flavour in "${containerds[@]}"; do "$containerd_fixture" down "$flavour"; done; }
+fixtures_down() { "$libvirt_fixture" down; containerds_down; }
+# The tests that need root or a daemon: a private libvirtd with vri-hook installed before it starts,
+# and the containerds, each with the CRI plugin and a local image; stopped afterwards, also on failure.
+host_tests() {
+  trap fixtures_down EXIT
+  "$libvirt_fixture" up build/libvirt-bridge/vri-hook
+  for flavour in "${containerds[@]}"; do "$containerd_fixture" up "$flavour"; done
+  ctest --test-dir build -j "$jobs" -LE "v2guest|$unit_labels" --output-on-failure
+  fixtures_down
+  trap - EXIT
+}
+# Every benchmark once in its smallest configuration, as smoke (scripts/bench-smoke.sh), with the
+# daemons the benchmarks drive.
+bench_smoke() {
+  trap fixtures_down EXIT
+  "$libvirt_fixture" up build/libvirt-bridge/vri-hook
+  "$containerd_fixture" up 1.6
+  "$containerd_fixture" up 2
+  scripts/bench-smoke.sh build
+  fixtures_down
+  trap - EXIT
+}
 # A short run from the corpora with a fixed seed: reported, never blocking (a finding is for a
 # person to reduce, fix and add to fuzz/regressions/).
-fuzz_short() { scripts/fuzz.sh --seed 1 15 || echo "fuzz: a finding above; the short run reports it and does not fail"; }
-stage "fuzz (15 s per target, seed 1; reports only)" fuzz_short
-stage "test (clang, ASan+UBSan, unit)" env ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --test-dir build-asan -L unit -j "$jobs" --output-on-failure
-# ThreadSanitizer: a third build. The `unit` tests only: those labelled `unit-grpc` run real gRPC,
-# whose synchronisation TSan cannot see in Debian's uninstrumented libgrpc (tests/CMakeLists.txt).
-stage "build (clang, TSan)" env CXX=clang++ CC=clang VRI_BUILD_TARGETS="tests-unit" \
-  scripts/build.sh build-tsan -DVRI_SANITIZE=thread -DVRI_BUILD_BENCHMARKS=OFF
-stage "check (TSan build holds every unit test)" same_tests '^unit$' build-tsan
-stage "test (clang, TSan, unit)" env TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  ctest --test-dir build-tsan -L '^unit$' -j "$jobs" --output-on-failure
+fuzz_run() {
+  # Every committed fuzz input once (corpora and the regressions of past findings): blocks.
+  ASAN_OPTIONS=detect_leaks=1 ctest --test-dir build-asan -L fuzz -j "$jobs" --output-on-failure
+  scripts/fuzz.sh --seed 1 15 || echo "fuzz: a finding above; the short run reports it and does not fail"
+}
+
+run_stage() {
+  case "$1" in
+    install) scripts/install-deps.sh ;;
+    format) check_format ;;
+    build) VRI_FLAGS=package CXX=g++ CC=gcc scripts/build.sh build ;;
+    test-unit) ctest --test-dir build -j "$jobs" -L "$unit_labels" --output-on-failure ;;
+    # ThreadSanitizer: the `unit` tests only: those labelled `unit-grpc` run real gRPC, whose
+    # synchronisation TSan cannot see in Debian's uninstrumented libgrpc (tests/CMakeLists.txt).
+    build-tsan)
+      CXX=clang++ CC=clang VRI_BUILD_TARGETS="tests-unit" \
+        scripts/build.sh build-tsan -DVRI_SANITIZE=thread -DVRI_BUILD_BENCHMARKS=OFF ;;
+    test-tsan)
+      same_tests '^unit$' build-tsan
+      TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+        ctest --test-dir build-tsan -L '^unit$' -j "$jobs" --output-on-failure ;;
+    # kubelet and containerd 2.x from their Go modules (cached outside the clone, by go.sum).
+    peers)
+      scripts/build-peers.sh build/peers
+      # Used: scripts/prune-caches.sh keeps them (build/peers/<peer>/ links into the cache).
+      for link in build/peers/*/*; do touch "$(dirname "$(readlink -f "$link")")"; done ;;
+    # promtool, which checks the metrics endpoint's output (Debian's prometheus package, unpacked).
+    promtool) scripts/get-promtool.sh build/promtool ;;
+    test-host) host_tests ;;
+    bench) bench_smoke ;;
+    # The g++ stages ran the tests on objects compiled with these flags: the package runs none.
+    package) DEB_BUILD_OPTIONS="nocheck parallel=$jobs" scripts/build-package.sh build/package ;;
+    first-package) tests/v2guest/first-package.sh build ;;
+    # After the host tests: QEMU's emulation takes both cores.
+    test-guest) ctest --test-dir build -L v2guest --output-on-failure ;;
+    build-asan)
+      CXX=clang++ CC=clang VRI_BUILD_TARGETS="tests-unit tests-unit-grpc tests-fuzz" \
+        scripts/build.sh build-asan -DVRI_SANITIZE=address,undefined -DVRI_FUZZ=ON -DVRI_BUILD_BENCHMARKS=OFF ;;
+    fuzz) fuzz_run ;;
+    # After a full run only: what it used is what the current keys name.
+    prune-caches)
+      if [ ${#wanted[@]} -eq ${#stage_names[@]} ]; then scripts/prune-caches.sh "$run_stamp"
+      else echo "prune-caches: only after a full run (one tier leaves the others' entries untouched)"; fi ;;
+    test-asan)
+      same_tests unit build-asan
+      ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+        ctest --test-dir build-asan -L unit -j "$jobs" --output-on-failure ;;
+    *) echo "test.sh: no stage $1" >&2; return 2 ;;
+  esac
+}
+
+# --- choosing and running ---------------------------------------------------------------------
+
+declare -A wanted=()
+want() { # stage: it and, first, what it needs
+  [ -n "${stage_tier[$1]:-}" ] || { echo "test.sh: no stage or tier '$1' (scripts/test.sh --list)" >&2; exit 2; }
+  [ -z "${wanted[$1]:-}" ] || return 0
+  wanted[$1]=1
+  local need
+  for need in ${stage_needs[$1]}; do want "$need"; done
+}
+
+if [ "${1:-}" = --list ]; then
+  printf '%s\n' "$table"
+  exit 0
+fi
+if [ $# -eq 0 ]; then
+  for name in "${stage_names[@]}"; do wanted[$name]=1; done
+else
+  for arg in "$@"; do
+    matched=0
+    for name in "${stage_names[@]}"; do
+      if [ "${stage_tier[$name]}" = "$arg" ]; then want "$name"; matched=1; fi
+    done
+    [ $matched = 1 ] || want "$arg"
+  done
+fi
+
+timings=()
+total_start=$(date +%s)
+# What the caches' users touch after this is what this run used (scripts/prune-caches.sh).
+run_stamp=build/.test-run-stamp
+mkdir -p build && touch "$run_stamp"
+for name in "${stage_names[@]}"; do
+  [ -n "${wanted[$name]:-}" ] || continue
+  echo "=== ${name}"
+  start_ms=$(($(date +%s%N) / 1000000))
+  run_stage "$name"
+  ms=$(($(date +%s%N) / 1000000 - start_ms))
+  seconds=$(printf '%d.%d' $((ms / 1000)) $((ms % 1000 / 100)))
+  timings+=("$(printf '%-16s %7s s' "$name" "$seconds")")
+  echo "=== ${name}: ${seconds} s"
+done
 
 echo
 echo "Stage times:"
 printf '  %s\n' "${timings[@]}"
-echo "  total: $(( $(date +%s) - total_start )) s"
+echo "  total: $(($(date +%s) - total_start)) s"

@@ -17,11 +17,15 @@ cache=${VRI_CACHE_DIR:-/var/cache/vri-test}/packages/$commit
 if ! ls "$cache"/vri_*.deb >/dev/null 2>&1; then
   echo "first-package: building $tag ($commit) once"
   rm -rf "$cache.partial"
-  "$repo/scripts/build-package.sh" "$cache.partial" "$commit" > "$build/first-package.log" 2>&1 ||
+  # Built once per machine, to be installed and upgraded from: no tests, no optimisation (fortify
+  # goes with it), and no compiler cache (its objects are never asked for again).
+  DEB_BUILD_OPTIONS="nocheck noopt parallel=$(nproc)" CCACHE_DISABLE=1 \
+    "$repo/scripts/build-package.sh" "$cache.partial" "$commit" > "$build/first-package.log" 2>&1 ||
     { tail -n 40 "$build/first-package.log"; echo "first-package: building $tag failed" >&2; exit 1; }
   rm -rf "$cache.partial/src"  # the .deb is what is kept
   mv "$cache.partial" "$cache"
 fi
+touch "$cache"  # used: scripts/prune-caches.sh keeps it
 rm -rf "$build/package-first"
 mkdir -p "$build/package-first"
 cp "$cache"/vri_*.deb "$build/package-first/"

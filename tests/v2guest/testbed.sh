@@ -85,6 +85,7 @@ if [ ! -f "$image/rootfs.img" ]; then
 else
   stage image "cached ($image)"
 fi
+touch "$kernel" "$image"  # used: scripts/prune-caches.sh keeps them
 flock -u 9
 
 # The suite runs from the shared build directory, so it is copied there.

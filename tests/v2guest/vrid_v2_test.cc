@@ -93,7 +93,12 @@ class VridV2Test : public ::testing::Test {
     flags.insert(flags.end(), extra.begin(), extra.end());
     vrid_ = std::make_unique<VridProcess>(tmp_, "vrid", std::move(flags));
     ASSERT_TRUE(vrid_->start()) << vrid_->log();
-    stub_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
+    // A channel of its own subchannels: one shared from gRPC's global pool may still be the stopped
+    // vrid's connection, and the restarted vrid's first call would fail on it ("Broken pipe").
+    grpc::ChannelArguments arguments;
+    arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+    stub_ = v1::Vri::NewStub(
+        grpc::CreateCustomChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials(), arguments));
   }
   void stopVrid() {
     stub_.reset();

@@ -6,7 +6,8 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 "$repo/scripts/install-deps.sh" >&2
-"$repo/scripts/build.sh" build -DCMAKE_BUILD_TYPE=RelWithDebInfo >&2
+# The tree the tests build (scripts/test.sh): the package's flags, so that one build/ serves both.
+VRI_FLAGS=package "$repo/scripts/build.sh" build >&2
 
 state="$repo/.vri"
 mkdir -p "$state"

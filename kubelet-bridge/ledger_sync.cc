@@ -134,10 +134,10 @@ struct LedgerSync::Work {
 
   CallScope scope() const {
     CallScope scope = CallScope::within(calls.timeout);
-    scope.deadline = std::min({scope.deadline, calls.until, until});
+    scope.deadline = std::min(scope.deadline, until);
     return scope;
   }
-  bool late() const { return std::chrono::system_clock::now() >= std::min(calls.until, until); }
+  bool late() const { return std::chrono::system_clock::now() >= until; }
   bool forgotten(const std::string& id) const { return forgottenIds.count(id) > 0; }
 
   Result<runtime::v1::PodSandboxConfig> sandboxConfig(const std::string& id) {
@@ -277,7 +277,7 @@ size_t LedgerSync::remaining() const {
 }
 
 void syncLedger(const LedgerSyncCalls& calls, const v1::TenantList& tenants) {
-  if (auto sync = LedgerSync::plan(calls, tenants)) sync->carryOn(calls.until);
+  if (auto sync = LedgerSync::plan(calls, tenants)) sync->carryOn(std::chrono::system_clock::time_point::max());
 }
 
 }  // namespace vri

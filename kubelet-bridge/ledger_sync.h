@@ -25,8 +25,6 @@ struct LedgerSyncCalls {
   RuntimeClient& runtime;
   std::chrono::milliseconds timeout;  // each call's
   std::function<void(const std::string&)> log;
-  // And all of them by then (NRI's Synchronize is one request of the runtime's, with its timeout).
-  std::chrono::system_clock::time_point until = std::chrono::system_clock::time_point::max();
 };
 
 // The sync's work, planned from vrid's pods and the runtime's lists, carried out in order (what is
@@ -43,7 +41,7 @@ class LedgerSync {
   static std::unique_ptr<LedgerSync> plan(const LedgerSyncCalls& calls, v1::TenantList tenants);
   ~LedgerSync();
 
-  // Carries the work on until `until` (and calls.until); true once all of it is done.
+  // Carries the work on until `until`; true once all of it is done.
   bool carryOn(std::chrono::system_clock::time_point until);
   // The sandbox's adoption and its containers', now, if they wait (each call by `until` too).
   void adoptNow(const std::string& sandboxId, std::chrono::system_clock::time_point until);
@@ -58,7 +56,7 @@ class LedgerSync {
   std::unique_ptr<Work> work_;
 };
 
-// The whole sync at once, within calls.until.
+// The whole sync at once.
 void syncLedger(const LedgerSyncCalls& calls, const v1::TenantList& tenants);
 
 // The top-level member `key` of a JSON object, as JSON text (the runtime's verbose status info).

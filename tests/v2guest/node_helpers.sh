@@ -1,8 +1,21 @@
-# Shell helpers for the suites that run VRI as a node runs it (node, systemd, the benches): sourced by them,
-# after they define fail() (what to show when a step fails) and set uuid_prefix (their VMs' UUIDs).
-# testbed.sh copies it beside the suite.
+# Shell helpers for the suites that run VRI as a node runs it (node, systemd, kubelet, the benches):
+# sourced by them, after they define fail() (what to show when a step fails; it calls step_failed
+# first) and set uuid_prefix (their VMs' UUIDs). testbed.sh copies it beside the suite.
 t0=$(date +%s)
-step() { echo "=== [$(( $(date +%s) - t0 )) s] $*"; }
+# Each step's result on a line of its own as it ends, numbered (`ok 3 - …`, `not ok 4 - …: why`):
+# a step ends when the next begins, at steps_done, or when fail() reports it.
+step_no=0 step_name=
+step() {
+  [ -z "$step_name" ] || echo "ok $step_no - $step_name"
+  step_no=$((step_no + 1)) step_name=$*
+  echo "=== [$(( $(date +%s) - t0 )) s] $*"
+}
+step_failed() { echo "not ok $step_no - ${step_name:-before the first step}: $*"; }
+steps_done() { # name
+  [ -z "$step_name" ] || echo "ok $step_no - $step_name"
+  step_name=
+  echo "=== [$(( $(date +%s) - t0 )) s] $1: ok ($step_no steps)"
+}
 v() { virsh -c qemu:///system "$@"; }
 
 wait_for() { # seconds description command...
@@ -66,4 +79,55 @@ bench_settle() {
     sleep 1
   done
   fail "the last run's units are still there after 600 s"
+}
+
+# The node a scenario starts from, whatever the one before it in the same boot left, also when it
+# failed midway (run-scenarios.sh): no kubelet, VRI purged with the drop-ins the scenarios add, no
+# libvirt domain and no operator's hook, containerd stopped with no container and no state left, as
+# Debian ships it. On a node just booted it finds nothing to do, and starts no daemon.
+fresh_node() {
+  systemctl stop kubelet 2> /dev/null || true
+  grep -o ' /var/lib/kubelet[^ ]*' /proc/mounts | sort -r | xargs -r umount -l
+  rm -rf /etc/systemd/system/kubelet.service /usr/local/bin/kubelet /etc/kubernetes /var/lib/kubelet
+  if dpkg -s vri > /dev/null 2>&1; then
+    apt-get purge -y -q vri > /tmp/fresh-node.out 2>&1 || { cat /tmp/fresh-node.out; fail "apt-get purge vri"; }
+  fi
+  rm -rf /etc/systemd/system/vrid.service.d /etc/systemd/system/vri-cri-shim.service.d \
+    /etc/systemd/system/vri-nri-plugin.service.d /var/lib/vri /etc/vri
+  if systemctl is-active -q libvirtd; then
+    for domain in $(v list --all --name); do
+      v destroy "$domain" > /dev/null 2>&1 || true
+      v undefine --managed-save "$domain" > /dev/null || fail "virsh undefine $domain"
+    done
+    if [ -e /etc/libvirt/hooks/qemu ]; then
+      rm /etc/libvirt/hooks/qemu
+      systemctl restart libvirtd  # it looks for hooks when it starts
+    fi
+  fi
+  rm -f /etc/libvirt/hooks/qemu
+  # Containers outlive containerd (KillMode=process): their processes, shims and mounts go too.
+  systemctl stop containerd 2> /dev/null || true
+  systemctl stop 'cri-containerd-*.scope' 'kubepods*.slice' 2> /dev/null || true
+  [ ! -d /sys/fs/cgroup/kubepods ] || { echo 1 > /sys/fs/cgroup/kubepods/cgroup.kill; }  # the cgroupfs driver's
+  pkill -9 -f containerd-shim 2> /dev/null || true
+  grep -oE ' /(run|var/lib)/containerd[^ ]*' /proc/mounts | sort -r | xargs -r umount -l
+  if [ -d /sys/fs/cgroup/kubepods ]; then
+    wait_for 60 "the cgroupfs driver's pods to end" sh -c \
+      '! find /sys/fs/cgroup/kubepods -name cgroup.procs -exec cat {} + | grep -q .'
+    find /sys/fs/cgroup/kubepods -depth -type d -exec rmdir {} \;
+  fi
+  rm -rf /var/lib/containerd /run/containerd /etc/containerd/config.toml /etc/containerd/conf.d \
+    /etc/systemd/system/containerd.service /usr/local/bin/containerd /usr/local/bin/containerd-shim-runc-v2 \
+    /usr/local/bin/ctr
+  ip link del vri0 2> /dev/null || true
+  systemctl daemon-reload
+  # CPUs a cgroup still holds exclusively (cpuset partitions, Linux 6.7+) would refuse the next
+  # scenario's grants: named, then given back, deepest first (a parent's exclusive CPUs must hold its
+  # children's).
+  for f in $(find /sys/fs/cgroup -mindepth 2 -name cpuset.cpus.partition | sort -r); do
+    [ "$(cat "$f")" = member ] || { echo "fresh node: ${f#/sys/fs/cgroup/} was $(cat "$f")"; echo member > "$f"; }
+  done
+  for f in $(find /sys/fs/cgroup -mindepth 2 -name cpuset.cpus.exclusive | sort -r); do
+    [ -z "$(cat "$f")" ] || { echo "fresh node: ${f#/sys/fs/cgroup/} held $(cat "$f")"; echo > "$f"; }
+  done
 }

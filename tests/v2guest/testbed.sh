@@ -4,6 +4,8 @@
 # runs one suite inside it with this build's binaries.
 #
 #   tests/v2guest/testbed.sh <build-dir> <suite>     suite: a script in tests/v2guest/suites/
+#   SCENARIOS=a,b tests/v2guest/testbed.sh <build-dir> <suite>
+#                                    of a suite of scenarios, only those (the rest are reported skipped)
 #
 # A suite may ask for more than the base guest in its header:
 #   # guest-packages: a,b,c      Debian packages baked into its image (the guest has no apt source)
@@ -16,6 +18,11 @@
 #                                        copied to <build-dir>/v2guest/peers/<peer>/ for the guest
 #   # guest-suite: systemd       run that suite's script, with its header where this one is silent
 #                                (the same suite on another kernel, with results of its own)
+#   # guest-scenarios: node systemd kubelet
+#                                one boot for several suites, run in turn as scenarios
+#                                (tests/v2guest/run-scenarios.sh): the image holds what each asks
+#                                for, vCPUs and memory are the largest any asks for; a scenario that
+#                                fails ends, its result is reported, and the next one runs
 # The kernel and each image are cached outside the clone, in $VRI_CACHE_DIR (default
 # /var/cache/vri-test)/v2guest/, keyed by the package list and these scripts. The build directory
 # is shared read-only at its own absolute path, so host-built binaries run as they are;
@@ -45,11 +52,23 @@ if [ -n "$base" ]; then
   [ -f "$body" ] || fail suite "suite $suite runs suite $base, which does not exist"
 fi
 header() { local v; v=$(own_header "$1" "$script"); [ -n "$v" ] || v=$(own_header "$1" "$body"); echo "$v"; }
+scenarios=$(own_header scenarios "$script")
+for scenario in $scenarios; do
+  [ -f "$here/suites/$scenario.sh" ] || fail suite "suite $suite runs scenario $scenario, which does not exist"
+done
+# What the boot's scenarios ask for together: every package and peer, the largest vCPU count and memory,
+# the depends of VRI's package if any asks. Its own header comes first (the kernel and the time are its).
+all_headers() { # name: one value per line, from the suite and its scenarios
+  header "$1"
+  for scenario in $scenarios; do own_header "$1" "$here/suites/$scenario.sh"; done
+}
+joined() { all_headers "$1" | tr ',' '\n' | sed '/^$/d' | sort -u | paste -sd, -; }
+largest() { all_headers "$1" | sed '/^$/d' | sort -n | tail -1; }
 
 # What the guest runs besides systemd: the libraries vrid and the tests link, and what the suite asks for.
 packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2,libyaml-cpp0.7,libmicrohttpd12
-[ -n "$(header packages)" ] && packages="$packages,$(header packages)"
-if [ "$(header package-depends)" = yes ]; then
+[ -n "$(joined packages)" ] && packages="$packages,$(joined packages)"
+if all_headers package-depends | grep -qx yes; then
   deb=$(ls "$build"/package/vri_*.deb 2>/dev/null | head -1)
   [ -n "$deb" ] || fail image "suite $suite installs VRI's package: build it first (scripts/build-package.sh $build/package)"
   # "libc6 (>= 2.34), libgrpc++1.51, libvirt0 (>= 6.5.0) | foo" -> libc6,libgrpc++1.51,libvirt0
@@ -91,10 +110,12 @@ flock -u 9
 # The suite runs from the shared build directory, so it is copied there.
 mkdir -p "$build/v2guest/suites"
 cp "$body" "$build/v2guest/suites/$suite.sh"
+for scenario in $scenarios; do cp "$here/suites/$scenario.sh" "$build/v2guest/suites/"; done
+cp "$here/run-scenarios.sh" "$build/v2guest/suites/"
 cp "$here/node_helpers.sh" "$build/v2guest/suites/"  # the node suites' shell helpers
 cp -r "$here/../data/kubelet" "$build/v2guest/suites/"  # kubelet's configuration, as the unit tests read it
 # The peers, copied out of their cache: the guest sees only the build directory.
-for peer in $(header peers | tr ',' ' '); do
+for peer in $(joined peers | tr ',' ' '); do
   [ -d "$build/peers/$peer" ] || fail suite "suite $suite runs $peer: build it first (scripts/build-peers.sh $build/peers)"
   rm -rf "$build/v2guest/peers/$peer"
   mkdir -p "$build/v2guest/peers/$peer"
@@ -103,13 +124,15 @@ done
 out=$build/v2guest/out-$suite
 rm -rf "$out"
 timeout=$(header timeout); timeout=${TIMEOUT:-${timeout:-900}}
-smp=${GUEST_SMP:-$(header smp)}; mem=$(header mem)
+smp=${GUEST_SMP:-$(largest smp)}; mem=$(largest mem)
+# By hand, some scenarios of a suite of them: the guest's runner reads the list off its command line.
+only=${SCENARIOS:+guest.scenarios=$SCENARIOS}
 boot=$(date +%s)
 stage boot "suite $suite (timeout $timeout s)"
 boot_guest() {
   TIMEOUT=$timeout SMP=${smp:-2} MEM=${mem:-2048} KERNEL="$kernel/vmlinux" INITRD="$kernel/initrd.cpio.gz" \
     "$here/run-guest.sh" "$image/rootfs.img" "$build" "$out" \
-    "guest.in=$build" "guest.run=$build/v2guest/suites/$suite.sh" hugepagesz=2M hugepages=64
+    "guest.in=$build" "guest.run=$build/v2guest/suites/$suite.sh" hugepagesz=2M hugepages=64 $only
 }
 set +e
 boot_guest

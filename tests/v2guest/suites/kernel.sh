@@ -6,7 +6,7 @@
 set -e
 cd /
 echo +hugetlb > /sys/fs/cgroup/cgroup.subtree_control
-systemd-run --quiet --unit=vri-holder --slice=vri.slice sleep infinity  # makes vri.slice exist
+systemctl is-active -q vri-holder || systemd-run --quiet --unit=vri-holder --slice=vri.slice sleep infinity  # makes vri.slice exist
 echo +hugetlb > /sys/fs/cgroup/vri.slice/cgroup.subtree_control
 echo "hugetlb enabled on / and /vri.slice; running in a delegated scope"
 systemd-run --scope --quiet --slice=vri.slice --unit=vri-kernel -p Delegate=yes \

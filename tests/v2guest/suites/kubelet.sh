@@ -16,6 +16,7 @@
 set -eu
 cd /
 fail() {
+  step_failed "$*"
   echo "kubelet: FAIL: $*"
   journalctl -u kubelet --no-pager -o short-monotonic | grep -v ' I[0-9]' | tail -n 40
   journalctl -u vrid -u vri-cri-shim -u vri-nri-plugin -u containerd --no-pager -o short-monotonic | tail -n 60
@@ -23,6 +24,7 @@ fail() {
 }
 uuid_prefix=7c2e1d3f-8a4b-4d5e-9f60-
 . "$(dirname "$0")/node_helpers.sh"
+fresh_node
 here=$(dirname "$0")
 cg=/sys/fs/cgroup
 peers=$GUEST_IN/v2guest/peers
@@ -302,12 +304,16 @@ run_scenarios() { # driver way(nri|shim)
   on_cpus g1 "$g" || fail "g1 moved: $(views g1)"
 
   step "[$pass] steady: $placer sends no more updates"
-  quiet_reconcile  # steady: vrid's reconcile finds nothing to repair
+  # What could start updates on a steady node is a loop: an update the runtime writes to a cgroup, a
+  # reconcile that repairs it, a pool event that brings another update. Counted over two reconciles
+  # that each repair nothing, after the last update the VM's grant caused: no update.
+  quiet_reconcile
   quiet=$(date '+%Y-%m-%d %H:%M:%S')
-  sleep 20  # the window watched: an absence of updates is only seen over time
+  quiet_reconcile
+  quiet_reconcile
   n=$(placer_updates_since "$quiet")
   [ "$n" = 0 ] || fail "$placer sent $n updates on a steady node"
-  echo "no update in 20 s"
+  echo "no update over two reconciles that repaired nothing"
 
   step "[$pass] a pod kubelet admits but VRI's pool cannot hold: refused, backed off, created once the VM is gone"
   manifest g2 guaranteed 1
@@ -320,6 +326,9 @@ run_scenarios() { # driver way(nri|shim)
   [ "$g2" != "$g" ] || fail "g2 on g1's CPU"
 
   step "[$pass] a crashed container is restarted by kubelet under a new id on its CPU; garbage collection releases nothing it holds"
+  # g2 goes now, for the sidecar's CPU below: kubelet removes its sandbox, and vrid releases it, at the
+  # same garbage collection that this step waits for.
+  rm "$manifests/g2.yaml"
   first=$(container_of g1)
   kill_app() { pid=$(direct_pid "$1"); kill -9 "$pid" || fail "kill $pid"; }
   kill_app "$first"
@@ -342,7 +351,6 @@ run_scenarios() { # driver way(nri|shim)
   vrictl list --pods | grep "g1-$node" | grep -q "$g" || fail "vrid no longer holds CPU $g for g1: $(vrictl list --pods)"
 
   step "[$pass] a sidecar keeps its CPU; the app takes the init container's once it exits"
-  rm "$manifests/g2.yaml"
   wait_for 300 "vrid releasing g2" sh -c "! vrictl list --pods | grep -q 'g2-$node'"
   cat > /tmp/s1.yaml <<EOF2
 apiVersion: v1
@@ -393,18 +401,23 @@ EOF2
     echo "after restarting $unit: the same"
   done
 
-  step "[$pass] vrid down for 30 s while kubelet starts a pod: nothing is created, the pod starts once vrid is back"
+  step "[$pass] vrid down while kubelet starts a pod: its sandbox refused, nothing is created, the pod starts once vrid is back"
   unit stop vrid
+  down=$(date '+%Y-%m-%d %H:%M:%S')
   manifest p3 burstable 100m
-  sleep 30
+  # Counted, not timed: kubelet's attempt at p3's sandbox, refused for want of vrid, is the event
+  # that would have made one.
+  p3_refusals() { journalctl -u kubelet --since "$down" -o cat | grep '"Failed to create sandbox for pod"' | grep "pod=\"default/p3-$node\""; }
+  p3_refused() { p3_refusals | grep -q "did not answer RunPodSandbox for pod default/p3-$node"; }
+  wait_for 180 "kubelet's attempt at p3's sandbox, refused" p3_refused
   direct pods | grep -q " p3-$node " && fail "a sandbox for p3 was made without vrid: $(direct pods)"
-  echo "after 30 s: kubelet shows p3's app as '$(kubelet_view p3 app)'; no sandbox"
+  echo "kubelet's attempts at p3's sandbox: $(p3_refusals | wc -l), refused ($(p3_refusals | head -1 | grep -o '[a-z-]*: vrid did not answer RunPodSandbox[^;]*')); no sandbox"
   unit start vrid
   back=$(date +%s)
-  for i in 1 2 3 4 5 6 7 8 9 10; do
+  for i in $(seq 1 200); do
     running p3 && break
-    echo "$((i * 20 - 20)) s after vrid's return: kubelet shows p3's app as '$(kubelet_view p3 app)'; sandboxes: $(direct pods | awk '$2 == "p3-'$node'" {print $1, $4}')"
-    sleep 20
+    [ $((i % 20)) = 1 ] && echo "$((i - 1)) s after vrid's return: kubelet shows p3's app as '$(kubelet_view p3 app)'; sandboxes: $(direct pods | awk '$2 == "p3-'$node'" {print $1, $4}')"
+    sleep 1
   done
   running p3 || fail "p3 did not start within 200 s of vrid's return"
   echo "p3 running $(( $(date +%s) - back )) s after vrid returned: $(views p3)"
@@ -485,4 +498,4 @@ unit stop kubelet
 echo "kubelet: $(journalctl -u kubelet --since "$since" -o cat | grep -m1 'the runtime runs with')"
 
 run_scenarios cgroupfs shim
-step "done"
+steps_done kubelet

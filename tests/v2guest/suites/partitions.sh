@@ -174,7 +174,12 @@ expect_state $cg/vri-vm/vcpu0 root "a threaded cgroup may be a remote partition 
 [ "$(allowed $vm)" = 1 ] || fail "the thread in the threaded partition may run on $(allowed $vm)"
 expect_eff $B 0,2 "the shared CPUs without the thread group's 1 and g1's 3"
 put member $cg/vri-vm/vcpu0/cpuset.cpus.partition
+# Gone again, with its exclusive CPU: what runs after this suite in the same boot may take CPU 1.
+put "" $cg/vri-vm/vcpu0/cpuset.cpus.exclusive
+put "" $cg/vri-vm/cpuset.cpus.exclusive
 kill $vm
+wait $vm 2> /dev/null
+rmdir $cg/vri-vm/vcpu0 $cg/vri-vm || fail "the thread group's cgroups are still there"
 warnings && echo "  (no kernel warning)"
 
 step "g1's partition released in 4 writes"

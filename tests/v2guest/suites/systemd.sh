@@ -15,17 +15,23 @@
 set -eu
 cd /
 fail() {
+  step_failed "$*"
   echo "systemd: FAIL: $*"
   journalctl -u vrid -u vri-cri-shim -u containerd --no-pager -o short-monotonic | tail -n 80
   exit 1
 }
 uuid_prefix=6e1f0c2d-7a3b-4c5d-9e6f-
 . "$(dirname "$0")/node_helpers.sh"
+fresh_node
 cri() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/vri/cri.sock "$@"; }
 # containerd's own answers, whether the shim runs or not.
 containerd_ps() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock ps; }
 list() { tr ' ' '\n' | sed '/^$/d' | paste -sd, -; }  # systemd's "0 2-3" -> "0,2-3"
 cg=/sys/fs/cgroup
+# What systemd writes to cgroups after a reload, a re-exec or a property change, it writes from its
+# cgroup realize queue, which its main loop empties before it reads the next D-Bus request: once a
+# later request is answered, the writes are done, and the kernel's files say what they left.
+systemd_settled() { wait_for 60 "systemd answering again" systemctl show -p Version --value; }
 
 
 # vrid with its flags in a drop-in; `units` is off or on.
@@ -192,7 +198,7 @@ echo "ded-b on CPU $z; b1 on $narrowed; machine.slice's weight $weight, its CPUW
 undone=
 for trigger in daemon-reload daemon-reexec; do
   systemctl $trigger
-  sleep 3
+  systemd_settled
   now=$(cat "$b1_dir/cpuset.cpus.effective"); now_weight=$(cat $cg/machine.slice/cpu.weight)
   echo "after systemctl $trigger: b1 on $now, machine.slice's weight $now_weight"
   [ "$now" = "$narrowed" ] && [ "$now_weight" = "$weight" ] || undone="$undone $trigger"
@@ -239,7 +245,7 @@ shared=$(shared_pool)
 [ "$(cat "$b1_dir/cpuset.cpus.effective")" = "$shared" ] || fail "b1 was not narrowed to $shared"
 snapshot > /tmp/before.txt
 systemctl daemon-reload
-sleep 2
+systemd_settled
 same_as /tmp/before.txt "daemon-reload"
 [ "$(cat "$b1_dir/cpuset.cpus.effective")" = "$shared" ] || fail "b1 left $shared"
 pid=$(head -1 "$b1_dir/cgroup.procs")
@@ -252,7 +258,7 @@ snapshot > /tmp/before.txt
 step "systemctl set-property on a pod slice"
 pod_slice=$(basename "$(dirname "$b1_dir")")
 systemctl set-property --runtime "$pod_slice" TasksMax=4000 || fail "set-property $pod_slice"
-sleep 2
+systemd_settled
 same_as /tmp/before.txt "set-property on $pod_slice"
 
 for service in containerd libvirtd vrid vri-cri-shim; do
@@ -297,4 +303,4 @@ cri rm g1 >/dev/null || fail "rm g1"
 cri rm b1 >/dev/null || fail "rm b1"
 v destroy ded-a >/dev/null; v destroy ded-b >/dev/null
 wait_for 30 "the whole pool back" sh -c "[ \"\$(systemctl show -p AllowedCPUs --value kubepods-burstable.slice | tr ' ' ',')\" = '$all' ]"
-step "systemd: ok"
+steps_done systemd

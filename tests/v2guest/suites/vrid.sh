@@ -6,7 +6,7 @@ cd /
 export VRI_TEST_TIME_SCALE=10
 # hugetlb on the path down to the scopes (systemd never enables it), as the kernel suite does.
 echo +hugetlb > /sys/fs/cgroup/cgroup.subtree_control
-systemd-run --quiet --unit=vri-holder --slice=vri.slice sleep infinity
+systemctl is-active -q vri-holder || systemd-run --quiet --unit=vri-holder --slice=vri.slice sleep infinity
 echo +hugetlb > /sys/fs/cgroup/vri.slice/cgroup.subtree_control
 systemd-run --scope --quiet --slice=vri.slice --unit=vri-vrid -p Delegate=yes \
   -E VRI_TEST_TIME_SCALE=10 "$GUEST_IN/tests/vrid_v2_test" --gtest_color=no

@@ -1,0 +1,10 @@
+#!/bin/sh
+# Debian 12's second kernel, 6.12, in one boot: cgroup v2 cpuset partitions read off the kernel and
+# vrid's partition mode (partitions), then the systemd scenario, where vrid uses cpuset partitions by
+# itself: containerd reports a shared container's cpuset as the wide set VRI writes and the kernel
+# narrows (compared by effective sets), Guaranteed pods' scopes are root partitions, and the shim's
+# pool follower sends containerd nothing for a shared container when another pod takes exclusive CPUs.
+# guest-scenarios: partitions systemd
+# guest-kernel: linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1
+# guest-timeout: 1800
+exec sh "$(dirname "$0")/run-scenarios.sh" "$0"

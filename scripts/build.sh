@@ -17,6 +17,12 @@ case "$build_dir" in /*) ;; *) build_dir="$repo/$build_dir" ;; esac
 export CCACHE_BASEDIR="$repo"
 export CCACHE_NOHASHDIR=1
 
+# The linker: gold, which links a test program in half the time of ld.bfd here (tests/vrid_api_test:
+# 0.96 s against 2.17 s; the trees hold ~130 programs). Linking is not cached, so this is most of a
+# build whose objects all come from ccache. The package links with the toolchain's default.
+# VRI_LINKER=bfd for that one.
+linker=-fuse-ld=${VRI_LINKER:-gold}
+ldflags=$linker
 flags=()
 if [ "${VRI_FLAGS:-}" = package ]; then
   # The flags the package's build compiles with: dpkg-buildflags with debian/rules' options, asked
@@ -28,9 +34,10 @@ if [ "${VRI_FLAGS:-}" = package ]; then
   buildflag() { (cd "$repo" && DEB_BUILD_MAINT_OPTIONS=$maint dpkg-buildflags --get "$1"); }
   cppflags=$(buildflag CPPFLAGS)
   flags=(-DCMAKE_BUILD_TYPE=None "-DCMAKE_C_FLAGS=$(buildflag CFLAGS) $cppflags"
-    "-DCMAKE_CXX_FLAGS=$(buildflag CXXFLAGS) $cppflags" "-DCMAKE_EXE_LINKER_FLAGS=$(buildflag LDFLAGS)"
-    "-DCMAKE_SHARED_LINKER_FLAGS=$(buildflag LDFLAGS)")
+    "-DCMAKE_CXX_FLAGS=$(buildflag CXXFLAGS) $cppflags")
+  ldflags="$(buildflag LDFLAGS) $linker"
 fi
+flags+=("-DCMAKE_EXE_LINKER_FLAGS=$ldflags" "-DCMAKE_SHARED_LINKER_FLAGS=$ldflags")
 
 cmake -S "$repo" -B "$build_dir" -G Ninja "${flags[@]}" "$@" >/dev/null
 # shellcheck disable=SC2086  # a list of targets

@@ -1,5 +1,6 @@
 // Topologies read through real hwloc: synthetic strings, XML exports and the live machine.
 #include "accounting/hwloc_topology.h"
+#include "tests/support/test_paths.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

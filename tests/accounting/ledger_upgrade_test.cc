@@ -11,6 +11,7 @@
 #include "accounting/ledger.h"
 #include "accounting/sqlite_ledger_store.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {

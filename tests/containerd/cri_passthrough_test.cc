@@ -22,6 +22,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/generic_call.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tests/containerd/kubelet_side_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "tests/containerd/nri_plugin_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {
@@ -34,12 +35,12 @@ namespace cri = ::runtime::v1;
 TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePluginIsAway) {
   const std::string dropIn = kUnderTest.root + "/conf.d/vri-required.toml";
   std::filesystem::create_directories(kUnderTest.root + "/conf.d");
-  std::filesystem::create_symlink(VRI_SOURCE_DIR "/deploy/containerd-vri-required.toml", dropIn);
+  std::filesystem::create_symlink(std::string(VRI_SOURCE_DIR) + "/deploy/containerd-vri-required.toml", dropIn);
   std::string output;
   const auto restartContainerd = [&] {
     return testing::runCommand(
-        {VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour}, &output,
-        tmp_.sub("restart.out"));
+        {std::string(VRI_SOURCE_DIR) + "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour},
+        &output, tmp_.sub("restart.out"));
   };
   ASSERT_EQ(restartContainerd(), 0) << output;
   struct Unrequire {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "tests/containerd/nri_plugin_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {
@@ -51,10 +52,10 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
 
   // containerd restarts: the plugin registers again, and nothing changes.
   std::string output;
-  ASSERT_EQ(
-      testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour},
-                          &output, tmp_.sub("restart.out")),
-      0)
+  ASSERT_EQ(testing::runCommand({std::string(VRI_SOURCE_DIR) + "/tests/containerd/containerd-fixture.sh", "restart",
+                                 kUnderTest.flavour},
+                                &output, tmp_.sub("restart.out")),
+            0)
       << output;
   ASSERT_TRUE(testing::eventually([&] { return count(pluginLog(), "registered with the runtime's NRI") == 2; },
                                   std::chrono::seconds(30)))

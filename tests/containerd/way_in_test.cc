@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tests/containerd/kubelet_side_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {
@@ -222,10 +223,10 @@ TEST_P(WayInTest, RestartingThePlacerVridAndContainerdInTurnChangesNoCpuset) {
   })) << placerLog();
   const size_t registered = registrations();
   std::string out;
-  ASSERT_EQ(
-      testing::runCommand({VRI_SOURCE_DIR "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour},
-                          &out, tmp_.sub("out")),
-      0)
+  ASSERT_EQ(testing::runCommand({std::string(VRI_SOURCE_DIR) + "/tests/containerd/containerd-fixture.sh", "restart",
+                                 kUnderTest.flavour},
+                                &out, tmp_.sub("out")),
+            0)
       << out;
   if (way() == WayIn::kNri) {
     ASSERT_TRUE(awaitRegistrationAfter(registered)) << placerLog();

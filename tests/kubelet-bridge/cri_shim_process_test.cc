@@ -14,6 +14,7 @@
 #include "cgroup-model/unix_socket.h"
 #include "kubelet-bridge/cri.grpc.pb.h"
 #include "tests/support/eventually.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {

@@ -9,6 +9,7 @@
 
 #include "libvirt-bridge/cputune_writer.h"
 #include "libvirt-bridge/vm_request.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {

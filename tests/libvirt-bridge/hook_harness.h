@@ -13,6 +13,7 @@
 #include <string>
 
 #include "libvirt-bridge/hook.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/daemon_harness.h"
 
 namespace vri::testing {

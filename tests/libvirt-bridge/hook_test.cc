@@ -15,6 +15,7 @@
 #include "libvirt-bridge/domain_xml.h"
 #include "tests/libvirt-bridge/hook_harness.h"
 #include "tests/support/child_process.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {

@@ -2,6 +2,7 @@
 // libvirtd and of vrid, save/restore, define-time placement, hot-plugged vCPUs.
 // CPU 0 reserved (still shared), CPU 1 free for one dedicated vCPU.
 #include "tests/libvirt/libvirt_e2e_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {
@@ -68,7 +69,7 @@ TEST_F(LibvirtEndToEndTest, LibvirtdRestartReconnectsAndChangesNothing) {
   const auto db_before = vm("vri-test-db");
   ASSERT_TRUE(db_before.has_value());
   std::string out;
-  ASSERT_EQ(testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "restart"}, &out,
+  ASSERT_EQ(testing::runCommand({std::string(VRI_SOURCE_DIR) + "/tests/libvirt/libvirt-fixture.sh", "restart"}, &out,
                                 tmp_.sub("restart.out")),
             0)
       << out;

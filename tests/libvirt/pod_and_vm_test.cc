@@ -13,6 +13,7 @@
 #include "tests/libvirt/libvirt_harness.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {

@@ -3,6 +3,7 @@
 // VRI's record in the live XML agree; a save/restore then places it afresh; a
 // move while libvirtd is down is pending and lands when it is back.
 #include "tests/libvirt/libvirt_e2e_fixture.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {
@@ -119,18 +120,18 @@ TEST_F(LibvirtMovesTest, AMoveWhileLibvirtdIsDownIsPendingAndLandsWhenItIsBack) 
   const std::string to = from == "0" ? "1" : "0";
   ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", from));
   std::string out;
-  ASSERT_EQ(
-      testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "stop"}, &out, tmp_.sub("fixture.out")),
-      0)
+  ASSERT_EQ(testing::runCommand({std::string(VRI_SOURCE_DIR) + "/tests/libvirt/libvirt-fixture.sh", "stop"}, &out,
+                                tmp_.sub("fixture.out")),
+            0)
       << out;
   // The ledger and the kernel move; libvirt cannot be told: vrictl says so and exits 1.
   EXPECT_EQ(vrictl({"vcpupin", "vri-test-db", "0", to}, &out), 1) << out;
   EXPECT_THAT(out, HasSubstr("pending"));
   EXPECT_EQ(placedCpu("vri-test-db"), to);
   EXPECT_EQ(cpus(scope("vri-test-db") + "/vcpu0"), to);
-  ASSERT_EQ(
-      testing::runCommand({VRI_SOURCE_DIR "/tests/libvirt/libvirt-fixture.sh", "start"}, &out, tmp_.sub("fixture.out")),
-      0)
+  ASSERT_EQ(testing::runCommand({std::string(VRI_SOURCE_DIR) + "/tests/libvirt/libvirt-fixture.sh", "start"}, &out,
+                                tmp_.sub("fixture.out")),
+            0)
       << out;
   // Back: the reconnect keeps the ledger's move (the live XML still read as before it) and tells libvirt.
   ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", to));

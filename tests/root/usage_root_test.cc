@@ -19,6 +19,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/loopback_http.h"
 #include "tests/support/pseudo_terminal.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri::testing {

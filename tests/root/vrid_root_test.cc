@@ -17,6 +17,7 @@
 #include "cgroup-model/unix_socket.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/root/real_v1_subtree.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {

@@ -68,7 +68,7 @@ largest() { all_headers "$1" | sed '/^$/d' | sort -n | tail -1; }
 # What the guest runs besides systemd: the libraries vrid and the tests link, and what the suite asks for.
 packages=libgrpc++1.51,libprotobuf32,libhwloc15,libsqlite3-0,libvirt0,libxml2,libyaml-cpp0.7,libmicrohttpd12
 [ -n "$(joined packages)" ] && packages="$packages,$(joined packages)"
-if all_headers package-depends | grep -qx yes; then
+if [ "$(all_headers package-depends | grep -cx yes)" != 0 ]; then  # not grep -q: it would close the pipe early
   deb=$(ls "$build"/package/vri_*.deb 2>/dev/null | head -1)
   [ -n "$deb" ] || fail image "suite $suite installs VRI's package: build it first (scripts/build-package.sh $build/package)"
   # "libc6 (>= 2.34), libgrpc++1.51, libvirt0 (>= 6.5.0) | foo" -> libc6,libgrpc++1.51,libvirt0

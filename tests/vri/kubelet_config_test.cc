@@ -11,6 +11,7 @@
 #include <fstream>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "tests/support/eventually.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {

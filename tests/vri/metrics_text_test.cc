@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "tests/support/test_paths.h"
 #include "tests/vri/decision_pipeline_harness.h"
 
 namespace vri::testing {

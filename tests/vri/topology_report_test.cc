@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "accounting/hwloc_topology.h"
+#include "tests/support/test_paths.h"
 
 namespace vri {
 namespace {

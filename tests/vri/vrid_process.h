@@ -18,6 +18,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/temp_dir.h"
+#include "tests/support/test_paths.h"
 
 namespace vri::testing {
 

@@ -13,6 +13,7 @@
 #include "proto/vri.grpc.pb.h"
 #include "tests/proto/reflection_client.grpc.pb.h"
 #include "tests/support/eventually.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri {

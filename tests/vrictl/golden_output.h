@@ -12,6 +12,7 @@
 #include <string>
 
 #include "cgroup-model/version.h"
+#include "tests/support/test_paths.h"
 
 namespace vri::testing {
 

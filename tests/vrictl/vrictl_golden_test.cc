@@ -5,6 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_api_fixture.h"
 #include "tests/vri/vrid_process.h"
 #include "tests/vrictl/golden_output.h"

@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "tests/support/pseudo_terminal.h"
+#include "tests/support/test_paths.h"
 #include "tests/vri/vrid_api_fixture.h"
 #include "tests/vri/vrid_process.h"
 

@@ -83,7 +83,9 @@ TEST_F(LibvirtEndToEndTest, LibvirtdRestartReconnectsAndChangesNothing) {
   })) << vrid_->log();
   EXPECT_EQ(cpus(db + "/vcpu0") + "|" + cpus(db + "/emulator") + "|" + cpus(web + "/vcpu0"), before);
   EXPECT_EQ(vmCount(), 2);
-  EXPECT_EQ(vm("vri-test-db")->allocation().DebugString(), db_before->allocation().DebugString());
+  const auto db_after = vm("vri-test-db");
+  ASSERT_TRUE(db_after.has_value()) << vrid_->log();
+  EXPECT_EQ(db_after->allocation().DebugString(), db_before->allocation().DebugString());
 }
 
 TEST_F(LibvirtEndToEndTest, RestartedVridAdoptsTheRunningVm) {

@@ -17,9 +17,11 @@ cache=${VRI_CACHE_DIR:-/var/cache/vri-test}/packages/$commit
 if ! ls "$cache"/vri_*.deb >/dev/null 2>&1; then
   echo "first-package: building $tag ($commit) once"
   rm -rf "$cache.partial"
-  # Built once per machine, to be installed and upgraded from: no tests, no optimisation (fortify
-  # goes with it), and no compiler cache (its objects are never asked for again).
-  DEB_BUILD_OPTIONS="nocheck noopt parallel=$(nproc)" CCACHE_DISABLE=1 \
+  # Built once per machine, to be installed and upgraded from: no tests run, no optimisation
+  # (fortify goes with it), no debug information (nothing reads it), and no compiler cache (its
+  # objects are never asked for again).
+  DEB_BUILD_OPTIONS="nocheck noopt parallel=$(nproc)" DEB_CFLAGS_STRIP=-g DEB_CXXFLAGS_STRIP=-g \
+    CCACHE_DISABLE=1 \
     "$repo/scripts/build-package.sh" "$cache.partial" "$commit" > "$build/first-package.log" 2>&1 ||
     { tail -n 40 "$build/first-package.log"; echo "first-package: building $tag failed" >&2; exit 1; }
   rm -rf "$cache.partial/src"  # the .deb is what is kept

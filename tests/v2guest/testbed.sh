@@ -16,8 +16,6 @@
 #   # guest-timeout: 1800        seconds (default 900)
 #   # guest-peers: kubelet,containerd   programs built by scripts/build-peers.sh <build-dir>/peers,
 #                                        copied to <build-dir>/v2guest/peers/<peer>/ for the guest
-#   # guest-suite: systemd       run that suite's script, with its header where this one is silent
-#                                (the same suite on another kernel, with results of its own)
 #   # guest-scenarios: node systemd kubelet
 #                                one boot for several suites, run in turn as scenarios
 #                                (tests/v2guest/run-scenarios.sh): the image holds what each asks
@@ -45,13 +43,7 @@ fail() {
 }
 [ -f "$script" ] || fail suite "no suite $suite in $here/suites"
 own_header() { sed -n "s/^# guest-$1: *//p" "$2" | head -1; }
-body=$script
-base=$(own_header suite "$script")
-if [ -n "$base" ]; then
-  body=$here/suites/$base.sh
-  [ -f "$body" ] || fail suite "suite $suite runs suite $base, which does not exist"
-fi
-header() { local v; v=$(own_header "$1" "$script"); [ -n "$v" ] || v=$(own_header "$1" "$body"); echo "$v"; }
+header() { own_header "$1" "$script"; }
 scenarios=$(own_header scenarios "$script")
 for scenario in $scenarios; do
   [ -f "$here/suites/$scenario.sh" ] || fail suite "suite $suite runs scenario $scenario, which does not exist"
@@ -109,7 +101,7 @@ flock -u 9
 
 # The suite runs from the shared build directory, so it is copied there.
 mkdir -p "$build/v2guest/suites"
-cp "$body" "$build/v2guest/suites/$suite.sh"
+cp "$script" "$build/v2guest/suites/$suite.sh"
 for scenario in $scenarios; do cp "$here/suites/$scenario.sh" "$build/v2guest/suites/"; done
 cp "$here/run-scenarios.sh" "$build/v2guest/suites/"
 cp "$here/node_helpers.sh" "$build/v2guest/suites/"  # the node suites' shell helpers

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Builds the outside programs the tests run that Debian 12 does not have, from their Go modules at
 # the versions pinned in tests/peers/<peer>/go.mod and go.sum, with this machine's Go:
-#   kubelet      k8s.io/kubernetes cmd/kubelet (a wrapper module: kubernetes' own go.mod points its
-#                staging modules at directories a module download lacks)
+#   kubernetes   kubelet, kube-apiserver, kube-controller-manager and kubectl from k8s.io/kubernetes,
+#                kube-scheduler with the NodeResourceTopologyMatch plugin, and etcd, in one wrapper
+#                module (kubernetes' own go.mod points its staging modules at directories a module
+#                download lacks; tests/peers/kubernetes/go.mod)
 #   containerd   containerd 2.x, containerd-shim-runc-v2 and ctr (runc is Debian's), at the release
 #                the containerd 2.x tests run on; containerd-2.0 and containerd-2.4, the oldest and
 #                newest 2.x lines, for the NRI plugin's tests
@@ -10,7 +12,7 @@
 #   scripts/build-peers.sh [OUT]      (OUT defaults to build/peers)
 #
 # Each peer's programs are cached outside the clone, in $VRI_CACHE_DIR (default /var/cache/vri-test)
-# /peers/<peer>-<key>/, keyed by its go.mod, go.sum, Go's version and this script; Go's module and
+# /peers/<peer>-<key>/, keyed by its wrapper module's files, Go's version and this script; Go's module and
 # build caches are kept there too (go/mod, go/build), so a fresh clone builds nothing twice. OUT
 # gets <peer>/ with links to the cached programs. Prints, per peer, whether it was built or cached,
 # how long it took and what it downloaded. A peer that cannot be built fails the script with Go's
@@ -39,7 +41,7 @@ build_peer() {
   shift
   local module=$repo/tests/peers/$name
   local key
-  key=$( { cat "$module/go.mod" "$module/go.sum" "$0"; echo "$go_version"; } | sha256sum | cut -c1-16)
+  key=$( { find "$module" -type f | sort | xargs cat; cat "$0"; echo "$go_version"; } | sha256sum | cut -c1-16)
   local dir=$cache/$name-$key
   if [ -f "$dir/.complete" ]; then
     say "$name: cached ($dir)"
@@ -76,13 +78,21 @@ build_peer() {
   "$out/$name/$(basename "${1%%|*}")" --version 2>&1 | head -1 | sed "s/^/build-peers: $name: /"
 }
 
-kubernetes=$(required_version "$repo/tests/peers/kubelet" k8s.io/kubernetes)
+kubernetes=$(required_version "$repo/tests/peers/kubernetes" k8s.io/kubernetes)
 version_pkg=k8s.io/component-base/version
 minor=${kubernetes#v1.}
 minor=${minor%%.*}
-build_peer kubelet "k8s.io/kubernetes/cmd/kubelet|-X $version_pkg.gitVersion=$kubernetes \
--X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor -X $version_pkg.gitTreeState=clean \
--X $version_pkg.buildDate=1970-01-01T00:00:00Z"
+k8s_version="-X $version_pkg.gitVersion=$kubernetes -X $version_pkg.gitMajor=1 -X $version_pkg.gitMinor=$minor \
+-X $version_pkg.gitTreeState=clean -X $version_pkg.buildDate=1970-01-01T00:00:00Z"
+# The scheduler is kubernetes' own (cmd/kube-scheduler/app) with one plugin added: it carries the
+# same version. etcd's version is a constant of its own module.
+build_peer kubernetes \
+  "k8s.io/kubernetes/cmd/kubelet|$k8s_version" \
+  "k8s.io/kubernetes/cmd/kube-apiserver|$k8s_version" \
+  "k8s.io/kubernetes/cmd/kube-controller-manager|$k8s_version" \
+  "k8s.io/kubernetes/cmd/kubectl|$k8s_version" \
+  "vri.invalid/peers/kubernetes/cmd/kube-scheduler|$k8s_version" \
+  "vri.invalid/peers/kubernetes/cmd/etcd|"
 
 # build_containerd NAME: containerd, its runc shim and ctr from the wrapper module tests/peers/NAME,
 # at the release its go.mod pins.

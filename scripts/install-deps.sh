@@ -19,6 +19,7 @@ packages=(
   mmdebstrap kmod cpio e2fsprogs bc zstd         # the cgroup v2 guest test bed (tests/v2guest/)
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)
   debhelper dpkg-dev fakeroot lintian            # the Debian package (scripts/build-package.sh)
+  openssl curl iproute2                          # the control plane's certificates and health checks (tests/cluster/)
 )
 
 missing=()

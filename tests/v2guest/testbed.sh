@@ -14,7 +14,7 @@
 #   # guest-kernel: linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1
 #                                exactly this Debian kernel (default: Debian 12's own, 6.1)
 #   # guest-timeout: 1800        seconds (default 900)
-#   # guest-peers: kubelet,containerd   programs built by scripts/build-peers.sh <build-dir>/peers,
+#   # guest-peers: kubernetes,containerd   programs built by scripts/build-peers.sh <build-dir>/peers,
 #                                        copied to <build-dir>/v2guest/peers/<peer>/ for the guest
 #   # guest-scenarios: node systemd kubelet
 #                                one boot for several suites, run in turn as scenarios

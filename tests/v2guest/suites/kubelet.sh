@@ -9,7 +9,7 @@
 # it, as kubelet's read-only /pods shows the pod, and as vrictl lists it.
 # guest-packages: systemd-container,libvirt-daemon-system,qemu-system-x86,apparmor,runc,curl,jq
 # guest-package-depends: yes
-# guest-peers: kubelet,containerd-2.4
+# guest-peers: kubernetes,containerd-2.4
 # guest-smp: 4
 # guest-mem: 6144
 # guest-timeout: 2700
@@ -51,7 +51,7 @@ ip link add vri0 type dummy && ip addr add 10.254.0.1/24 dev vri0 && ip link set
 for program in containerd containerd-shim-runc-v2 ctr; do
   install -m 0755 "$peers/containerd-2.4/$program" /usr/local/bin/ || fail "no $program in $peers/containerd-2.4"
 done
-install -m 0755 "$peers/kubelet/kubelet" /usr/local/bin/ || fail "no kubelet in $peers/kubelet"
+install -m 0755 "$peers/kubernetes/kubelet" /usr/local/bin/ || fail "no kubelet in $peers/kubernetes"
 echo "$(containerd --version); $(kubelet --version); runc $(runc --version | head -1)"
 
 # containerd's configuration for a cgroup driver and a way in: NRI on for the plugin, off for the shim.

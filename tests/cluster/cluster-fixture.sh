@@ -1,0 +1,231 @@
+#!/bin/bash
+# A private Kubernetes control plane for the `cluster` tests: etcd on tmpfs, kube-apiserver with its
+# own certificates, kube-controller-manager with only the controllers the tests need, and the
+# scheduler with the NodeResourceTopologyMatch plugin as the cluster's only scheduler. The programs
+# are scripts/build-peers.sh's (build/peers/kubernetes, or $VRI_PEERS). Ordinary processes on
+# loopback ports of their own: nothing here changes a kernel setting or touches a cgroup.
+#
+#   tests/cluster/cluster-fixture.sh up [passthrough|overreserve]   starts it (replacing one left running)
+#   tests/cluster/cluster-fixture.sh down                            stops it and removes what it made
+#   tests/cluster/cluster-fixture.sh env                             KUBECONFIG=... and KUBECTL=..., for a shell
+#   tests/cluster/cluster-fixture.sh ports                           the loopback ports it listens on
+#
+# The scheduler's NodeResourceTopology cache:
+#   passthrough (the default): every decision reads the NodeResourceTopology objects as they are.
+#     VRI rewrites its node's object at each change of its ledger, so what the scheduler reads is
+#     current to the last decision; no cache in front of it is needed.
+#   overreserve: the plugin's reserve cache, for producers that publish every 10-60 s: a pod bound
+#     to a node counts against every NUMA zone of it until the node's object is seen to account for
+#     it (cacheResyncPeriodSeconds: 5). Not yet used by a test: with it, a Guaranteed pod for a node
+#     made by hand got no scheduling decision within 30 s.
+#
+# Everything lives in $VRI_CLUSTER_DIR (default /run/vri-test-cluster: tmpfs, so etcd's writes cost
+# no disk): pki/, one kubeconfig per component, the logs, the pids. The administrator's kubeconfig is
+# <dir>/admin.kubeconfig.
+set -euo pipefail
+here=$(dirname "$(readlink -f "$0")")
+root=${VRI_CLUSTER_DIR:-/run/vri-test-cluster}
+peers=$(readlink -f "${VRI_PEERS:-$here/../../build/peers/kubernetes}")
+# Loopback ports of its own, away from the defaults a node's real components use; a second fixture
+# beside the first (its own directory) takes VRI_CLUSTER_PORT_OFFSET=1.
+offset=${VRI_CLUSTER_PORT_OFFSET:-0}
+etcd_port=$((32379 + offset)) etcd_peer_port=$((32380 + 10 + offset)) api_port=$((36443 + offset))
+cm_port=$((36257 + offset)) scheduler_port=$((36259 + 10 + offset))
+api=https://127.0.0.1:$api_port
+components=(etcd kube-apiserver kube-controller-manager kube-scheduler)
+
+say() { echo "cluster-fixture: $*"; }
+die() { say "$*" >&2; exit 1; }
+
+stop_component() {
+  local pidfile=$root/$1.pid pid
+  [ -f "$pidfile" ] || return 0
+  pid=$(cat "$pidfile")
+  kill "$pid" 2>/dev/null || true
+  for _ in $(seq 100); do kill -0 "$pid" 2>/dev/null || break; sleep 0.05; done
+  kill -9 "$pid" 2>/dev/null || true
+  rm -f "$pidfile"
+}
+
+down() {
+  local c
+  # The scheduler and controller manager first: they would log the API server's absence.
+  for ((i = ${#components[@]} - 1; i >= 0; i--)); do stop_component "${components[$i]}"; done
+  # Any left by a fixture whose directory was removed under it: found by their arguments.
+  for c in "${components[@]}"; do
+    pkill -9 -f "^$peers/$c .*$root/" 2>/dev/null || true
+  done
+  rm -rf "$root"
+  say down
+}
+
+# A key and a certificate signed by the fixture's CA: name, subject, extensions.
+certificate() {
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$root/pki/$1.key" \
+    -subj "$2" -out "$root/pki/$1.csr" 2>/dev/null
+  openssl x509 -req -in "$root/pki/$1.csr" -CA "$root/pki/ca.crt" -CAkey "$root/pki/ca.key" -CAcreateserial \
+    -days 3650 -extfile <(printf '%s\n' "$3") -out "$root/pki/$1.crt" 2>/dev/null
+  rm -f "$root/pki/$1.csr"
+}
+
+# A kubeconfig that reaches the API server as the client certificate `name`.
+kubeconfig() {
+  cat > "$root/$1.kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: vri-test
+  cluster: {server: "$api", certificate-authority: "$root/pki/ca.crt"}
+users:
+- name: $1
+  user: {client-certificate: "$root/pki/$1.crt", client-key: "$root/pki/$1.key"}
+contexts:
+- name: vri-test
+  context: {cluster: vri-test, user: $1}
+current-context: vri-test
+EOF
+}
+
+pki() {
+  mkdir -p "$root/pki"
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$root/pki/ca.key" \
+    -subj /CN=vri-test-ca -days 3650 -out "$root/pki/ca.crt" 2>/dev/null
+  certificate apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,\
+DNS:kubernetes.default,DNS:kubernetes.default.svc
+extendedKeyUsage=serverAuth"
+  certificate admin "/O=system:masters/CN=vri-test-admin" extendedKeyUsage=clientAuth
+  certificate controller-manager /CN=system:kube-controller-manager extendedKeyUsage=clientAuth
+  certificate scheduler /CN=system:kube-scheduler extendedKeyUsage=clientAuth
+  # The service accounts' token signing key.
+  openssl ecparam -name prime256v1 -genkey -noout -out "$root/pki/sa.key" 2>/dev/null
+  openssl ec -in "$root/pki/sa.key" -pubout -out "$root/pki/sa.pub" 2>/dev/null
+  local name
+  for name in admin controller-manager scheduler; do kubeconfig "$name"; done
+}
+
+start() { # name args...: started in the background, its output in <dir>/<name>.log
+  local name=$1
+  shift
+  "$peers/$name" "$@" >> "$root/$name.log" 2>&1 &
+  echo $! > "$root/$name.pid"
+}
+
+# Waits until `check` succeeds, while the component runs; its log's last lines otherwise.
+wait_for() { # name seconds check...
+  local name=$1 seconds=$2
+  shift 2
+  local deadline=$((SECONDS + seconds))
+  until "$@" >/dev/null 2>&1; do
+    kill -0 "$(cat "$root/$name.pid")" 2>/dev/null || { tail -n 30 "$root/$name.log" >&2; die "$name exited"; }
+    [ "$SECONDS" -lt "$deadline" ] || { tail -n 30 "$root/$name.log" >&2; die "$name not ready in $seconds s"; }
+    sleep 0.2
+  done
+}
+
+healthy() { curl -sfk "https://127.0.0.1:$1/healthz" | grep -qx ok; }
+kubectl_admin() { "$peers/kubectl" --kubeconfig "$root/admin.kubeconfig" "$@"; }
+
+scheduler_config() { # cache mode
+  local resync=0 reserve="    reserve:
+      disabled:
+      - name: NodeResourceTopologyMatch"
+  if [ "$1" = overreserve ]; then resync=5 reserve=""; fi
+  cat > "$root/scheduler.yaml" <<EOF
+apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+leaderElection: {leaderElect: false}
+clientConnection: {kubeconfig: "$root/scheduler.kubeconfig"}
+profiles:
+- schedulerName: default-scheduler
+  plugins:
+    multiPoint:
+      enabled:
+      - name: NodeResourceTopologyMatch
+$reserve
+  pluginConfig:
+  - name: NodeResourceTopologyMatch
+    args:
+      scoringStrategy: {type: LeastAllocated}
+      cacheResyncPeriodSeconds: $resync
+EOF
+}
+
+up() {
+  local mode=${1:-passthrough}
+  case "$mode" in passthrough | overreserve) ;; *) die "no cache mode '$mode' (passthrough or overreserve)" ;; esac
+  local c
+  for c in "${components[@]}" kubectl; do
+    [ -x "$peers/$c" ] || die "no $c in $peers: build it with scripts/build-peers.sh"
+  done
+  command -v openssl curl >/dev/null || die "openssl and curl are needed (scripts/install-deps.sh)"
+  down >/dev/null
+  local started=$SECONDS
+  mkdir -p "$root"
+  pki
+
+  start etcd --name vri-test --data-dir "$root/etcd" --unsafe-no-fsync \
+    --listen-client-urls "http://127.0.0.1:$etcd_port" --advertise-client-urls "http://127.0.0.1:$etcd_port" \
+    --listen-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$etcd_peer_port" \
+    --initial-cluster "vri-test=http://127.0.0.1:$etcd_peer_port" --listen-metrics-urls ""
+  wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_port/health"
+
+  start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --cert-dir "$root/apiserver" --tls-cert-file "$root/pki/apiserver.crt" \
+    --tls-private-key-file "$root/pki/apiserver.key" --client-ca-file "$root/pki/ca.crt" \
+    --service-account-key-file "$root/pki/sa.pub" --service-account-signing-key-file "$root/pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.0.0.0/24 \
+    --authorization-mode Node,RBAC --allow-privileged=true --profiling=false
+  wait_for kube-apiserver 90 kubectl_admin get --raw /readyz
+
+  # The plugin reads the NodeResourceTopology objects as the scheduler's user.
+  kubectl_admin apply -f "$here/noderesourcetopology-crd.yaml" >/dev/null
+  kubectl_admin apply -f - >/dev/null <<EOF
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: "vri-test:noderesourcetopology-reader"}
+rules:
+- apiGroups: [topology.node.k8s.io]
+  resources: [noderesourcetopologies]
+  verbs: [get, list, watch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: "vri-test:noderesourcetopology-reader"}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "vri-test:noderesourcetopology-reader"}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-scheduler"}
+EOF
+  kubectl_admin wait --for condition=established --timeout 30s crd/noderesourcetopologies.topology.node.k8s.io >/dev/null
+
+  # Not nodelifecycle: an emulated node that answers slowly would be tainted and its pods evicted.
+  # Each controller acts as its own service account, with the roles the API server made for it
+  # (the manager's own user may do little more than start them).
+  start kube-controller-manager --kubeconfig "$root/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$root/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$root/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$cm_port" --leader-elect=false --use-service-account-credentials \
+    --controllers deployment,replicaset,serviceaccount,serviceaccount-token,root-ca-cert-publisher,garbagecollector,namespace \
+    --service-account-private-key-file "$root/pki/sa.key" --root-ca-file "$root/pki/ca.crt"
+  wait_for kube-controller-manager 60 healthy "$cm_port"
+
+  scheduler_config "$mode"
+  start kube-scheduler --config "$root/scheduler.yaml" \
+    --authentication-kubeconfig "$root/scheduler.kubeconfig" --authorization-kubeconfig "$root/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$scheduler_port"
+  wait_for kube-scheduler 60 healthy "$scheduler_port"
+
+  # A pod is refused until its namespace's default service account exists.
+  wait_for kube-controller-manager 60 kubectl_admin -n default get serviceaccount default
+  say "up in $((SECONDS - started)) s: $("$peers/kube-apiserver" --version), scheduler cache $mode," \
+    "KUBECONFIG=$root/admin.kubeconfig"
+}
+
+case "${1:-}" in
+  up) up "${2:-}" ;;
+  down) down ;;
+  env) echo "KUBECONFIG=$root/admin.kubeconfig"; echo "KUBECTL=$peers/kubectl" ;;
+  ports) echo "$etcd_port $etcd_peer_port $api_port $cm_port $scheduler_port" ;;
+  *) echo "usage: $0 up [passthrough|overreserve] | down | env | ports" >&2; exit 2 ;;
+esac

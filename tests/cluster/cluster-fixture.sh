@@ -16,8 +16,10 @@
 #     current to the last decision; no cache in front of it is needed.
 #   overreserve: the plugin's reserve cache, for producers that publish every 10-60 s: a pod bound
 #     to a node counts against every NUMA zone of it until the node's object is seen to account for
-#     it (cacheResyncPeriodSeconds: 5). Not yet used by a test: with it, a Guaranteed pod for a node
-#     made by hand got no scheduling decision within 30 s.
+#     it (cacheResyncPeriodSeconds: 5). Not yet used by a test. This release's cache lists the
+#     NodeResourceTopology objects once, when the scheduler starts: for an object made later it logs
+#     "missing cached NodeTopology" and filters nothing, so a pod that fits no zone is bound. A node's
+#     object must exist before the scheduler starts, or the scheduler be restarted, for it to count.
 #
 # Everything lives in $VRI_CLUSTER_DIR (default /run/vri-test-cluster: tmpfs, so etcd's writes cost
 # no disk): pki/, one kubeconfig per component, the logs, the pids. The administrator's kubeconfig is

@@ -34,11 +34,12 @@ void VridConnection::run() {
     ++streams_;
     follower_.restart();
     // Events from here on are seen; the pass covers everything before.
-    if (pass(true) && said_away) options_.log("following vrid's events again");
+    if (pass(true) && said_away) {
+      options_.log("following vrid's events again");
+      said_away = false;
+    }
     v1::Event event;
-    bool connected = false;
     while (stream->next(event)) {
-      connected = true;
       if (event.kind() == v1::Event::SHARED_POOL_CHANGED) pass(false);
       if (event.kind() == v1::Event::EVENTS_LOST) pass(true);  // some changes were missed
     }
@@ -46,8 +47,10 @@ void VridConnection::run() {
     MutexLock lock(mutex_);
     stream_ = nullptr;
     if (stopping_) return;
+    // Said once per absence, however many streams fail before vrid is back; a vrid that restarts within
+    // the reconnect interval is an absence too.
     if (!said_away) options_.log("vrid's events: " + ended.message() + "; following again when it is back");
-    said_away = !connected;
+    said_away = true;
     const Clock::TimePoint retry_at = options_.clock->now() + options_.reconnect;
     while (!stopping_ && !options_.clock->waitUntil(lock, wake_, retry_at)) {
     }

@@ -17,6 +17,7 @@
 #include "kubelet-bridge/cri_client.h"
 #include "tests/containerd/containerd_under_test.h"
 #include "tests/support/eventually.h"
+#include "tests/support/text_count.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri::testing {
@@ -27,12 +28,6 @@ namespace cri = ::runtime::v1;
 
 inline const ContainerdUnderTest kUnderTest = containerdUnderTest();
 inline const std::string kNriSocket = kUnderTest.nriSocket();
-
-inline size_t count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
-  return n;
-}
 
 // Every pod a test made (its UIDs start with `uidPrefix`), stopped and removed through containerd directly.
 inline void removePodsOf(const std::string& uidPrefix) {

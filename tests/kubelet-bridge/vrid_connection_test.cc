@@ -11,6 +11,7 @@
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/manual_clock.h"
+#include "tests/support/text_count.h"
 
 namespace vri {
 namespace {
@@ -101,6 +102,20 @@ TEST_F(VridConnectionTest, APoolChangeBringsTheRuntimeInLine) {
   vrid_.push(v1::Event::SHARED_POOL_CHANGED);
   ASSERT_TRUE(testing::eventually([&] { return follower_->updatesApplied() == 2; }));
   EXPECT_EQ(runtime_.resourcesOf(container).cpuset_cpus(), "0-5");
+}
+
+TEST_F(VridConnectionTest, AnAbsenceIsSaidOnceAndItsEndOnceEvenWhenVridIsBackBeforeTheRetry) {
+  start();
+  ASSERT_TRUE(testing::eventually([&] { return connection_->passes() == 1; }));
+  // The stream has carried an event: vrid was there, then it restarts before the retry is due.
+  vrid_.push(v1::Event::SHARED_POOL_CHANGED);
+  ASSERT_TRUE(testing::eventually([&] { return connection_->passes() == 2; }));
+  vrid_.endStream();
+  ASSERT_TRUE(testing::eventually([&] { return clock_.nextDeadline().has_value(); }));
+  clock_.advance(std::chrono::milliseconds(500));
+  ASSERT_TRUE(testing::eventually([&] { return connection_->streams() == 2 && connection_->passes() == 3; }));
+  EXPECT_EQ(testing::count(log(), "following again when it is back"), 1u) << log();
+  EXPECT_EQ(testing::count(log(), "following vrid's events again"), 1u) << log();
 }
 
 TEST_F(VridConnectionTest, AStopCancelsTheStream) {

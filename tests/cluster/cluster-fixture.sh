@@ -6,6 +6,7 @@
 # loopback ports of their own: nothing here changes a kernel setting or touches a cgroup.
 #
 #   tests/cluster/cluster-fixture.sh up [passthrough|overreserve]   starts it (replacing one left running)
+#   tests/cluster/cluster-fixture.sh scheduler [passthrough|overreserve]   starts the scheduler again, alone
 #   tests/cluster/cluster-fixture.sh down                            stops it and removes what it made
 #   tests/cluster/cluster-fixture.sh env                             KUBECONFIG=... and KUBECTL=..., for a shell
 #   tests/cluster/cluster-fixture.sh ports                           the loopback ports it listens on
@@ -16,10 +17,10 @@
 #     current to the last decision; no cache in front of it is needed.
 #   overreserve: the plugin's reserve cache, for producers that publish every 10-60 s: a pod bound
 #     to a node counts against every NUMA zone of it until the node's object is seen to account for
-#     it (cacheResyncPeriodSeconds: 5). Not yet used by a test. This release's cache lists the
-#     NodeResourceTopology objects once, when the scheduler starts: for an object made later it logs
-#     "missing cached NodeTopology" and filters nothing, so a pod that fits no zone is bound. A node's
-#     object must exist before the scheduler starts, or the scheduler be restarted, for it to count.
+#     it (cacheResyncPeriodSeconds: 5). This release's cache lists the NodeResourceTopology objects
+#     once, when the scheduler starts: for an object made later it logs "missing cached NodeTopology"
+#     and filters nothing, so a pod that fits no zone is bound. A node's object must exist before the
+#     scheduler starts, or the scheduler be restarted (`scheduler overreserve`), for it to count.
 #
 # Everything lives in $VRI_CLUSTER_DIR (default /run/vri-test-cluster: tmpfs, so etcd's writes cost
 # no disk): pki/, one kubeconfig per component, the logs, the pids. The administrator's kubeconfig is
@@ -152,9 +153,32 @@ $reserve
 EOF
 }
 
-up() {
+cache_mode() { # the argument, checked; passthrough when empty
   local mode=${1:-passthrough}
-  case "$mode" in passthrough | overreserve) ;; *) die "no cache mode '$mode' (passthrough or overreserve)" ;; esac
+  case "$mode" in passthrough | overreserve) echo "$mode" ;; *) die "no cache mode '$mode' (passthrough or overreserve)" ;; esac
+}
+
+start_scheduler() { # cache mode
+  scheduler_config "$1"
+  start kube-scheduler --config "$root/scheduler.yaml" \
+    --authentication-kubeconfig "$root/scheduler.kubeconfig" --authorization-kubeconfig "$root/scheduler.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$scheduler_port"
+  wait_for kube-scheduler 60 healthy "$scheduler_port"
+}
+
+# The scheduler alone, started again: its caches list the objects as they are now.
+restart_scheduler() { # cache mode
+  local mode
+  mode=$(cache_mode "$1")
+  [ -f "$root/kube-scheduler.pid" ] || die "no fixture at $root to restart the scheduler of: start it with up"
+  stop_component kube-scheduler
+  start_scheduler "$mode"
+  say "scheduler started again, cache $mode"
+}
+
+up() {
+  local mode
+  mode=$(cache_mode "$1")
   local c
   for c in "${components[@]}" kubectl; do
     [ -x "$peers/$c" ] || die "no $c in $peers: build it with scripts/build-peers.sh"
@@ -212,11 +236,7 @@ EOF
     --service-account-private-key-file "$root/pki/sa.key" --root-ca-file "$root/pki/ca.crt"
   wait_for kube-controller-manager 60 healthy "$cm_port"
 
-  scheduler_config "$mode"
-  start kube-scheduler --config "$root/scheduler.yaml" \
-    --authentication-kubeconfig "$root/scheduler.kubeconfig" --authorization-kubeconfig "$root/scheduler.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port "$scheduler_port"
-  wait_for kube-scheduler 60 healthy "$scheduler_port"
+  start_scheduler "$mode"
 
   # A pod is refused until its namespace's default service account exists.
   wait_for kube-controller-manager 60 kubectl_admin -n default get serviceaccount default
@@ -226,8 +246,9 @@ EOF
 
 case "${1:-}" in
   up) up "${2:-}" ;;
+  scheduler) restart_scheduler "${2:-}" ;;
   down) down ;;
   env) echo "KUBECONFIG=$root/admin.kubeconfig"; echo "KUBECTL=$peers/kubectl" ;;
   ports) echo "$etcd_port $etcd_peer_port $api_port $cm_port $scheduler_port" ;;
-  *) echo "usage: $0 up [passthrough|overreserve] | down | env | ports" >&2; exit 2 ;;
+  *) echo "usage: $0 up [passthrough|overreserve] | scheduler [passthrough|overreserve] | down | env | ports" >&2; exit 2 ;;
 esac

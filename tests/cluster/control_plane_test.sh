@@ -9,8 +9,9 @@
 #       bound, and a second that fits what the object says is bound too (passthrough reads the
 #       object as it is); a Deployment of two replicas gets both pods created and bound.
 #   tests/cluster/control_plane_test.sh lifecycle   a private fixture beside it (its own directory and
-#       ports): up, the same placements, down, up and down again; after each down nothing of it runs
-#       and none of its ports listens.
+#       ports): up, the same placements, down; up again, the scheduler's overreserve cache (a pod bound
+#       is reserved against every zone; an object made after the scheduler started is not read), down;
+#       after each down nothing of it runs and none of its ports listens.
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 fixture=$here/cluster-fixture.sh
@@ -37,10 +38,11 @@ eventually() {
   done
 }
 
-# The node: 4 CPUs in two NUMA zones of 2, by hand (its object and its topology), and the namespace
-# the pods go in. Removed at the end, also on failure: later tests share the fixture.
-make_node() {
-  kubectl create namespace "$namespace" >/dev/null
+# A node (by default $node): 4 CPUs in two NUMA zones of 2, by hand (its object and its topology),
+# and the namespace the pods go in. Removed at the end, also on failure: later tests share the fixture.
+make_node() { # [name]
+  local node=${1:-$node}
+  kubectl get namespace "$namespace" >/dev/null 2>&1 || kubectl create namespace "$namespace" >/dev/null
   kubectl create -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Node
@@ -78,17 +80,20 @@ EOF
 }
 remove_node() {
   kubectl delete namespace "$namespace" --wait=false >/dev/null 2>&1 || true
-  kubectl delete noderesourcetopology "$node" >/dev/null 2>&1 || true
-  kubectl delete node "$node" >/dev/null 2>&1 || true
+  local name
+  for name in "$node" "$node-late"; do
+    kubectl delete noderesourcetopology "$name" >/dev/null 2>&1 || true
+    kubectl delete node "$name" >/dev/null 2>&1 || true
+  done
 }
 
-guaranteed_pod() { # name cpus
+guaranteed_pod() { # name cpus [node]
   kubectl -n "$namespace" create -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Pod
 metadata: {name: $1}
 spec:
-  nodeSelector: {kubernetes.io/hostname: $node}
+  nodeSelector: {kubernetes.io/hostname: ${3:-$node}}
   containers:
   - name: c
     image: localhost/vri/pause:1.0
@@ -98,7 +103,7 @@ spec:
 EOF
 }
 bound_to() { kubectl -n "$namespace" get pod "$1" -o jsonpath='{.spec.nodeName}'; }
-is_bound() { [ "$(bound_to "$1")" = "$node" ]; }
+is_bound() { [ "$(bound_to "$1")" = "${2:-$node}" ]; } # pod [node]
 # The scheduler's reason, as it writes it into the pod's PodScheduled condition.
 unschedulable_reason() {
   kubectl -n "$namespace" get pod "$1" \
@@ -132,6 +137,32 @@ topology_scenario() {
   guaranteed_pod second 2
   eventually is_bound second || fail "a second pod of 2 CPUs is bound (got '$(unschedulable_reason second)')"
   ok "a second pod of 2 CPUs is bound too (passthrough: the object still says 2 free in each zone)"
+}
+
+# The reserve cache (overreserve), for a node whose object exists when the scheduler starts: a pod
+# bound there counts against every zone until the object accounts for it, so a second pod of 2 CPUs
+# stays Pending although the object still says 2 free in each zone. For an object made after the
+# scheduler started, this release's cache filters nothing: a pod that fits no zone of it is bound.
+overreserve_scenario() {
+  make_node
+  "$fixture" scheduler overreserve | sed 's/^/# /'
+  ok "a node with its NodeResourceTopology, then the scheduler started again with the overreserve cache"
+
+  guaranteed_pod first 2
+  eventually is_bound first || fail "a Guaranteed pod of 2 CPUs is bound (got '$(unschedulable_reason first)')"
+  ok "a Guaranteed pod of 2 CPUs is bound to $node"
+
+  guaranteed_pod reserved 2
+  eventually refused_by_plugin reserved ||
+    fail "a second pod of 2 CPUs is refused while the first is reserved (got '$(unschedulable_reason reserved)')"
+  is_bound reserved && fail "the second pod of 2 CPUs was bound"
+  ok "a second pod of 2 CPUs stays Pending: the cache reserves the first against every zone"
+
+  make_node "$node-late"
+  guaranteed_pod late-too-big 3 "$node-late"
+  eventually is_bound late-too-big "$node-late" ||
+    fail "a pod of 3 CPUs on a node whose object came after the scheduler is bound (got '$(unschedulable_reason late-too-big)')"
+  ok "an object made after the scheduler started is not read: a pod of 3 CPUs is bound to $node-late"
 }
 
 deployment_scenario() {
@@ -187,6 +218,9 @@ case "$mode" in
     "$fixture" up passthrough | sed 's/^/# /'
     kubectl get --raw /readyz >/dev/null || fail "the API server answers after a second start"
     ok "it starts again"
+    trap 'remove_node; "$fixture" down >/dev/null 2>&1 || true' EXIT
+    overreserve_scenario
+    remove_node
     "$fixture" down | sed 's/^/# /'
     nothing_left
     ok "down again: nothing left"

@@ -26,6 +26,10 @@ int CpuPool::exclusiveCapacity() const {
   return std::max(0, std::min(freeForExclusive().count(), shared().count() - config_.minSharedCpus));
 }
 
+int CpuPool::exclusiveCapacityWithin(const CpuSet& cpus) const {
+  return std::max(0, std::min((freeForExclusive() & cpus).count(), shared().count() - config_.minSharedCpus));
+}
+
 const ExclusiveGrant* CpuPool::grant(const std::string& owner) const {
   const auto it = grants_.find(owner);
   return it == grants_.end() ? nullptr : &it->second;

@@ -50,6 +50,8 @@ class CpuPool {
   CpuSet freeForExclusive() const;
   // How many CPUs exclusive requests may still take, the shared minimum kept.
   int exclusiveCapacity() const;
+  // The same for one request kept within `cpus` (a NUMA node's).
+  int exclusiveCapacityWithin(const CpuSet& cpus) const;
   const std::map<std::string, ExclusiveGrant>& grants() const { return grants_; }
   const ExclusiveGrant* grant(const std::string& owner) const;
 

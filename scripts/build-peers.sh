@@ -8,6 +8,8 @@
 #   containerd   containerd 2.x, containerd-shim-runc-v2 and ctr (runc is Debian's), at the release
 #                the containerd 2.x tests run on; containerd-2.0 and containerd-2.4, the oldest and
 #                newest 2.x lines, for the NRI plugin's tests
+#   podfingerprint the pods fingerprint of github.com/k8stopologyawareschedwg/podfingerprint, the
+#                scheduler plugin's, printed for pods named on its command line
 #
 #   scripts/build-peers.sh [OUT]      (OUT defaults to build/peers)
 #
@@ -111,4 +113,6 @@ build_containerd() {
 build_containerd containerd
 build_containerd containerd-2.0
 build_containerd containerd-2.4
+# The pods fingerprint as the scheduler's plugin computes it, which VRI's own is checked against.
+build_peer podfingerprint "vri.invalid/peers/podfingerprint|"
 say "programs in $out"

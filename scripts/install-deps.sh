@@ -15,6 +15,7 @@ packages=(
   libyaml-cpp-dev                                 # kubelet's configuration file, read by vrid
   libmicrohttpd-dev                               # the metrics endpoint (GET /metrics), served by vrid
   libcli11-dev libedit-dev libfmt-dev             # vrictl: its command line, its shell, its text
+  libxxhash-dev nlohmann-json3-dev libcurl4-openssl-dev  # the NodeResourceTopology export: fingerprint, JSON, HTTPS
   googletest libgtest-dev libgmock-dev libbenchmark-dev                 # tests and benchmarks
   mmdebstrap kmod cpio e2fsprogs bc zstd         # the cgroup v2 guest test bed (tests/v2guest/)
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)

@@ -34,6 +34,9 @@ void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& f
     info.set_memory_bytes(node.memoryBytes);
     for (const auto& [size, pages] : node.hugepages) (*info.mutable_hugepages())[size] = pages;
     info.set_free_memory_bytes(s.numa.freeOn({node.id}, kRegularMemory));
+    info.set_exclusive_cpus_available(s.pool.exclusiveCapacityWithin(node.cpus));
+    for (const NumaNode& to : topology.numaNodes())
+      (*info.mutable_distances())[to.id] = topology.distance(node.id, to.id);
   }
   reply.set_reserved_cpus(s.reserved().format());
   reply.set_shared_cpus(s.shared().format());

@@ -92,6 +92,27 @@ TEST(CpuPoolTest, SharedMinimumFollowsTheSharedDemand) {
   EXPECT_EQ(pool.exclusiveCapacity(), 0);
 }
 
+// What the NodeResourceTopology object says a NUMA node has available: its CPUs free for exclusive
+// use, as far as the shared pool's minimum lets them go.
+TEST(CpuPoolTest, ExclusiveCapacityWithinANumaNodeCountsItsFreeCpusAndTheSharedMinimum) {
+  CpuPoolConfig config;
+  config.reserved.count = 1;
+  CpuPool pool = makePool("pack:1 numa:2 core:2 pu:2", config);
+  EXPECT_EQ(pool.reserved().format(), "0");
+  EXPECT_EQ(pool.exclusiveCapacityWithin(cpus("0-3")), 3);  // the reserved CPU is not for exclusive use
+  EXPECT_EQ(pool.exclusiveCapacityWithin(cpus("4-7")), 4);
+  ASSERT_TRUE(pool.allocate("vm/a", {2, {}}).ok());
+  EXPECT_EQ(pool.grant("vm/a")->all().format(), "2-3");
+  EXPECT_EQ(pool.exclusiveCapacityWithin(cpus("0-3")), 1);
+  // Shared tenants need 5 CPUs: 6 are shared, so one request can take 1 wherever it is.
+  ASSERT_TRUE(pool.setMinSharedCpus(5).ok());
+  EXPECT_EQ(pool.exclusiveCapacityWithin(cpus("0-3")), 1);
+  EXPECT_EQ(pool.exclusiveCapacityWithin(cpus("4-7")), 1);
+  EXPECT_FALSE(pool.allocate("vm/b", {2, {}}).ok());
+  ASSERT_TRUE(pool.allocate("vm/b", {1, {}}).ok());
+  EXPECT_EQ(pool.exclusiveCapacityWithin(cpus("4-7")), 0);
+}
+
 TEST(CpuPoolTest, RefusesWithTheNumbersAndChangesNothing) {
   CpuPool pool = makePool("pack:1 numa:1 core:4 pu:2");
   ASSERT_TRUE(pool.allocate("a", {2, {}}).ok());

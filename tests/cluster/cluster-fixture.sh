@@ -24,7 +24,8 @@
 #
 # Everything lives in $VRI_CLUSTER_DIR (default /run/vri-test-cluster: tmpfs, so etcd's writes cost
 # no disk): pki/, one kubeconfig per component, the logs, the pids. The administrator's kubeconfig is
-# <dir>/admin.kubeconfig.
+# <dir>/admin.kubeconfig; VRI's exporter's, with only deploy/nrt-exporter-rbac.yaml's rights,
+# <dir>/nrt-exporter.kubeconfig.
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 root=${VRI_CLUSTER_DIR:-/run/vri-test-cluster}
@@ -102,8 +103,10 @@ extendedKeyUsage=serverAuth"
   # The service accounts' token signing key.
   openssl ecparam -name prime256v1 -genkey -noout -out "$root/pki/sa.key" 2>/dev/null
   openssl ec -in "$root/pki/sa.key" -pubout -out "$root/pki/sa.pub" 2>/dev/null
+  # VRI's exporter, with only the rights deploy/nrt-exporter-rbac.yaml gives it.
+  certificate nrt-exporter /CN=vri-nrt-exporter extendedKeyUsage=clientAuth
   local name
-  for name in admin controller-manager scheduler; do kubeconfig "$name"; done
+  for name in admin controller-manager scheduler nrt-exporter; do kubeconfig "$name"; done
 }
 
 start() { # name args...: started in the background, its output in <dir>/<name>.log
@@ -223,6 +226,7 @@ roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: "vri-tes
 subjects:
 - {apiGroup: rbac.authorization.k8s.io, kind: User, name: "system:kube-scheduler"}
 EOF
+  kubectl_admin apply -f "$here/../../deploy/nrt-exporter-rbac.yaml" >/dev/null
   kubectl_admin wait --for condition=established --timeout 30s crd/noderesourcetopologies.topology.node.k8s.io >/dev/null
 
   # Not nodelifecycle: an emulated node that answers slowly would be tainted and its pods evicted.

@@ -17,6 +17,7 @@ extern const char* const kVriHook;
 extern const char* const kCriShim;
 extern const char* const kCriClient;
 extern const char* const kNriPlugin;
+extern const char* const kNrtExporter;
 // "name=path,..." for every program the package ships that the tests run.
 extern const char* const kPrograms;
 
@@ -31,4 +32,5 @@ extern const char* const kPrograms;
 #define VRI_CRI_SHIM_BINARY ::vri::test_paths::kCriShim
 #define VRI_CRI_CLIENT_BINARY ::vri::test_paths::kCriClient
 #define VRI_NRI_PLUGIN_BINARY ::vri::test_paths::kNriPlugin
+#define VRI_NRT_EXPORTER_BINARY ::vri::test_paths::kNrtExporter
 #define VRI_PROGRAMS ::vri::test_paths::kPrograms

@@ -98,6 +98,9 @@ dpkg -i "$current" || fail "dpkg -i $current"
 wait_for 60 "vrid after the upgrade" vrictl nodeinfo
 [ "$(systemctl show -p MainPID --value vrid)" != "$vrid_pid" ] || fail "the upgrade did not restart vrid"
 vrictl nodeinfo | grep -q "vrid version: *$current_version\$" || fail "nodeinfo does not show $current_version"
+[ "$(systemctl is-enabled vri-nrt-exporter || true)" = disabled ] || fail "the NodeResourceTopology exporter is enabled by the package"
+systemctl is-active -q vri-nrt-exporter && fail "the NodeResourceTopology exporter runs without credentials"
+/usr/sbin/vri-nrt-exporter --version | grep -q "$current_version" || fail "vri-nrt-exporter --version: $(/usr/sbin/vri-nrt-exporter --version 2>&1)"
 [ -f /var/lib/vri/ledger.sqlite ] || fail "the ledger is gone"
 [ "$(placement ded-a)" = "$a_before" ] || fail "ded-a moved in the upgrade"
 

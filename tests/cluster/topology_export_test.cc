@@ -1,0 +1,336 @@
+// vri-nrt-exporter against the control-plane fixture (tests/cluster/cluster-fixture.sh, label
+// cluster) and a real vrid (two NUMA nodes of 4 CPUs, CPU 0 reserved, single-numa-node): the object
+// it writes, with only deploy/nrt-exporter-rbac.yaml's rights, is what the scheduler's
+// NodeResourceTopologyMatch plugin places pods by. No kubelet: Node objects are made by hand, the
+// scheduler binds pods through the API, and what holds the node's CPUs are VMs and shared demand
+// admitted through vrid's API, which no pod-based exporter sees.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "proto/vri.grpc.pb.h"
+#include "tests/support/eventually.h"
+#include "tests/support/temp_dir.h"
+#include "tests/support/text_count.h"
+#include "tests/vri/vrid_process.h"
+
+namespace vri {
+namespace {
+
+using nlohmann::json;
+
+const std::string kClusterDir = "/run/vri-test-cluster";
+
+std::string peersDir() {
+  const char* dir = std::getenv("VRI_PEERS_DIR");
+  return dir != nullptr ? dir : "";
+}
+
+class TopologyExportTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::access((kClusterDir + "/nrt-exporter.kubeconfig").c_str(), R_OK), 0)
+        << "no control plane at " << kClusterDir << ": start it with tests/cluster/cluster-fixture.sh up";
+    ASSERT_EQ(::access(kubectlPath().c_str(), X_OK), 0) << "no " << kubectlPath() << ": scripts/build-peers.sh";
+    // A node and namespace of each test's own: a namespace takes a while to go.
+    node_ = "vri-nrt-" + std::to_string(::getpid()) + "-" +
+            std::to_string(::testing::UnitTest::GetInstance()->current_test_info()->line());
+    std::ofstream(tmp_.sub("vrid.conf")) << "topology_manager_policy = single-numa-node\n";
+    vrid_ = std::make_unique<testing::VridProcess>(tmp_);
+    ASSERT_TRUE(vrid_->start());
+    admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
+    ASSERT_TRUE(kubectl({"create", "namespace", node_}));
+    makeNode(node_, "");
+    startExporter();
+  }
+  void TearDown() override {
+    stopExporter();
+    kubectl({"delete", "namespace", node_, "--wait=false"});
+    for (const std::string& name : {node_, node_ + "-b"}) {
+      kubectl({"delete", "noderesourcetopology", name, "--ignore-not-found"});
+      kubectl({"delete", "node", name, "--ignore-not-found"});
+    }
+  }
+
+  static std::string kubectlPath() { return peersDir() + "/kubernetes/kubectl"; }
+  bool kubectl(std::vector<std::string> args, std::string* out = nullptr) {
+    args.insert(args.begin(), {kubectlPath(), "--kubeconfig", kClusterDir + "/admin.kubeconfig"});
+    std::string text;
+    const int code = testing::runCommand(args, &text, tmp_.sub("kubectl.out"));
+    if (out != nullptr) *out = text;
+    return code == 0;
+  }
+  bool apply(const std::string& yaml) {
+    std::ofstream(tmp_.sub("object.yaml")) << yaml;
+    std::string out;
+    const bool ok = kubectl({"apply", "-f", tmp_.sub("object.yaml")}, &out);
+    EXPECT_TRUE(ok) << out;
+    return ok;
+  }
+
+  // A Node with 8 CPUs by hand, ready and schedulable, in this test's group (label vri-test-group).
+  void makeNode(const std::string& name, const std::string& topology) {
+    ASSERT_TRUE(apply("apiVersion: v1\nkind: Node\nmetadata: {name: " + name +
+                      ", labels: {kubernetes.io/hostname: " + name + ", vri-test-group: " + node_ + "}}\n"));
+    const std::string status =
+        R"({"status": {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+            "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
+            "conditions": [{"type": "Ready", "status": "True", "reason": "ByHand"}]}})";
+    std::string out;
+    ASSERT_TRUE(kubectl({"patch", "node", name, "--subresource=status", "--type=merge", "-p", status}, &out)) << out;
+    // The API server taints a new Node not-ready; only the node lifecycle controller (not run) lifts it.
+    ASSERT_TRUE(kubectl({"taint", "node", name, "node.kubernetes.io/not-ready:NoSchedule-"}, &out)) << out;
+    if (!topology.empty()) {
+      ASSERT_TRUE(apply(topology));
+    }
+  }
+
+  void startExporter() {
+    exporterPid_ = testing::spawn(
+        {VRI_NRT_EXPORTER_BINARY, "--node-name=" + node_, "--kubeconfig=" + kClusterDir + "/nrt-exporter.kubeconfig",
+         "--vrid=" + vrid_->socket(), "--retry-ms=200"},
+        tmp_.sub("exporter.log"), O_APPEND, true);
+  }
+  void stopExporter() {
+    if (exporterPid_ <= 0) return;
+    ::kill(exporterPid_, SIGTERM);
+    ::waitpid(exporterPid_, nullptr, 0);
+    exporterPid_ = -1;
+  }
+  std::string exporterLog() const { return testing::readFile(tmp_.sub("exporter.log")); }
+
+  json object() {
+    std::string out;
+    if (!kubectl({"get", "noderesourcetopology", node_, "-o", "json"}, &out)) return nullptr;
+    return json::parse(out, nullptr, false);
+  }
+  // A zone's figure for a resource ("available" by default), or -1 when the object has none.
+  long long figure(const std::string& zone, const std::string& resource, const std::string& which = "available") {
+    const json o = object();
+    if (!o.is_object() || !o.contains("zones")) return -1;
+    for (const json& z : o["zones"]) {
+      if (z["name"] != zone) continue;
+      for (const json& r : z["resources"])
+        if (r["name"] == resource) return std::stoll(r[which].get<std::string>());
+    }
+    return -1;
+  }
+  bool availableCpus(long long zone0, long long zone1) {
+    return figure("node-0", "cpu") == zone0 && figure("node-1", "cpu") == zone1;
+  }
+
+  // A Guaranteed pod of `cpus` CPUs for this test's node (or any node of its group).
+  void guaranteedPod(const std::string& name, int cpus, bool anyOfGroup = false) {
+    const std::string selector = anyOfGroup ? "vri-test-group: " + node_ : "kubernetes.io/hostname: " + node_;
+    ASSERT_TRUE(apply("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: " + node_ +
+                      "}\nspec:\n  nodeSelector: {" + selector +
+                      "}\n  containers:\n  - name: c\n    image: localhost/vri/pause:1.0\n    resources:\n"
+                      "      limits: {cpu: \"" +
+                      std::to_string(cpus) + "\", memory: 100Mi}\n"));
+  }
+  std::string boundTo(const std::string& pod) {
+    std::string out;
+    kubectl({"-n", node_, "get", "pod", pod, "-o", "jsonpath={.spec.nodeName}"}, &out);
+    return out;
+  }
+  std::string schedulingMessage(const std::string& pod) {
+    std::string out;
+    kubectl(
+        {"-n", node_, "get", "pod", pod, "-o", R"(jsonpath={.status.conditions[?(@.type=="PodScheduled")].message})"},
+        &out);
+    return out;
+  }
+  bool refusedByPlugin(const std::string& pod) {
+    return schedulingMessage(pod).find("cannot align container") != std::string::npos;
+  }
+
+  grpc::Status admitVm(const std::string& uuid, int vcpus) {
+    v1::AdmitVmRequest request;
+    request.set_uuid(uuid);
+    request.set_name("vm-" + uuid.substr(uuid.size() - 2));
+    request.set_vcpus(vcpus);
+    request.set_cpu_policy(v1::DEDICATED);
+    request.set_memory_bytes(512ULL << 20);
+    grpc::ClientContext context;
+    v1::VmAllocation placed;
+    return admin_->AdmitVm(&context, request, &placed);
+  }
+  grpc::Status releaseVm(const std::string& uuid) {
+    v1::ReleaseVmRequest request;
+    request.set_uuid(uuid);
+    grpc::ClientContext context;
+    v1::Released released;
+    return admin_->ReleaseVm(&context, request, &released);
+  }
+
+  grpc::Status admitContainer(const std::string& uid, const std::string& podName, v1::Qos qos, int64_t milli) {
+    v1::AdmitContainerRequest request;
+    request.set_pod_uid(uid);
+    request.set_pod_name(podName);
+    request.set_qos(qos);
+    request.set_container_name("app");
+    request.set_container_id("c-" + uid.substr(uid.size() - 4));
+    request.set_cpu_request_milli(milli);
+    request.set_cpu_limit_milli(qos == v1::GUARANTEED ? milli : 0);
+    request.set_memory_limit_bytes(qos == v1::GUARANTEED ? 256ULL << 20 : 0);
+    grpc::ClientContext context;
+    v1::ContainerAllocation allocation;
+    return admin_->AdmitContainer(&context, request, &allocation);
+  }
+  std::string attribute(const std::string& name) {
+    const json o = object();
+    if (!o.is_object()) return "";
+    for (const json& a : o["attributes"])
+      if (a["name"] == name) return a["value"];
+    return "";
+  }
+  std::string peersFingerprint(const std::vector<std::string>& pods) {
+    std::vector<std::string> argv{peersDir() + "/podfingerprint/podfingerprint"};
+    argv.insert(argv.end(), pods.begin(), pods.end());
+    std::string out;
+    EXPECT_EQ(testing::runCommand(argv, &out, tmp_.sub("pfp.out")), 0) << out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+
+  testing::TempDir tmp_;
+  std::string node_;
+  std::unique_ptr<testing::VridProcess> vrid_;
+  std::unique_ptr<v1::Vri::Stub> admin_;
+  pid_t exporterPid_ = -1;
+};
+
+constexpr char kVm[] = "7d7e0a2e-0000-4000-8000-0000000000a1";
+
+TEST_F(TopologyExportTest, AVmsDedicatedCpusKeepAPodThatNeedsTheirZoneOffTheNode) {
+  // Each zone as vrid would grant it: CPU 0 is reserved.
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 4); })) << object().dump(1) << exporterLog();
+  EXPECT_EQ(figure("node-0", "cpu", "capacity"), 4);
+  EXPECT_EQ(figure("node-0", "cpu", "allocatable"), 3);
+
+  // A pod of 4 CPUs fits node-1 alone: bound.
+  guaranteedPod("four", 4);
+  ASSERT_TRUE(testing::eventually([&] { return boundTo("four") == node_; })) << schedulingMessage("four");
+
+  // A dedicated VM of 4 vCPUs takes node-1 whole; the object says so, and the next pod of 4 CPUs
+  // fits no zone of the node.
+  ASSERT_TRUE(admitVm(kVm, 4).ok());
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 0); })) << object().dump(1);
+  guaranteedPod("after-vm", 4, /*anyOfGroup=*/true);
+  ASSERT_TRUE(testing::eventually([&] { return refusedByPlugin("after-vm"); })) << schedulingMessage("after-vm");
+  EXPECT_EQ(boundTo("after-vm"), "");
+
+  // A second node of the group with room: the pod goes there.
+  makeNode(node_ + "-b",
+           "apiVersion: topology.node.k8s.io/v1alpha2\nkind: NodeResourceTopology\n"
+           "metadata: {name: " +
+               node_ +
+               "-b}\nattributes:\n"
+               "- {name: topologyManagerPolicy, value: single-numa-node}\nzones:\n"
+               "- name: node-0\n  type: Node\n  resources:\n"
+               "  - {name: cpu, capacity: \"8\", allocatable: \"8\", available: \"8\"}\n");
+  ASSERT_TRUE(testing::eventually([&] { return boundTo("after-vm") == node_ + "-b"; }, std::chrono::seconds(30)))
+      << schedulingMessage("after-vm");
+
+  // The VM gone, node-1 is free again in the object.
+  ASSERT_TRUE(releaseVm(kVm).ok());
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 4); })) << object().dump(1);
+  EXPECT_EQ(testing::count(exporterLog(), "created NodeResourceTopology"), 1u) << exporterLog();
+}
+
+TEST_F(TopologyExportTest, SharedDemandAloneCanBeTheLimit) {
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 4); })) << object().dump(1) << exporterLog();
+  // Burstable containers asking 5 CPUs of the shared pool: of its 8 CPUs, 3 can still go to one
+  // exclusive request, in either zone.
+  ASSERT_TRUE(admitContainer("0b1c2d3e-0000-4000-8000-00000000b001", node_ + "/web", v1::BURSTABLE, 5000).ok());
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 3); })) << object().dump(1);
+  guaranteedPod("four", 4);
+  ASSERT_TRUE(testing::eventually([&] { return refusedByPlugin("four"); })) << schedulingMessage("four");
+  guaranteedPod("three", 3);
+  ASSERT_TRUE(testing::eventually([&] { return boundTo("three") == node_; })) << schedulingMessage("three");
+}
+
+TEST_F(TopologyExportTest, TheFingerprintCoversVridsGuaranteedPodsAsTheSchedulerPluginComputesIt) {
+  ASSERT_TRUE(admitContainer("0b1c2d3e-0000-4000-8000-00000000c001", "default/half", v1::GUARANTEED, 500).ok());
+  ASSERT_TRUE(admitContainer("0b1c2d3e-0000-4000-8000-00000000c002", "default/web", v1::BURSTABLE, 250).ok());
+  ASSERT_TRUE(admitContainer("0b1c2d3e-0000-4000-8000-00000000c003", "batch/two", v1::GUARANTEED, 2000).ok());
+  const std::string expected = peersFingerprint({"default/half", "batch/two"});
+  ASSERT_TRUE(testing::eventually([&] { return attribute("nodeTopologyPodsFingerprint") == expected; }))
+      << attribute("nodeTopologyPodsFingerprint") << " != " << expected;
+  EXPECT_EQ(attribute("nodeTopologyPodsFingerprintMethod"), "with-exclusive-resources");
+  EXPECT_EQ(attribute("topologyManagerPolicy"), "single-numa-node");
+}
+
+TEST_F(TopologyExportTest, RestartsOfTheExporterAndOfVridLeaveTheSameObjectAndDeleteRemovesIt) {
+  ASSERT_TRUE(admitVm(kVm, 2).ok());
+  ASSERT_TRUE(testing::eventually([&] { return figure("node-0", "cpu") + figure("node-1", "cpu") == 5; }))
+      << object().dump(1);
+  const json before = object();
+  stopExporter();
+  ASSERT_EQ(vrid_->stop(), 0);
+  ASSERT_TRUE(vrid_->start());
+  startExporter();
+  ASSERT_TRUE(
+      testing::eventually([&] { return testing::count(exporterLog(), "exporting NodeResourceTopology") == 2; }));
+  ASSERT_TRUE(testing::eventually([&] { return object().is_object(); }));
+  EXPECT_EQ(object()["zones"], before["zones"]);
+  EXPECT_EQ(object()["attributes"], before["attributes"]);
+  EXPECT_EQ(testing::count(exporterLog(), "created NodeResourceTopology"), 1u) << exporterLog();
+
+  // Only its own objects: the exporter's user may not read pods, nor write Nodes.
+  std::string out;
+  kubectl({"auth", "can-i", "list", "pods", "--as=vri-nrt-exporter"}, &out);
+  EXPECT_EQ(out, "no\n");
+  kubectl({"auth", "can-i", "patch", "noderesourcetopologies.topology.node.k8s.io", "--all-namespaces",
+           "--as=vri-nrt-exporter"},
+          &out);
+  EXPECT_EQ(out, "yes\n");
+
+  stopExporter();
+  const std::vector<std::string> remove{VRI_NRT_EXPORTER_BINARY, "--delete", "--node-name=" + node_,
+                                        "--kubeconfig=" + kClusterDir + "/nrt-exporter.kubeconfig"};
+  ASSERT_EQ(testing::runCommand(remove, &out, tmp_.sub("delete.out")), 0) << out;
+  EXPECT_FALSE(kubectl({"get", "noderesourcetopology", node_}));
+  ASSERT_EQ(testing::runCommand(remove, &out, tmp_.sub("delete.out")), 0) << "a second delete: " << out;
+}
+
+TEST_F(TopologyExportTest, ABurstOfDecisionsIsCoalescedIntoAtMostFiveWritesASecond) {
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 4); })) << object().dump(1) << exporterLog();
+  // Each Guaranteed pod changes the fingerprint: every decision changes the object.
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::string> names;
+  for (int i = 0; i < 20; ++i) {
+    char uid[40];
+    std::snprintf(uid, sizeof uid, "0b1c2d3e-0000-4000-8000-%012d", 7000 + i);
+    names.push_back("default/burst-" + std::to_string(i));
+    ASSERT_TRUE(admitContainer(uid, names.back(), v1::GUARANTEED, 50).ok());
+  }
+  // The last decision reaches the object.
+  const std::string expected = peersFingerprint(names);
+  ASSERT_TRUE(testing::eventually([&] { return attribute("nodeTopologyPodsFingerprint") == expected; }));
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  stopExporter();
+  const std::string log = exporterLog();
+  const size_t at = log.find(" written, ");
+  ASSERT_NE(at, std::string::npos) << log;
+  const size_t from = log.rfind(", ", at - 1);
+  const int writes = std::stoi(log.substr(from + 2, at - from - 2));
+  // The first write, then at most one per 200 ms while the burst lasted.
+  EXPECT_LE(writes, 2 + static_cast<int>(seconds * 5)) << "in " << seconds << " s: " << log;
+  EXPECT_LT(writes, 21) << "20 decisions, each written: nothing coalesced";
+  std::printf("%d writes for 20 decisions in %.3f s\n", writes, seconds);
+}
+
+TEST_F(TopologyExportTest, RefusesANodeNameKubernetesWouldNot) {
+  std::string out;
+  EXPECT_EQ(testing::runCommand({VRI_NRT_EXPORTER_BINARY, "--node-name=../etc",
+                                 "--kubeconfig=" + kClusterDir + "/nrt-exporter.kubeconfig"},
+                                &out, tmp_.sub("bad.out")),
+            2);
+  EXPECT_NE(out.find("is not a DNS subdomain"), std::string::npos) << out;
+}
+
+}  // namespace
+}  // namespace vri

@@ -139,6 +139,12 @@ std::string formatCapacity(const v1::Node& n) {
   out += row("Shared demand", fmt::format("{} {} by {} shared {}", cpuAmount(n.shared_demand_milli()),
                                           n.shared_demand_milli() == 1000 ? "CPU" : "CPUs", n.shared_tenants(),
                                           n.shared_tenants() == 1 ? "tenant" : "tenants"));
+  // What the NodeResourceTopology object offers per zone: one exclusive request kept to a NUMA node,
+  // as far as the shared pool's minimum lets it go.
+  std::string zones;
+  for (const v1::NumaNodeInfo& numa : n.numa())
+    zones += fmt::format("{}node {}: {}", zones.empty() ? "" : ", ", numa.id(), numa.exclusive_cpus_available());
+  if (!zones.empty()) out += row("Exclusive CPUs free", zones + " (one request within a NUMA node)");
   return out;
 }
 

@@ -7,6 +7,7 @@
 #
 #   tests/cluster/cluster-fixture.sh up [passthrough|overreserve]   starts it (replacing one left running)
 #   tests/cluster/cluster-fixture.sh scheduler [passthrough|overreserve]   starts the scheduler again, alone
+#   tests/cluster/cluster-fixture.sh apiserver stop|start            an outage of the API server alone
 #   tests/cluster/cluster-fixture.sh down                            stops it and removes what it made
 #   tests/cluster/cluster-fixture.sh env                             KUBECONFIG=... and KUBECTL=..., for a shell
 #   tests/cluster/cluster-fixture.sh ports                           the loopback ports it listens on
@@ -169,6 +170,27 @@ start_scheduler() { # cache mode
   wait_for kube-scheduler 60 healthy "$scheduler_port"
 }
 
+start_apiserver() {
+  start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" \
+    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
+    --cert-dir "$root/apiserver" --tls-cert-file "$root/pki/apiserver.crt" \
+    --tls-private-key-file "$root/pki/apiserver.key" --client-ca-file "$root/pki/ca.crt" \
+    --service-account-key-file "$root/pki/sa.pub" --service-account-signing-key-file "$root/pki/sa.key" \
+    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.0.0.0/24 \
+    --authorization-mode Node,RBAC --allow-privileged=true --profiling=false
+  wait_for kube-apiserver 90 kubectl_admin get --raw /readyz
+}
+
+# The API server alone, stopped or started again (etcd keeps what it stored): an outage for its clients.
+apiserver() { # stop|start
+  [ -d "$root/pki" ] || die "no fixture at $root: start it with up"
+  case "$1" in
+    stop) stop_component kube-apiserver; say "API server stopped" ;;
+    start) [ -f "$root/kube-apiserver.pid" ] || start_apiserver; say "API server up" ;;
+    *) die "apiserver stop|start" ;;
+  esac
+}
+
 # The scheduler alone, started again: its caches list the objects as they are now.
 restart_scheduler() { # cache mode
   local mode
@@ -199,14 +221,7 @@ up() {
     --initial-cluster "vri-test=http://127.0.0.1:$etcd_peer_port" --listen-metrics-urls ""
   wait_for etcd 30 curl -sf "http://127.0.0.1:$etcd_port/health"
 
-  start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" \
-    --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
-    --cert-dir "$root/apiserver" --tls-cert-file "$root/pki/apiserver.crt" \
-    --tls-private-key-file "$root/pki/apiserver.key" --client-ca-file "$root/pki/ca.crt" \
-    --service-account-key-file "$root/pki/sa.pub" --service-account-signing-key-file "$root/pki/sa.key" \
-    --service-account-issuer https://kubernetes.default.svc --service-cluster-ip-range 10.0.0.0/24 \
-    --authorization-mode Node,RBAC --allow-privileged=true --profiling=false
-  wait_for kube-apiserver 90 kubectl_admin get --raw /readyz
+  start_apiserver
 
   # The plugin reads the NodeResourceTopology objects as the scheduler's user.
   kubectl_admin apply -f "$here/noderesourcetopology-crd.yaml" >/dev/null
@@ -251,8 +266,9 @@ EOF
 case "${1:-}" in
   up) up "${2:-}" ;;
   scheduler) restart_scheduler "${2:-}" ;;
+  apiserver) apiserver "${2:-}" ;;
   down) down ;;
   env) echo "KUBECONFIG=$root/admin.kubeconfig"; echo "KUBECTL=$peers/kubectl" ;;
   ports) echo "$etcd_port $etcd_peer_port $api_port $cm_port $scheduler_port" ;;
-  *) echo "usage: $0 up [passthrough|overreserve] | scheduler [passthrough|overreserve] | down | env | ports" >&2; exit 2 ;;
+  *) echo "usage: $0 up [passthrough|overreserve] | scheduler [passthrough|overreserve] | apiserver stop|start | down | env | ports" >&2; exit 2 ;;
 esac

@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <thread>
 
 #include "proto/vri.grpc.pb.h"
 #include "tests/support/eventually.h"
@@ -46,6 +47,7 @@ class TopologyExportTest : public ::testing::Test {
     startExporter();
   }
   void TearDown() override {
+    if (apiServerStopped_) fixture({"apiserver", "start"});
     stopExporter();
     kubectl({"delete", "namespace", node_, "--wait=false"});
     for (const std::string& name : {node_, node_ + "-b"}) {
@@ -195,7 +197,19 @@ class TopologyExportTest : public ::testing::Test {
     return out;
   }
 
+  bool fixture(const std::vector<std::string>& args) {
+    std::vector<std::string> argv{std::string(VRI_SOURCE_DIR) + "/tests/cluster/cluster-fixture.sh"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    ::setenv("VRI_PEERS", (peersDir() + "/kubernetes").c_str(), 1);
+    std::string out;
+    const bool ok = testing::runCommand(argv, &out, tmp_.sub("fixture.out")) == 0;
+    EXPECT_TRUE(ok) << out;
+    if (ok && args.size() == 2 && args[0] == "apiserver") apiServerStopped_ = args[1] == "stop";
+    return ok;
+  }
+
   testing::TempDir tmp_;
+  bool apiServerStopped_ = false;
   std::string node_;
   std::unique_ptr<testing::VridProcess> vrid_;
   std::unique_ptr<v1::Vri::Stub> admin_;
@@ -321,6 +335,30 @@ TEST_F(TopologyExportTest, ABurstOfDecisionsIsCoalescedIntoAtMostFiveWritesASeco
   EXPECT_LE(writes, 2 + static_cast<int>(seconds * 5)) << "in " << seconds << " s: " << log;
   EXPECT_LT(writes, 21) << "20 decisions, each written: nothing coalesced";
   std::printf("%d writes for 20 decisions in %.3f s\n", writes, seconds);
+}
+
+TEST_F(TopologyExportTest, WhileTheApiServerIsAwayNoDecisionWaitsAndTheObjectIsRightAfterItsReturn) {
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 4); })) << object().dump(1) << exporterLog();
+  ASSERT_TRUE(fixture({"apiserver", "stop"}));
+  // 30 s of decisions: a dedicated VM admitted and released, again and again.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  std::chrono::steady_clock::duration slowest{};
+  int decisions = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    const auto start = std::chrono::steady_clock::now();
+    ASSERT_TRUE(admitVm(kVm, 4).ok());
+    ASSERT_TRUE(releaseVm(kVm).ok());
+    slowest = std::max(slowest, (std::chrono::steady_clock::now() - start) / 2);
+    decisions += 2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_TRUE(admitVm(kVm, 4).ok());  // what the object must say once the API server is back
+  const double slowestMs = std::chrono::duration<double, std::milli>(slowest).count();
+  std::printf("%d decisions in 30 s without the API server; the slowest took %.3f ms\n", decisions, slowestMs);
+  EXPECT_LT(slowestMs, 1000.0) << "a decision waited for the API server";
+  ASSERT_TRUE(fixture({"apiserver", "start"}));
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 0); })) << object().dump(1) << exporterLog();
+  EXPECT_NE(exporterLog().find("trying again in"), std::string::npos) << exporterLog();
 }
 
 TEST_F(TopologyExportTest, RefusesANodeNameKubernetesWouldNot) {

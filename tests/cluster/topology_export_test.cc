@@ -248,6 +248,17 @@ TEST_F(TopologyExportTest, AVmsDedicatedCpusKeepAPodThatNeedsTheirZoneOffTheNode
   ASSERT_TRUE(testing::eventually([&] { return boundTo("after-vm") == node_ + "-b"; }, std::chrono::seconds(30)))
       << schedulingMessage("after-vm");
 
+  // vrictl says what the object says, zone by zone.
+  std::string capacity;
+  ASSERT_EQ(
+      testing::runCommand({VRICTL_BINARY, "--socket", vrid_->socket(), "capacity"}, &capacity, tmp_.sub("vrictl.out")),
+      0)
+      << capacity;
+  EXPECT_NE(capacity.find("Exclusive CPUs free:   node 0: " + std::to_string(figure("node-0", "cpu")) +
+                          ", node 1: " + std::to_string(figure("node-1", "cpu"))),
+            std::string::npos)
+      << capacity << object().dump(1);
+
   // The VM gone, node-1 is free again in the object.
   ASSERT_TRUE(releaseVm(kVm).ok());
   ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 4); })) << object().dump(1);

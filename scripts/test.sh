@@ -28,7 +28,7 @@ build         | unit    | install                            | build/ (g++, the 
 test-unit     | unit    | build                              | -
 build-tsan    | unit    | install                            | build-tsan/ (clang, ThreadSanitizer; tests-unit)
 test-tsan     | unit    | build build-tsan                   | -
-peers         | host    | install                            | build/peers/ (Kubernetes, etcd, containerd 2.x; cached)
+peers         | host    | install                            | build/peers/ (Kubernetes, etcd, containerd 2.x, podfingerprint; cached)
 promtool      | host    | install                            | build/promtool/ (cached)
 test-host     | host    | build peers promtool               | -
 bench         | host    | build                              | -

@@ -133,6 +133,7 @@ healthy() { curl -sfk "https://127.0.0.1:$1/healthz" | grep -qx ok; }
 kubectl_admin() { "$peers/kubectl" --kubeconfig "$root/admin.kubeconfig" "$@"; }
 
 scheduler_config() { # cache mode
+  echo "$1" > "$root/scheduler.mode"
   local resync=0 reserve="    reserve:
       disabled:
       - name: NodeResourceTopologyMatch"
@@ -170,6 +171,16 @@ start_scheduler() { # cache mode
   wait_for kube-scheduler 60 healthy "$scheduler_port"
 }
 
+start_controller_manager() {
+  start kube-controller-manager --kubeconfig "$root/controller-manager.kubeconfig" \
+    --authentication-kubeconfig "$root/controller-manager.kubeconfig" \
+    --authorization-kubeconfig "$root/controller-manager.kubeconfig" \
+    --bind-address 127.0.0.1 --secure-port "$cm_port" --leader-elect=false --use-service-account-credentials \
+    --controllers deployment,replicaset,serviceaccount,serviceaccount-token,root-ca-cert-publisher,garbagecollector,namespace \
+    --service-account-private-key-file "$root/pki/sa.key" --root-ca-file "$root/pki/ca.crt"
+  wait_for kube-controller-manager 60 healthy "$cm_port"
+}
+
 start_apiserver() {
   start kube-apiserver --etcd-servers "http://127.0.0.1:$etcd_port" \
     --bind-address 127.0.0.1 --advertise-address 127.0.0.1 --secure-port "$api_port" \
@@ -186,7 +197,17 @@ apiserver() { # stop|start
   [ -d "$root/pki" ] || die "no fixture at $root: start it with up"
   case "$1" in
     stop) stop_component kube-apiserver; say "API server stopped" ;;
-    start) [ -f "$root/kube-apiserver.pid" ] || start_apiserver; say "API server up" ;;
+    start)
+      [ -f "$root/kube-apiserver.pid" ] && { say "API server up"; return; }
+      start_apiserver
+      # The controller manager and the scheduler find the API server again by themselves, but their
+      # watches back off for up to a minute (a new namespace waited 45 s for its service account):
+      # they start again, so the next test finds the whole control plane as `up` left it.
+      stop_component kube-scheduler
+      stop_component kube-controller-manager
+      start_controller_manager
+      start_scheduler "$(cat "$root/scheduler.mode")"
+      say "API server up (controller manager and scheduler started again)" ;;
     *) die "apiserver stop|start" ;;
   esac
 }
@@ -247,13 +268,7 @@ EOF
   # Not nodelifecycle: an emulated node that answers slowly would be tainted and its pods evicted.
   # Each controller acts as its own service account, with the roles the API server made for it
   # (the manager's own user may do little more than start them).
-  start kube-controller-manager --kubeconfig "$root/controller-manager.kubeconfig" \
-    --authentication-kubeconfig "$root/controller-manager.kubeconfig" \
-    --authorization-kubeconfig "$root/controller-manager.kubeconfig" \
-    --bind-address 127.0.0.1 --secure-port "$cm_port" --leader-elect=false --use-service-account-credentials \
-    --controllers deployment,replicaset,serviceaccount,serviceaccount-token,root-ca-cert-publisher,garbagecollector,namespace \
-    --service-account-private-key-file "$root/pki/sa.key" --root-ca-file "$root/pki/ca.crt"
-  wait_for kube-controller-manager 60 healthy "$cm_port"
+  start_controller_manager
 
   start_scheduler "$mode"
 

@@ -42,7 +42,13 @@ eventually() {
 # and the namespace the pods go in. Removed at the end, also on failure: later tests share the fixture.
 make_node() { # [name]
   local node=${1:-$node}
-  kubectl get namespace "$namespace" >/dev/null 2>&1 || kubectl create namespace "$namespace" >/dev/null
+  if ! kubectl get namespace "$namespace" >/dev/null 2>&1; then
+    kubectl create namespace "$namespace" >/dev/null
+    # A pod is refused until the controller manager made the namespace's default service account
+    # (slower just after the API server came back, which the controllers' watches then find again).
+    eventually kubectl -n "$namespace" get serviceaccount default ||
+      fail "namespace $namespace gets its default service account"
+  fi
   kubectl create -f - >/dev/null <<EOF
 apiVersion: v1
 kind: Node

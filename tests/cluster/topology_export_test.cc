@@ -31,6 +31,12 @@ std::string peersDir() {
 
 class TopologyExportTest : public ::testing::Test {
  protected:
+  // vrid's topology manager policy, which the object names and the plugin acts on.
+  virtual std::string policy() const { return "single-numa-node"; }
+  // vrid's flags besides the test defaults (tests/vri/vrid_process.h).
+  virtual std::vector<std::string> vridFlags() const { return {}; }
+  // The Node object's hugepages-1Gi, as kubelet would report them.
+  virtual std::string nodeHugepages1Gi() const { return "0"; }
   void SetUp() override {
     ASSERT_EQ(::access((kClusterDir + "/nrt-exporter.kubeconfig").c_str(), R_OK), 0)
         << "no control plane at " << kClusterDir << ": start it with tests/cluster/cluster-fixture.sh up";
@@ -38,11 +44,17 @@ class TopologyExportTest : public ::testing::Test {
     // A node and namespace of each test's own: a namespace takes a while to go.
     node_ = "vri-nrt-" + std::to_string(::getpid()) + "-" +
             std::to_string(::testing::UnitTest::GetInstance()->current_test_info()->line());
-    std::ofstream(tmp_.sub("vrid.conf")) << "topology_manager_policy = single-numa-node\n";
-    vrid_ = std::make_unique<testing::VridProcess>(tmp_);
+    std::ofstream(tmp_.sub("vrid.conf")) << "topology_manager_policy = " << policy() << "\n";
+    vrid_ = std::make_unique<testing::VridProcess>(tmp_, "vrid", vridFlags());
     ASSERT_TRUE(vrid_->start());
     admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
     ASSERT_TRUE(kubectl({"create", "namespace", node_}));
+    // A pod is refused until the controller manager made the namespace's default service account.
+    ASSERT_TRUE(testing::eventually(
+        [&] {
+          return kubectl({"-n", node_, "get", "serviceaccount", "default"});
+        },
+        std::chrono::seconds(30)));
     makeNode(node_, "");
     startExporter();
   }
@@ -77,9 +89,9 @@ class TopologyExportTest : public ::testing::Test {
     ASSERT_TRUE(apply("apiVersion: v1\nkind: Node\nmetadata: {name: " + name +
                       ", labels: {kubernetes.io/hostname: " + name + ", vri-test-group: " + node_ + "}}\n"));
     const std::string status =
-        R"({"status": {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-            "conditions": [{"type": "Ready", "status": "True", "reason": "ByHand"}]}})";
+        R"({"status": {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110", "hugepages-1Gi": ")" +
+        nodeHugepages1Gi() + R"("}, "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110", "hugepages-1Gi": ")" +
+        nodeHugepages1Gi() + R"("}, "conditions": [{"type": "Ready", "status": "True", "reason": "ByHand"}]}})";
     std::string out;
     ASSERT_TRUE(kubectl({"patch", "node", name, "--subresource=status", "--type=merge", "-p", status}, &out)) << out;
     // The API server taints a new Node not-ready; only the node lifecycle controller (not run) lifts it.
@@ -124,13 +136,14 @@ class TopologyExportTest : public ::testing::Test {
   }
 
   // A Guaranteed pod of `cpus` CPUs for this test's node (or any node of its group).
-  void guaranteedPod(const std::string& name, int cpus, bool anyOfGroup = false) {
+  void guaranteedPod(const std::string& name, int cpus, bool anyOfGroup = false, const std::string& hugepages1Gi = "") {
     const std::string selector = anyOfGroup ? "vri-test-group: " + node_ : "kubernetes.io/hostname: " + node_;
+    const std::string pages = hugepages1Gi.empty() ? "" : ", hugepages-1Gi: " + hugepages1Gi;
     ASSERT_TRUE(apply("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name + ", namespace: " + node_ +
                       "}\nspec:\n  nodeSelector: {" + selector +
                       "}\n  containers:\n  - name: c\n    image: localhost/vri/pause:1.0\n    resources:\n"
                       "      limits: {cpu: \"" +
-                      std::to_string(cpus) + "\", memory: 100Mi}\n"));
+                      std::to_string(cpus) + "\", memory: 100Mi" + pages + "}\n"));
   }
   std::string boundTo(const std::string& pod) {
     std::string out;
@@ -370,6 +383,23 @@ TEST_F(TopologyExportTest, WhileTheApiServerIsAwayNoDecisionWaitsAndTheObjectIsR
   ASSERT_TRUE(fixture({"apiserver", "start"}));
   ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 0); })) << object().dump(1) << exporterLog();
   EXPECT_NE(exporterLog().find("trying again in"), std::string::npos) << exporterLog();
+}
+
+// Under `restricted` (and `best-effort`) the plugin does not filter: a pod that fits no zone of what
+// VRI would grant is bound all the same, and VRI refuses it at CreateContainer. The README's warning.
+class TopologyExportRestrictedTest : public TopologyExportTest {
+ protected:
+  std::string policy() const override { return "restricted"; }
+};
+
+TEST_F(TopologyExportRestrictedTest, APodThatFitsNoZoneIsBoundAllTheSame) {
+  ASSERT_TRUE(admitVm(kVm, 4).ok());
+  ASSERT_TRUE(testing::eventually([&] { return availableCpus(3, 0); })) << object().dump(1) << exporterLog();
+  EXPECT_EQ(attribute("topologyManagerPolicy"), "restricted");
+  guaranteedPod("four", 4);
+  ASSERT_TRUE(testing::eventually([&] { return boundTo("four") == node_; })) << schedulingMessage("four");
+  // What vrid says of the same request: no zone, nor the node, has 4 CPUs for it.
+  EXPECT_FALSE(admitContainer("0b1c2d3e-0000-4000-8000-00000000e001", node_ + "/four", v1::GUARANTEED, 4000).ok());
 }
 
 TEST_F(TopologyExportTest, RefusesANodeNameKubernetesWouldNot) {

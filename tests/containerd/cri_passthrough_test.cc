@@ -62,12 +62,14 @@ TEST_F(CriPassthroughTest, UnchangedCallsAnswerAsContainerdDoes) {
 }
 
 TEST_F(CriPassthroughTest, AStreamingMethodContainerdLacksComesBackAsContainerdSaysIt) {
-  // containerd 1.6 does not implement GetContainerEvents: its code and message pass unchanged.
+  // containerd 1.6 does not implement GetContainerEvents: its code and message pass unchanged. 2.x
+  // streams events until the call's deadline, where the message is gRPC's own (the client's timer or
+  // the server's reset, whichever comes first): there only the codes are compared.
   const Answer direct = ask(kContainerd, "/runtime.v1.RuntimeService/GetContainerEvents");
   const Answer through = ask(socket(), "/runtime.v1.RuntimeService/GetContainerEvents");
   EXPECT_NE(direct.code, grpc::StatusCode::OK);
   EXPECT_EQ(through.code, direct.code);
-  EXPECT_EQ(through.message, direct.message);
+  if (direct.code != grpc::StatusCode::DEADLINE_EXCEEDED) EXPECT_EQ(through.message, direct.message);
 }
 
 TEST_F(CriPassthroughTest, CallsOnARunningContainerAnswerAsContainerdDoes) {

@@ -23,6 +23,7 @@ void VridConnection::start() {
 }
 
 void VridConnection::run() {
+  bool said_following = false;  // the first stream's start is said too: one can tell a VridConnection is live
   bool said_away = false;
   for (;;) {
     std::unique_ptr<EventStream> stream = vrid_.watch();
@@ -34,8 +35,9 @@ void VridConnection::run() {
     ++streams_;
     follower_.restart();
     // Events from here on are seen; the pass covers everything before.
-    if (pass(true) && said_away) {
-      options_.log("following vrid's events again");
+    if (pass(true) && (said_away || !said_following)) {
+      options_.log(said_following ? "following vrid's events again" : "following vrid's events");
+      said_following = true;
       said_away = false;
     }
     v1::Event event;

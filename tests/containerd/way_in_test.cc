@@ -206,8 +206,12 @@ TEST_P(WayInTest, RestartingThePlacerVridAndContainerdInTurnChangesNoCpuset) {
   const std::vector<std::string> before = cpusets();
   ASSERT_EQ(before[0].size(), 1u);
 
+  // The new placer follows vrid's events before vrid goes, or it would never have seen vrid away.
+  const size_t following = testing::count(placerLog(), "following vrid's events");
   stopPlacer();
   startPlacer();
+  ASSERT_TRUE(testing::eventually([&] { return testing::count(placerLog(), "following vrid's events") > following; }))
+      << placerLog();
   // Through the shim, the client's connection to the old shim fails once ("Broken pipe"), as kubelet's
   // would; it then reconnects.
   ASSERT_TRUE(testing::eventually([&] { return !recorded(app, "cpus").starts_with("<error"); }));

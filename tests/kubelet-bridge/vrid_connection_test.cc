@@ -116,6 +116,7 @@ TEST_F(VridConnectionTest, AnAbsenceIsSaidOnceAndItsEndOnceEvenWhenVridIsBackBef
   ASSERT_TRUE(testing::eventually([&] { return connection_->streams() == 2 && connection_->passes() == 3; }));
   EXPECT_EQ(testing::count(log(), "following again when it is back"), 1u) << log();
   EXPECT_EQ(testing::count(log(), "following vrid's events again"), 1u) << log();
+  EXPECT_EQ(testing::count(log(), "following vrid's events"), 2u) << log();  // the first stream's start, and again
 }
 
 TEST_F(VridConnectionTest, AStopCancelsTheStream) {

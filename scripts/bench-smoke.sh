@@ -4,7 +4,8 @@
 # are made by hand, with the command each benchmark's header gives). Needs root, the build's
 # programs, and the daemons scripts/test.sh's bench stage starts: the private libvirtd
 # (tests/libvirt/libvirt-fixture.sh) and Debian's containerd and containerd 2.x
-# (tests/containerd/containerd-fixture.sh up 1.6 / up 2).
+# (tests/containerd/containerd-fixture.sh up 1.6 / up 2) and the control plane
+# (tests/cluster/cluster-fixture.sh up).
 #   scripts/bench-smoke.sh [BUILD_DIR]
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
@@ -58,6 +59,7 @@ smoke cri_pool_follow "$build/bench/cri_pool_follow" --containerd="$containerd1"
 smoke cri_create_scale "$build/bench/cri_create_scale" --tenants=20 --shared=2 --exclusive=1 --via=shim,nri \
   --containerd="$containerd2" --vrid="$build/vri/vrid" --shim="$build/kubelet-bridge/vri-cri-shim" \
   --plugin="$build/kubelet-bridge/vri-nri-plugin"
+smoke nrt_export_latency "$build/bench/nrt_export_latency" --tenants=20 --rate=10 --seconds=2
 
 if [ ${#failed[@]} -gt 0 ]; then
   echo "bench-smoke: failed: ${failed[*]}" >&2

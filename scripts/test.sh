@@ -31,7 +31,7 @@ test-tsan     | unit    | build build-tsan                   | -
 peers         | host    | install                            | build/peers/ (Kubernetes, etcd, containerd 2.x, podfingerprint; cached)
 promtool      | host    | install                            | build/promtool/ (cached)
 test-host     | host    | build peers promtool               | -
-bench         | host    | build                              | -
+bench         | host    | build peers                        | -
 package       | package | install                            | build/package/ (the .deb, lintian.txt)
 first-package | package | install                            | build/package-first/ (cached by its tag)
 test-guest    | guest   | build peers package first-package  | build/v2guest/ (each suite's results)
@@ -97,6 +97,7 @@ bench_smoke() {
   "$libvirt_fixture" up build/libvirt-bridge/vri-hook
   "$containerd_fixture" up 1.6
   "$containerd_fixture" up 2
+  VRI_PEERS=build/peers/kubernetes "$cluster_fixture" up passthrough
   scripts/bench-smoke.sh build
   fixtures_down
   trap - EXIT

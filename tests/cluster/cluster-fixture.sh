@@ -6,7 +6,9 @@
 # loopback ports of their own: nothing here changes a kernel setting or touches a cgroup.
 #
 #   tests/cluster/cluster-fixture.sh up [passthrough|overreserve]   starts it (replacing one left running)
-#   tests/cluster/cluster-fixture.sh scheduler [passthrough|overreserve]   starts the scheduler again, alone
+#   tests/cluster/cluster-fixture.sh scheduler [passthrough|overreserve] [STRATEGY]   starts the scheduler again,
+#                                                                    alone; STRATEGY the plugin's scoring
+#                                                                    (LeastAllocated, the default, or LeastNUMANodes)
 #   tests/cluster/cluster-fixture.sh apiserver stop|start            an outage of the API server alone
 #   tests/cluster/cluster-fixture.sh down                            stops it and removes what it made
 #   tests/cluster/cluster-fixture.sh env                             KUBECONFIG=... and KUBECTL=..., for a shell
@@ -132,8 +134,9 @@ wait_for() { # name seconds check...
 healthy() { curl -sfk "https://127.0.0.1:$1/healthz" | grep -qx ok; }
 kubectl_admin() { "$peers/kubectl" --kubeconfig "$root/admin.kubeconfig" "$@"; }
 
-scheduler_config() { # cache mode
+scheduler_config() { # cache mode, scoring strategy
   echo "$1" > "$root/scheduler.mode"
+  echo "$2" > "$root/scheduler.strategy"
   local resync=0 reserve="    reserve:
       disabled:
       - name: NodeResourceTopologyMatch"
@@ -153,7 +156,7 @@ $reserve
   pluginConfig:
   - name: NodeResourceTopologyMatch
     args:
-      scoringStrategy: {type: LeastAllocated}
+      scoringStrategy: {type: $2}
       cacheResyncPeriodSeconds: $resync
 EOF
 }
@@ -163,8 +166,18 @@ cache_mode() { # the argument, checked; passthrough when empty
   case "$mode" in passthrough | overreserve) echo "$mode" ;; *) die "no cache mode '$mode' (passthrough or overreserve)" ;; esac
 }
 
-start_scheduler() { # cache mode
-  scheduler_config "$1"
+# The plugin's scoring strategy, checked; LeastAllocated when empty. Under single-numa-node every
+# strategy scores; under restricted and best-effort only LeastNUMANodes does.
+scoring_strategy() {
+  local strategy=${1:-LeastAllocated}
+  case "$strategy" in
+    LeastAllocated | MostAllocated | BalancedAllocation | LeastNUMANodes) echo "$strategy" ;;
+    *) die "no scoring strategy '$strategy' (LeastAllocated, MostAllocated, BalancedAllocation or LeastNUMANodes)" ;;
+  esac
+}
+
+start_scheduler() { # cache mode, scoring strategy
+  scheduler_config "$1" "$(scoring_strategy "${2:-}")"
   start kube-scheduler --config "$root/scheduler.yaml" \
     --authentication-kubeconfig "$root/scheduler.kubeconfig" --authorization-kubeconfig "$root/scheduler.kubeconfig" \
     --bind-address 127.0.0.1 --secure-port "$scheduler_port"
@@ -206,20 +219,21 @@ apiserver() { # stop|start
       stop_component kube-scheduler
       stop_component kube-controller-manager
       start_controller_manager
-      start_scheduler "$(cat "$root/scheduler.mode")"
+      start_scheduler "$(cat "$root/scheduler.mode")" "$(cat "$root/scheduler.strategy")"
       say "API server up (controller manager and scheduler started again)" ;;
     *) die "apiserver stop|start" ;;
   esac
 }
 
 # The scheduler alone, started again: its caches list the objects as they are now.
-restart_scheduler() { # cache mode
-  local mode
+restart_scheduler() { # cache mode, scoring strategy
+  local mode strategy
   mode=$(cache_mode "$1")
+  strategy=$(scoring_strategy "$2")
   [ -f "$root/kube-scheduler.pid" ] || die "no fixture at $root to restart the scheduler of: start it with up"
   stop_component kube-scheduler
-  start_scheduler "$mode"
-  say "scheduler started again, cache $mode"
+  start_scheduler "$mode" "$strategy"
+  say "scheduler started again, cache $mode, scoring $strategy"
 }
 
 up() {
@@ -280,10 +294,10 @@ EOF
 
 case "${1:-}" in
   up) up "${2:-}" ;;
-  scheduler) restart_scheduler "${2:-}" ;;
+  scheduler) restart_scheduler "${2:-}" "${3:-}" ;;
   apiserver) apiserver "${2:-}" ;;
   down) down ;;
   env) echo "KUBECONFIG=$root/admin.kubeconfig"; echo "KUBECTL=$peers/kubectl" ;;
   ports) echo "$etcd_port $etcd_peer_port $api_port $cm_port $scheduler_port" ;;
-  *) echo "usage: $0 up [passthrough|overreserve] | scheduler [passthrough|overreserve] | apiserver stop|start | down | env | ports" >&2; exit 2 ;;
+  *) echo "usage: $0 up [passthrough|overreserve] | scheduler [passthrough|overreserve] [STRATEGY] | apiserver stop|start | down | env | ports" >&2; exit 2 ;;
 esac

@@ -95,7 +95,14 @@ class VridProcess {
              "--libvirt-layout=no-systemd",
              "--libvirt-uri=",
              "--vm-memory-overhead=0"};
-    for (std::string& e : extra) args_.push_back(std::move(e));
+    for (std::string& e : extra) {
+      // A topology of the caller's own takes the synthetic one's place (vrid takes the last flag, but
+      // one vrid with two topologies in its command line misleads whoever reads `ps`).
+      if (e.starts_with("--topology="))
+        args_[2] = e;
+      else
+        args_.push_back(std::move(e));
+    }
     if (::access(tmp.sub("vrid.conf").c_str(), F_OK) != 0) std::ofstream(tmp.sub("vrid.conf")) << "# empty\n";
   }
   ~VridProcess() {

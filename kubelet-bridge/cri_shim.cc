@@ -84,6 +84,10 @@ std::map<std::string, UnaryHandler> CriShim::handlers() {
       [this](const CallScope& kubelet, RemoveContainerRequest r, grpc::ByteBuffer* reply) {
         return answerEmpty<RemoveContainerResponse>(removeContainer(kubelet, r.container_id()), reply);
       });
+  out[method("StopPodSandbox")] = handler<StopPodSandboxRequest>(
+      "StopPodSandbox", refusals_, [this](const CallScope& kubelet, StopPodSandboxRequest r, grpc::ByteBuffer* reply) {
+        return answerEmpty<StopPodSandboxResponse>(stopPodSandbox(kubelet, r.pod_sandbox_id()), reply);
+      });
   out[method("RemovePodSandbox")] = handler<RemovePodSandboxRequest>(
       "RemovePodSandbox", refusals_,
       [this](const CallScope& kubelet, RemovePodSandboxRequest r, grpc::ByteBuffer* reply) {
@@ -254,9 +258,16 @@ Result<void> CriShim::removeContainer(const CallScope& kubelet, const std::strin
   return afterRemoval("RemoveContainer", whole, vrid_.releaseContainer(vridScope(kubelet), release));
 }
 
+Result<void> CriShim::stopPodSandbox(const CallScope& kubelet, const std::string& sandboxId) {
+  VRI_TRY(runtime_.stopPodSandbox(kubelet, sandboxId));
+  if (options_.releaser != nullptr) options_.releaser->sandboxStopped(wholeSandboxId(kubelet, sandboxId));
+  return {};
+}
+
 Result<void> CriShim::removePodSandbox(const CallScope& kubelet, const std::string& sandboxId) {
   const std::string whole = wholeSandboxId(kubelet, sandboxId);
   VRI_TRY(runtime_.removePodSandbox(kubelet, sandboxId));
+  if (options_.releaser != nullptr) options_.releaser->sandboxRemoved(whole);
   v1::ReleasePodRequest release;
   release.set_sandbox_id(whole);
   return afterRemoval("RemovePodSandbox", whole, vrid_.releasePod(vridScope(kubelet), release));

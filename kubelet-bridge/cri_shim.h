@@ -34,12 +34,16 @@
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/node_cgroups.h"
 #include "kubelet-bridge/runtime_client.h"
+#include "kubelet-bridge/stopped_pod_releaser.h"
 #include "kubelet-bridge/vrid_client.h"
 
 namespace vri {
 
 struct CriShimOptions {
   std::chrono::milliseconds vridTimeout{2000};  // every vrid call, within kubelet's own deadline
+  // Told of each sandbox kubelet stops and removes, to release a pod once kubelet is done with it
+  // (stopped_pod_releaser.h); none: a pod is released when its sandbox is removed.
+  StoppedPodReleaser* releaser = nullptr;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -60,6 +64,7 @@ class CriShim {
                                                                runtime::v1::CreateContainerRequest create);
   Result<void> updateContainerResources(const CallScope& kubelet, runtime::v1::UpdateContainerResourcesRequest update);
   Result<void> removeContainer(const CallScope& kubelet, const std::string& containerId);
+  Result<void> stopPodSandbox(const CallScope& kubelet, const std::string& sandboxId);
   Result<void> removePodSandbox(const CallScope& kubelet, const std::string& sandboxId);
   Result<runtime::v1::RuntimeConfigResponse> runtimeConfig(const CallScope& kubelet);
 

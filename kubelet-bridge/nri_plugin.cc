@@ -127,8 +127,8 @@ bool runtimeStopsFailedSandboxes(std::string_view runtimeName, std::string_view 
 }
 
 std::vector<api::Event> nriEventsHandled() {
-  return {api::RUN_POD_SANDBOX,  api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
-          api::UPDATE_CONTAINER, api::STOP_CONTAINER,     api::REMOVE_CONTAINER};
+  return {api::RUN_POD_SANDBOX,  api::STOP_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
+          api::UPDATE_CONTAINER, api::STOP_CONTAINER,   api::REMOVE_CONTAINER};
 }
 
 Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion,
@@ -426,7 +426,12 @@ void NriPlugin::forgetPending(const std::string& runtimeId) {
   if (deferredSync_) deferredSync_->sync->forget(runtimeId);
 }
 
+void NriPlugin::podStopped(const api::PodSandbox& pod) {
+  if (options_.releaser != nullptr) options_.releaser->sandboxStopped(pod.id());
+}
+
 void NriPlugin::podRemoved(const api::PodSandbox& pod) {
+  if (options_.releaser != nullptr) options_.releaser->sandboxRemoved(pod.id());
   forgetPending(pod.id());
   if (sweeper_) sweeper_->removed(pod.id());
   placement_.podRemoved(pod);
@@ -436,6 +441,7 @@ Result<std::string> NriPlugin::stateChange(const std::string& payload) {
   VRI_ASSIGN_OR_RETURN(const auto event, parsed<api::StateChangeEvent>(payload, "StateChange's event"));
   switch (event.event()) {
     case api::RUN_POD_SANDBOX: VRI_TRY(placement_.runPodSandbox(event.pod())); break;
+    case api::STOP_POD_SANDBOX: podStopped(event.pod()); break;
     case api::REMOVE_POD_SANDBOX: podRemoved(event.pod()); break;
     case api::REMOVE_CONTAINER:
       forgetPending(event.container().id());
@@ -472,6 +478,11 @@ Result<std::string> NriPlugin::placementCall(const std::string& method, const st
     api::StopContainerResponse stopped;
     withPendingUpdates(runtimeUpdates_, stopped, "");
     return stopped.SerializeAsString();
+  }
+  if (method == "StopPodSandbox") {
+    VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::StopPodSandboxRequest>(payload, "StopPodSandbox's request"));
+    podStopped(request.pod());
+    return api::StopPodSandboxResponse().SerializeAsString();
   }
   if (method == "RemovePodSandbox") {
     VRI_ASSIGN_OR_RETURN(const auto request,

@@ -31,6 +31,7 @@
 #include "kubelet-bridge/nri_sandbox_sweeper.h"
 #include "kubelet-bridge/nri_snapshot_runtime.h"
 #include "kubelet-bridge/shared_pool_follower.h"
+#include "kubelet-bridge/stopped_pod_releaser.h"
 #include "kubelet-bridge/vrid_client.h"
 #include "kubelet-bridge/vrid_connection.h"
 #include "nri/nri_api.pb.h"
@@ -53,6 +54,9 @@ struct NriPluginOptions {
   RuntimeClient* cri = nullptr;
   // With `cri`: how often the sandboxes whose removal the runtime may not relay are looked for.
   std::chrono::milliseconds sweepInterval{2000};
+  // Told of each sandbox the runtime stops and removes, to release a pod once kubelet is done with
+  // it (stopped_pod_releaser.h); none: a pod is released when its sandbox is removed.
+  StoppedPodReleaser* releaser = nullptr;
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
@@ -104,6 +108,7 @@ class NriPlugin {
   Result<std::string> configure(const std::string& payload);
   Result<std::string> synchronize(const std::string& payload);
   Result<std::string> stateChange(const std::string& payload);
+  void podStopped(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
   void podRemoved(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
   Result<std::string> placementCall(const std::string& method, const std::string& payload);
   // One unsolicited update to the runtime, on the current session (UNAVAILABLE without one).

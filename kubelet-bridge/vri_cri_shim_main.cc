@@ -2,12 +2,15 @@
 //
 //   vri-cri-shim [--listen=/run/vri/cri.sock] [--containerd=/run/containerd/containerd.sock]
 //                [--vrid=/run/vri/admin.sock] [--vrid-timeout-ms=2000] [--workers=4]
+//                [--pod-resources=/var/lib/kubelet/pod-resources/kubelet.sock]
 //
 // Pod and container lifecycle calls take their allocations from vrid
 // (kubelet-bridge/cri_shim.h); every other call passes through to containerd
 // unchanged (kubelet-bridge/generic_proxy.h), with message limits above
 // kubelet's 16 MiB both ways. What it needs to know of the node (its cgroup
-// version, its memory nodes) it asks vrid. SIGTERM or SIGINT stops it.
+// version, its memory nodes) it asks vrid. A pod kubelet has stopped and no longer lists on its
+// pod-resources socket is released then, not at its sandbox's removal (stopped_pod_releaser.h;
+// --pod-resources= turns that off). SIGTERM or SIGINT stops it.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -26,6 +29,7 @@
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/grpc_runtime_client.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
+#include "kubelet-bridge/kubelet_pod_resources.h"
 #include "kubelet-bridge/kubelet_side_claim.h"
 #include "kubelet-bridge/program_log.h"
 #include "kubelet-bridge/shared_pool_follower.h"
@@ -38,7 +42,7 @@ constexpr int kMessageLimit = 64 << 20;
 int usage(const std::string& why) {
   std::fprintf(stderr,
                "vri-cri-shim: %s\nusage: vri-cri-shim [--listen=PATH] [--containerd=PATH] [--vrid=PATH] "
-               "[--vrid-timeout-ms=N] [--workers=N]\n",
+               "[--vrid-timeout-ms=N] [--workers=N] [--pod-resources=PATH]\n",
                why.c_str());
   return 2;
 }
@@ -76,7 +80,7 @@ bool positive(const std::string& text, int* out) {
 int main(int argc, char** argv) {
   if (vri::answeredVersion(argc, argv, "vri-cri-shim")) return 0;
   std::string listen = "/run/vri/cri.sock", containerd = "/run/containerd/containerd.sock",
-              vrid = "/run/vri/admin.sock";
+              vrid = "/run/vri/admin.sock", podResources = vri::kKubeletPodResourcesSocket;
   int timeout_ms = 2000, workers = 4;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
@@ -87,6 +91,9 @@ int main(int argc, char** argv) {
       containerd = value("--containerd=");
     } else if (arg.starts_with("--vrid=")) {
       vrid = value("--vrid=");
+    } else if (arg.starts_with("--pod-resources=")) {
+      podResources = value("--pod-resources=");
+      if (!podResources.empty() && podResources[0] != '/') return usage("--pod-resources: an absolute path, or empty");
     } else if (arg.starts_with("--vrid-timeout-ms=")) {
       if (!positive(value("--vrid-timeout-ms="), &timeout_ms)) return usage("--vrid-timeout-ms: a positive number");
     } else if (arg.starts_with("--workers=")) {
@@ -131,8 +138,15 @@ int main(int argc, char** argv) {
   vri::GrpcVridClient vrid_client(channelTo(vrid, true));
   vri::GrpcRuntimeClient follower_runtime(channelTo(containerd));  // its own connections: kubelet's calls first
   vri::GrpcVridClient follower_vrid(channelTo(vrid, true));
+  vri::GrpcVridClient releaser_vrid(channelTo(vrid, true));
+  vri::KubeletPodResources kubelet_pods(podResources);
+  vri::StoppedPodReleaserOptions releasing;
+  releasing.log = logLine;
+  vri::StoppedPodReleaser releaser(releaser_vrid, kubelet_pods, releasing);
+  if (!podResources.empty()) releaser.start();
   vri::CriShimOptions options;
   options.vridTimeout = std::chrono::milliseconds(timeout_ms);
+  options.releaser = podResources.empty() ? nullptr : &releaser;
   options.log = logLine;
   vri::WorkerPool pool(workers);
   vri::CriShim shim(runtime, vrid_client, options);

@@ -3,10 +3,13 @@
 //   vri-nri-plugin [--nri-socket=/var/run/nri/nri.sock] [--vrid=/run/vri/admin.sock]
 //                  [--name=vri] [--index=50] [--vrid-timeout-ms=1000]
 //                  [--cri-socket=/run/containerd/containerd.sock]
+//                  [--pod-resources=/var/lib/kubelet/pod-resources/kubelet.sock]
 //
 // It connects to the runtime's NRI socket, registers, synchronizes vrid's ledger with what the
 // runtime runs, releases what the runtime removes, and connects again whenever the runtime
-// restarts. SIGTERM or SIGINT stops it.
+// restarts. A pod kubelet has stopped and no longer lists on its pod-resources socket is released
+// then, not at its sandbox's removal (stopped_pod_releaser.h; --pod-resources= turns that off).
+// SIGTERM or SIGINT stops it.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
@@ -19,6 +22,7 @@
 #include "cgroup-model/version.h"
 #include "kubelet-bridge/grpc_runtime_client.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
+#include "kubelet-bridge/kubelet_pod_resources.h"
 #include "kubelet-bridge/kubelet_side_claim.h"
 #include "kubelet-bridge/nri_plugin.h"
 #include "kubelet-bridge/program_log.h"
@@ -28,7 +32,7 @@ namespace {
 int usage(const std::string& why) {
   std::fprintf(stderr,
                "vri-nri-plugin: %s\nusage: vri-nri-plugin [--nri-socket=PATH] [--vrid=PATH] [--name=NAME] "
-               "[--index=NN] [--vrid-timeout-ms=N] [--cri-socket=PATH]\n",
+               "[--index=NN] [--vrid-timeout-ms=N] [--cri-socket=PATH] [--pod-resources=PATH]\n",
                why.c_str());
   return 2;
 }
@@ -43,6 +47,7 @@ int main(int argc, char** argv) {
   options.log = logLine;
   std::string vrid = "/run/vri/admin.sock";
   std::string criSocket;  // none: exit codes only as NRI reports them
+  std::string podResources = vri::kKubeletPodResourcesSocket;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     const auto value = [&](const char* flag) { return arg.substr(std::string(flag).size()); };
@@ -54,6 +59,9 @@ int main(int argc, char** argv) {
       options.name = value("--name=");
     } else if (arg.starts_with("--index=")) {
       options.index = value("--index=");
+    } else if (arg.starts_with("--pod-resources=")) {
+      podResources = value("--pod-resources=");
+      if (!podResources.empty() && podResources[0] != '/') return usage("--pod-resources: an absolute path, or empty");
     } else if (arg.starts_with("--cri-socket=")) {
       criSocket = value("--cri-socket=");
       if (criSocket.empty() || criSocket[0] != '/') return usage("--cri-socket: an absolute path");
@@ -105,6 +113,16 @@ int main(int argc, char** argv) {
     cri = std::make_unique<vri::GrpcRuntimeClient>(
         grpc::CreateChannel("unix:" + criSocket, grpc::InsecureChannelCredentials()));
     options.cri = cri.get();
+  }
+  vri::GrpcVridClient releaser_vrid(
+      grpc::CreateCustomChannel("unix:" + vrid, grpc::InsecureChannelCredentials(), args));
+  vri::KubeletPodResources kubelet_pods(podResources);
+  vri::StoppedPodReleaserOptions releasing;
+  releasing.log = logLine;
+  vri::StoppedPodReleaser releaser(releaser_vrid, kubelet_pods, releasing);
+  if (!podResources.empty()) {
+    releaser.start();
+    options.releaser = &releaser;
   }
   vri::NriPlugin plugin(vrid_client, options);
   std::thread sessions([&] { plugin.run(); });

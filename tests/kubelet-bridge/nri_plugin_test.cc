@@ -26,15 +26,15 @@ using testing::nriPod;
 
 TEST(NriEventMaskTest, ThePodAndContainerEventsAsNrisBitsForEveryRuntime) {
   int32_t handled = 0;
-  for (api::Event event : {api::RUN_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER, api::UPDATE_CONTAINER,
-                           api::STOP_CONTAINER, api::REMOVE_CONTAINER}) {
+  for (api::Event event : {api::RUN_POD_SANDBOX, api::STOP_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
+                           api::UPDATE_CONTAINER, api::STOP_CONTAINER, api::REMOVE_CONTAINER}) {
     handled |= 1 << (event - 1);
   }
   EXPECT_EQ(nriEventMask("containerd", "v2.2.9").value(), handled);
   EXPECT_EQ(nriEventMask("containerd", "2.0.5").value(), handled);
   EXPECT_EQ(nriEventMask("cri-o", "1.30.0").value(), handled);
   EXPECT_EQ(nriEventMask("containerd", "v2.4.2", "v0.12.3").value(), handled);
-  EXPECT_EQ(handled, 0x68d);
+  EXPECT_EQ(handled, 0x68f);
 }
 
 // Which runtime knows which events: the events each NRI's api.proto lists (v0.8.0 ends at
@@ -83,7 +83,7 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
   ASSERT_TRUE(runtime);
   api::ConfigureResponse configured;
   const uint32_t registering = registration(*runtime, configured);
-  EXPECT_EQ(configured.events(), 0x68d);  // the pod and container events NriPlacement handles
+  EXPECT_EQ(configured.events(), 0x68f);  // the pod and container events NriPlacement handles
 
   api::SynchronizeRequest first;
   *first.add_pods() = nriPod("sb1", kUid);
@@ -135,7 +135,7 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
   EXPECT_TRUE(testing::eventually([&] {
     return log().find("registered with the runtime's NRI as 50-vri") != std::string::npos;
   })) << log();
-  EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x68d)"));
+  EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x68f)"));
 }
 
 // NRI v0.12 calls RemovePodSandbox and RemoveContainer, and falls back to StateChange only for a

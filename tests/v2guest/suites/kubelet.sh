@@ -439,9 +439,11 @@ EOF2
     pods="$pods p4"
   fi
 
-  step "[$pass] manifests removed: kubelet deletes the pods, vrid releases them"
+  step "[$pass] manifests removed: kubelet deletes the pods, vrid releases them once kubelet is done, before their sandboxes go"
   # All at once: kubelet removes sandboxes at its garbage collection (every minute), so one by one
-  # would cost a minute each. Each pod's times are taken as it goes.
+  # would cost a minute each. Each pod's times are taken as it goes. $placer releases a pod once
+  # kubelet has stopped its sandbox and no longer lists it on its pod-resources socket: before the
+  # sandbox's removal, which was the release before.
   removed_at=$(date +%s)
   for pod in $pods; do rm "$manifests/$pod.yaml"; done
   pending=$pods released="" gone=""
@@ -474,7 +476,10 @@ EOF2
   for pod in $pods; do
     r=$(echo "$released" | tr ' ' '\n' | sed -n "s/^$pod=//p"); s=$(echo "$gone" | tr ' ' '\n' | sed -n "s/^$pod=//p")
     echo "$pod: released by vrid $r s after its manifest went, its sandbox removed $s s after"
+    [ "$r" -le "$s" ] || fail "vrid released $pod $r s after its manifest went, after its sandbox's removal ($s s): kubelet's stop went unused"
   done
+  journalctl -u $placer --since "@$removed_at" -o cat | grep -q "released: kubelet stopped sandbox" ||
+    fail "$placer released no pod on kubelet's stop: $(journalctl -u $placer --since "@$removed_at" -o cat | tail -n 20)"
   quiet_reconcile
   # Pod cgroups: kubepods[-qos]-pod<uid>.slice (systemd), pod<uid> (cgroupfs).
   leftover=$(find $cg/kubepods* -type d \( -name '*-pod[0-9a-f]*.slice' -o -name 'pod[0-9a-f]*' \) | head -3)

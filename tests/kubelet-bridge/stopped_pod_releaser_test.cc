@@ -1,0 +1,197 @@
+// StoppedPodReleaser through the fakes (vrid) and a kubelet whose List the test writes: a pod is
+// released once kubelet stopped its sandbox and has not listed it for three polls in a row, all
+// with kubelet up for a while; never while kubelet lists it, is new, or does not answer; never
+// under a sandbox kubelet has re-created. And KubeletPodResources against a pod-resources server
+// on a real unix socket.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "kubelet-bridge/kubelet_pod_resources.h"
+#include "kubelet-bridge/stopped_pod_releaser.h"
+#include "tests/support/eventually.h"
+#include "tests/support/fake_vrid.h"
+#include "tests/support/manual_clock.h"
+#include "tests/support/temp_dir.h"
+
+namespace vri {
+namespace {
+
+class WrittenKubelet final : public KubeletPods {
+ public:
+  Result<std::set<std::string>> activePods(std::chrono::milliseconds) override {
+    std::lock_guard lock(mutex);
+    if (!answers) return Error(ErrorCode::kUnavailable, "connection refused");
+    return active;
+  }
+  std::optional<std::chrono::seconds> upFor() override {
+    std::lock_guard lock(mutex);
+    return up;
+  }
+  std::mutex mutex;
+  std::set<std::string> active;
+  std::optional<std::chrono::seconds> up = std::chrono::seconds(600);
+  bool answers = true;
+};
+
+class StoppedPodReleaserTest : public ::testing::Test {
+ protected:
+  StoppedPodReleaserTest() {
+    StoppedPodReleaserOptions options;
+    options.clock = &clock_;
+    options.log = [this](const std::string& line) {
+      std::lock_guard lock(logMutex_);
+      log_ += line + "\n";
+    };
+    releaser_ = std::make_unique<StoppedPodReleaser>(vrid_, kubelet_, options);
+  }
+  void polls(int n) {
+    for (int i = 0; i < n; ++i) releaser_->poll();
+  }
+  std::string log() {
+    std::lock_guard lock(logMutex_);
+    return log_;
+  }
+
+  testing::ManualClock clock_;
+  testing::FakeVrid vrid_;
+  WrittenKubelet kubelet_;
+  std::mutex logMutex_;
+  std::string log_;
+  std::unique_ptr<StoppedPodReleaser> releaser_;
+};
+
+TEST_F(StoppedPodReleaserTest, AStoppedPodKubeletNoLongerListsIsReleasedAfterThreePolls) {
+  vrid_.holdPod("a", "sandbox-a", {{"app", "c-a"}});
+  vrid_.holdPod("b", "sandbox-b", {{"app", "c-b"}});
+  releaser_->sandboxStopped("sandbox-a");
+  polls(2);
+  EXPECT_TRUE(vrid_.holds("a")) << "released before the third poll";
+  releaser_->poll();
+  EXPECT_FALSE(vrid_.holds("a"));
+  EXPECT_TRUE(vrid_.holds("b")) << "a pod whose sandbox was not stopped";
+  ASSERT_EQ(vrid_.podReleases().size(), 1u);
+  EXPECT_EQ(vrid_.podReleases()[0].sandbox_id(), "sandbox-a") << "the release names the stopped sandbox";
+  EXPECT_EQ(releaser_->released(), 1u);
+  EXPECT_EQ(releaser_->waiting(), 0u);
+  EXPECT_NE(log().find("pod default/a: released: kubelet stopped sandbox sandbox-a"), std::string::npos) << log();
+}
+
+TEST_F(StoppedPodReleaserTest, APodKubeletStillListsIsKeptAndItsCountStartsAgain) {
+  vrid_.holdPod("a", "sandbox-a", {{"app", "c-a"}});
+  releaser_->sandboxStopped("sandbox-a");
+  polls(2);
+  kubelet_.active = {"default/a"};  // the sandbox is being re-created: kubelet keeps the pod
+  polls(5);
+  kubelet_.active.clear();
+  polls(2);
+  EXPECT_TRUE(vrid_.holds("a")) << "two polls without it after it was listed";
+  releaser_->poll();
+  EXPECT_FALSE(vrid_.holds("a"));
+}
+
+TEST_F(StoppedPodReleaserTest, NothingCountsWhileKubeletIsNewAbsentOrSilent) {
+  vrid_.holdPod("a", "sandbox-a", {{"app", "c-a"}});
+  releaser_->sandboxStopped("sandbox-a");
+  kubelet_.up = std::chrono::seconds(5);  // just started: its List may not know its pods yet
+  polls(5);
+  kubelet_.up.reset();  // no socket
+  polls(5);
+  kubelet_.up = std::chrono::seconds(600);
+  kubelet_.answers = false;
+  polls(5);
+  EXPECT_TRUE(vrid_.holds("a"));
+  EXPECT_TRUE(vrid_.podReleases().empty());
+  // Two polls, kubelet restarted, then two more: each restart starts the count again.
+  kubelet_.answers = true;
+  polls(2);
+  kubelet_.up = std::chrono::seconds(1);
+  releaser_->poll();
+  kubelet_.up = std::chrono::seconds(600);
+  polls(2);
+  EXPECT_TRUE(vrid_.holds("a"));
+  releaser_->poll();
+  EXPECT_FALSE(vrid_.holds("a"));
+}
+
+TEST_F(StoppedPodReleaserTest, ASandboxReCreatedOrRemovedEndsTheWait) {
+  vrid_.holdPod("a", "sandbox-a", {{"app", "c-a"}});
+  vrid_.holdPod("b", "sandbox-b", {{"app", "c-b"}});
+  releaser_->sandboxStopped("sandbox-a");
+  releaser_->sandboxStopped("sandbox-b");
+  releaser_->poll();
+  vrid_.holdPod("a", "sandbox-a2", {});  // kubelet made the pod a new sandbox
+  releaser_->sandboxRemoved("sandbox-b");
+  polls(5);
+  EXPECT_TRUE(vrid_.holds("a"));
+  EXPECT_TRUE(vrid_.holds("b")) << "the removal's own release is the shim's";
+  EXPECT_TRUE(vrid_.podReleases().empty());
+  EXPECT_EQ(releaser_->waiting(), 0u);
+}
+
+TEST_F(StoppedPodReleaserTest, AFailedReleaseIsTriedAgain) {
+  vrid_.holdPod("a", "sandbox-a", {{"app", "c-a"}});
+  releaser_->sandboxStopped("sandbox-a");
+  vrid_.refuseNext("ReleasePod", Error(ErrorCode::kUnavailable, "vrid restarting"));
+  polls(3);
+  EXPECT_TRUE(vrid_.holds("a"));
+  EXPECT_NE(log().find("release failed (vrid restarting); trying again"), std::string::npos) << log();
+  releaser_->poll();
+  EXPECT_FALSE(vrid_.holds("a"));
+}
+
+TEST_F(StoppedPodReleaserTest, ItsThreadPollsOnTheClockWhileASandboxWaits) {
+  vrid_.holdPod("a", "sandbox-a", {{"app", "c-a"}});
+  releaser_->start();
+  releaser_->sandboxStopped("sandbox-a");
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(testing::eventually([&] { return clock_.nextDeadline().has_value(); }));
+    clock_.advance(std::chrono::seconds(1));
+  }
+  EXPECT_TRUE(testing::eventually([&] { return !vrid_.holds("a"); }));
+  releaser_.reset();  // stops and joins
+}
+
+// A pod-resources server on a real socket, as kubelet serves it.
+class ListingKubelet final : public ::v1::PodResourcesLister::Service {
+ public:
+  grpc::Status List(grpc::ServerContext*, const ::v1::ListPodResourcesRequest*,
+                    ::v1::ListPodResourcesResponse* reply) override {
+    ::v1::PodResources* pod = reply->add_pod_resources();
+    pod->set_namespace_("kube-system");
+    pod->set_name("etcd-node");
+    pod = reply->add_pod_resources();
+    pod->set_namespace_("default");
+    pod->set_name("web");
+    return grpc::Status::OK;
+  }
+};
+
+TEST(KubeletPodResourcesTest, ListsNamespaceAndNameAndTellsHowLongTheSocketIsUp) {
+  testing::TempDir tmp;
+  const std::string socket = tmp.sub("kubelet.sock");
+  KubeletPodResources kubelet(socket);
+  EXPECT_FALSE(kubelet.upFor().has_value()) << "no socket";
+  EXPECT_FALSE(kubelet.activePods(std::chrono::milliseconds(200)).ok());
+
+  ListingKubelet service;
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
+  builder.RegisterService(&service);
+  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  ASSERT_NE(server, nullptr);
+  auto pods = kubelet.activePods(std::chrono::seconds(5));
+  ASSERT_TRUE(pods.ok()) << pods.error().message();
+  EXPECT_EQ(*pods, (std::set<std::string>{"default/web", "kube-system/etcd-node"}));
+  ASSERT_TRUE(kubelet.upFor().has_value());
+  EXPECT_LT(kubelet.upFor()->count(), 60);
+  // A socket made ten minutes ago: kubelet up that long.
+  const auto past = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(10);
+  std::filesystem::last_write_time(socket, past);
+  EXPECT_GE(kubelet.upFor()->count(), 599);
+  server->Shutdown();
+}
+
+}  // namespace
+}  // namespace vri

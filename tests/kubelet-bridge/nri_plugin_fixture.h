@@ -38,6 +38,7 @@ class NriPluginTest : public ::testing::Test {
     NriPluginOptions options;
     options.socket = path;
     options.reconnectPause = std::chrono::milliseconds(50);
+    options.releaser = releaser();
     options.log = [this](const std::string& line) {
       std::lock_guard lock(logMutex_);
       log_ += line + "\n";
@@ -51,6 +52,8 @@ class NriPluginTest : public ::testing::Test {
     sessions_.join();
     ::close(listener_);
   }
+  // What the plugin tells of the sandboxes the runtime stops and removes; none by default.
+  virtual StoppedPodReleaser* releaser() { return nullptr; }
   std::unique_ptr<NriRuntimePeer> accept() {
     const int fd = ::accept4(listener_, nullptr, nullptr, SOCK_CLOEXEC);
     return fd < 0 ? nullptr : std::make_unique<NriRuntimePeer>(fd);

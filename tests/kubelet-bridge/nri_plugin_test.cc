@@ -12,6 +12,7 @@
 
 #include "tests/kubelet-bridge/nri_plugin_fixture.h"
 #include "tests/support/eventually.h"
+#include "tests/support/written_kubelet.h"
 
 namespace vri {
 namespace {
@@ -183,6 +184,45 @@ TEST_F(NriPluginTest, NriV012sRemovalMethodsReleaseByIdAsStateChangeDoes) {
   // A method of an event the plugin did not subscribe to is UNIMPLEMENTED, so NRI falls back.
   ASSERT_TRUE(runtime->request(9, kPlugin, "StartContainer", api::StartContainerRequest().SerializeAsString()));
   EXPECT_EQ(replyTo(*runtime, 9).status().code(), 12);  // google.rpc.Code UNIMPLEMENTED
+}
+
+// NRI's StopPodSandbox, as a method (NRI v0.12) or in a StateChange, hands the sandbox to the
+// releaser, which releases the pod once kubelet no longer lists it; RemovePodSandbox ends the wait.
+class NriPluginReleaserTest : public NriPluginTest {
+ protected:
+  StoppedPodReleaser* releaser() override { return &releaser_; }
+  testing::WrittenKubelet kubelet_;
+  StoppedPodReleaser releaser_{vrid_, kubelet_, {}};
+};
+
+TEST_F(NriPluginReleaserTest, AStoppedSandboxWaitsForKubeletAndARemovedOneDoesNot) {
+  vrid_.holdPod(kUid, "sb1", {});
+  vrid_.holdPod("uid-2", "sb2", {});
+  auto runtime = accept();
+  ASSERT_TRUE(runtime);
+  ASSERT_NO_FATAL_FAILURE(registerWithNothingRunning(*runtime));
+  vrid_.holdPod(kUid, "sb1", {});  // the synchronize released what the runtime did not report
+  vrid_.holdPod("uid-2", "sb2", {});
+
+  api::StopPodSandboxRequest stop;
+  *stop.mutable_pod() = nriPod("sb1", kUid);
+  ASSERT_TRUE(runtime->request(5, kPlugin, "StopPodSandbox", stop.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 5).status().code(), 0);
+  api::StateChangeEvent stopped;
+  stopped.set_event(api::STOP_POD_SANDBOX);
+  *stopped.mutable_pod() = nriPod("sb2", "uid-2");
+  ASSERT_TRUE(runtime->request(7, kPlugin, "StateChange", stopped.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 7).status().code(), 0);
+  EXPECT_EQ(releaser_.waiting(), 2u);
+
+  api::RemovePodSandboxRequest removed;
+  *removed.mutable_pod() = nriPod("sb2", "uid-2");
+  ASSERT_TRUE(runtime->request(9, kPlugin, "RemovePodSandbox", removed.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 9).status().code(), 0);
+  EXPECT_EQ(releaser_.waiting(), 1u);
+  EXPECT_TRUE(vrid_.holds(kUid));
+  for (int i = 0; i < 3; ++i) releaser_.poll();
+  EXPECT_FALSE(vrid_.holds(kUid));
 }
 
 // RunPodSandbox, StopContainer, CreateContainer and UpdateContainer through the plugin, with vrid

@@ -8,32 +8,19 @@
 
 #include <filesystem>
 
+#include "kubelet-bridge/cri_client.h"
+#include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/kubelet_pod_resources.h"
 #include "kubelet-bridge/stopped_pod_releaser.h"
 #include "tests/support/eventually.h"
+#include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/temp_dir.h"
+#include "tests/support/written_kubelet.h"
 
 namespace vri {
 namespace {
-
-class WrittenKubelet final : public KubeletPods {
- public:
-  Result<std::set<std::string>> activePods(std::chrono::milliseconds) override {
-    std::lock_guard lock(mutex);
-    if (!answers) return Error(ErrorCode::kUnavailable, "connection refused");
-    return active;
-  }
-  std::optional<std::chrono::seconds> upFor() override {
-    std::lock_guard lock(mutex);
-    return up;
-  }
-  std::mutex mutex;
-  std::set<std::string> active;
-  std::optional<std::chrono::seconds> up = std::chrono::seconds(600);
-  bool answers = true;
-};
 
 class StoppedPodReleaserTest : public ::testing::Test {
  protected:
@@ -56,7 +43,7 @@ class StoppedPodReleaserTest : public ::testing::Test {
 
   testing::ManualClock clock_;
   testing::FakeVrid vrid_;
-  WrittenKubelet kubelet_;
+  testing::WrittenKubelet kubelet_;
   std::mutex logMutex_;
   std::string log_;
   std::unique_ptr<StoppedPodReleaser> releaser_;
@@ -151,6 +138,35 @@ TEST_F(StoppedPodReleaserTest, ItsThreadPollsOnTheClockWhileASandboxWaits) {
   }
   EXPECT_TRUE(testing::eventually([&] { return !vrid_.holds("a"); }));
   releaser_.reset();  // stops and joins
+}
+
+TEST_F(StoppedPodReleaserTest, TheShimHandsItTheSandboxesKubeletStopsOnceTheRuntimeHasStoppedThem) {
+  testing::FakeRuntime runtime;
+  CriShimOptions options;
+  options.releaser = releaser_.get();
+  CriShim shim(runtime, vrid_, options);
+  const CallScope kubelet = CallScope::within(std::chrono::seconds(5));
+  runtime::v1::RunPodSandboxRequest run;
+  *run.mutable_config() = cri_client::sandboxConfig(
+      "uid-1", "pod-1", cri_client::podCgroupParent("/kubepods", cri_client::PodQos::kBurstable, "uid-1"));
+  auto ran = shim.runPodSandbox(kubelet, run);
+  ASSERT_TRUE(ran.ok()) << ran.error().message();
+  const std::string sandbox = ran->pod_sandbox_id();
+
+  runtime.failNext("StopPodSandbox", Error(ErrorCode::kUnavailable, "containerd restarting"));
+  EXPECT_FALSE(shim.stopPodSandbox(kubelet, sandbox).ok());
+  EXPECT_EQ(releaser_->waiting(), 0u) << "a stop the runtime refused";
+  ASSERT_TRUE(shim.stopPodSandbox(kubelet, sandbox).ok());  // kubelet's retry
+  EXPECT_EQ(releaser_->waiting(), 1u);
+  polls(3);
+  EXPECT_FALSE(vrid_.holds("uid-1"));
+
+  // A removal, once the shim has passed it to the runtime, ends a wait.
+  auto again = shim.runPodSandbox(kubelet, run);
+  ASSERT_TRUE(again.ok());
+  ASSERT_TRUE(shim.stopPodSandbox(kubelet, again->pod_sandbox_id()).ok());
+  ASSERT_TRUE(shim.removePodSandbox(kubelet, again->pod_sandbox_id()).ok());
+  EXPECT_EQ(releaser_->waiting(), 0u);
 }
 
 // A pod-resources server on a real socket, as kubelet serves it.

@@ -113,7 +113,10 @@ class Pods {
     request.set_memory_limit_bytes(guaranteed ? 16ULL << 20 : 0);
     grpc::ClientContext context;
     vri::v1::ContainerAllocation placed;
-    if (!admin_.AdmitContainer(&context, request, &placed).ok()) return false;
+    if (const grpc::Status status = admin_.AdmitContainer(&context, request, &placed); !status.ok()) {
+      lastError = status.error_message();
+      return false;
+    }
     if (guaranteed) guaranteed_.push_back({uid, "pod-" + std::to_string(n)});
     return true;
   }
@@ -127,6 +130,8 @@ class Pods {
     guaranteed_.erase(guaranteed_.begin());
     return true;
   }
+  std::string lastError;  // vrid's reason for the last refusal
+
   std::string fingerprint() const {
     std::vector<PodName> names;
     for (const auto& [uid, name] : guaranteed_) names.push_back({"bench", name});
@@ -176,7 +181,7 @@ Figures runConfiguration(const Options& o, int tenants, vri::topology_export::Ku
   std::ofstream(dir + "/vrid.conf").close();
   ::chmod((dir + "/vrid.conf").c_str(), 0600);
   const pid_t vrid =
-      spawn({o.vrid, "--config=" + dir + "/vrid.conf", "--topology=synthetic:pack:2 numa:2 core:16 pu:2",
+      spawn({o.vrid, "--config=" + dir + "/vrid.conf", "--topology=synthetic:pack:2 numa:2(memory=16GiB) core:16 pu:2",
              "--state-dir=" + dir + "/state", "--socket=" + dir + "/ro.sock", "--admin-socket=" + dir + "/admin.sock",
              "--kubelet-cgroup-root=/nrt-bench-absent", "--machine-partition=nrt-bench-absent/machine",
              "--libvirt-layout=no-systemd", "--libvirt-uri=", "--log-level=warning", "--reconcile-interval=0"},
@@ -200,7 +205,7 @@ Figures runConfiguration(const Options& o, int tenants, vri::topology_export::Ku
   Pods pods(*admin);
   for (int i = 0; i < tenants; ++i) {
     if (!pods.admit(i % 4 == 0)) {
-      *error = "admitting tenant " + std::to_string(i) + " failed";
+      *error = "admitting tenant " + std::to_string(i) + " failed: " + pods.lastError;
       cleanUp();
       return f;
     }

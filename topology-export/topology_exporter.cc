@@ -51,6 +51,7 @@ void TopologyExporter::followEvents() {
     }
     v1::Event event;
     while (stream->next(event)) {
+      options_.onEvent(event);
       std::lock_guard lock(mutex_);
       ++counters_.events;
       stale_ = true;

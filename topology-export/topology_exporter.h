@@ -27,6 +27,8 @@ struct TopologyExporterOptions {
   std::chrono::milliseconds minInterval{200};     // between two writes: at most 5 a second
   std::chrono::milliseconds retryInterval{1000};  // after a failed write or read
   std::chrono::milliseconds vridTimeout{2000};    // per call to vrid
+  // Each of vrid's events as it comes, on the thread that follows them: must not block.
+  std::function<void(const v1::Event&)> onEvent = [](const v1::Event&) {};
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 

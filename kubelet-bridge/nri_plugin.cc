@@ -156,7 +156,8 @@ NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)
       vridConnection_(vrid_, runtimeUpdates_, follower_,
                       VridConnectionOptions{.log = options_.log, .checkLedger = false}) {
   if (options_.cri != nullptr) {
-    sweeper_ = std::make_unique<NriSandboxSweeper>(vrid_, *options_.cri, options_.sweepInterval, options_.log);
+    sweeper_ = std::make_unique<NriSandboxSweeper>(vrid_, *options_.cri, options_.sweepInterval, options_.log,
+                                                   options_.releaser);
   }
 }
 

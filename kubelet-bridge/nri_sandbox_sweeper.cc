@@ -4,8 +4,11 @@
 
 namespace vri {
 
-NriSandboxSweeper::NriSandboxSweeper(VridClient& vrid, RuntimeClient& cri, std::chrono::milliseconds interval, Log log)
-    : vrid_(vrid), cri_(cri), interval_(interval), log_(std::move(log)), thread_([this] { run(); }) {}
+NriSandboxSweeper::NriSandboxSweeper(VridClient& vrid, RuntimeClient& cri, std::chrono::milliseconds interval, Log log,
+                                     StoppedPodReleaser* releaser)
+    : vrid_(vrid), cri_(cri), interval_(interval), log_(std::move(log)), releaser_(releaser), thread_([this] {
+        run();
+      }) {}
 
 NriSandboxSweeper::~NriSandboxSweeper() {
   {
@@ -48,13 +51,17 @@ void NriSandboxSweeper::run() {
 void NriSandboxSweeper::sweep() {
   const auto listed = cri_.listPodSandboxes(CallScope::within(interval_));
   if (!listed.ok()) return;  // the runtime restarting: its next Synchronize reports what it has
-  std::set<std::string> present;
-  for (const auto& sandbox : *listed) present.insert(sandbox.id());
+  std::set<std::string> present, stopped;
+  for (const auto& sandbox : *listed) {
+    present.insert(sandbox.id());
+    if (sandbox.state() != runtime::v1::SANDBOX_READY) stopped.insert(sandbox.id());
+  }
   std::vector<std::string> gone;
   {
     MutexLock lock(mutex_);
     for (const std::string& id : watched_) {
       if (!present.count(id)) gone.push_back(id);
+      if (releaser_ != nullptr && stopped.count(id)) releaser_->sandboxStopped(id);  // a second time is a no-op
     }
   }
   for (const std::string& id : gone) {

@@ -4,7 +4,9 @@
 // until the plugin's next synchronization. So every sandbox a Synchronize reports is watched, until
 // its removal is relayed or the runtime's CRI no longer lists it, which the sweeper checks every
 // `interval` (one ListPodSandbox, and only while some sandbox is watched); a sandbox gone from the
-// list has its pod released by sandbox id, as a relayed removal would.
+// list has its pod released by sandbox id, as a relayed removal would. Nor does the runtime relay
+// StopPodSandbox for such a pod: a watched sandbox the list shows stopped (not ready) is handed to
+// `releaser`, when there is one, as a relayed stop would be.
 #pragma once
 
 #include <chrono>
@@ -17,6 +19,7 @@
 
 #include "cgroup-model/thread_annotations.h"
 #include "kubelet-bridge/runtime_client.h"
+#include "kubelet-bridge/stopped_pod_releaser.h"
 #include "kubelet-bridge/vrid_client.h"
 
 namespace vri {
@@ -25,7 +28,8 @@ class NriSandboxSweeper {
  public:
   using Log = std::function<void(const std::string&)>;
   // `vrid` and `cri` (the runtime's CRI endpoint; not owned) outlive the sweeper.
-  NriSandboxSweeper(VridClient& vrid, RuntimeClient& cri, std::chrono::milliseconds interval, Log log);
+  NriSandboxSweeper(VridClient& vrid, RuntimeClient& cri, std::chrono::milliseconds interval, Log log,
+                    StoppedPodReleaser* releaser = nullptr);
   ~NriSandboxSweeper();  // stops; a sweep in progress finishes
   NriSandboxSweeper(const NriSandboxSweeper&) = delete;
   NriSandboxSweeper& operator=(const NriSandboxSweeper&) = delete;
@@ -45,6 +49,7 @@ class NriSandboxSweeper {
   RuntimeClient& cri_;
   const std::chrono::milliseconds interval_;
   const Log log_;
+  StoppedPodReleaser* const releaser_;  // not owned; may be none
   mutable Mutex mutex_;
   std::condition_variable_any wake_;
   std::set<std::string> watched_ VRI_GUARDED_BY(mutex_);

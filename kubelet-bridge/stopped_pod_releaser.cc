@@ -24,6 +24,7 @@ void StoppedPodReleaser::sandboxStopped(const std::string& sandboxId) {
   if (sandboxId.empty()) return;
   {
     MutexLock lock(mutex_);
+    if (done_.count(sandboxId) != 0) return;
     stopped_.try_emplace(sandboxId);  // a second stop of the same sandbox starts nothing again
   }
   wake_.notify_all();
@@ -32,11 +33,19 @@ void StoppedPodReleaser::sandboxStopped(const std::string& sandboxId) {
 void StoppedPodReleaser::sandboxRemoved(const std::string& sandboxId) {
   MutexLock lock(mutex_);
   stopped_.erase(sandboxId);
+  done_.erase(sandboxId);
 }
 
 size_t StoppedPodReleaser::waiting() const {
   MutexLock lock(mutex_);
   return stopped_.size();
+}
+
+void StoppedPodReleaser::markDone(const std::string& sandboxId) {
+  // Removals the runtime never relays would keep ids here: bounded, forgetting all at once (a
+  // forgotten one that is stopped again is only looked at again).
+  if (done_.size() >= kDoneLimit) done_.clear();
+  done_.insert(sandboxId);
 }
 
 void StoppedPodReleaser::run() {
@@ -91,7 +100,10 @@ void StoppedPodReleaser::poll() {
   }
   {
     MutexLock lock(mutex_);
-    for (const std::string& sandbox : forget) stopped_.erase(sandbox);
+    for (const std::string& sandbox : forget) {
+      stopped_.erase(sandbox);
+      markDone(sandbox);
+    }
     for (const auto& [sandbox, entry] : stopped) {
       const auto still = stopped_.find(sandbox);  // removed meanwhile: its removal released it
       if (still != stopped_.end()) still->second = entry;
@@ -109,6 +121,7 @@ void StoppedPodReleaser::poll() {
     {
       MutexLock lock(mutex_);
       stopped_.erase(sandbox);
+      markDone(sandbox);
     }
     if (*released) {
       ++released_;

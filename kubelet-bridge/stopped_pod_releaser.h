@@ -74,6 +74,8 @@ class StoppedPodReleaser {
     int absent = 0;   // Lists in a row without it
   };
   void run();
+  void markDone(const std::string& sandboxId) VRI_REQUIRES(mutex_);
+  static constexpr size_t kDoneLimit = 4096;
 
   VridClient& vrid_;
   KubeletPods& kubelet_;
@@ -83,6 +85,9 @@ class StoppedPodReleaser {
   mutable Mutex mutex_;
   std::condition_variable_any wake_;
   std::map<std::string, Stopped> stopped_ VRI_GUARDED_BY(mutex_);  // by sandbox id
+  // Sandboxes already dealt with (released, or found re-created): a stop said again of one (the NRI
+  // plugin's sweep sees it stopped until it is removed) starts nothing. Forgotten at the removal.
+  std::set<std::string> done_ VRI_GUARDED_BY(mutex_);
   bool stopping_ VRI_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

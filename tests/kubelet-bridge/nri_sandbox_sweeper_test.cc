@@ -1,6 +1,7 @@
 // The NRI plugin's sweep for pods whose removal the runtime does not relay, on the fakes: a watched
 // sandbox gone from the runtime's list has its pod released by sandbox id; one still listed, or
-// whose removal was relayed, is left alone; nothing is listed while nothing is watched.
+// whose removal was relayed, is left alone; nothing is listed while nothing is watched. A watched
+// sandbox the list shows stopped goes to the releaser, as a relayed StopPodSandbox would.
 #include "kubelet-bridge/nri_sandbox_sweeper.h"
 
 #include <gtest/gtest.h>
@@ -9,6 +10,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
+#include "tests/support/written_kubelet.h"
 
 namespace vri {
 namespace {
@@ -39,6 +41,29 @@ TEST(NriSandboxSweeperTest, AWatchedSandboxGoneFromTheRuntimeHasItsPodReleasedOn
   sweeper.removed(kept);
   EXPECT_EQ(sweeper.watched(), 0u);
   EXPECT_EQ(vrid.podReleases().size(), 1u);
+}
+
+TEST(NriSandboxSweeperTest, AWatchedSandboxTheRuntimeShowsStoppedGoesToTheReleaser) {
+  testing::FakeVrid vrid;
+  testing::FakeRuntime runtime;
+  testing::WrittenKubelet kubelet;
+  StoppedPodReleaser releaser(vrid, kubelet, {});
+  const std::string running = runtime.addSandbox(cri_client::sandboxConfig("uid-run", "run", "/kubepods/podrun"));
+  const std::string stopped = runtime.addSandbox(cri_client::sandboxConfig("uid-stop", "stop", "/kubepods/podstop"));
+  ASSERT_TRUE(runtime.stopPodSandbox(CallScope::within(std::chrono::seconds(1)), stopped).ok());
+  NriSandboxSweeper sweeper(
+      vrid, runtime, std::chrono::milliseconds(10), [](const std::string&) {}, &releaser);
+  sweeper.watch({running, stopped});
+  ASSERT_TRUE(testing::eventually([&] { return releaser.waiting() == 1; }));
+  vrid.holdPod("uid-stop", stopped, {});
+  vrid.holdPod("uid-run", running, {});
+  for (int i = 0; i < 3; ++i) releaser.poll();
+  EXPECT_FALSE(vrid.holds("uid-stop"));
+  EXPECT_TRUE(vrid.holds("uid-run"));
+  EXPECT_EQ(sweeper.watched(), 2u) << "both still listed: the sweep releases only what is gone";
+  // Seen stopped again at the next sweeps: dealt with, it waits no more.
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_EQ(releaser.waiting(), 0u);
 }
 
 }  // namespace

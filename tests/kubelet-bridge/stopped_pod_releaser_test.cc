@@ -1,22 +1,17 @@
 // StoppedPodReleaser through the fakes (vrid) and a kubelet whose List the test writes: a pod is
 // released once kubelet stopped its sandbox and has not listed it for three polls in a row, all
 // with kubelet up for a while; never while kubelet lists it, is new, or does not answer; never
-// under a sandbox kubelet has re-created. And KubeletPodResources against a pod-resources server
-// on a real unix socket.
-#include <grpcpp/grpcpp.h>
+// under a sandbox kubelet has re-created. (KubeletPodResources against a real socket:
+// kubelet_pod_resources_test.cc.)
 #include <gtest/gtest.h>
-
-#include <filesystem>
 
 #include "kubelet-bridge/cri_client.h"
 #include "kubelet-bridge/cri_shim.h"
-#include "kubelet-bridge/kubelet_pod_resources.h"
 #include "kubelet-bridge/stopped_pod_releaser.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/manual_clock.h"
-#include "tests/support/temp_dir.h"
 #include "tests/support/written_kubelet.h"
 
 namespace vri {
@@ -167,46 +162,6 @@ TEST_F(StoppedPodReleaserTest, TheShimHandsItTheSandboxesKubeletStopsOnceTheRunt
   ASSERT_TRUE(shim.stopPodSandbox(kubelet, again->pod_sandbox_id()).ok());
   ASSERT_TRUE(shim.removePodSandbox(kubelet, again->pod_sandbox_id()).ok());
   EXPECT_EQ(releaser_->waiting(), 0u);
-}
-
-// A pod-resources server on a real socket, as kubelet serves it.
-class ListingKubelet final : public ::v1::PodResourcesLister::Service {
- public:
-  grpc::Status List(grpc::ServerContext*, const ::v1::ListPodResourcesRequest*,
-                    ::v1::ListPodResourcesResponse* reply) override {
-    ::v1::PodResources* pod = reply->add_pod_resources();
-    pod->set_namespace_("kube-system");
-    pod->set_name("etcd-node");
-    pod = reply->add_pod_resources();
-    pod->set_namespace_("default");
-    pod->set_name("web");
-    return grpc::Status::OK;
-  }
-};
-
-TEST(KubeletPodResourcesTest, ListsNamespaceAndNameAndTellsHowLongTheSocketIsUp) {
-  testing::TempDir tmp;
-  const std::string socket = tmp.sub("kubelet.sock");
-  KubeletPodResources kubelet(socket);
-  EXPECT_FALSE(kubelet.upFor().has_value()) << "no socket";
-  EXPECT_FALSE(kubelet.activePods(std::chrono::milliseconds(200)).ok());
-
-  ListingKubelet service;
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket, grpc::InsecureServerCredentials());
-  builder.RegisterService(&service);
-  const std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  ASSERT_NE(server, nullptr);
-  auto pods = kubelet.activePods(std::chrono::seconds(5));
-  ASSERT_TRUE(pods.ok()) << pods.error().message();
-  EXPECT_EQ(*pods, (std::set<std::string>{"default/web", "kube-system/etcd-node"}));
-  ASSERT_TRUE(kubelet.upFor().has_value());
-  EXPECT_LT(kubelet.upFor()->count(), 60);
-  // A socket made ten minutes ago: kubelet up that long.
-  const auto past = std::filesystem::file_time_type::clock::now() - std::chrono::minutes(10);
-  std::filesystem::last_write_time(socket, past);
-  EXPECT_GE(kubelet.upFor()->count(), 599);
-  server->Shutdown();
 }
 
 }  // namespace

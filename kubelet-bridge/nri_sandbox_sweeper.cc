@@ -74,6 +74,7 @@ void NriSandboxSweeper::sweep() {
     MutexLock lock(mutex_);
     watched_.erase(id);
   }
+  ++sweeps_;
 }
 
 }  // namespace vri

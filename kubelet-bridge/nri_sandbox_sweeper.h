@@ -9,6 +9,7 @@
 // `releaser`, when there is one, as a relayed stop would be.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <functional>
@@ -38,8 +39,9 @@ class NriSandboxSweeper {
   void watch(const std::vector<std::string>& sandboxIds);
   // A removal the runtime relayed: no longer watched.
   void removed(const std::string& sandboxId);
-  // How many sandboxes are watched (tests).
+  // How many sandboxes are watched, and how many sweeps have run (tests).
   size_t watched() const;
+  uint64_t sweeps() const { return sweeps_.load(); }
 
  private:
   void run();
@@ -50,6 +52,7 @@ class NriSandboxSweeper {
   const std::chrono::milliseconds interval_;
   const Log log_;
   StoppedPodReleaser* const releaser_;  // not owned; may be none
+  std::atomic<uint64_t> sweeps_{0};
   mutable Mutex mutex_;
   std::condition_variable_any wake_;
   std::set<std::string> watched_ VRI_GUARDED_BY(mutex_);

@@ -50,16 +50,6 @@ void RefusedPodEvictor::onEvent(const v1::Event& event) {
   wake_.notify_all();
 }
 
-uint64_t RefusedPodEvictor::evicted() const {
-  std::lock_guard lock(mutex_);
-  return evicted_;
-}
-
-size_t RefusedPodEvictor::pending() const {
-  std::lock_guard lock(mutex_);
-  return queue_.size() + (busy_ ? 1 : 0);
-}
-
 void RefusedPodEvictor::run() {
   std::unique_lock lock(mutex_);
   for (;;) {
@@ -67,11 +57,9 @@ void RefusedPodEvictor::run() {
     if (stopping_) return;
     const v1::Event event = std::move(queue_.front());
     queue_.pop_front();
-    busy_ = true;
     lock.unlock();
     handle(event);
     lock.lock();
-    busy_ = false;
   }
 }
 
@@ -85,7 +73,12 @@ void RefusedPodEvictor::handle(const v1::Event& event) {
     default: return;
   }
   const int seen = ++refusals_[uid];
-  if (seen < options_.refusals || evictedPods_.count(uid) != 0) return;
+  if (evictedPods_.count(uid) != 0) return;
+  if (seen < options_.refusals) {
+    options_.log("pod " + uid + ": refused " + std::to_string(seen) + " of " + std::to_string(options_.refusals) +
+                 " times in a row before its eviction");
+    return;
+  }
   if (auto evicted = evict(uid, event.detail()); !evicted.ok()) {
     options_.log("pod " + uid + ": refused " + std::to_string(seen) +
                  " times, not evicted: " + evicted.error().message() + " (asked again at its next refusal)");
@@ -93,8 +86,6 @@ void RefusedPodEvictor::handle(const v1::Event& event) {
   }
   evictedPods_.insert(uid);
   refusals_.erase(uid);
-  std::lock_guard lock(mutex_);
-  ++evicted_;
 }
 
 Result<void> RefusedPodEvictor::evict(const std::string& uid, const std::string& reason) {

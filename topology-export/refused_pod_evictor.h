@@ -50,9 +50,6 @@ class RefusedPodEvictor {
   void start();
   // One of vrid's events: queued, so that whoever follows vrid's events never waits for the API server.
   void onEvent(const v1::Event& event);
-  uint64_t evicted() const;
-  // Events queued and not yet handled (tests wait for none).
-  size_t pending() const;
 
  private:
   void run();
@@ -66,8 +63,6 @@ class RefusedPodEvictor {
   std::condition_variable wake_;
   std::deque<v1::Event> queue_;
   bool stopping_ = false;
-  bool busy_ = false;
-  uint64_t evicted_ = 0;
   std::thread thread_;
   // The handling thread's own.
   std::map<std::string, int> refusals_;  // by pod UID: refusals since its last admission

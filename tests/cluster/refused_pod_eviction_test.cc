@@ -86,7 +86,9 @@ TEST_F(RefusedPodEvictionTest, APodRefusedThreeTimesIsEvictedWithVrisReasonAndIt
   for (int retry = 0; retry < 2; ++retry) {
     ASSERT_FALSE(admitContainer(first.uid, podName, v1::GUARANTEED, 2000).ok());
   }
-  std::this_thread::sleep_for(std::chrono::seconds(1));
+  ASSERT_TRUE(testing::eventually([&] {
+    return exporterLog().find("pod " + first.uid + ": refused 2 of 3 times") != std::string::npos;
+  })) << exporterLog();
   EXPECT_FALSE(webPods()[0].terminating) << "evicted after two refusals";
   ASSERT_FALSE(admitContainer(first.uid, podName, v1::GUARANTEED, 2000).ok());
 

@@ -28,6 +28,20 @@ class TopologyExportOverReserveTest : public TopologyExportTest {
     }
     vmHeld_ = !vmHeld_;
   }
+  // Whether `pod` is bound to this test's node within `limit`, the object changed every 2 s meanwhile
+  // (each change sends the refused pod back to the scheduler; the cache resyncs every 5 s).
+  bool boundWhileTouching(const std::string& pod, std::chrono::seconds limit) {
+    auto touched = std::chrono::steady_clock::now();
+    return testing::eventually(
+        [&] {
+          if (std::chrono::steady_clock::now() - touched > std::chrono::seconds(2)) {
+            touchObject();
+            touched = std::chrono::steady_clock::now();
+          }
+          return boundTo(pod) == node_;
+        },
+        limit);
+  }
   bool vmHeld_ = false;
 };
 
@@ -45,28 +59,15 @@ TEST_F(TopologyExportOverReserveTest, ABoundPodCountsUntilVrisFingerprintSaysThe
 
   // VRI has not admitted the pod: its fingerprint is not the plugin's, and past the cache's resync
   // (5 s) and the object's changes the pod stays where it is.
-  for (int i = 0; i < 4; ++i) {
-    std::this_thread::sleep_for(std::chrono::seconds(2));
-    touchObject();
-  }
-  EXPECT_EQ(boundTo("three"), "") << "the cache took an object that does not account for the bound pod";
+  EXPECT_FALSE(boundWhileTouching("three", std::chrono::seconds(8)))
+      << "the cache took an object that does not account for the bound pod";
 
   // kubelet would have created it: vrid admits it, the fingerprints agree, and at the next resync the
   // cache takes the object, in which one zone still has 3 CPUs.
   ASSERT_TRUE(admitContainer("0b1c2d3e-0000-4000-8000-00000000f002", node_ + "/two", v1::GUARANTEED, 2000).ok());
   ASSERT_TRUE(testing::eventually(
       [&] { return attribute("nodeTopologyPodsFingerprint") == peersFingerprint({node_ + "/two"}); }));
-  auto touched = std::chrono::steady_clock::now();
-  ASSERT_TRUE(testing::eventually(
-      [&] {
-        if (std::chrono::steady_clock::now() - touched > std::chrono::seconds(2)) {
-          touchObject();
-          touched = std::chrono::steady_clock::now();
-        }
-        return boundTo("three") == node_;
-      },
-      std::chrono::seconds(40)))
-      << schedulingMessage("three");
+  ASSERT_TRUE(boundWhileTouching("three", std::chrono::seconds(40))) << schedulingMessage("three");
 }
 
 // Under `best-effort` the plugin filters nothing, and scores only with the LeastNUMANodes strategy:

@@ -62,7 +62,8 @@ TEST(NriSandboxSweeperTest, AWatchedSandboxTheRuntimeShowsStoppedGoesToTheReleas
   EXPECT_TRUE(vrid.holds("uid-run"));
   EXPECT_EQ(sweeper.watched(), 2u) << "both still listed: the sweep releases only what is gone";
   // Seen stopped again at the next sweeps: dealt with, it waits no more.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  const uint64_t swept = sweeper.sweeps();
+  ASSERT_TRUE(testing::eventually([&] { return sweeper.sweeps() >= swept + 2; }));
   EXPECT_EQ(releaser.waiting(), 0u);
 }
 

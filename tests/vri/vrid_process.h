@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -98,8 +99,9 @@ class VridProcess {
     for (std::string& e : extra) {
       // A topology of the caller's own takes the synthetic one's place (vrid takes the last flag, but
       // one vrid with two topologies in its command line misleads whoever reads `ps`).
-      if (e.starts_with("--topology="))
-        args_[2] = e;
+      const auto isTopology = [](const std::string& a) { return a.starts_with("--topology="); };
+      if (isTopology(e))
+        *std::find_if(args_.begin(), args_.end(), isTopology) = std::move(e);
       else
         args_.push_back(std::move(e));
     }

@@ -166,10 +166,19 @@ TEST_F(NriPluginContainerdTest, AVridThatDoesNotAnswerGetsThePodRefusedInTimeAnd
   std::cout << "containerd " << kUnderTest.flavour << ": " << (sandboxGoesAhead ? "CreateContainer" : "RunPodSandbox")
             << " with vrid stopped refused after " << took << " ms: " << stalled.error_message() << std::endl;
   ::kill(vrid_->pid(), SIGCONT);
+  // Resumed, vrid first works off what waited (the failed sandbox's release): the pod is asked for
+  // once vrid answers again.
+  ASSERT_TRUE(testing::eventually([&] {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(500));
+    v1::Node node;
+    return vri_->GetNode(&context, v1::GetNodeRequest(), &node).ok();
+  }));
 
   // The same connection places the pod once vrid answers: never disconnected for being late.
   if (!sandboxGoesAhead) {
-    ASSERT_TRUE(direct.runPodSandbox(pod, &sandbox).ok()) << pluginLog();
+    const grpc::Status placed = direct.runPodSandbox(pod, &sandbox);
+    ASSERT_TRUE(placed.ok()) << placed.error_message() << pluginLog();
   }
   ASSERT_TRUE(direct.createContainer(sandbox, pod, app, &container).ok()) << pluginLog();
   EXPECT_TRUE(testing::eventually([&] {

@@ -21,6 +21,7 @@ packages=(
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)
   debhelper dpkg-dev fakeroot lintian            # the Debian package (scripts/build-package.sh)
   openssl curl iproute2                          # the control plane's certificates and health checks (tests/cluster/)
+  socat                                          # the cluster guest's way to the API server (tests/v2guest/run-guest.sh)
 )
 
 missing=()

@@ -13,6 +13,8 @@
 #   tests/cluster/cluster-fixture.sh down                            stops it and removes what it made
 #   tests/cluster/cluster-fixture.sh env                             KUBECONFIG=... and KUBECTL=..., for a shell
 #   tests/cluster/cluster-fixture.sh ports                           the loopback ports it listens on
+#   tests/cluster/cluster-fixture.sh guest DIR NODE                  kubeconfigs for a QEMU guest that runs
+#                                                                    kubelet as NODE (below)
 #
 # The scheduler's NodeResourceTopology cache:
 #   passthrough (the default): every decision reads the NodeResourceTopology objects as they are.
@@ -29,6 +31,12 @@
 # no disk): pki/, one kubeconfig per component, the logs, the pids. The administrator's kubeconfig is
 # <dir>/admin.kubeconfig; VRI's exporter's, with only deploy/nrt-exporter-rbac.yaml's rights,
 # <dir>/nrt-exporter.kubeconfig.
+#
+# A QEMU guest reaches the API server at $guest_api (its user network forwards that address to the
+# loopback port: tests/v2guest/run-guest.sh's FORWARD), which the API server's certificate names.
+# `guest DIR NODE` writes self-contained kubeconfigs for that address (the guest sees no file of the
+# host's): kubelet.kubeconfig (system:node:NODE, in system:nodes, as the Node authorizer wants a
+# kubelet), nrt-exporter.kubeconfig, admin.kubeconfig; and DIR/forward, the forward to set up.
 set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 root=${VRI_CLUSTER_DIR:-/run/vri-test-cluster}
@@ -39,6 +47,8 @@ offset=${VRI_CLUSTER_PORT_OFFSET:-0}
 etcd_port=$((32379 + offset)) etcd_peer_port=$((32380 + 10 + offset)) api_port=$((36443 + offset))
 cm_port=$((36257 + offset)) scheduler_port=$((36259 + 10 + offset))
 api=https://127.0.0.1:$api_port
+guest_api_address=10.0.2.100 guest_api_port=6443
+guest_api=https://$guest_api_address:$guest_api_port
 components=(etcd kube-apiserver kube-controller-manager kube-scheduler)
 
 say() { echo "cluster-fixture: $*"; }
@@ -93,11 +103,45 @@ current-context: vri-test
 EOF
 }
 
+# The same with the certificates inline and another server: a file that works where the fixture's
+# directory is not.
+inline_kubeconfig() { # certificate name, server, output file
+  cat > "$3" <<EOF
+apiVersion: v1
+kind: Config
+clusters:
+- name: vri-test
+  cluster: {server: "$2", certificate-authority-data: "$(base64 -w0 "$root/pki/ca.crt")"}
+users:
+- name: $1
+  user: {client-certificate-data: "$(base64 -w0 "$root/pki/$1.crt")", client-key-data: "$(base64 -w0 "$root/pki/$1.key")"}
+contexts:
+- name: vri-test
+  context: {cluster: vri-test, user: $1}
+current-context: vri-test
+EOF
+  chmod 0600 "$3"
+}
+
+# Kubeconfigs for a guest whose kubelet registers as `node`, reaching the API server at $guest_api.
+guest() { # dir node
+  local dir=$1 node=$2
+  [ -n "$dir" ] && [ -n "$node" ] || die "guest DIR NODE"
+  [ -f "$root/kube-apiserver.pid" ] || die "no control plane at $root: start it with up"
+  mkdir -p "$dir"
+  certificate "node-$node" "/O=system:nodes/CN=system:node:$node" extendedKeyUsage=clientAuth
+  inline_kubeconfig "node-$node" "$guest_api" "$dir/kubelet.kubeconfig"
+  inline_kubeconfig nrt-exporter "$guest_api" "$dir/nrt-exporter.kubeconfig"
+  inline_kubeconfig admin "$guest_api" "$dir/admin.kubeconfig"
+  echo "$guest_api_address:$guest_api_port=127.0.0.1:$api_port" > "$dir/forward"
+  say "kubeconfigs for node $node at $guest_api in $dir; the guest's forward: $(cat "$dir/forward")"
+}
+
 pki() {
   mkdir -p "$root/pki"
   openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout "$root/pki/ca.key" \
     -subj /CN=vri-test-ca -days 3650 -out "$root/pki/ca.crt" 2>/dev/null
-  certificate apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,DNS:localhost,DNS:kubernetes,\
+  certificate apiserver /CN=kube-apiserver "subjectAltName=IP:127.0.0.1,IP:10.0.0.1,IP:$guest_api_address,DNS:localhost,DNS:kubernetes,\
 DNS:kubernetes.default,DNS:kubernetes.default.svc
 extendedKeyUsage=serverAuth"
   certificate admin "/O=system:masters/CN=vri-test-admin" extendedKeyUsage=clientAuth
@@ -299,5 +343,6 @@ case "${1:-}" in
   down) down ;;
   env) echo "KUBECONFIG=$root/admin.kubeconfig"; echo "KUBECTL=$peers/kubectl" ;;
   ports) echo "$etcd_port $etcd_peer_port $api_port $cm_port $scheduler_port" ;;
-  *) echo "usage: $0 up [passthrough|overreserve] | scheduler [passthrough|overreserve] [STRATEGY] | apiserver stop|start | down | env | ports" >&2; exit 2 ;;
+  guest) guest "${2:-}" "${3:-}" ;;
+  *) echo "usage: $0 up [passthrough|overreserve] | scheduler [passthrough|overreserve] [STRATEGY] | apiserver stop|start | down | env | ports | guest DIR NODE" >&2; exit 2 ;;
 esac

@@ -10,6 +10,10 @@
 #        97 QEMU itself aborted; 98 an emulated CPU locked up; 99 no result
 #        TIMEOUT=600 (s)  SILENT=600 (s)  LOG=<file> (serial console log; default <outdir>/console.log)
 #        INTERACTIVE=1: serial console on this terminal, autologin root shell, no script (Ctrl-A x quits)
+#        FORWARD=guest-ip:port=host-ip:port  a network device on QEMU's user network that reaches
+#          nothing (restrict=on) but the one forward: a TCP connection the guest makes to guest-ip:port is
+#          one socat makes to host-ip:port (the control plane's API server: tests/cluster/); the guest
+#          is 10.0.2.15/24 there, and configures the device itself
 set -euo pipefail
 IMG=$(readlink -f "${1:?image}"); IN=$(readlink -f "${2:?indir}"); OUT=${3:?outdir}; shift 3
 mkdir -p "$OUT"; OUT=$(readlink -f "$OUT"); rm -f "$OUT/rc" "$OUT/output.log"
@@ -27,6 +31,13 @@ fi
 # No KVM inside the guest: its VMs are emulated (<domain type='qemu'>), and under TCG the host's
 # "max" CPU offers the guest SVM, so libvirtd's QEMU probe opened /dev/kvm, and registering KVM's
 # notifier once oopsed the 6.12 guest on an emulated int3 (a libvirtd restart in the systemd suite).
+NET=()
+if [ -n "${FORWARD:-}" ]; then
+  command -v socat > /dev/null || { echo "run-guest: FORWARD needs socat (scripts/install-deps.sh)" >&2; exit 2; }
+  guest_end=${FORWARD%%=*} host_end=${FORWARD#*=}
+  NET=(-netdev "user,id=net0,restrict=on,guestfwd=tcp:$guest_end-cmd:socat - TCP:$host_end"
+       -device virtio-net-pci,netdev=net0)
+fi
 APPEND="console=ttyS0 root=/dev/vda rw quiet systemd.show_status=0 panic=-1 modprobe.blacklist=kvm,kvm_amd,kvm_intel $*"
 start=$(date +%s.%N)
 if [ "${INTERACTIVE:-0}" = 1 ]; then
@@ -36,7 +47,7 @@ if [ "${INTERACTIVE:-0}" = 1 ]; then
   -drive file="$IMG",if=virtio,format=raw,snapshot=on,cache=unsafe \
   -fsdev local,id=fin,path="$IN",security_model=none,readonly=on -device virtio-9p-pci,fsdev=fin,mount_tag=in \
   -fsdev local,id=fout,path="$OUT",security_model=none -device virtio-9p-pci,fsdev=fout,mount_tag=out \
-  -device virtio-rng-pci
+  -device virtio-rng-pci "${NET[@]}"
 fi
 set +e
 timeout "${TIMEOUT:-600}" qemu-system-x86_64 "${ACC[@]}" "${TOPO[@]}" \
@@ -45,7 +56,7 @@ timeout "${TIMEOUT:-600}" qemu-system-x86_64 "${ACC[@]}" "${TOPO[@]}" \
   -drive file="$IMG",if=virtio,format=raw,snapshot=on,cache=unsafe \
   -fsdev local,id=fin,path="$IN",security_model=none,readonly=on -device virtio-9p-pci,fsdev=fin,mount_tag=in \
   -fsdev local,id=fout,path="$OUT",security_model=none -device virtio-9p-pci,fsdev=fout,mount_tag=out \
-  -device virtio-rng-pci < /dev/null > "$LOG" 2>&1 &
+  -device virtio-rng-pci "${NET[@]}" < /dev/null > "$LOG" 2>&1 &
 qemu=$!
 # Under TCG an emulated CPU now and then locks up for good (the guest's kernel reports a soft lockup
 # that only grows). Such a guest never finishes: it is stopped as soon as a CPU has been stuck for

@@ -16,6 +16,11 @@
 #   # guest-timeout: 1800        seconds (default 900)
 #   # guest-peers: kubernetes,containerd   programs built by scripts/build-peers.sh <build-dir>/peers,
 #                                        copied to <build-dir>/v2guest/peers/<peer>/ for the guest
+#   # guest-cluster: yes        a node of the control plane tests/cluster/cluster-fixture.sh runs on
+#                                this host (started first): the guest reaches its API server at
+#                                https://10.0.2.100:6443 through a network device that reaches
+#                                nothing else, with kubeconfigs in <build-dir>/v2guest/cluster/ (the
+#                                node's, as node v2guest; the exporter's; the administrator's)
 #   # guest-scenarios: node systemd kubelet
 #                                one boot for several suites, run in turn as scenarios
 #                                (tests/v2guest/run-scenarios.sh): the image holds what each asks
@@ -104,7 +109,7 @@ mkdir -p "$build/v2guest/suites"
 cp "$script" "$build/v2guest/suites/$suite.sh"
 for scenario in $scenarios; do cp "$here/suites/$scenario.sh" "$build/v2guest/suites/"; done
 cp "$here/run-scenarios.sh" "$build/v2guest/suites/"
-cp "$here/node_helpers.sh" "$build/v2guest/suites/"  # the node suites' shell helpers
+cp "$here/node_helpers.sh" "$here/kubelet_node.sh" "$build/v2guest/suites/"  # the node suites' shell helpers
 cp -r "$here/../data/kubelet" "$build/v2guest/suites/"  # kubelet's configuration, as the unit tests read it
 # The peers, copied out of their cache: the guest sees only the build directory.
 for peer in $(joined peers | tr ',' ' '); do
@@ -113,6 +118,14 @@ for peer in $(joined peers | tr ',' ' '); do
   mkdir -p "$build/v2guest/peers/$peer"
   cp -L "$build/peers/$peer"/* "$build/v2guest/peers/$peer/"
 done
+# A node of the host's control plane: its kubeconfigs, and the one forward to its API server.
+forward=
+if [ "$(all_headers cluster | grep -cx yes)" != 0 ]; then
+  rm -rf "$build/v2guest/cluster"
+  VRI_PEERS=$build/peers/kubernetes "$here/../cluster/cluster-fixture.sh" guest "$build/v2guest/cluster" v2guest ||
+    fail suite "suite $suite is a node of the control plane: start it first (tests/cluster/cluster-fixture.sh up)"
+  forward=$(cat "$build/v2guest/cluster/forward")
+fi
 out=$build/v2guest/out-$suite
 rm -rf "$out"
 timeout=$(header timeout); timeout=${TIMEOUT:-${timeout:-900}}
@@ -122,7 +135,7 @@ only=${SCENARIOS:+guest.scenarios=$SCENARIOS}
 boot=$(date +%s)
 stage boot "suite $suite (timeout $timeout s)"
 boot_guest() {
-  TIMEOUT=$timeout SMP=${smp:-2} MEM=${mem:-2048} KERNEL="$kernel/vmlinux" INITRD="$kernel/initrd.cpio.gz" \
+  FORWARD=$forward TIMEOUT=$timeout SMP=${smp:-2} MEM=${mem:-2048} KERNEL="$kernel/vmlinux" INITRD="$kernel/initrd.cpio.gz" \
     "$here/run-guest.sh" "$image/rootfs.img" "$build" "$out" \
     "guest.in=$build" "guest.run=$build/v2guest/suites/$suite.sh" hugepagesz=2M hugepages=64 $only
 }

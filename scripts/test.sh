@@ -90,6 +90,14 @@ host_tests() {
   fixtures_down
   trap - EXIT
 }
+# The guest suites; the node's boot registers its kubelet with the control plane, started here.
+guest_tests() {
+  trap '"$cluster_fixture" down' EXIT
+  VRI_PEERS=build/peers/kubernetes "$cluster_fixture" up passthrough
+  ctest --test-dir build -L v2guest --output-on-failure
+  "$cluster_fixture" down
+  trap - EXIT
+}
 # Every benchmark once in its smallest configuration, as smoke (scripts/bench-smoke.sh), with the
 # daemons the benchmarks drive.
 bench_smoke() {
@@ -148,7 +156,7 @@ run_stage() {
     package) DEB_BUILD_OPTIONS="nocheck parallel=$jobs" scripts/build-package.sh build/package ;;
     first-package) tests/v2guest/first-package.sh build ;;
     # After the host tests: QEMU's emulation takes both cores.
-    test-guest) ctest --test-dir build -L v2guest --output-on-failure ;;
+    test-guest) guest_tests ;;
     build-asan)
       CXX=clang++ CC=clang VRI_BUILD_TARGETS="tests-unit tests-unit-grpc tests-fuzz" \
         scripts/build.sh build-asan "${sanitizer_flags[@]}" -DVRI_SANITIZE=address,undefined -DVRI_FUZZ=ON \

@@ -118,8 +118,13 @@ fresh_node() {
   fi
   rm -rf /var/lib/containerd /run/containerd /etc/containerd/config.toml /etc/containerd/conf.d \
     /etc/systemd/system/containerd.service /usr/local/bin/containerd /usr/local/bin/containerd-shim-runc-v2 \
-    /usr/local/bin/ctr
+    /usr/local/bin/ctr /etc/cni/net.d/10-host-network.conflist
   ip link del vri0 2> /dev/null || true
+  # The cluster scenario's network device (the user network, when the boot has one): unconfigured.
+  for dev in /sys/class/net/*; do
+    [ -e "$dev/device" ] || continue
+    ip addr flush dev "${dev##*/}" && ip link set "${dev##*/}" down
+  done
   systemctl daemon-reload
   # CPUs a cgroup still holds exclusively (cpuset partitions, Linux 6.7+) would refuse the next
   # scenario's grants: named, then given back, deepest first (a parent's exclusive CPUs must hold its

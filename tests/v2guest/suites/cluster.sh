@@ -299,8 +299,7 @@ v start --paused ded-a > /dev/null || fail "virsh start ded-a"
 deployment raced 1 "$n" guaranteed
 first_uid=
 bound() { first_uid=$(uids_of raced | head -1) && [ -n "$first_uid" ] && [ -n "$(k get pods -l app=raced -o jsonpath='{.items[0].spec.nodeName}')" ]; }
-wait_for 120 "raced's pod bound by the stale object" bound
-first_uid=$(uids_of raced | head -1)
+wait_for 120 "raced's pod bound by the stale object" bound  # bound() keeps its UID in $first_uid
 first=$(name_of_uid "$first_uid")
 unit start vri-nrt-exporter
 refused_by_vri() { state_of "$first" | grep -q 'vri: '; }

@@ -41,7 +41,7 @@ while read -r _ path; do
     removable+=("$(du -sk "$path" | cut -f1) $path")  # kept unless over the cap
   else
     echo "prune-caches: removing $path (an older key of $(basename "$kind"))"
-    rm -rf "$path" "$path.log"
+    "$(dirname "$0")/remove-tree.sh" "$path"; rm -f "$path.log"
   fi
 done < <(entries | while read -r e; do echo "$(stat -c %Y "$e") $e"; done | sort -rn)
 
@@ -49,7 +49,7 @@ total=$(du -sk "$cache" | cut -f1)
 for ((i = ${#removable[@]} - 1; i >= 0 && total > cap_kib; i--)); do
   read -r kib path <<<"${removable[$i]}"
   echo "prune-caches: removing $path ($((kib / 1024)) MiB; the cache is over $((cap_kib / 1024 / 1024)) GiB)"
-  rm -rf "$path" "$path.log"
+  "$(dirname "$0")/remove-tree.sh" "$path"; rm -f "$path.log"
   total=$((total - kib))
 done
 echo "prune-caches: $cache holds $((total / 1024)) MiB"

@@ -86,14 +86,14 @@ exec 9>"$cache/.lock"
 flock 9
 if [ ! -f "$kernel/initrd.cpio.gz" ]; then
   stage image "preparing the kernel (cached afterwards)"
-  rm -rf "$kernel"
+  "$here/../../scripts/remove-tree.sh" "$kernel" "$kernel.partial"
   "$here/prepare-kernel.sh" "$kernel.partial" $kernel_package > "$cache/kernel.log" 2>&1 ||
     fail image "preparing the kernel" "$cache/kernel.log"
   mv "$kernel.partial" "$kernel"
 fi
 if [ ! -f "$image/rootfs.img" ]; then
   stage image "building the image for $packages (cached afterwards)"
-  rm -rf "$image.partial"
+  "$here/../../scripts/remove-tree.sh" "$image.partial"
   KROOT="$kernel/kroot" CACHE="$cache/apt-cache" "$here/build-image.sh" "$image.partial" "$packages" \
     > "$cache/image-$image_key.log" 2>&1 || fail image "building the image" "$cache/image-$image_key.log"
   mv "$image.partial" "$image"

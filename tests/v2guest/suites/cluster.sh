@@ -32,28 +32,44 @@ fresh_node
 here=$(dirname "$0")
 node=v2guest
 credentials=$GUEST_IN/v2guest/cluster
-# Every kubectl's duration is kept: under emulation the API server's round trips are most of the
-# scenario's time, and the summary at its end says how much.
+# Writes go through kubectl, as an operator's would; the polls read the API server with curl. Under
+# emulation each kubectl costs a second or more of CPU (its Go runtime and client libraries start
+# anew every time), so a poll every second by kubectl kept the node busy doing little else; curl and
+# jq cost a small part of that. Every kubectl's duration is kept, and the summary says how much.
 k() {
   started=$(date +%s%N) rc=0
   timeout 60 "$peers/kubernetes/kubectl" --kubeconfig="$credentials/admin.kubeconfig" "$@" || rc=$?
   echo $(( ($(date +%s%N) - started) / 1000000 )) >> /tmp/kubectl-ms
   return $rc
 }
+# The administrator's credentials from its kubeconfig, as PEM files for curl.
+api_credentials() {
+  mkdir -p /run/api
+  for field in certificate-authority-data=ca.crt client-certificate-data=admin.crt client-key-data=admin.key; do
+    sed -n "s/.*${field%=*}: \"\([^\"]*\)\".*/\1/p" "$credentials/admin.kubeconfig" | base64 -d > "/run/api/${field#*=}"
+  done
+}
+api() { # path: a GET; its JSON on stdout, failing on an HTTP error
+  curl -sf --max-time 30 --cacert /run/api/ca.crt --cert /run/api/admin.crt --key /run/api/admin.key \
+    "https://10.0.2.100:6443$1"
+}
+pod_json() { api "/api/v1/namespaces/default/pods/$1"; }
+pods_json() { api "/api/v1/namespaces/default/pods${1:+?labelSelector=app%3D$1}"; }  # [app label]
 kubectl_summary() {
   awk '{ n++; ms += $1 } END { if (n) printf "kubectl: %d calls, %.0f s in all, %.0f ms each\n", n, ms / 1000, ms / n }' \
     /tmp/kubectl-ms 2>/dev/null || true
+  echo "the node's CPU time by process: $(ps -eo time=,comm= --sort=-time | head -8 | awk '{printf "%s %s; ", $2, $1}')"
 }
 now() { date +%s; }
 
 # --- what the cluster says about a pod, and what the node does with it -------------------------
-uid_of() { k get pod "$1" -o jsonpath='{.metadata.uid}' 2>/dev/null; }
-uids_of() { k get pods -l "app=$1" -o jsonpath='{range .items[*]}{.metadata.uid}{"\n"}{end}'; }  # app label
-name_of_uid() { k get pods -o jsonpath="{range .items[?(@.metadata.uid==\"$1\")]}{.metadata.name}{end}"; }
+uid_of() { pod_json "$1" 2>/dev/null | jq -r .metadata.uid; }
+uids_of() { pods_json "$1" | jq -r '.items[].metadata.uid'; }  # app label
+name_of_uid() { pods_json | jq -r --arg uid "$1" '.items[] | select(.metadata.uid == $uid) | .metadata.name'; }
 # The app container's state as kubelet reports it to the API server: "running <id>", or the waiting
 # reason and message.
 state_of() { # pod name
-  k get pod "$1" -o json 2>/dev/null | jq -r '(.status.containerStatuses // [])[] | select(.name == "app")
+  pod_json "$1" 2>/dev/null | jq -r '(.status.containerStatuses // [])[] | select(.name == "app")
     | if .state.running then "running \(.containerID | sub("containerd://"; ""))"
       elif .state.waiting then "waiting \(.state.waiting.reason): \(.state.waiting.message // "")"
       else "terminated \(.state.terminated.reason)" end'
@@ -64,7 +80,7 @@ agreed() { container_agreed "$(container_of "$1")"; }  # pod
 # The label's pods, as many as asked, none being deleted, each with its app container running: one
 # call to the API server (under emulation each kubectl takes a second or two).
 all_running() { # app label, count
-  k get pods -l "app=$1" -o json | jq -e --argjson n "$2" '[.items[] | select(.metadata.deletionTimestamp == null)] |
+  pods_json "$1" | jq -e --argjson n "$2" '[.items[] | select(.metadata.deletionTimestamp == null)] |
     length == $n and all(.[]; any((.status.containerStatuses // [])[]; .name == "app" and .state.running))' > /dev/null
 }
 held() { vrictl list --pods | awk -v uid="$1" '$2 == uid' | grep -q .; }  # pod uid
@@ -81,13 +97,13 @@ no_cpu_held_twice() {
 }
 # The object's available CPUs per zone: "node-0=1 node-1=2"; fails while there is no object.
 zones_free() {
-  object=$(k get noderesourcetopologies.topology.node.k8s.io $node -o json) || return 1
+  object=$(api /apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies/$node) || return 1
   echo "$object" | jq -r '[.zones[] | "\(.name)=\([.resources[] | select(.name == "cpu") | .available][0])"] | join(" ")'
 }
 largest_zone_free() { zones_free | tr ' ' '\n' | cut -d= -f2 | sort -n | tail -1; }
 scheduler_said() { # pod pattern: a FailedScheduling event of the pod's that matches
-  k get events --field-selector "involvedObject.name=$1,reason=FailedScheduling" -o jsonpath='{.items[*].message}' |
-    grep -q "$2"
+  api "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%3D$1,reason%3DFailedScheduling" |
+    jq -r '.items[].message' | grep -q "$2"
 }
 
 guaranteed_pod() { # name cpus [command] [grace seconds]: a bare pod
@@ -184,7 +200,8 @@ step "the node: a network device that reaches the control plane's API server and
 dev=$(nic)
 [ -n "$dev" ] || fail "no network device: is the boot's FORWARD set (testbed.sh, guest-cluster)?"
 network_up "$dev" || fail "configuring $dev"
-wait_for 60 "the API server at 10.0.2.100:6443" k get --raw /readyz
+api_credentials
+wait_for 60 "the API server at 10.0.2.100:6443" api /readyz
 echo "$dev 10.0.2.15; API server $(k version -o json | jq -r .serverVersion.gitVersion)"
 # Whatever an earlier boot against the same control plane left.
 k delete deployments --all > /dev/null
@@ -220,7 +237,8 @@ kubelet_unit "registered with the API server" --kubeconfig=/etc/kubernetes/kubel
   --hostname-override=$node --node-ip=10.0.2.15 --v=2
 
 node_ready() {
-  [ "$(k get node $node -o jsonpath='{.status.conditions[?(@.type=="Ready")].status}')" = True ]
+  api /api/v1/nodes/$node | jq -e '[.status.conditions[] | select(.type == "Ready" and .status == "True")] | length == 1' \
+    > /dev/null
 }
 # A pass: the way in and the driver, a new ledger, kubelet (re)started and Ready, the object written.
 pass_begins() { # driver way
@@ -310,7 +328,10 @@ unit stop vri-nrt-exporter
 v start --paused ded-a > /dev/null || fail "virsh start ded-a"
 deployment raced 1 "$n" guaranteed
 first_uid=
-bound() { first_uid=$(uids_of raced | head -1) && [ -n "$first_uid" ] && [ -n "$(k get pods -l app=raced -o jsonpath='{.items[0].spec.nodeName}')" ]; }
+bound() {
+  raced=$(pods_json raced) && first_uid=$(echo "$raced" | jq -r '.items[0].metadata.uid // empty') &&
+    [ -n "$first_uid" ] && [ -n "$(echo "$raced" | jq -r '.items[0].spec.nodeName // empty')" ]
+}
 wait_for 120 "raced's pod bound by the stale object" bound  # bound() keeps its UID in $first_uid
 first=$(name_of_uid "$first_uid")
 unit start vri-nrt-exporter
@@ -325,7 +346,7 @@ refused_by_vri() {
 wait_for 300 "kubelet reporting VRI's refusal of $first in its status (kubectl get pod -o yaml)" refused_by_vri
 echo "kubectl get pod $first -o yaml, its container's waiting state:"
 cat /tmp/waiting.txt
-evicted() { ! k get pods -l app=raced -o jsonpath='{.items[*].metadata.uid}' | grep -q "$first_uid"; }
+evicted() { ! uids_of raced | grep -q "$first_uid"; }
 wait_for 300 "$first evicted after 2 refusals" evicted
 why=$(k get events --field-selector "involvedObject.name=$first,reason=VriRefused" -o jsonpath='{.items[0].message}')
 [ -n "$why" ] || fail "no VriRefused event on $first"
@@ -400,7 +421,7 @@ while [ $(($(now) - away)) -lt 10 ]; do
   sleep 1
 done
 network_up "$dev" || fail "the network device back up"
-wait_for 60 "the API server again" k get --raw /readyz
+wait_for 60 "the API server again" api /readyz
 b_counted() { [ "$(zones_free)" != "$free_before_b" ]; }
 wait_for 60 "the object to count ded-b's CPU $b (was $free_before_b)" b_counted
 [ "$(container_of "$keeper")" = "$keeper_id" ] || fail "$keeper's container changed while the API server was away"
@@ -416,7 +437,7 @@ step "[$pass] every pod deleted; vrid holds none"
 k delete deployments --all --wait=false > /dev/null
 k delete pods --all --wait=false > /dev/null
 wait_for 180 "vrid holding no pod" holds_no_pod
-no_pods() { [ -z "$(k get pods -o name)" ]; }
+no_pods() { [ "$(pods_json | jq '.items | length')" = 0 ]; }
 wait_for 120 "the API server holding no pod" no_pods
 undefine_all() { for domain in ded-a ded-b; do v undefine "$domain" > /dev/null 2>&1 || true; done; }
 undefine_all

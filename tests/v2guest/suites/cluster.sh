@@ -409,7 +409,12 @@ while [ $(($(now) - made_again)) -lt 300 ]; do
 done
 running same && held "$new_uid" && ! held "$old_uid" || fail "same's new pod: $(state_of same); $(vrictl list --pods)"
 echo "same: $old_uid released, $new_uid on CPU $(agreed same), no CPU held twice on the way"
+# Gone before the next step reads the object: a release counted after that read would cancel out the
+# VM the next step starts.
+object_with_same=$(zones_free)  # same running and held for a while: counted
 k delete pod same --wait=false > /dev/null
+same_released() { ! held "$new_uid" && [ "$(zones_free)" != "$object_with_same" ]; }
+wait_for 120 "same's release, by vrid and in the object (was $object_with_same)" same_released
 
 step "[$pass] the API server out of reach: nothing moves; back, the object catches up"
 keeper_id=$(container_of "$keeper")

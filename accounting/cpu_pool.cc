@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "accounting/cpu_take.h"
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -17,8 +17,8 @@
 #include "accounting/cpu_take_options.h"
 #include "accounting/topology.h"
 #include "accounting/vm_cpu_placement.h"
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 
 namespace vri {
 

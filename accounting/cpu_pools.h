@@ -5,8 +5,8 @@
 #include <optional>
 
 #include "accounting/topology.h"
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 
 namespace vri {
 

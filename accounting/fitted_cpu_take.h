@@ -2,8 +2,8 @@
 #pragma once
 
 #include "accounting/topology.h"
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 
 namespace vri {
 

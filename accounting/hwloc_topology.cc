@@ -7,7 +7,7 @@
 #include <memory>
 #include <sstream>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -5,7 +5,7 @@
 #include <string_view>
 
 #include "accounting/topology.h"
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

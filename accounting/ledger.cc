@@ -3,8 +3,8 @@
 #include <sstream>
 
 #include "accounting/spec_amounts.h"
-#include "cgroup-model/amount_limits.h"
-#include "cgroup-model/quote.h"
+#include "base/amount_limits.h"
+#include "base/quote.h"
 
 namespace vri {
 

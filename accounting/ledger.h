@@ -24,7 +24,7 @@
 #include "accounting/ledger_store.h"
 #include "accounting/topology_manager.h"
 #include "accounting/vm_thread_move.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

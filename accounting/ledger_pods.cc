@@ -1,8 +1,8 @@
 // The ledger's decisions about pods and their containers.
 #include "accounting/ledger.h"
 #include "accounting/spec_amounts.h"
-#include "cgroup-model/amount_limits.h"
-#include "cgroup-model/quote.h"
+#include "base/amount_limits.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -7,9 +7,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "cgroup-model/amount_limits.h"
-#include "cgroup-model/quote.h"
-#include "cgroup-model/text.h"
+#include "base/amount_limits.h"
+#include "base/quote.h"
+#include "base/text.h"
 
 namespace vri {
 

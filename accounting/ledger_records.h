@@ -8,7 +8,7 @@
 
 #include "accounting/numa_memory.h"
 #include "accounting/vm_cpu_placement.h"
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 #include "cgroup-model/kubelet_namer.h"
 
 namespace vri {

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "accounting/ledger_records.h"
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

@@ -5,7 +5,7 @@
 #include <set>
 
 #include "accounting/ledger.h"
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -5,7 +5,7 @@
 
 #include "accounting/ledger.h"
 #include "accounting/tenant_id.h"
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

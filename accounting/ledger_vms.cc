@@ -4,8 +4,8 @@
 #include "accounting/ledger.h"
 #include "accounting/spec_amounts.h"
 #include "accounting/vm_cell_placement.h"
-#include "cgroup-model/quote.h"
-#include "cgroup-model/uuid.h"
+#include "base/quote.h"
+#include "base/uuid.h"
 
 namespace vri {
 

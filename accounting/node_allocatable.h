@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "accounting/topology.h"
-#include "cgroup-model/quantity.h"
-#include "cgroup-model/result.h"
+#include "base/quantity.h"
+#include "base/result.h"
 
 namespace vri {
 

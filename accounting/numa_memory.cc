@@ -1,6 +1,6 @@
 #include "accounting/numa_memory.h"
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

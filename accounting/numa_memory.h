@@ -9,8 +9,8 @@
 #include <vector>
 
 #include "accounting/topology.h"
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 
 namespace vri {
 

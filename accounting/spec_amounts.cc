@@ -1,6 +1,6 @@
 #include "accounting/spec_amounts.h"
 
-#include "cgroup-model/amount_limits.h"
+#include "base/amount_limits.h"
 
 namespace vri {
 

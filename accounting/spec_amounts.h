@@ -1,12 +1,12 @@
 // Range checks of a tenant's amounts against what any node could ever hold
-// (cgroup-model/amount_limits.h). The ledger runs them on every decision that
+// (base/amount_limits.h). The ledger runs them on every decision that
 // takes a spec, and on every record it loads, so no caller (the API, the
 // start-up adoption, a tool, an old ledger file) can bring in an amount whose
 // sums or cgroup values would wrap. Errors name the API's field.
 #pragma once
 
 #include "accounting/ledger_records.h"
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

@@ -7,9 +7,9 @@
 
 #include <charconv>
 
-#include "cgroup-model/enum_text.h"
-#include "cgroup-model/quote.h"
-#include "cgroup-model/version.h"
+#include "base/enum_text.h"
+#include "base/quote.h"
+#include "base/version.h"
 
 namespace vri {
 

@@ -16,8 +16,8 @@
 #include <string>
 #include <vector>
 
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 
 namespace vri {
 

@@ -12,8 +12,8 @@
 
 #include "accounting/numa_memory.h"
 #include "accounting/topology.h"
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 
 namespace vri {
 

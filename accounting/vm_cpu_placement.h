@@ -7,9 +7,9 @@
 
 #include "accounting/cpu_take_options.h"
 #include "accounting/topology.h"
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 #include "cgroup-model/iothread_id.h"
-#include "cgroup-model/result.h"
 
 namespace vri {
 

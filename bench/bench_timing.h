@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "cgroup-model/cgroupfs.h"
-#include "cgroup-model/systemd_units.h"
+#include "systemd/systemd_units.h"
 
 namespace vri::bench {
 

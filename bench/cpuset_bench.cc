@@ -2,7 +2,7 @@
 #include <benchmark/benchmark.h>
 
 #include "accounting/hwloc_topology.h"
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 
 namespace vri {
 namespace {

@@ -43,7 +43,7 @@
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "cgroup-model/kernel_cgroupfs.h"
-#include "cgroup-model/sd_bus_units.h"
+#include "systemd/sd_bus_units.h"
 #include "tests/support/systemd_scope.h"
 #include "vri/daemon.h"
 

@@ -5,8 +5,8 @@
 #include <set>
 #include <sstream>
 
-#include "cgroup-model/quote.h"
-#include "cgroup-model/text.h"
+#include "base/quote.h"
+#include "base/text.h"
 
 namespace vri {
 

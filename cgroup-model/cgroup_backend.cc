@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <charconv>
 
-#include "cgroup-model/text.h"
+#include "base/text.h"
 
 namespace vri {
 

@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/cgroup_settings.h"
 #include "cgroup-model/cgroupfs.h"
-#include "cgroup-model/result.h"
 
 namespace vri {
 

@@ -3,9 +3,9 @@
 #include <array>
 #include <sstream>
 
-#include "cgroup-model/enum_text.h"
-#include "cgroup-model/quote.h"
-#include "cgroup-model/text.h"
+#include "base/enum_text.h"
+#include "base/quote.h"
+#include "base/text.h"
 
 namespace vri {
 

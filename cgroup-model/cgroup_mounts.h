@@ -7,8 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "cgroup-model/cgroupfs.h"
-#include "cgroup-model/result.h"
 
 namespace vri {
 

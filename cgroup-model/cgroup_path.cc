@@ -1,6 +1,6 @@
 #include "cgroup-model/cgroup_path.h"
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

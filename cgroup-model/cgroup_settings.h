@@ -5,8 +5,8 @@
 #include <map>
 #include <optional>
 
+#include "base/cpuset.h"
 #include "cgroup-model/cgroup_values.h"
-#include "cgroup-model/cpuset.h"
 
 namespace vri {
 

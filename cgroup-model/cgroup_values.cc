@@ -5,7 +5,7 @@
 #include <cmath>
 #include <limits>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -12,8 +12,8 @@
 #include <string_view>
 #include <vector>
 
+#include "base/result.h"
 #include "cgroup-model/cgroup_path.h"
-#include "cgroup-model/result.h"
 
 namespace vri {
 

@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "base/cpuset.h"
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/cgroupfs.h"
-#include "cgroup-model/cpuset.h"
 
 namespace vri {
 

@@ -2,7 +2,7 @@
 
 #include <set>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -7,9 +7,9 @@
 #include <fstream>
 #include <sstream>
 
+#include "base/quote.h"
 #include "cgroup-model/cgroup_values.h"
 #include "cgroup-model/kernel_cgroupfs.h"
-#include "cgroup-model/quote.h"
 
 namespace vri {
 

@@ -2,9 +2,9 @@
 // partitions suite (tests/v2guest/suites/partitions.sh) found them on the real kernel.
 #include <cerrno>
 
+#include "base/text.h"
 #include "cgroup-model/cgroup_backend.h"
 #include "cgroup-model/fixture_cgroupfs.h"
-#include "cgroup-model/text.h"
 
 namespace vri {
 

@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <memory>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

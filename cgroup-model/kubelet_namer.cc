@@ -2,8 +2,8 @@
 
 #include <algorithm>
 
-#include "cgroup-model/enum_text.h"
-#include "cgroup-model/quote.h"
+#include "base/enum_text.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -13,8 +13,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "cgroup-model/cgroup_path.h"
-#include "cgroup-model/result.h"
 
 namespace vri {
 

@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <cstring>
 
-#include "cgroup-model/enum_text.h"
-#include "cgroup-model/quote.h"
+#include "base/enum_text.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -13,9 +13,9 @@
 #include <string>
 #include <string_view>
 
+#include "base/result.h"
 #include "cgroup-model/cgroup_path.h"
 #include "cgroup-model/iothread_id.h"
-#include "cgroup-model/result.h"
 
 namespace vri {
 

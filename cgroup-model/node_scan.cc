@@ -6,8 +6,8 @@
 
 #include "cgroup-model/iothread_id.h"
 
-#include "cgroup-model/quote.h"
-#include "cgroup-model/uuid.h"
+#include "base/quote.h"
+#include "base/uuid.h"
 
 namespace vri {
 

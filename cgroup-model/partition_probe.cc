@@ -4,7 +4,7 @@
 #include <optional>
 #include <sstream>
 
-#include "cgroup-model/text.h"
+#include "base/text.h"
 
 namespace vri {
 

@@ -2,8 +2,8 @@
 
 #include <charconv>
 
-#include "cgroup-model/quote.h"
-#include "cgroup-model/text.h"
+#include "base/quote.h"
+#include "base/text.h"
 
 namespace vri {
 

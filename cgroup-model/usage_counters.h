@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

@@ -2,11 +2,11 @@
 // /proc/<pid>/cgroup (which VM scope holds a QEMU thread) and QEMU's NUL-separated command line
 // (its -uuid). Nothing may crash them, and what they return must be what they promise: mount
 // points are absolute, a VM scope lies inside the partition, a UUID is a UUID.
+#include "base/uuid.h"
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/cgroup_path.h"
 #include "cgroup-model/libvirt_namer.h"
 #include "cgroup-model/node_scan.h"
-#include "cgroup-model/uuid.h"
 #include "fuzz/fuzz_input.h"
 
 using namespace vri;

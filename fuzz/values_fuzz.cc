@@ -1,9 +1,9 @@
 // CpuSet, Kubernetes quantities and cgroup control-file values, as read from cgroupfs, kubelet and
 // the API. Whatever parses must format to a text that parses to the same value, and formatting
 // is canonical (formatting that again changes nothing).
+#include "base/cpuset.h"
+#include "base/quantity.h"
 #include "cgroup-model/cgroup_values.h"
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/quantity.h"
 #include "fuzz/fuzz_input.h"
 
 using namespace vri;

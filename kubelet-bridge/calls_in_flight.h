@@ -5,8 +5,8 @@
 
 #include <condition_variable>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

@@ -29,7 +29,7 @@
 #include <map>
 #include <string>
 
-#include "cgroup-model/rate_limited_log.h"
+#include "base/rate_limited_log.h"
 #include "kubelet-bridge/cri_translate.h"
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/node_cgroups.h"

@@ -4,9 +4,9 @@
 #include <map>
 #include <set>
 
-#include "cgroup-model/amount_limits.h"
+#include "base/amount_limits.h"
+#include "base/quote.h"
 #include "cgroup-model/cgroup_values.h"
-#include "cgroup-model/quote.h"
 
 namespace vri::cri {
 

@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "kubelet-bridge/cri.pb.h"
 #include "proto/vri.pb.h"
 

@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "kubelet-bridge/upstream_call.h"
 
 namespace vri {

@@ -27,7 +27,7 @@
 #include <memory>
 #include <string>
 
-#include "cgroup-model/worker_pool.h"
+#include "base/worker_pool.h"
 #include "kubelet-bridge/calls_in_flight.h"
 
 namespace vri {

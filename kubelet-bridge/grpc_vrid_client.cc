@@ -2,7 +2,7 @@
 
 #include <grpcpp/client_context.h>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "proto/grpc_status.h"
 
 namespace vri {

@@ -9,7 +9,7 @@
 #include <memory>
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

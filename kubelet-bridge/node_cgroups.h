@@ -5,7 +5,7 @@
 
 #include <optional>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "kubelet-bridge/cri_translate.h"
 #include "kubelet-bridge/vrid_client.h"
 

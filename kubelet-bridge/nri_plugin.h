@@ -24,7 +24,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "kubelet-bridge/ledger_sync.h"
 #include "kubelet-bridge/nri_placement.h"
 #include "kubelet-bridge/nri_runtime_updates.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "kubelet-bridge/partial_runtime.h"
 #include "nri/nri_api.pb.h"
 

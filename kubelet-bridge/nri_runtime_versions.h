@@ -6,7 +6,7 @@
 #include <string_view>
 #include <vector>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "nri/nri_api.pb.h"
 
 namespace vri {

@@ -18,7 +18,7 @@
 #include <thread>
 #include <vector>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 #include "kubelet-bridge/runtime_client.h"
 #include "kubelet-bridge/stopped_pod_releaser.h"
 #include "kubelet-bridge/vrid_client.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "kubelet-bridge/cri.pb.h"
 
 namespace grpc {

@@ -33,9 +33,9 @@
 #include <set>
 #include <string>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/thread_annotations.h"
-#include "cgroup-model/worker_pool.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
+#include "base/worker_pool.h"
 #include "kubelet-bridge/calls_in_flight.h"
 #include "kubelet-bridge/node_cgroups.h"
 #include "kubelet-bridge/runtime_client.h"

@@ -22,9 +22,9 @@
 #include <string>
 #include <thread>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/result.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/clock.h"
+#include "base/result.h"
+#include "base/thread_annotations.h"
 #include "kubelet-bridge/vrid_client.h"
 
 namespace vri {

@@ -22,8 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "base/version.h"
 #include "cgroup-model/kubelet_namer.h"
-#include "cgroup-model/version.h"
 #include "kubelet-bridge/cri_client.h"
 
 namespace {

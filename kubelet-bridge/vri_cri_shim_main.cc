@@ -23,8 +23,8 @@
 #include <string>
 #include <thread>
 
-#include "cgroup-model/unix_socket.h"
-#include "cgroup-model/version.h"
+#include "base/unix_socket.h"
+#include "base/version.h"
 #include "kubelet-bridge/cri_shim.h"
 #include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/grpc_runtime_client.h"

@@ -19,7 +19,7 @@
 #include <string>
 #include <thread>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "kubelet-bridge/grpc_runtime_client.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/kubelet_pod_resources.h"

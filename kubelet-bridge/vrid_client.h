@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "kubelet-bridge/runtime_client.h"
 #include "proto/vri.pb.h"
 

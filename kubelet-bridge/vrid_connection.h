@@ -15,8 +15,8 @@
 #include <string>
 #include <thread>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
 #include "kubelet-bridge/runtime_client.h"
 #include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_client.h"

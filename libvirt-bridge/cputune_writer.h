@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/vm_pins.h"
 

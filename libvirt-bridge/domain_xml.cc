@@ -6,9 +6,9 @@
 #include <limits>
 #include <set>
 
-#include "cgroup-model/amount_limits.h"
-#include "cgroup-model/quote.h"
-#include "cgroup-model/uuid.h"
+#include "base/amount_limits.h"
+#include "base/quote.h"
+#include "base/uuid.h"
 #include "libvirt-bridge/libvirt_syntax.h"
 #include "libvirt-bridge/xml_document.h"
 

@@ -13,9 +13,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 #include "cgroup-model/iothread_id.h"
-#include "cgroup-model/result.h"
 
 namespace vri {
 

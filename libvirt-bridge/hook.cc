@@ -4,7 +4,7 @@
 
 #include <chrono>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 #include "libvirt-bridge/cputune_writer.h"
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/qemu_pid.h"

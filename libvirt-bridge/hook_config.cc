@@ -5,8 +5,8 @@
 #include <fstream>
 #include <sstream>
 
-#include "cgroup-model/owned_path.h"
-#include "cgroup-model/quote.h"
+#include "base/owned_path.h"
+#include "base/quote.h"
 
 namespace vri {
 

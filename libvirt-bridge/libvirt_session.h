@@ -20,9 +20,9 @@
 #include <thread>
 #include <vector>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/result.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/clock.h"
+#include "base/result.h"
+#include "base/thread_annotations.h"
 #include "libvirt-bridge/vm_pins.h"
 
 namespace vri {

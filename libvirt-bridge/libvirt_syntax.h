@@ -8,9 +8,9 @@
 #include <string>
 #include <string_view>
 
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/quote.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/quote.h"
+#include "base/result.h"
 
 namespace vri {
 

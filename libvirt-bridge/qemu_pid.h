@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

@@ -7,8 +7,8 @@
 
 #include "cgroup-model/iothread_id.h"
 
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/result.h"
 #include "proto/vri.pb.h"
 
 namespace vri {

@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "cgroup-model/amount_limits.h"
+#include "base/amount_limits.h"
 
 namespace vri {
 

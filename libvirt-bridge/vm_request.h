@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "libvirt-bridge/domain_xml.h"
 #include "proto/vri.pb.h"
 

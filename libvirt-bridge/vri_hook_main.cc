@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "libvirt-bridge/hook.h"
 #include "libvirt-bridge/xml_document.h"
 

@@ -5,7 +5,7 @@
 
 #include <mutex>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

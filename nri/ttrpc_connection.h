@@ -23,8 +23,8 @@
 #include <string>
 #include <thread>
 
-#include "cgroup-model/result.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/result.h"
+#include "base/thread_annotations.h"
 #include "nri/wire_frames.h"
 
 namespace vri::nri {

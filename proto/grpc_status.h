@@ -6,7 +6,7 @@
 
 #include <grpcpp/support/status.h>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

@@ -6,7 +6,7 @@
 #include <memory>
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "topology-export/kube_credentials.h"
 
 namespace vri::topology_export {

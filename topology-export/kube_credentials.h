@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri::topology_export {
 

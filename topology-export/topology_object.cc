@@ -1,6 +1,6 @@
 #include "topology-export/topology_object.h"
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 #include "topology-export/pods_fingerprint.h"
 
 namespace vri::topology_export {

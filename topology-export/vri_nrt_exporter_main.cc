@@ -20,7 +20,7 @@
 
 #include <thread>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/program_log.h"
 #include "topology-export/refused_pod_evictor.h"

@@ -3,10 +3,10 @@
 #include <algorithm>
 #include <map>
 
-#include "cgroup-model/amount_limits.h"
+#include "base/amount_limits.h"
+#include "base/quote.h"
+#include "base/uuid.h"
 #include "cgroup-model/cgroup_values.h"
-#include "cgroup-model/quote.h"
-#include "cgroup-model/uuid.h"
 #include "libvirt-bridge/domain_xml.h"
 
 namespace vri {

@@ -8,8 +8,8 @@
 #include <condition_variable>
 #include <mutex>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

@@ -15,7 +15,7 @@
 #include <tuple>
 #include <vector>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

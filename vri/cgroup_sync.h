@@ -23,7 +23,7 @@
 #include "cgroup-model/drift.h"
 #include "cgroup-model/node_scan.h"
 #include "cgroup-model/node_tree.h"
-#include "cgroup-model/systemd_cgroupfs.h"
+#include "systemd/systemd_cgroupfs.h"
 #include "vri/ledger_tree.h"
 
 namespace vri {

@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

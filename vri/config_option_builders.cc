@@ -4,7 +4,7 @@
 
 #include <charconv>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri::config_option {
 

@@ -1,8 +1,8 @@
 // The configuration file: `name = value` lines in, the effective values out.
 #include <set>
 
-#include "cgroup-model/quote.h"
-#include "cgroup-model/text.h"
+#include "base/quote.h"
+#include "base/text.h"
 #include "vri/daemon_config.h"
 
 namespace vri {

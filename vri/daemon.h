@@ -11,10 +11,10 @@
 
 #include <grpcpp/server.h>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/systemd_cgroupfs.h"
-#include "cgroup-model/thread_annotations.h"
-#include "cgroup-model/unix_socket.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
+#include "base/unix_socket.h"
+#include "systemd/systemd_cgroupfs.h"
 #include "vri/call_metrics.h"
 #include "vri/daemon_config.h"
 #include "vri/libvirt_sync.h"

@@ -1,6 +1,6 @@
 // vrid's command line: flags named after the options, --config, --help and --print-config.
-#include "cgroup-model/owned_path.h"
-#include "cgroup-model/quote.h"
+#include "base/owned_path.h"
+#include "base/quote.h"
 #include "vri/daemon_config.h"
 
 namespace vri {

@@ -13,8 +13,8 @@
 
 #include <string>
 
-#include "cgroup-model/clock.h"
-#include "cgroup-model/thread_annotations.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

@@ -17,9 +17,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/quantity.h"
-#include "cgroup-model/result.h"
+#include "base/cpuset.h"
+#include "base/quantity.h"
+#include "base/result.h"
 #include "vri/daemon_config.h"
 
 namespace vri {

@@ -8,7 +8,7 @@
 #include <functional>
 #include <string>
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

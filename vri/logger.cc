@@ -4,8 +4,8 @@
 #include <ctime>
 #include <string>
 
-#include "cgroup-model/enum_text.h"
-#include "cgroup-model/quote.h"
+#include "base/enum_text.h"
+#include "base/quote.h"
 
 namespace vri {
 

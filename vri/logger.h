@@ -7,9 +7,9 @@
 #include <mutex>
 #include <string_view>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
-#include "cgroup-model/thread_annotations.h"
+#include "base/thread_annotations.h"
 
 namespace vri {
 

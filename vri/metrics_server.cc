@@ -9,7 +9,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

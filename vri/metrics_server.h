@@ -17,7 +17,7 @@
 #include <memory>
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "vri/metrics_connections.h"
 
 struct MHD_Daemon;

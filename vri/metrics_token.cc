@@ -1,6 +1,6 @@
 #include "vri/metrics_token.h"
 
-#include "cgroup-model/owned_path.h"
+#include "base/owned_path.h"
 
 namespace vri {
 

@@ -6,7 +6,7 @@
 
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

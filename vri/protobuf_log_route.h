@@ -7,7 +7,7 @@
 // by that route when it goes (a second vrid in a test process leaves the first one's in place).
 #pragma once
 
-#include "cgroup-model/rate_limited_log.h"
+#include "base/rate_limited_log.h"
 
 namespace vri {
 

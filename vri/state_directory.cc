@@ -8,7 +8,7 @@
 #include <filesystem>
 #include <string_view>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

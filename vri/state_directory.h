@@ -10,7 +10,7 @@
 
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

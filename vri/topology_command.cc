@@ -2,7 +2,7 @@
 
 #include <charconv>
 
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 
 namespace vri {
 

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "accounting/cpu_pools.h"
-#include "cgroup-model/result.h"
+#include "base/result.h"
 
 namespace vri {
 

@@ -17,12 +17,12 @@
 #include <thread>
 
 #include "accounting/ledger_state.h"
+#include "base/clock.h"
+#include "base/thread_annotations.h"
 #include "cgroup-model/cgroup_mounts.h"
 #include "cgroup-model/cgroupfs.h"
-#include "cgroup-model/clock.h"
 #include "cgroup-model/kubelet_namer.h"
 #include "cgroup-model/node_tree.h"
-#include "cgroup-model/thread_annotations.h"
 #include "vri/logger.h"
 #include "vri/usage_frame.h"
 

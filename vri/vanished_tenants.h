@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "accounting/ledger_state.h"
-#include "cgroup-model/clock.h"
+#include "base/clock.h"
 #include "cgroup-model/node_scan.h"
 
 namespace vri {

@@ -2,9 +2,9 @@
 
 #include <future>
 
-#include "cgroup-model/quote.h"
-#include "cgroup-model/uuid.h"
-#include "cgroup-model/version.h"
+#include "base/quote.h"
+#include "base/uuid.h"
+#include "base/version.h"
 #include "proto/grpc_bytes.h"
 #include "proto/grpc_status.h"
 #include "vri/api_convert.h"

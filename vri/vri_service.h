@@ -6,8 +6,8 @@
 // refuses every mutating call itself, with PERMISSION_DENIED.
 #pragma once
 
-#include "cgroup-model/rate_limited_log.h"
-#include "cgroup-model/worker_pool.h"
+#include "base/rate_limited_log.h"
+#include "base/worker_pool.h"
 #include "proto/vri.grpc.pb.h"
 #include "vri/call_gate.h"
 #include "vri/call_metrics.h"

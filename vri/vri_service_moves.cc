@@ -1,7 +1,7 @@
 // MoveVm: a running VM's vCPUs and emulator moved live. The decision runs on
 // the decision thread like every other; libvirt's pins are then set on vrid's
 // libvirt worker, and the call finishes there, with what libvirt answered.
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 #include "proto/grpc_bytes.h"
 #include "proto/grpc_status.h"
 #include "vri/vri_service.h"

@@ -1,6 +1,6 @@
 // The tenants as the API shows them: ListTenants, GetTenant, and finding a VM
 // by UUID or name (MoveVm too).
-#include "cgroup-model/quote.h"
+#include "base/quote.h"
 #include "proto/grpc_status.h"
 #include "vri/api_convert.h"
 #include "vri/vri_service.h"

@@ -5,7 +5,7 @@
 
 #include "accounting/cpu_pools.h"
 #include "accounting/hwloc_topology.h"
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "vri/topology_command.h"
 #include "vri/topology_report.h"
 

@@ -6,8 +6,8 @@
 #include <cstdio>
 #include <iostream>
 
+#include "base/version.h"
 #include "cgroup-model/kernel_cgroupfs.h"
-#include "cgroup-model/version.h"
 #include "vri/daemon.h"
 
 namespace {

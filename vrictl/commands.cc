@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <ostream>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "vrictl/map_view.h"
 #include "vrictl/node_views.h"
 #include "vrictl/pin_commands.h"

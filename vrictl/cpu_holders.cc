@@ -1,6 +1,6 @@
 #include "vrictl/cpu_holders.h"
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 
 namespace vri::ctl {
 

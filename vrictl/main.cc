@@ -4,7 +4,7 @@
 #include <iostream>
 #include <memory>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "vrictl/commands.h"
 #include "vrictl/completion.h"
 #include "vrictl/shell.h"

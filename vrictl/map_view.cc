@@ -9,7 +9,7 @@
 #include <set>
 #include <vector>
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 #include "vrictl/cpu_holders.h"
 #include "vrictl/report_views.h"
 

@@ -6,7 +6,7 @@
 #include <cstdio>
 #include <map>
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 
 namespace vri::ctl {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <vector>
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 
 namespace vri::ctl {
 

@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-#include "cgroup-model/result.h"
+#include "base/result.h"
 #include "proto/vri.pb.h"
 
 namespace vri::ctl {

@@ -8,7 +8,7 @@
 #include <mutex>
 #include <thread>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "proto/grpc_status.h"
 #include "proto/vri.grpc.pb.h"
 #include "vrictl/vrid_api.h"

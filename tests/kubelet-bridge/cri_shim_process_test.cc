@@ -11,7 +11,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "cgroup-model/unix_socket.h"
+#include "base/unix_socket.h"
 #include "kubelet-bridge/cri.grpc.pb.h"
 #include "tests/support/eventually.h"
 #include "tests/support/test_paths.h"

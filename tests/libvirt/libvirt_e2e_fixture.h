@@ -13,7 +13,7 @@
 #include <fstream>
 #include <optional>
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/libvirt/libvirt_harness.h"
 #include "tests/support/eventually.h"

@@ -15,7 +15,7 @@
 
 #include <gtest/gtest.h>
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 #include "tests/vri/vrid_process.h"
 
 namespace vri::testing {

@@ -13,8 +13,8 @@
 #include <functional>
 #include <thread>
 
-#include "cgroup-model/cpuset.h"
-#include "cgroup-model/unix_socket.h"
+#include "base/cpuset.h"
+#include "base/unix_socket.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/root/real_v1_subtree.h"
 #include "tests/support/test_paths.h"

@@ -11,7 +11,7 @@
 #include <optional>
 #include <set>
 
-#include "cgroup-model/clock.h"
+#include "base/clock.h"
 
 namespace vri::testing {
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "base/result.h"
 #include "cgroup-model/cgroupfs.h"
-#include "cgroup-model/result.h"
 #include "tests/support/eventually.h"
 
 namespace vri::testing {

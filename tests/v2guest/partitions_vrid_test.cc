@@ -18,9 +18,9 @@
 #include <string>
 #include <vector>
 
+#include "base/text.h"
 #include "cgroup-model/kernel_cgroupfs.h"
-#include "cgroup-model/sd_bus_units.h"
-#include "cgroup-model/text.h"
+#include "systemd/sd_bus_units.h"
 #include "tests/support/systemd_scope.h"
 #include "tests/support/temp_dir.h"
 #include "vri/daemon.h"

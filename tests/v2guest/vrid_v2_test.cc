@@ -13,7 +13,7 @@
 
 #include <fstream>
 
-#include "cgroup-model/cpuset.h"
+#include "base/cpuset.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/support/eventually.h"
 #include "tests/support/self_children.h"

@@ -8,7 +8,7 @@
 #include "accounting/hwloc_topology.h"
 #include "accounting/sqlite_ledger_store.h"
 #include "cgroup-model/fixture_cgroupfs.h"
-#include "cgroup-model/systemd_cgroupfs.h"
+#include "systemd/systemd_cgroupfs.h"
 #include "tests/support/temp_dir.h"
 #include "vri/cgroup_sync.h"
 #include "vri/node_manager.h"

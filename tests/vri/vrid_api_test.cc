@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "proto/grpc_health_v1.grpc.pb.h"
 #include "tests/support/eventually.h"
 #include "tests/vri/vrid_api_fixture.h"

@@ -9,7 +9,7 @@
 #include <set>
 
 #include "accounting/sqlite_ledger_store.h"
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/proto/reflection_client.grpc.pb.h"
 #include "tests/support/eventually.h"

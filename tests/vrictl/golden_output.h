@@ -11,7 +11,7 @@
 #include <sstream>
 #include <string>
 
-#include "cgroup-model/version.h"
+#include "base/version.h"
 #include "tests/support/test_paths.h"
 
 namespace vri::testing {

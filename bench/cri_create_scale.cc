@@ -41,8 +41,8 @@
 #include <vector>
 
 #include "bench/cri_bench_support.h"
-#include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace {
 
@@ -185,8 +185,8 @@ Timing timingsIn(const std::string& log, const char* kind) {
 struct Options {
   std::string containerd = "/var/tmp/vri-containerd/run/containerd.sock";
   std::string nriSocket = "/var/tmp/vri-containerd2/run/nri.sock";
-  std::string vrid = "build/vri/vrid", shim = "build/kubelet-bridge/vri-cri-shim";
-  std::string plugin = "build/kubelet-bridge/vri-nri-plugin";
+  std::string vrid = "build/vri/vrid", shim = "build/kubelet-bridge/cri-shim/vri-cri-shim";
+  std::string plugin = "build/kubelet-bridge/nri-plugin/vri-nri-plugin";
   int tenants = 1000, shared = 100, exclusive = 20;
   bool settled = true;
 };

@@ -3,7 +3,7 @@
 // interleaved call by call, plus a second straight channel (A/A) for the noise.
 //
 //   cri_passthrough [--containerd=/var/tmp/vri-containerd/run/containerd.sock]
-//                   [--shim=build/kubelet-bridge/vri-cri-shim] [--calls=1000] [--containers=100]
+//                   [--shim=build/kubelet-bridge/cri-shim/vri-cri-shim] [--calls=1000] [--containers=100]
 //
 // Needs root and a running containerd with the test image
 // (tests/containerd/containerd-fixture.sh up). Targets: p50 overhead <= 0.3 ms;
@@ -60,7 +60,8 @@ struct Path {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string containerd = "/var/tmp/vri-containerd/run/containerd.sock", shim = "build/kubelet-bridge/vri-cri-shim";
+  std::string containerd = "/var/tmp/vri-containerd/run/containerd.sock",
+              shim = "build/kubelet-bridge/cri-shim/vri-cri-shim";
   int calls = 1000, containers = 100;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

@@ -5,7 +5,7 @@
 // cpuset for every container. vrid has written the kernel before it answers.
 //
 //   cri_pool_follow [--containerd=/var/tmp/vri-containerd/run/containerd.sock]
-//                   [--vrid=build/vri/vrid] [--shim=build/kubelet-bridge/vri-cri-shim]
+//                   [--vrid=build/vri/vrid] [--shim=build/kubelet-bridge/cri-shim/vri-cri-shim]
 //                   [--containers=1,100] [--rounds=5]
 //
 // Needs root, 2 or more CPUs and the test containerd (tests/containerd/containerd-fixture.sh up).
@@ -25,8 +25,8 @@
 #include <vector>
 
 #include "bench/cri_bench_support.h"
-#include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace {
 
@@ -54,7 +54,7 @@ double untilAgreed(CriClient& client, const std::vector<std::string>& ids, const
 
 int main(int argc, char** argv) {
   std::string containerd = "/var/tmp/vri-containerd/run/containerd.sock", vrid = "build/vri/vrid",
-              shim = "build/kubelet-bridge/vri-cri-shim", counts = "1,100";
+              shim = "build/kubelet-bridge/cri-shim/vri-cri-shim", counts = "1,100";
   int rounds = 5;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];

@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "kubelet-bridge/nri_plugin.h"
+#include "kubelet-bridge/nri-plugin/nri_plugin.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/nri_runtime_peer.h"
 

@@ -13,10 +13,10 @@
 #include <grpcpp/generic/async_generic_service.h>
 
 #include "fuzz/fuzz_input.h"
-#include "kubelet-bridge/cri_client.h"
-#include "kubelet-bridge/cri_shim.h"
+#include "kubelet-bridge/cri-shim/cri_shim.h"
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
+#include "tools/cri-client/cri_client.h"
 
 using namespace vri;
 namespace crv1 = runtime::v1;

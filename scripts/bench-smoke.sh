@@ -51,14 +51,14 @@ smoke hook_roundtrip "$build/bench/hook_roundtrip" --runs 20 --virsh-starts 1
 smoke libvirt_live_calls "$build/bench/libvirt_live_calls" --calls 10
 smoke nri_sync_scale "$build/bench/nri_sync_scale" --pods=100 --admit-ms=0,1
 smoke cri_passthrough_1.6 "$build/bench/cri_passthrough" --containerd="$containerd1" \
-  --shim="$build/kubelet-bridge/vri-cri-shim" --calls=50 --containers=5
+  --shim="$build/kubelet-bridge/cri-shim/vri-cri-shim" --calls=50 --containers=5
 smoke cri_passthrough_2 "$build/bench/cri_passthrough" --containerd="$containerd2" \
-  --shim="$build/kubelet-bridge/vri-cri-shim" --calls=50 --containers=5
+  --shim="$build/kubelet-bridge/cri-shim/vri-cri-shim" --calls=50 --containers=5
 smoke cri_pool_follow "$build/bench/cri_pool_follow" --containerd="$containerd1" --vrid="$build/vri/vrid" \
-  --shim="$build/kubelet-bridge/vri-cri-shim" --containers=1 --rounds=1
+  --shim="$build/kubelet-bridge/cri-shim/vri-cri-shim" --containers=1 --rounds=1
 smoke cri_create_scale "$build/bench/cri_create_scale" --tenants=20 --shared=2 --exclusive=1 --via=shim,nri \
-  --containerd="$containerd2" --vrid="$build/vri/vrid" --shim="$build/kubelet-bridge/vri-cri-shim" \
-  --plugin="$build/kubelet-bridge/vri-nri-plugin"
+  --containerd="$containerd2" --vrid="$build/vri/vrid" --shim="$build/kubelet-bridge/cri-shim/vri-cri-shim" \
+  --plugin="$build/kubelet-bridge/nri-plugin/vri-nri-plugin"
 smoke nrt_export_latency "$build/bench/nrt_export_latency" --tenants=20 --rate=10 --seconds=2
 
 if [ ${#failed[@]} -gt 0 ]; then

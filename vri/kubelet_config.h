@@ -9,7 +9,7 @@
 //
 // kubelet's cgroupDriver is not compared: kubelet 1.35 takes its driver from
 // the runtime's RuntimeConfig answer and ignores the file's, so the shim
-// checks the driver there (CriShim::runtimeConfig, kubelet-bridge/cri_shim.h).
+// checks the driver there (CriShim::runtimeConfig, kubelet-bridge/cri-shim/cri_shim.h).
 #pragma once
 
 #include <optional>

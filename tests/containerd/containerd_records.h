@@ -14,11 +14,11 @@
 #include <fstream>
 #include <string>
 
-#include "kubelet-bridge/cri_client.h"
 #include "tests/containerd/containerd_under_test.h"
 #include "tests/support/eventually.h"
 #include "tests/support/text_count.h"
 #include "tests/vri/vrid_process.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri::testing {
 

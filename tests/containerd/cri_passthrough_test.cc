@@ -10,9 +10,9 @@
 
 #include <string>
 
-#include "kubelet-bridge/cri_client.h"
 #include "tests/containerd/cri_passthrough_fixture.h"
 #include "tests/vri/vrid_process.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri {
 namespace {

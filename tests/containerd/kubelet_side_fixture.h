@@ -17,13 +17,13 @@
 #include <string>
 #include <vector>
 
-#include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/containerd/containerd_records.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri::testing {
 

@@ -5,14 +5,14 @@
 // kubelet_pod_resources_test.cc.)
 #include <gtest/gtest.h>
 
-#include "kubelet-bridge/cri_client.h"
-#include "kubelet-bridge/cri_shim.h"
+#include "kubelet-bridge/cri-shim/cri_shim.h"
 #include "kubelet-bridge/stopped_pod_releaser.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/written_kubelet.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri {
 namespace {

@@ -5,13 +5,13 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "kubelet-bridge/cri_client.h"
 #include "kubelet-bridge/vrid_connection.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/manual_clock.h"
 #include "tests/support/text_count.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri {
 namespace {

@@ -8,13 +8,13 @@
 
 #include <filesystem>
 
-#include "kubelet-bridge/cri_client.h"
 #include "proto/vri.grpc.pb.h"
 #include "tests/libvirt/libvirt_harness.h"
 #include "tests/support/eventually.h"
 #include "tests/support/temp_dir.h"
 #include "tests/support/test_paths.h"
 #include "tests/vri/vrid_process.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri {
 namespace {

@@ -5,7 +5,7 @@
 cg=/sys/fs/cgroup
 peers=$GUEST_IN/v2guest/peers
 # Every call is bounded: a peer that hangs fails the step that called it, with the journals.
-direct() { timeout 30 "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock "$@"; }
+direct() { timeout 30 "$GUEST_IN/tools/cri-client/vri-cri-client" --socket=/run/containerd/containerd.sock "$@"; }
 vrictl() { timeout 30 /usr/bin/vrictl "$@"; }
 unit() { timeout 180 systemctl "$@" || fail "systemctl $* did not finish"; }
 

@@ -23,9 +23,9 @@ fail() {
 uuid_prefix=6e1f0c2d-7a3b-4c5d-9e6f-
 . "$(dirname "$0")/node_helpers.sh"
 fresh_node
-cri() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/vri/cri.sock "$@"; }
+cri() { "$GUEST_IN/tools/cri-client/vri-cri-client" --socket=/run/vri/cri.sock "$@"; }
 # containerd's own answers, whether the shim runs or not.
-containerd_ps() { "$GUEST_IN/kubelet-bridge/vri-cri-client" --socket=/run/containerd/containerd.sock ps; }
+containerd_ps() { "$GUEST_IN/tools/cri-client/vri-cri-client" --socket=/run/containerd/containerd.sock ps; }
 list() { tr ' ' '\n' | sed '/^$/d' | paste -sd, -; }  # systemd's "0 2-3" -> "0,2-3"
 cg=/sys/fs/cgroup
 # What systemd writes to cgroups after a reload, a re-exec or a property change, it writes from its

@@ -30,8 +30,8 @@
 #include <string>
 
 #include "base/rate_limited_log.h"
+#include "kubelet-bridge/cri-shim/generic_proxy.h"
 #include "kubelet-bridge/cri_translate.h"
-#include "kubelet-bridge/generic_proxy.h"
 #include "kubelet-bridge/node_cgroups.h"
 #include "kubelet-bridge/runtime_client.h"
 #include "kubelet-bridge/stopped_pod_releaser.h"

@@ -12,11 +12,11 @@
 #include <thread>
 #include <vector>
 
-#include "kubelet-bridge/cri_client.h"
-#include "kubelet-bridge/nri_plugin.h"
+#include "kubelet-bridge/nri-plugin/nri_plugin.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/nri_runtime_peer.h"
 #include "tests/support/temp_dir.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri::testing {
 

@@ -1,4 +1,4 @@
-// vri-nri-plugin: VRI as an NRI plugin of containerd 2.x (kubelet-bridge/nri_plugin.h).
+// vri-nri-plugin: VRI as an NRI plugin of containerd 2.x (kubelet-bridge/nri-plugin/nri_plugin.h).
 //
 //   vri-nri-plugin [--nri-socket=/var/run/nri/nri.sock] [--vrid=/run/vri/admin.sock]
 //                  [--name=vri] [--index=50] [--vrid-timeout-ms=1000]
@@ -24,7 +24,7 @@
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/kubelet_pod_resources.h"
 #include "kubelet-bridge/kubelet_side_claim.h"
-#include "kubelet-bridge/nri_plugin.h"
+#include "kubelet-bridge/nri-plugin/nri_plugin.h"
 #include "kubelet-bridge/program_log.h"
 
 namespace {

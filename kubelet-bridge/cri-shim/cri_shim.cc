@@ -1,4 +1,4 @@
-#include "kubelet-bridge/cri_shim.h"
+#include "kubelet-bridge/cri-shim/cri_shim.h"
 
 #include "kubelet-bridge/program_log.h"
 #include "kubelet-bridge/vrid_refusal.h"

@@ -3,7 +3,7 @@
 // and server-streaming calls, metadata both ways (binary keys included),
 // deadlines, cancellation reaching the upstream, a failing status with details
 // and 16 MiB messages.
-#include "kubelet-bridge/generic_proxy.h"
+#include "kubelet-bridge/cri-shim/generic_proxy.h"
 
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>

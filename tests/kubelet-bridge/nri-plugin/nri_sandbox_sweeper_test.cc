@@ -2,15 +2,15 @@
 // sandbox gone from the runtime's list has its pod released by sandbox id; one still listed, or
 // whose removal was relayed, is left alone; nothing is listed while nothing is watched. A watched
 // sandbox the list shows stopped goes to the releaser, as a relayed StopPodSandbox would.
-#include "kubelet-bridge/nri_sandbox_sweeper.h"
+#include "kubelet-bridge/nri-plugin/nri_sandbox_sweeper.h"
 
 #include <gtest/gtest.h>
 
-#include "kubelet-bridge/cri_client.h"
 #include "tests/support/eventually.h"
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/written_kubelet.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri {
 namespace {

@@ -1,4 +1,4 @@
-#include "kubelet-bridge/nri_plugin.h"
+#include "kubelet-bridge/nri-plugin/nri_plugin.h"
 
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "kubelet-bridge/ledger_sync.h"
-#include "kubelet-bridge/nri_cri_terms.h"
-#include "kubelet-bridge/nri_snapshot_runtime.h"
+#include "kubelet-bridge/nri-plugin/nri_cri_terms.h"
+#include "kubelet-bridge/nri-plugin/nri_snapshot_runtime.h"
 #include "kubelet-bridge/program_log.h"
 
 namespace vri {

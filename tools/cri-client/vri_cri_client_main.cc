@@ -1,5 +1,5 @@
 // vri-cri-client: runs and removes pods through a CRI endpoint the way kubelet
-// does (kubelet-bridge/cri_client.h), to see vri-cri-shim at work without a
+// does (tools/cri-client/cri_client.h), to see vri-cri-shim at work without a
 // cluster. One pod = a host-network sandbox and one container `app` of the
 // test image.
 //
@@ -24,7 +24,7 @@
 
 #include "base/version.h"
 #include "cgroup-model/kubelet_namer.h"
-#include "kubelet-bridge/cri_client.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
-#include "kubelet-bridge/nri_runtime_updates.h"
+#include "kubelet-bridge/nri-plugin/nri_runtime_updates.h"
 
-#include "kubelet-bridge/nri_cri_terms.h"
+#include "kubelet-bridge/nri-plugin/nri_cri_terms.h"
 #include "kubelet-bridge/runtime_values.h"
 
 namespace vri {

@@ -1,4 +1,4 @@
-#include "kubelet-bridge/nri_runtime_versions.h"
+#include "kubelet-bridge/nri-plugin/nri_runtime_versions.h"
 
 #include <charconv>
 #include <optional>

@@ -1,4 +1,4 @@
-#include "kubelet-bridge/nri_sandbox_sweeper.h"
+#include "kubelet-bridge/nri-plugin/nri_sandbox_sweeper.h"
 
 #include <algorithm>
 

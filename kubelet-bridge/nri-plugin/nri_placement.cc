@@ -1,6 +1,6 @@
-#include "kubelet-bridge/nri_placement.h"
+#include "kubelet-bridge/nri-plugin/nri_placement.h"
 
-#include "kubelet-bridge/nri_cri_terms.h"
+#include "kubelet-bridge/nri-plugin/nri_cri_terms.h"
 #include "kubelet-bridge/program_log.h"
 #include "kubelet-bridge/vrid_refusal.h"
 

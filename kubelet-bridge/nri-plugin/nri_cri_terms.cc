@@ -1,4 +1,4 @@
-#include "kubelet-bridge/nri_cri_terms.h"
+#include "kubelet-bridge/nri-plugin/nri_cri_terms.h"
 
 namespace vri::nri_terms {
 

@@ -8,7 +8,7 @@
 #include <chrono>
 #include <string>
 
-#include "tests/kubelet-bridge/nri_plugin_fixture.h"
+#include "tests/kubelet-bridge/nri-plugin/nri_plugin_fixture.h"
 #include "tests/support/eventually.h"
 
 namespace vri {

@@ -1,4 +1,4 @@
-#include "kubelet-bridge/generic_proxy.h"
+#include "kubelet-bridge/cri-shim/generic_proxy.h"
 
 #include <grpcpp/client_context.h>
 #include <grpcpp/support/client_callback.h>

@@ -1,7 +1,7 @@
-#include "kubelet-bridge/nri_snapshot_runtime.h"
+#include "kubelet-bridge/nri-plugin/nri_snapshot_runtime.h"
 
 #include "kubelet-bridge/ledger_sync.h"
-#include "kubelet-bridge/nri_cri_terms.h"
+#include "kubelet-bridge/nri-plugin/nri_cri_terms.h"
 
 namespace vri {
 

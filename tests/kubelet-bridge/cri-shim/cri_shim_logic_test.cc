@@ -5,10 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "kubelet-bridge/cri_client.h"
-#include "kubelet-bridge/cri_shim.h"
+#include "kubelet-bridge/cri-shim/cri_shim.h"
 #include "tests/support/fake_runtime.h"
 #include "tests/support/fake_vrid.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri {
 namespace {

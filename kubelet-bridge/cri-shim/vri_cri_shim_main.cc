@@ -5,8 +5,8 @@
 //                [--pod-resources=/var/lib/kubelet/pod-resources/kubelet.sock]
 //
 // Pod and container lifecycle calls take their allocations from vrid
-// (kubelet-bridge/cri_shim.h); every other call passes through to containerd
-// unchanged (kubelet-bridge/generic_proxy.h), with message limits above
+// (kubelet-bridge/cri-shim/cri_shim.h); every other call passes through to containerd
+// unchanged (kubelet-bridge/cri-shim/generic_proxy.h), with message limits above
 // kubelet's 16 MiB both ways. What it needs to know of the node (its cgroup
 // version, its memory nodes) it asks vrid. A pod kubelet has stopped and no longer lists on its
 // pod-resources socket is released then, not at its sandbox's removal (stopped_pod_releaser.h;
@@ -25,8 +25,8 @@
 
 #include "base/unix_socket.h"
 #include "base/version.h"
-#include "kubelet-bridge/cri_shim.h"
-#include "kubelet-bridge/generic_proxy.h"
+#include "kubelet-bridge/cri-shim/cri_shim.h"
+#include "kubelet-bridge/cri-shim/generic_proxy.h"
 #include "kubelet-bridge/grpc_runtime_client.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/kubelet_pod_resources.h"

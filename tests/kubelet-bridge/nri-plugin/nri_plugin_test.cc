@@ -3,14 +3,14 @@
 // event mask, Synchronize in parts judged by the ledger sync (adopting what vrid does not know,
 // releasing what is gone), releases on removal, and a new session when the runtime restarts. The
 // same against a real containerd 2.x is tests/containerd/nri_plugin_test.cc.
-#include "kubelet-bridge/nri_plugin.h"
+#include "kubelet-bridge/nri-plugin/nri_plugin.h"
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "tests/kubelet-bridge/nri_plugin_fixture.h"
+#include "tests/kubelet-bridge/nri-plugin/nri_plugin_fixture.h"
 #include "tests/support/eventually.h"
 #include "tests/support/written_kubelet.h"
 

@@ -32,7 +32,7 @@
 
 #include "kubelet-bridge/cri_translate.h"
 #include "kubelet-bridge/node_cgroups.h"
-#include "kubelet-bridge/nri_runtime_updates.h"
+#include "kubelet-bridge/nri-plugin/nri_runtime_updates.h"
 #include "kubelet-bridge/runtime_client.h"
 #include "kubelet-bridge/vrid_client.h"
 #include "nri/nri_api.pb.h"

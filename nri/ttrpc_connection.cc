@@ -1,6 +1,5 @@
 #include "nri/ttrpc_connection.h"
 
-#include <grpcpp/grpcpp.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -8,8 +7,8 @@
 #include <cstring>
 #include <optional>
 
+#include "base/rpc_code.h"
 #include "nri/ttrpc.pb.h"
-#include "proto/grpc_status.h"
 
 namespace vri::nri {
 
@@ -194,8 +193,7 @@ void TtrpcConnection::onRuntimeMessage(const TtrpcMessage& message) {
     if (response.status().code() == 0) {
       found->second.reply = response.payload();
     } else {
-      found->second.reply = fromGrpcStatus(
-          grpc::Status(static_cast<grpc::StatusCode>(response.status().code()), response.status().message()));
+      found->second.reply = fromRpcCode(response.status().code(), response.status().message());
     }
   }
   changed_.notify_all();
@@ -239,9 +237,8 @@ void TtrpcConnection::reply(uint32_t stream, const Result<std::string>& result) 
   if (result.ok()) {
     response.set_payload(*result);
   } else {
-    const grpc::Status status = toGrpcStatus(result.error());
-    response.mutable_status()->set_code(static_cast<int32_t>(status.error_code()));
-    response.mutable_status()->set_message(status.error_message());
+    response.mutable_status()->set_code(toRpcCode(result.error().code()));
+    response.mutable_status()->set_message(result.error().message());
   }
   if (Result<void> sent = send(kPluginServiceConn, {stream, TtrpcType::kResponse, 0, response.SerializeAsString()});
       !sent.ok()) {

@@ -1,17 +1,15 @@
 // NriPlugin: VRI as an NRI plugin of the container runtime (containerd 2.x), on the runtime's NRI
-// socket (nri/README.md for the protocol). One session: connect, register with a name and an
-// index, answer Configure with the events it handles, take Synchronize (which may come in parts)
-// and judge vrid's ledger against it with the kubelet side's one ledger sync (ledger_sync.h):
-// what vrid holds that the runtime no longer has is released, running pods and containers vrid
-// does not know are adopted on the CPUs they hold. Then it releases each pod and container the
-// runtime removes, by its id, until the runtime closes the connection. run() starts a new session
-// whenever one ends, so a restarted runtime is met again; vrid is reached through `vrid`, whose
-// channel reconnects by itself.
+// socket. NRI's side of it, the session (connect, register, Configure, Synchronize in parts, the
+// requests as messages), is nri/plugin_session.h; this is its handler, VRI's placement:
+// Synchronize judges vrid's ledger against what the runtime reports with the kubelet side's one
+// ledger sync (ledger_sync.h): what vrid holds that the runtime no longer has is released, running
+// pods and containers vrid does not know are adopted on the CPUs they hold. Then it releases each
+// pod and container the runtime removes, by its id. vrid is reached through `vrid`, whose channel
+// reconnects by itself.
 //
 // Each pod and container event is placed by NriPlacement (nri_placement.h), on the same core as
 // the CRI shim; the shared pool is followed as the shim follows it (shared_pool_follower.h), its
-// updates sent as NRI's unsolicited UpdateContainers (nri_runtime_updates.h). It serves NRI v0.12's per-event methods
-// and, for older runtimes, StateChange.
+// updates sent as NRI's unsolicited UpdateContainers (nri_runtime_updates.h).
 #pragma once
 
 #include <atomic>
@@ -28,7 +26,6 @@
 #include "kubelet-bridge/ledger_sync.h"
 #include "kubelet-bridge/nri-plugin/nri_placement.h"
 #include "kubelet-bridge/nri-plugin/nri_runtime_updates.h"
-#include "kubelet-bridge/nri-plugin/nri_runtime_versions.h"
 #include "kubelet-bridge/nri-plugin/nri_sandbox_sweeper.h"
 #include "kubelet-bridge/nri-plugin/nri_snapshot_runtime.h"
 #include "kubelet-bridge/shared_pool_follower.h"
@@ -36,7 +33,7 @@
 #include "kubelet-bridge/vrid_client.h"
 #include "kubelet-bridge/vrid_connection.h"
 #include "nri/nri_api.pb.h"
-#include "nri/ttrpc_connection.h"
+#include "nri/plugin_session.h"
 
 namespace vri {
 
@@ -61,36 +58,52 @@ struct NriPluginOptions {
   std::function<void(const std::string&)> log = [](const std::string&) {};
 };
 
-class NriPlugin {
+class NriPlugin : private nri::PluginHandler {
  public:
   NriPlugin(VridClient& vrid, NriPluginOptions options);
 
+  // The events it handles.
+  static std::vector<::nri::pkg::api::v1alpha1::Event> eventsHandled();
+
   // One session, until the runtime closes the connection or stop(); why it ended, or the error
   // that kept it from starting (no socket, registration refused).
-  Result<void> runOnce();
+  Result<void> runOnce() { return session_.runOnce(); }
   // Sessions one after another until stop().
-  void run();
+  void run() { session_.run(); }
   // From any thread: the session ends and run() returns.
-  void stop();
+  void stop() { session_.stop(); }
 
   // What the runtime said of itself in its last Configure ("containerd v2.2.9"); empty before.
-  std::string runtime() const;
+  std::string runtime() const { return session_.runtime(); }
 
  private:
-  Result<std::string> handle(const std::string& service, const std::string& method, const std::string& payload,
-                             const nri::TtrpcConnection::RequestTime& time);
-  Result<std::string> configure(const std::string& payload);
-  Result<std::string> synchronize(const std::string& payload);
-  Result<std::string> stateChange(const std::string& payload);
-  void podStopped(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
-  void podRemoved(const ::nri::pkg::api::v1alpha1::PodSandbox& pod);
-  Result<std::string> placementCall(const std::string& method, const std::string& payload);
-  // One unsolicited update to the runtime, on the current session (UNAVAILABLE without one).
-  Result<void> sendUpdate(const ::nri::pkg::api::v1alpha1::ContainerUpdate& update);
-  bool syncWithVrid();  // false when vrid could not be asked
+  // nri::PluginHandler, on the session's serving thread.
+  std::vector<::nri::pkg::api::v1alpha1::Event> events() const override { return eventsHandled(); }
+  void configured(const nri::ConfiguringRuntime& runtime) override;
+  ::nri::pkg::api::v1alpha1::SynchronizeResponse synchronize(
+      const std::vector<::nri::pkg::api::v1alpha1::PodSandbox>& pods,
+      const std::vector<::nri::pkg::api::v1alpha1::Container>& containers) override;
+  Result<void> runPodSandbox(const ::nri::pkg::api::v1alpha1::PodSandbox& pod) override;
+  void stopPodSandbox(const ::nri::pkg::api::v1alpha1::PodSandbox& pod) override;
+  void removePodSandbox(const ::nri::pkg::api::v1alpha1::PodSandbox& pod) override;
+  Result<::nri::pkg::api::v1alpha1::CreateContainerResponse> createContainer(
+      const ::nri::pkg::api::v1alpha1::CreateContainerRequest& request) override;
+  Result<::nri::pkg::api::v1alpha1::UpdateContainerResponse> updateContainer(
+      const ::nri::pkg::api::v1alpha1::UpdateContainerRequest& request) override;
+  ::nri::pkg::api::v1alpha1::StopContainerResponse stopContainer(
+      const ::nri::pkg::api::v1alpha1::StopContainerRequest& request) override;
+  void removeContainer(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,
+                       const ::nri::pkg::api::v1alpha1::Container& container) override;
+  void answerBy(std::chrono::system_clock::time_point deadline) override { placement_.answerBy(deadline); }
   // One step of the ledger sync that did not fit in Synchronize's answer, between the runtime's
   // requests; true while more remains.
-  bool carryOnSync();
+  bool idle() override;
+  void sessionEnded() override { deferredSync_.reset(); }
+
+  // The pods and containers of the last Synchronize.
+  bool syncWithVrid(
+      const std::vector<::nri::pkg::api::v1alpha1::PodSandbox>& pods,
+      const std::vector<::nri::pkg::api::v1alpha1::Container>& containers);  // false when vrid could not be asked
   // A request names this sandbox: its adoption, if it waits, first.
   void adoptFirst(const std::string& sandboxId);
   // The runtime removed it: its adoption, if it waits, is dropped.
@@ -98,6 +111,7 @@ class NriPlugin {
 
   VridClient& vrid_;
   const NriPluginOptions options_;
+  nri::PluginSession session_;
   NriRuntimeUpdates runtimeUpdates_;
   NriPlacement placement_;  // on the serving thread only
   // The shared pool followed from vrid's events (from the first Synchronize on), as the shim follows it.
@@ -105,15 +119,6 @@ class NriPlugin {
   VridConnection vridConnection_;
   std::unique_ptr<NriSandboxSweeper> sweeper_;  // with the runtime's CRI only
   std::once_flag following_;
-  bool registered_ VRI_GUARDED_BY(mutex_) = false;
-  std::atomic<bool> stopping_{false};
-  mutable Mutex mutex_;
-  std::shared_ptr<nri::TtrpcConnection> connection_ VRI_GUARDED_BY(mutex_);
-  std::string runtime_ VRI_GUARDED_BY(mutex_);
-  // Synchronize's parts so far (the runtime sends them one after another, on the serving thread).
-  std::vector<::nri::pkg::api::v1alpha1::PodSandbox> syncPods_;
-  std::vector<::nri::pkg::api::v1alpha1::Container> syncContainers_;
-  size_t syncBytes_ = 0;  // of the parts so far
   // The ledger sync's work that Synchronize's answer could not wait for, and the report it reads
   // (on the serving thread; dropped with its session, and by a Configure).
   struct DeferredSync {
@@ -121,7 +126,6 @@ class NriPlugin {
     std::unique_ptr<LedgerSync> sync;
   };
   std::optional<DeferredSync> deferredSync_;
-  static constexpr size_t kMaxSynchronizeBytes = 64 << 20;
 };
 
 }  // namespace vri

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kubelet-bridge/nri-plugin/nri_plugin.h"
+#include "nri/runtime_versions.h"
 #include "tests/support/fake_vrid.h"
 #include "tests/support/nri_runtime_peer.h"
 #include "tests/support/temp_dir.h"

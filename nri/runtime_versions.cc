@@ -1,4 +1,4 @@
-#include "kubelet-bridge/nri-plugin/nri_runtime_versions.h"
+#include "nri/runtime_versions.h"
 
 #include <charconv>
 #include <optional>
@@ -67,21 +67,16 @@ bool runtimeStopsFailedSandboxes(std::string_view runtimeName, std::string_view 
   return numbers.size() < 2 || numbers >= std::vector<int>{2, 2};
 }
 
-std::vector<api::Event> nriEventsHandled() {
-  return {api::RUN_POD_SANDBOX,  api::STOP_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
-          api::UPDATE_CONTAINER, api::STOP_CONTAINER,   api::REMOVE_CONTAINER};
-}
-
-Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion,
-                             std::string_view runtimeNriVersion) {
+Result<int32_t> nriEventMask(const std::vector<api::Event>& handles, std::string_view runtimeName,
+                             std::string_view runtimeVersion, std::string_view runtimeNriVersion) {
   const api::Event last = nriEventsKnownTo(runtimeName, runtimeVersion, runtimeNriVersion);
   int32_t mask = 0;
-  for (api::Event event : nriEventsHandled()) {
+  for (api::Event event : handles) {
     if (event > last) {
       return Error::failedPrecondition(
           "the NRI of " + std::string(runtimeName) + " " + std::string(runtimeVersion) +
           (runtimeNriVersion.empty() ? "" : " (NRI " + std::string(runtimeNriVersion) + ")") + " does not know event " +
-          api::Event_Name(event) + ", which vri-nri-plugin handles");
+          api::Event_Name(event) + ", which the plugin handles");
     }
     mask |= 1 << (event - 1);  // NRI's bit for event e
   }

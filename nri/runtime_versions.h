@@ -1,6 +1,6 @@
-// What vri-nri-plugin knows of the runtimes' NRI versions: which events each knows (and so the
-// event mask the plugin registers with), whether it takes unsolicited updates safely, and whether
-// it cleans up a sandbox a plugin refused.
+// What is known of the runtimes' NRI versions: which events each knows (and so the event mask a
+// plugin registers with), whether it takes unsolicited updates safely, and whether it cleans up a
+// sandbox a plugin refused.
 #pragma once
 
 #include <string_view>
@@ -11,20 +11,17 @@
 
 namespace vri {
 
-// The NRI events the plugin handles.
-std::vector<::nri::pkg::api::v1alpha1::Event> nriEventsHandled();
-
 // The last event the runtime's NRI knows, from its name, release and NRI version (empty when the
 // runtime does not say: NRI before v0.12).
 ::nri::pkg::api::v1alpha1::Event nriEventsKnownTo(std::string_view runtimeName, std::string_view runtimeVersion,
                                                   std::string_view runtimeNriVersion);
 
-// The event mask to answer Configure with, for the runtime that configures the plugin (its name,
-// release and, from NRI v0.12, its NRI's version): refused when the runtime's NRI does not know an
-// event the plugin handles (NRI refuses an unknown event bit and the registration fails), saying
-// which.
-Result<int32_t> nriEventMask(std::string_view runtimeName, std::string_view runtimeVersion,
-                             std::string_view runtimeNriVersion = {});
+// The event mask to answer Configure with for the events a plugin `handles`, for the runtime that
+// configures it (its name, release and, from NRI v0.12, its NRI's version): refused when the
+// runtime's NRI does not know one of them (NRI refuses an unknown event bit and the registration
+// fails), saying which.
+Result<int32_t> nriEventMask(const std::vector<::nri::pkg::api::v1alpha1::Event>& handles, std::string_view runtimeName,
+                             std::string_view runtimeVersion, std::string_view runtimeNriVersion = {});
 
 // Whether the runtime's NRI takes unsolicited UpdateContainers without risk of deadlocking the
 // runtime: v0.12.1 and later (containerd#13733); unknown versions do not.
@@ -35,7 +32,7 @@ bool nriTakesUnsolicitedUpdatesSafely(std::string_view runtimeNriVersion);
 // are taken to clean up.
 bool runtimeStopsFailedSandboxes(std::string_view runtimeName, std::string_view runtimeVersion);
 
-// The version of NRI's API the plugin speaks (nri/nri_api.proto), as it tells the runtime.
+// The version of NRI's API spoken here (nri/nri_api.proto), as a plugin tells the runtime.
 inline constexpr char kNriApiVersion[] = "v0.12.3";
 
 }  // namespace vri

@@ -68,8 +68,11 @@ up() {
   mkdir -p "$root/run" "$root/image"
   sed "s|@ROOT@|$root|g" "$config" > "$root/containerd.toml"
   start_containerd
-  ctr -a "$sock" plugins ls 2>/dev/null | grep -q "io.containerd.grpc.v1 *cri .*ok" || {
-    say "the CRI plugin did not start"; tail -20 "$root/containerd.log"; exit 1; }
+  # containerd answers before its CRI plugin is ready (2.x starts it after the gRPC server): waited for,
+  # up to 20 s on a loaded machine.
+  cri_ok() { ctr -a "$sock" plugins ls 2>/dev/null | grep -q "io.containerd.grpc.v1 *cri .*ok"; }
+  for _ in $(seq 100); do cri_ok && break; sleep 0.2; done
+  cri_ok || { say "the CRI plugin did not start"; tail -20 "$root/containerd.log"; exit 1; }
   gcc -static -O2 -s -o "$root/image/sleeper" "$here/sleeper.c"
   "$here/mkimage.sh" "$root/image/sleeper" localhost/vri/pause:1.0 "$root/image/pause.tar" >/dev/null
   ctr -a "$sock" -n k8s.io images import "$root/image/pause.tar" >/dev/null

@@ -18,10 +18,18 @@ std::string Drift::describe() const {
 
 namespace {
 
-void findUnknown(const CgroupFs& fs, const CgroupDir& dir, const std::set<CgroupPath>& known, std::vector<Drift>& out) {
+// The cgroups under `dir` that VRI does not know. A directory that vanished while it was read
+// holds none; any other failure to list one is the caller's: the drift would be incomplete.
+Result<void> findUnknown(const CgroupFs& fs, const CgroupDir& dir, const std::set<CgroupPath>& known,
+                         std::vector<Drift>& out) {
   auto names = fs.children(dir);
-  if (!names.ok()) return;
+  if (!names.ok()) {
+    if (names.error().code() == ErrorCode::kNotFound) return {};
+    return std::move(names).context("list " + dir.describe()).error();
+  }
   for (const std::string& name : *names) {
+    // A name no cgroup path can hold (CgroupPath refuses it) is no cgroup VRI could have made or
+    // adopted, and none it could name in a report: it is left alone.
     auto path = dir.path.child(name);
     if (!path.ok()) continue;
     const CgroupDir child{dir.hierarchy, *path};
@@ -29,8 +37,9 @@ void findUnknown(const CgroupFs& fs, const CgroupDir& dir, const std::set<Cgroup
       out.push_back({Drift::Kind::kUnknown, child, {}, {}, {}});
       continue;
     }
-    findUnknown(fs, child, known, out);
+    VRI_TRY(findUnknown(fs, child, known, out));
   }
+  return {};
 }
 
 }  // namespace
@@ -66,7 +75,7 @@ Result<std::vector<Drift>> detectDrift(const CgroupFs& fs, const CgroupBackend& 
   roots.insert(roots.end(), desired.adoptedRoots.begin(), desired.adoptedRoots.end());
   for (const CgroupPath& root : roots) {
     const CgroupDir dir{backend.primaryHierarchy(), root};
-    if (fs.exists(dir)) findUnknown(fs, dir, known, drift);
+    if (fs.exists(dir)) VRI_TRY(findUnknown(fs, dir, known, drift));
   }
   return drift;
 }

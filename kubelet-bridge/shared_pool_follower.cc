@@ -67,13 +67,28 @@ void SharedPoolFollower::dispatch() {
   }
 }
 
-std::optional<v1::ContainerAllocation> SharedPoolFollower::current(const std::string& id, const std::string& podUid) {
+Result<std::optional<v1::ContainerAllocation>> SharedPoolFollower::current(const std::string& id,
+                                                                           const std::string& podUid) {
   auto tenant = vrid_.getPod(scope(), podUid);
-  if (!tenant.ok()) return std::nullopt;
-  for (const v1::ContainerInfo& c : tenant->pod().containers()) {
-    if (c.resources().id() == id && !c.allocation().exclusive()) return c.allocation();
+  if (!tenant.ok()) {
+    if (tenant.error().code() == ErrorCode::kNotFound) {
+      return std::optional<v1::ContainerAllocation>();  // released: nothing to follow
+    }
+    return tenant.error();
   }
-  return std::nullopt;
+  for (const v1::ContainerInfo& c : tenant->pod().containers()) {
+    if (c.resources().id() == id && !c.allocation().exclusive()) return std::optional(c.allocation());
+  }
+  return std::optional<v1::ContainerAllocation>();  // exclusive now, or gone from the pod
+}
+
+void SharedPoolFollower::retryLater(const std::string& id, const Wanted& wanted, const std::string& why) {
+  MutexLock lock(mutex_);
+  options_.log(why + "; trying again");
+  const Clock::TimePoint retry_at = options_.clock->now() + options_.retryAfter;
+  while (!stopping_ && !options_.clock->waitUntil(lock, wake_, retry_at)) {
+  }
+  if (!stopping_ && !wanted_.count(id)) wanted_.emplace(id, wanted);  // dispatched once this one leaves
 }
 
 void SharedPoolFollower::apply(const std::string& id, const Wanted& wanted) {
@@ -83,13 +98,25 @@ void SharedPoolFollower::apply(const std::string& id, const Wanted& wanted) {
   }
   if (options_.kubeletCalls != nullptr)
     (void)options_.kubeletCalls->waitIdle(*options_.clock, options_.clock->now() + options_.yieldAtMost);
-  const std::optional<v1::ContainerAllocation> allocation = current(id, wanted.podUid);
-  if (!allocation) return;  // released, exclusive now, or vrid away: a later pass covers it
+  const auto now = current(id, wanted.podUid);
+  if (!now.ok()) {
+    // vrid did not say where the container is now: its values are not sent, and asked for again.
+    retryLater(id, wanted,
+               "shared pool: container " + id.substr(0, 13) + " not updated: vrid: " + now.error().message());
+    return;
+  }
+  if (!*now) return;  // released, or exclusive now: nothing to follow
+  const v1::ContainerAllocation& allocation = **now;
   auto node = nodeCgroups_.get(vrid_, scope());
-  if (!node.ok()) return;
+  if (!node.ok()) {
+    retryLater(
+        id, wanted,
+        "shared pool: container " + id.substr(0, 13) + " not updated: vrid's node cgroups: " + node.error().message());
+    return;
+  }
   runtime::v1::UpdateContainerResourcesRequest update;
   update.set_container_id(id);
-  cri::applyAllocation(*allocation, *node, *update.mutable_linux());
+  cri::applyAllocation(allocation, *node, *update.mutable_linux());
   const std::string values = update.linux().SerializeAsString();
   bool known = false;
   {
@@ -109,23 +136,24 @@ void SharedPoolFollower::apply(const std::string& id, const Wanted& wanted) {
     }
   }
   const Result<void> updated = runtime_.updateContainerResources(scope(), update);
-  MutexLock lock(mutex_);
-  if (updated.ok()) {
-    given_[id] = values;
-    ++applied_;
-    options_.log("shared pool: container " + id.substr(0, 13) + " now on CPUs " + allocation->cpuset_cpus() +
-                 " in the runtime too");
-  } else if (updated.error().code() == ErrorCode::kNotFound) {
-    given_.erase(id);  // the container is gone: done
-  } else {
-    // Kept and tried again until it lands, unless a newer value comes first.
-    options_.log("UpdateContainerResources " + id + " (CPUs " + allocation->cpuset_cpus() +
-                 "): " + updated.error().message() + "; trying again");
-    const Clock::TimePoint retry_at = options_.clock->now() + options_.retryAfter;
-    while (!stopping_ && !options_.clock->waitUntil(lock, wake_, retry_at)) {
+  {
+    MutexLock lock(mutex_);
+    if (updated.ok()) {
+      given_[id] = values;
+      ++applied_;
+      options_.log("shared pool: container " + id.substr(0, 13) + " now on CPUs " + allocation.cpuset_cpus() +
+                   " in the runtime too");
+      return;
     }
-    if (!stopping_ && !wanted_.count(id)) wanted_.emplace(id, wanted);  // dispatched once this one leaves
+    if (updated.error().code() == ErrorCode::kNotFound) {
+      given_.erase(id);  // the container is gone: done
+      return;
+    }
   }
+  // Kept and tried again until it lands, unless a newer value comes first.
+  retryLater(
+      id, wanted,
+      "UpdateContainerResources " + id + " (CPUs " + allocation.cpuset_cpus() + "): " + updated.error().message());
 }
 
 }  // namespace vri

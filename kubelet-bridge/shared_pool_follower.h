@@ -80,8 +80,12 @@ class SharedPoolFollower {
   };
   void dispatch() VRI_REQUIRES(mutex_);
   void apply(const std::string& id, const Wanted& wanted);
-  // vrid's values for the container now; nullopt: gone from vrid, or no longer shared.
-  std::optional<v1::ContainerAllocation> current(const std::string& id, const std::string& podUid);
+  // vrid's values for the container now; nullopt: gone from vrid, or no longer shared; an error
+  // when vrid could not say.
+  Result<std::optional<v1::ContainerAllocation>> current(const std::string& id, const std::string& podUid);
+  // After a failed step: said why, waits `retryAfter` (or stop), and queues the container again
+  // unless a newer value came meanwhile.
+  void retryLater(const std::string& id, const Wanted& wanted, const std::string& why);
   CallScope scope() const { return CallScope::within(options_.callTimeout); }
 
   VridClient& vrid_;

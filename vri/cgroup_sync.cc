@@ -119,10 +119,10 @@ void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
   }
 }
 
-void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
-                                Scratch& scratch, std::vector<CpusetChange>& cpusets,
-                                std::vector<PlainWrite>& plain) const {
-  if (before != nullptr && before->settings == after.settings) return;  // nothing moved here
+Result<void> CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
+                                        Scratch& scratch, std::vector<CpusetChange>& cpusets,
+                                        std::vector<PlainWrite>& plain) const {
+  if (before != nullptr && before->settings == after.settings) return {};  // nothing moved here
   const CgroupDir* dir = &scratch.dirs.emplace_back(CgroupDir{cpusetHierarchy_, path});
   const auto keep = [&](const CpuSet& value) { return &scratch.values.emplace_back(value); };
   const CgroupSettings none;
@@ -144,9 +144,11 @@ void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before
     values->cpusExclusive.reset();
   }
   auto files_before = backend_->files(values_before);
-  auto files_after = backend_->files(values_after);
-  if (!files_after.ok()) return;
-  for (const ControlFile& file : *files_after) {
+  // Values the backend cannot write would be values the ledger holds and the cgroup never gets: the
+  // whole write fails instead, before anything is written.
+  VRI_ASSIGN_OR_RETURN(const std::vector<ControlFile> files_after,
+                       std::move(backend_->files(values_after)).context(dir->describe()));
+  for (const ControlFile& file : files_after) {
     bool same = false;
     if (files_before.ok()) {
       for (const ControlFile& old : *files_before) {
@@ -155,6 +157,7 @@ void CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before
     }
     if (!same) plain.push_back({{file.hierarchy, path}, file.file, file.value});
   }
+  return {};
 }
 
 CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const PodRecord& pod,
@@ -204,15 +207,16 @@ CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const Vm
   return cached;
 }
 
-void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr& afterPtr, const LedgerDelta& delta,
-                                      Scratch& scratch, std::vector<CpusetChange>& cpusets,
-                                      std::vector<PlainWrite>& plain) {
+Result<void> CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr& afterPtr,
+                                              const LedgerDelta& delta, Scratch& scratch,
+                                              std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) {
   const LedgerState &before = *beforePtr, &after = *afterPtr;
   const DesiredTree node_before = nodeCgroups(before);
   DesiredTree node_after = nodeCgroups(after);
   for (const auto& [path, spec] : node_after.cgroups) {  // by path: parents first
     const auto old = node_before.cgroups.find(path);
-    addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets, plain);
+    VRI_TRY(
+        addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets, plain));
   }
   lastNode_ = {afterPtr, std::move(node_after)};
   for (const std::string& uid : delta.pods) podFollowers_.erase(uid);
@@ -220,7 +224,7 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
   // The pool as the shared cgroups hold it: with cpuset partitions, wide and unchanged by pods' exclusive grants.
   const CpuSet* shared_before = &scratch.values.emplace_back(wideSharedCpus(before));
   const CpuSet* shared_after = &scratch.values.emplace_back(wideSharedCpus(after));
-  if (*shared_before == *shared_after) return;
+  if (*shared_before == *shared_after) return {};
   // Nothing lives below a root that does not exist (a node without kubelet or libvirt yet): one stat each.
   const bool pods_present = fs_.exists({cpusetHierarchy_, kubeletNamer_->kubepods()});
   const bool vms_present = fs_.exists({cpusetHierarchy_, layout_.machinePartition});
@@ -258,6 +262,7 @@ void CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr&
     if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
     follow(vmFollowers(uuid, *vm, scope, after));
   }
+  return {};
 }
 
 Result<int> CgroupSync::writeTenant(const std::string& what, DesiredTree tree) {
@@ -278,11 +283,12 @@ Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, 
   Scratch scratch;
   std::vector<CpusetChange> cpusets;
   std::vector<PlainWrite> plain;
+  // Planned first: a plan that fails leaves every cgroup as it was.
+  VRI_TRY(planNodeAndFollowers(beforePtr, afterPtr, delta, scratch, cpusets, plain));
   int writes = 0;
   if (layout_.cpusetPartitions) {
     VRI_ASSIGN_OR_RETURN(writes, dissolvePartitions(before, after, delta));
   }
-  planNodeAndFollowers(beforePtr, afterPtr, delta, scratch, cpusets, plain);
   VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, cpusetWriter_.apply(cpusets, plain));
   writes += shared.writes;
   if (delta.empty()) return writes;

@@ -111,10 +111,12 @@ class CgroupSync {
   // The node-level cgroups' values for `state`.
   DesiredTree nodeCgroups(const LedgerState& state) const;
   // Node-level cgroups and, when the shared pool moved, every untouched tenant in it.
-  void planNodeAndFollowers(const StatePtr& before, const StatePtr& after, const LedgerDelta& delta, Scratch& scratch,
-                            std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain);
-  void addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after, Scratch& scratch,
-                      std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) const;
+  Result<void> planNodeAndFollowers(const StatePtr& before, const StatePtr& after, const LedgerDelta& delta,
+                                    Scratch& scratch, std::vector<CpusetChange>& cpusets,
+                                    std::vector<PlainWrite>& plain);
+  Result<void> addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
+                              Scratch& scratch, std::vector<CpusetChange>& cpusets,
+                              std::vector<PlainWrite>& plain) const;
   // A tenant's cgroups that follow the shared pool, kept while its record
   // (and, for a VM, its scope) is the same object from one state to the next.
   struct FollowerCgroup {

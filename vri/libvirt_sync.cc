@@ -252,9 +252,17 @@ bool LibvirtSync::onlyReserved(const std::string& uuid) const {
 
 void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uuid) {
   auto active = session.isActive(uuid);
-  if (!active.ok() || *active) return;  // a running domain's definition waits for its next start
+  if (!active.ok()) {
+    // Undefined again already, or libvirtd away: the definition is placed when the domain starts.
+    log_.info("libvirt: no define-time placement for domain " + uuid + ": " + active.error().message());
+    return;
+  }
+  if (*active) return;  // a running domain's definition waits for its next start
   auto xml = session.domainXml(uuid, true);
-  if (!xml.ok()) return;
+  if (!xml.ok()) {
+    log_.info("libvirt: no define-time placement for domain " + uuid + ": its definition: " + xml.error().message());
+    return;
+  }
   auto read = domainSpec(*xml);
   if (!read.ok()) {
     log_.warning("libvirt: definition not placed: " + read.error().message());
@@ -277,7 +285,11 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
   const VmRecord* vm = state->vm(uuid);
   if (!vm) return;
   auto pins = vmPinsOf(vm->spec.cpu, vm->placement, node_.wideSharedCpus(*state));
-  if (!pins.ok()) return;
+  if (!pins.ok()) {
+    // Reserved in the ledger; the definition keeps no pins of VRI's until the domain starts.
+    log_.warning("libvirt: define-time placement of " + domain.name + " not written: " + pins.error().message());
+    return;
+  }
   if (domain.pinsAreVris() && *domain.vri.placement == placementMark(*pins)) {
     return;  // already written (this is the event of our own define)
   }

@@ -208,7 +208,13 @@ std::vector<api::ContainerUpdate> NriPlacement::updatesAfterSynchronize() {
   // runs on every CPU; vrid has narrowed its cgroups already): the runtime's records follow in the
   // synchronization's answer.
   auto node = nodeCgroups_.get(vrid_, vridScope());
-  if (!node.ok()) return {};
+  if (!node.ok()) {
+    // The containers' cgroups are as vrid placed them; only the runtime's records of them lag
+    // until the next Synchronize.
+    log_("the runtime's records of what the synchronization adopted are not updated: vrid's node cgroups: " +
+         node.error().message());
+    return {};
+  }
   return updatesToLedger(*node, "", false);
 }
 

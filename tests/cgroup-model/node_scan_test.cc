@@ -7,6 +7,7 @@
 
 #include "cgroup-model/drift.h"
 #include "cgroup-model/fixture_cgroupfs.h"
+#include "tests/support/failing_cgroupfs.h"
 #include "tests/support/temp_dir.h"
 
 namespace vri {
@@ -250,6 +251,47 @@ TEST(DriftTest, ReportsHandWrittenValuesVanishedAndUnknownCgroups) {
                   "cpuset:kubepods/burstable/pod" + std::string(kUid) + "/app cpuset.cpus is \"0\", VRI wants \"0-1\"",
                   "cpuset:kubepods/burstable/pod" + std::string(kUid) + "/side is gone; VRI expects it",
                   "cpuset:machine/qemu-9-stray.libvirt-qemu is not known to VRI"));
+}
+
+// A cgroupfs whose listing of one directory fails with `error` (the narrow seam: the rest is the fixture's).
+class UnlistableCgroupFs : public testing::FailingCgroupFs {
+ public:
+  UnlistableCgroupFs(CgroupFs& inner, CgroupPath unlistable, int error)
+      : FailingCgroupFs(inner), unlistable_(std::move(unlistable)), error_(error) {}
+  Result<std::vector<std::string>> children(const CgroupDir& dir) const override {
+    if (dir.path == unlistable_) return Error::fromErrno(error_, "list " + dir.describe());
+    return FailingCgroupFs::children(dir);
+  }
+
+ private:
+  CgroupPath unlistable_;
+  int error_;
+};
+
+// A directory that cannot be listed leaves the drift incomplete: an error, not a report without it.
+// One that vanished while it was read holds nothing unknown.
+TEST(DriftTest, AnUnlistableDirectoryIsAnErrorAndAVanishedOneIsNot) {
+  testing::TempDir tmp;
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), cpus("0-3"), cpus("0"))).value();
+  const auto backend = makeV1Backend({{"cpuset", "cpuset"}, {"cpu", "cpu,cpuacct"}});
+  NodeResources node{cpus("0-1"), cpus("0"), 4000, 0, {}, {}, {}};
+  TreeLayout layout;
+  layout.ownership = Ownership::kEverything;
+  makeTree(fs, {"cpuset", "cpu,cpuacct"}, path("machine"));
+  auto tree = buildDesiredTree(layout, node, {}, {});
+  ASSERT_TRUE(tree.ok());
+  CgroupApplier applier(fs, *backend);
+  ASSERT_TRUE(applier.apply(*tree).ok());
+
+  UnlistableCgroupFs denied(fs, path("machine"), EACCES);
+  auto drift = detectDrift(denied, *backend, *tree);
+  ASSERT_FALSE(drift.ok());
+  EXPECT_THAT(drift.error().message(), HasSubstr("machine"));
+
+  UnlistableCgroupFs vanished(fs, path("machine"), ENOENT);
+  drift = detectDrift(vanished, *backend, *tree);
+  ASSERT_TRUE(drift.ok()) << drift.error().message();
+  EXPECT_TRUE(drift->empty());
 }
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The pool follower through the fakes, on a manual clock: the latest value
 // wins, per container one update at a time, stale lists are dropped, NotFound
-// ends a container's following, a failed update is retried when the clock
-// says so, and a stop does not wait for a retry.
+// ends a container's following, a failed update (or a vrid that does not say
+// where the container is) is retried when the clock says so, and a stop does
+// not wait for a retry.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -114,6 +115,23 @@ TEST_F(SharedPoolFollowerTest, AFailedUpdateIsTriedAgainWhenTheClockSaysSo) {
   clock_.advance(std::chrono::milliseconds(500));
   ASSERT_TRUE(testing::eventually([&] { return f->updatesApplied() == 1 && f->idle(); }));
   EXPECT_THAT(cpusSent(), ElementsAre("3", "3"));
+}
+
+// vrid not answering where a container is now is not the container being released: the update
+// waits and is tried again, as a failed update to the runtime is.
+TEST_F(SharedPoolFollowerTest, AVridThatDoesNotSayIsAskedAgainWhenTheClockSaysSo) {
+  auto f = follower();
+  vrid_.setSharedCpus("3");
+  auto tenants = vrid_.listPods(CallScope::within(std::chrono::seconds(1)));
+  ASSERT_TRUE(tenants.ok());
+  vrid_.refuseNext("GetTenant", Error(ErrorCode::kUnavailable, "vrid restarting"));
+  ASSERT_TRUE(f->take(tenants->sequence()));
+  f->follow(*tenants);
+  ASSERT_TRUE(testing::eventually([&] { return clock_.nextDeadline().has_value(); }));  // waiting to retry
+  EXPECT_TRUE(runtime_.updates().empty());
+  clock_.advance(std::chrono::milliseconds(500));
+  ASSERT_TRUE(testing::eventually([&] { return f->updatesApplied() == 1 && f->idle(); }));
+  EXPECT_THAT(cpusSent(), ElementsAre("3"));
 }
 
 TEST_F(SharedPoolFollowerTest, AStopDoesNotWaitForARetry) {

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include "proto/grpc_status.h"
+#include "proto/unix_channel.h"
 
 namespace vri {
 
@@ -12,11 +13,7 @@ namespace {
 // kubelet restarts in seconds: a call finds it again within its deadline, not after gRPC's default
 // back-off of up to 2 minutes.
 std::shared_ptr<grpc::Channel> quickReconnectChannel(const std::string& socketPath) {
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel("unix:" + socketPath, grpc::InsecureChannelCredentials(), args);
+  return unixChannel(socketPath, {.quickReconnect = true});
 }
 
 }  // namespace

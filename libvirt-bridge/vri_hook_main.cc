@@ -13,6 +13,7 @@
 #include "base/version.h"
 #include "libvirt-bridge/hook.h"
 #include "libvirt-bridge/xml_document.h"
+#include "proto/unix_channel.h"
 
 namespace {
 
@@ -48,11 +49,8 @@ int main(int argc, char** argv) {
     std::cerr << "vri: " << config.error().message() << "\n";
     return 1;
   }
-  grpc::ChannelArguments channel_args;
-  channel_args.SetInt(GRPC_ARG_ENABLE_RETRIES, 0);
-  // vrid learns from it which hook version calls it.
-  channel_args.SetUserAgentPrefix(vri::clientUserAgent("vri-hook"));
-  auto channel = grpc::CreateCustomChannel("unix:" + config->socket, grpc::InsecureChannelCredentials(), channel_args);
+  // vrid learns from the user agent which hook version calls it.
+  auto channel = vri::unixChannel(config->socket, {.program = "vri-hook", .noRetries = true});
   auto stub = vri::v1::Vri::NewStub(channel);
   const vri::HookOutcome outcome = vri::runHook(*config, args, xml, *stub);
   if (!outcome.out.empty()) std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);

@@ -23,6 +23,7 @@
 #include "base/version.h"
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/program_log.h"
+#include "proto/unix_channel.h"
 #include "topology-export/refused_pod_evictor.h"
 #include "topology-export/topology_exporter.h"
 
@@ -93,18 +94,13 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetUserAgentPrefix(vri::clientUserAgent("vri-nrt-exporter"));
-  vri::GrpcVridClient vridClient(grpc::CreateCustomChannel("unix:" + vrid, grpc::InsecureChannelCredentials(), args));
+  vri::GrpcVridClient vridClient(vri::vridChannel(vrid, "vri-nrt-exporter"));
   vri::topology_export::TopologyExporterOptions options;
   options.nodeName = nodeName;
   options.minInterval = std::chrono::milliseconds(minIntervalMs);
   options.retryInterval = std::chrono::milliseconds(retryMs);
   options.log = logLine;
-  vri::GrpcVridClient evictorVrid(grpc::CreateCustomChannel("unix:" + vrid, grpc::InsecureChannelCredentials(), args));
+  vri::GrpcVridClient evictorVrid(vri::vridChannel(vrid, "vri-nrt-exporter"));
   vri::topology_export::RefusedPodEvictorOptions evicting;
   evicting.nodeName = nodeName;
   evicting.refusals = evictAfter;

@@ -10,6 +10,7 @@
 
 #include "base/version.h"
 #include "proto/grpc_status.h"
+#include "proto/unix_channel.h"
 #include "proto/vri.grpc.pb.h"
 #include "vrictl/vrid_api.h"
 
@@ -23,9 +24,7 @@ constexpr auto kCallTimeout = std::chrono::seconds(10);
 class GrpcVrid final : public VridApi {
  public:
   explicit GrpcVrid(std::string socket) : socket_(std::move(socket)) {
-    grpc::ChannelArguments args;
-    args.SetUserAgentPrefix(clientUserAgent("vrictl"));
-    stub_ = v1::Vri::NewStub(grpc::CreateCustomChannel("unix:" + socket_, grpc::InsecureChannelCredentials(), args));
+    stub_ = v1::Vri::NewStub(unixChannel(socket_, {.program = "vrictl"}));
   }
 
   Result<v1::Node> node() override {

@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -34,45 +35,20 @@
 #include "kubelet-bridge/program_log.h"
 #include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_connection.h"
+#include "proto/unix_channel.h"
 
 namespace {
 
 constexpr int kMessageLimit = 64 << 20;
 
-int usage(const std::string& why) {
-  std::fprintf(stderr,
-               "vri-cri-shim: %s\nusage: vri-cri-shim [--listen=PATH] [--containerd=PATH] [--vrid=PATH] "
-               "[--vrid-timeout-ms=N] [--workers=N] [--pod-resources=PATH]\n",
-               why.c_str());
-  return 2;
-}
-
 void logLine(const std::string& line) { vri::logProgramLine("vri-cri-shim", line); }
 
 // `quickReconnect`: vrid restarts in well under a second; a call waits for it
 // (within its deadline) instead of failing on gRPC's default back-off of up to 2 minutes.
+// vrid learns from the user agent which shim version calls it.
 std::shared_ptr<grpc::Channel> channelTo(const std::string& socket, bool quickReconnect = false) {
-  grpc::ChannelArguments args;
-  if (quickReconnect) {
-    args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-    args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  }
-  // vrid learns from it which shim version calls it.
-  args.SetUserAgentPrefix(vri::clientUserAgent("vri-cri-shim"));
-  args.SetMaxReceiveMessageSize(kMessageLimit);
-  args.SetMaxSendMessageSize(kMessageLimit);
-  return grpc::CreateCustomChannel("unix:" + socket, grpc::InsecureChannelCredentials(), args);
-}
-
-bool positive(const std::string& text, int* out) {
-  try {
-    size_t used = 0;
-    *out = std::stoi(text, &used);
-    return used == text.size() && *out > 0;
-  } catch (const std::exception&) {
-    return false;
-  }
+  return vri::unixChannel(socket,
+                          {.program = "vri-cri-shim", .quickReconnect = quickReconnect, .messageLimit = kMessageLimit});
 }
 
 }  // namespace
@@ -80,34 +56,34 @@ bool positive(const std::string& text, int* out) {
 int main(int argc, char** argv) {
   if (vri::answeredVersion(argc, argv, "vri-cri-shim")) return 0;
   std::string listen = "/run/vri/cri.sock", containerd = "/run/containerd/containerd.sock",
-              vrid = "/run/vri/admin.sock", podResources = vri::kKubeletPodResourcesSocket;
+              vrid = "/run/vri/admin.sock", podResources = vri::kKubeletPodResourcesSocket, cgroupVersion;
   int timeout_ms = 2000, workers = 4;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto value = [&](const char* flag) { return arg.substr(std::string(flag).size()); };
-    if (arg.starts_with("--listen=")) {
-      listen = value("--listen=");
-    } else if (arg.starts_with("--containerd=")) {
-      containerd = value("--containerd=");
-    } else if (arg.starts_with("--vrid=")) {
-      vrid = value("--vrid=");
-    } else if (arg.starts_with("--pod-resources=")) {
-      podResources = value("--pod-resources=");
-      if (!podResources.empty() && podResources[0] != '/') return usage("--pod-resources: an absolute path, or empty");
-    } else if (arg.starts_with("--vrid-timeout-ms=")) {
-      if (!positive(value("--vrid-timeout-ms="), &timeout_ms)) return usage("--vrid-timeout-ms: a positive number");
-    } else if (arg.starts_with("--workers=")) {
-      if (!positive(value("--workers="), &workers) || workers > 64) return usage("--workers: from 1 to 64");
-    } else if (arg.starts_with("--cgroup-version=")) {
-      // Older units pass it; vrid is the one that knows the node's cgroups now.
-      logLine("--cgroup-version is ignored: vrid reports the node's cgroup version");
-    } else {
-      return usage("unknown argument " + arg);
-    }
+  CLI::App app{"The CRI endpoint kubelet talks to, in front of containerd's", "vri-cri-shim"};
+  const auto absolute = CLI::Validator(
+      [](const std::string& path) { return !path.empty() && path[0] == '/' ? "" : "socket paths must be absolute"; },
+      "ABSOLUTE PATH");
+  app.add_option("--listen", listen, "the socket kubelet calls")->capture_default_str()->check(absolute);
+  app.add_option("--containerd", containerd, "containerd's CRI socket")->capture_default_str()->check(absolute);
+  app.add_option("--vrid", vrid, "vrid's admin socket")->capture_default_str()->check(absolute);
+  app.add_option("--pod-resources", podResources,
+                 "kubelet's pod-resources socket (" + std::string(vri::kKubeletPodResourcesSocket) +
+                     "), to release a pod kubelet is done with; empty: at sandbox removal")
+      // `--pod-resources=` (empty) turns it off: CLI11 takes an empty value only from an option that may have none.
+      ->expected(0, 1)
+      ->check(
+          [](const std::string& path) { return path.empty() || path[0] == '/' ? "" : "an absolute path, or empty"; });
+  app.add_option("--vrid-timeout-ms", timeout_ms, "the most a call waits for vrid")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));  // at most an hour
+  app.add_option("--workers", workers, "threads for calls upstream")->capture_default_str()->check(CLI::Range(1, 64));
+  // Older units pass it; vrid is the one that knows the node's cgroups now.
+  app.add_option("--cgroup-version", cgroupVersion, "ignored: vrid reports the node's cgroup version")->group("");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help, or a usage error
   }
-  for (const std::string* path : {&listen, &containerd, &vrid}) {
-    if (path->empty() || (*path)[0] != '/') return usage("socket paths must be absolute");
-  }
+  if (!cgroupVersion.empty()) logLine("--cgroup-version is ignored: vrid reports the node's cgroup version");
 
   // The socket appears with this mask's mode (0600): nobody but root connects, ever,
   // since whoever can create containers through it can take any CPU.

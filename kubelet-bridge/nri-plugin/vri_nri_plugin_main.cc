@@ -13,7 +13,9 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cctype>
+#include <chrono>
 #include <cstdio>
 #include <ctime>
 #include <string>
@@ -26,16 +28,9 @@
 #include "kubelet-bridge/kubelet_side_claim.h"
 #include "kubelet-bridge/nri-plugin/nri_plugin.h"
 #include "kubelet-bridge/program_log.h"
+#include "proto/unix_channel.h"
 
 namespace {
-
-int usage(const std::string& why) {
-  std::fprintf(stderr,
-               "vri-nri-plugin: %s\nusage: vri-nri-plugin [--nri-socket=PATH] [--vrid=PATH] [--name=NAME] "
-               "[--index=NN] [--vrid-timeout-ms=N] [--cri-socket=PATH] [--pod-resources=PATH]\n",
-               why.c_str());
-  return 2;
-}
 
 void logLine(const std::string& line) { vri::logProgramLine("vri-nri-plugin", line); }
 
@@ -48,45 +43,43 @@ int main(int argc, char** argv) {
   std::string vrid = "/run/vri/admin.sock";
   std::string criSocket;  // none: exit codes only as NRI reports them
   std::string podResources = vri::kKubeletPodResourcesSocket;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    const auto value = [&](const char* flag) { return arg.substr(std::string(flag).size()); };
-    if (arg.starts_with("--nri-socket=")) {
-      options.socket = value("--nri-socket=");
-    } else if (arg.starts_with("--vrid=")) {
-      vrid = value("--vrid=");
-    } else if (arg.starts_with("--name=")) {
-      options.name = value("--name=");
-    } else if (arg.starts_with("--index=")) {
-      options.index = value("--index=");
-    } else if (arg.starts_with("--pod-resources=")) {
-      podResources = value("--pod-resources=");
-      if (!podResources.empty() && podResources[0] != '/') return usage("--pod-resources: an absolute path, or empty");
-    } else if (arg.starts_with("--cri-socket=")) {
-      criSocket = value("--cri-socket=");
-      if (criSocket.empty() || criSocket[0] != '/') return usage("--cri-socket: an absolute path");
-    } else if (arg.starts_with("--vrid-timeout-ms=")) {
-      const std::string text = value("--vrid-timeout-ms=");
-      int ms = 0;
-      try {
-        ms = std::stoi(text);
-      } catch (const std::exception&) {
-      }
-      if (ms <= 0 || std::to_string(ms) != text) return usage("--vrid-timeout-ms: a positive number");
-      options.vridTimeout = std::chrono::milliseconds(ms);
-    } else {
-      return usage("unknown argument " + arg);
-    }
+  int timeout_ms = static_cast<int>(options.vridTimeout.count());
+  CLI::App app{"VRI as an NRI plugin of the container runtime", "vri-nri-plugin"};
+  const auto absolute = CLI::Validator(
+      [](const std::string& path) { return !path.empty() && path[0] == '/' ? "" : "socket paths must be absolute"; },
+      "ABSOLUTE PATH");
+  app.add_option("--nri-socket", options.socket, "the runtime's NRI socket")->capture_default_str()->check(absolute);
+  app.add_option("--vrid", vrid, "vrid's admin socket")->capture_default_str()->check(absolute);
+  app.add_option("--name", options.name, "the name the runtime's logs show")
+      ->capture_default_str()
+      ->check([](const std::string& name) { return name.empty() ? "not empty" : ""; });
+  // NRI's plugin index is two digits: the order the runtime calls plugins in.
+  app.add_option("--index", options.index, "two digits, as NRI orders plugins")
+      ->capture_default_str()
+      ->check([](const std::string& index) {
+        const bool two_digits = index.size() == 2 && std::isdigit(static_cast<unsigned char>(index[0])) &&
+                                std::isdigit(static_cast<unsigned char>(index[1]));
+        return two_digits ? "" : "two digits, as NRI orders plugins";
+      });
+  app.add_option("--vrid-timeout-ms", timeout_ms, "the most a request waits for vrid")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 3600000));  // at most an hour
+  app.add_option("--cri-socket", criSocket, "the runtime's CRI socket, for the exit codes its NRI does not report")
+      ->capture_default_str()
+      ->check(absolute);
+  app.add_option("--pod-resources", podResources,
+                 "kubelet's pod-resources socket (" + std::string(vri::kKubeletPodResourcesSocket) +
+                     "), to release a pod kubelet is done with; empty: at sandbox removal")
+      // `--pod-resources=` (empty) turns it off: CLI11 takes an empty value only from an option that may have none.
+      ->expected(0, 1)
+      ->check(
+          [](const std::string& path) { return path.empty() || path[0] == '/' ? "" : "an absolute path, or empty"; });
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help, or a usage error
   }
-  if (options.socket.empty() || options.socket[0] != '/' || vrid.empty() || vrid[0] != '/') {
-    return usage("socket paths must be absolute");
-  }
-  // NRI's plugin index is two digits; the name is what the runtime's logs show.
-  if (options.index.size() != 2 || !std::isdigit(static_cast<unsigned char>(options.index[0])) ||
-      !std::isdigit(static_cast<unsigned char>(options.index[1]))) {
-    return usage("--index: two digits, as NRI orders plugins");
-  }
-  if (options.name.empty()) return usage("--name: not empty");
+  options.vridTimeout = std::chrono::milliseconds(timeout_ms);
 
   // One placer of kubelet's pods per vrid: not beside a vri-cri-shim (kubelet_side_claim.h).
   auto placer = vri::KubeletSideClaim::take(vrid, "vri-nri-plugin");
@@ -101,21 +94,14 @@ int main(int argc, char** argv) {
   sigaddset(&stop, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
 
-  grpc::ChannelArguments args;
   // vrid restarts in well under a second: calls wait for it within their deadline.
-  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
-  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  args.SetUserAgentPrefix(vri::clientUserAgent("vri-nri-plugin"));
-  vri::GrpcVridClient vrid_client(grpc::CreateCustomChannel("unix:" + vrid, grpc::InsecureChannelCredentials(), args));
+  vri::GrpcVridClient vrid_client(vri::vridChannel(vrid, "vri-nri-plugin"));
   std::unique_ptr<vri::GrpcRuntimeClient> cri;
   if (!criSocket.empty()) {
-    cri = std::make_unique<vri::GrpcRuntimeClient>(
-        grpc::CreateChannel("unix:" + criSocket, grpc::InsecureChannelCredentials()));
+    cri = std::make_unique<vri::GrpcRuntimeClient>(vri::unixChannel(criSocket));
     options.cri = cri.get();
   }
-  vri::GrpcVridClient releaser_vrid(
-      grpc::CreateCustomChannel("unix:" + vrid, grpc::InsecureChannelCredentials(), args));
+  vri::GrpcVridClient releaser_vrid(vri::vridChannel(vrid, "vri-nri-plugin"));
   vri::KubeletPodResources kubelet_pods(podResources);
   vri::StoppedPodReleaserOptions releasing;
   releasing.log = logLine;

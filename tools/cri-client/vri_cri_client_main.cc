@@ -15,9 +15,9 @@
 // systemd driver the cgroup parent is the pod's slice, as kubelet names it
 // (kubepods-burstable-pod<uid with _ for ->.slice), and --kubepods is unused. --args are the
 // container's arguments, split at spaces (the test image's `spin` uses a whole CPU).
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
-#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -59,12 +59,16 @@ std::string newUid() {
 // The container's CPUs as containerd applied them (its OCI spec), whichever way VRI placed it.
 std::string cpusetOf(CriClient& client, const std::string& container) { return client.specCpus(container); }
 
-int run(CriClient& client, const std::string& name, const std::map<std::string, std::string>& flags) {
-  const auto flag = [&](const std::string& key, const std::string& fallback) {
-    const auto found = flags.find(key);
-    return found == flags.end() ? fallback : found->second;
+// `run`'s flags, as given (empty: not given).
+struct RunFlags {
+  std::string qos, cpu, memory, kubepods, cgroupDriver, args;
+};
+
+int run(CriClient& client, const std::string& name, const RunFlags& flags) {
+  const auto flag = [&](const std::string& given, const std::string& fallback) {
+    return given.empty() ? fallback : given;
   };
-  const std::string qos_text = flag("qos", "");
+  const std::string qos_text = flags.qos;
   PodQos qos;
   if (qos_text == "guaranteed") {
     qos = PodQos::kGuaranteed;
@@ -75,19 +79,19 @@ int run(CriClient& client, const std::string& name, const std::map<std::string, 
   } else {
     return usage("--qos: guaranteed, burstable or besteffort");
   }
-  const std::string cpu = flag("cpu", "0");
+  const std::string cpu = flag(flags.cpu, "0");
   const size_t colon = cpu.find(':');
   int64_t request = 0, limit = 0, memory = 0;
   try {
     request = std::stoll(cpu.substr(0, colon));
     limit = colon == std::string::npos ? (qos == PodQos::kGuaranteed ? request : 0) : std::stoll(cpu.substr(colon + 1));
-    memory = std::stoll(flag("memory", qos == PodQos::kBestEffort ? "0" : "67108864"));
+    memory = std::stoll(flag(flags.memory, qos == PodQos::kBestEffort ? "0" : "67108864"));
   } catch (const std::exception&) {
     return usage("--cpu and --memory take numbers");
   }
   const std::string uid = newUid();
   std::string parent;
-  const std::string driver = flag("cgroup-driver", "cgroupfs");
+  const std::string driver = flag(flags.cgroupDriver, "cgroupfs");
   if (driver == "systemd") {
     const vri::QosClass klass = qos == PodQos::kGuaranteed  ? vri::QosClass::kGuaranteed
                                 : qos == PodQos::kBurstable ? vri::QosClass::kBurstable
@@ -96,7 +100,7 @@ int run(CriClient& client, const std::string& name, const std::map<std::string, 
     if (!slice.ok()) return usage(slice.error().message());
     parent = slice->leaf();  // kubelet sends the slice's name; systemd knows where it lives
   } else if (driver == "cgroupfs") {
-    parent = podCgroupParent(flag("kubepods", "/kubepods"), qos, uid);
+    parent = podCgroupParent(flag(flags.kubepods, "/kubepods"), qos, uid);
   } else {
     return usage("--cgroup-driver: cgroupfs or systemd");
   }
@@ -105,7 +109,7 @@ int run(CriClient& client, const std::string& name, const std::map<std::string, 
   if (grpc::Status s = client.runPodSandbox(pod, &sandbox); !s.ok()) return failed("RunPodSandbox", s);
   const cri::LinuxContainerResources resources = kubeletResources(request, limit, memory);
   std::vector<std::string> args;
-  std::istringstream words(flag("args", ""));
+  std::istringstream words(flags.args);
   for (std::string word; words >> word;) args.push_back(word);
   if (grpc::Status s = client.createContainer(sandbox, pod, containerConfig(pod, "app", resources, args), &container);
       !s.ok())
@@ -174,23 +178,31 @@ int rm(CriClient& client, const std::string& name) {
 int main(int argc, char** argv) {
   if (vri::answeredVersion(argc, argv, "vri-cri-client")) return 0;
   std::string socket = "/run/vri/cri.sock";
-  std::vector<std::string> words;
-  std::map<std::string, std::string> flags;
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg.starts_with("--socket=")) {
-      socket = arg.substr(9);
-    } else if (arg.starts_with("--") && arg.find('=') != std::string::npos) {
-      flags[arg.substr(2, arg.find('=') - 2)] = arg.substr(arg.find('=') + 1);
-    } else {
-      words.push_back(arg);
-    }
+  std::string pod;
+  RunFlags flags;
+  CLI::App app{"Runs and removes pods through a CRI endpoint the way kubelet does", "vri-cri-client"};
+  app.require_subcommand(1);
+  app.add_option("--socket", socket, "the CRI endpoint (the shim's, or a runtime's)")->capture_default_str();
+  CLI::App* run_command = app.add_subcommand("run", "a host-network pod with one container `app` of the test image");
+  run_command->add_option("POD", pod, "the pod's name")->required();
+  run_command->add_option("--qos", flags.qos, "guaranteed, burstable or besteffort")->required();
+  run_command->add_option("--cpu", flags.cpu, "milli-CPU, REQUEST[:LIMIT] (1000 = one CPU)");
+  run_command->add_option("--memory", flags.memory, "bytes");
+  run_command->add_option("--kubepods", flags.kubepods, "kubelet's cgroupfs parent of the QoS levels");
+  run_command->add_option("--cgroup-driver", flags.cgroupDriver, "cgroupfs or systemd");
+  run_command->add_option("--args", flags.args, "the container's arguments, split at spaces");
+  app.add_subcommand("ps", "the containers");
+  app.add_subcommand("pods", "the pods");
+  CLI::App* rm_command = app.add_subcommand("rm", "a pod, by name");
+  rm_command->add_option("POD", pod, "the pod's name")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help, or a usage error
   }
-  if (words.empty()) return usage("no command");
   CriClient client(socket);
-  if (words[0] == "run" && words.size() == 2) return run(client, words[1], flags);
-  if (words[0] == "ps" && words.size() == 1) return ps(client);
-  if (words[0] == "pods" && words.size() == 1) return pods(client);
-  if (words[0] == "rm" && words.size() == 2) return rm(client, words[1]);
-  return usage("unknown command or wrong arguments");
+  if (run_command->parsed()) return run(client, pod, flags);
+  if (rm_command->parsed()) return rm(client, pod);
+  if (app.got_subcommand("ps")) return ps(client);
+  return pods(client);
 }

@@ -16,7 +16,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -32,6 +31,7 @@
 #include "kubelet-bridge/grpc_vrid_client.h"
 #include "kubelet-bridge/kubelet_pod_resources.h"
 #include "kubelet-bridge/kubelet_side_claim.h"
+#include "kubelet-bridge/program_flags.h"
 #include "kubelet-bridge/program_log.h"
 #include "kubelet-bridge/shared_pool_follower.h"
 #include "kubelet-bridge/vrid_connection.h"
@@ -59,30 +59,18 @@ int main(int argc, char** argv) {
               vrid = "/run/vri/admin.sock", podResources = vri::kKubeletPodResourcesSocket, cgroupVersion;
   int timeout_ms = 2000, workers = 4;
   CLI::App app{"The CRI endpoint kubelet talks to, in front of containerd's", "vri-cri-shim"};
-  const auto absolute = CLI::Validator(
-      [](const std::string& path) { return !path.empty() && path[0] == '/' ? "" : "socket paths must be absolute"; },
-      "ABSOLUTE PATH");
+  const CLI::Validator absolute = vri::program_flags::absoluteSocketPath();
   app.add_option("--listen", listen, "the socket kubelet calls")->capture_default_str()->check(absolute);
   app.add_option("--containerd", containerd, "containerd's CRI socket")->capture_default_str()->check(absolute);
   app.add_option("--vrid", vrid, "vrid's admin socket")->capture_default_str()->check(absolute);
-  app.add_option("--pod-resources", podResources,
-                 "kubelet's pod-resources socket (" + std::string(vri::kKubeletPodResourcesSocket) +
-                     "), to release a pod kubelet is done with; empty: at sandbox removal")
-      // `--pod-resources=` (empty) turns it off: CLI11 takes an empty value only from an option that may have none.
-      ->expected(0, 1)
-      ->check(
-          [](const std::string& path) { return path.empty() || path[0] == '/' ? "" : "an absolute path, or empty"; });
+  vri::program_flags::addPodResources(app, podResources);
   app.add_option("--vrid-timeout-ms", timeout_ms, "the most a call waits for vrid")
       ->capture_default_str()
       ->check(CLI::Range(1, 3600000));  // at most an hour
   app.add_option("--workers", workers, "threads for calls upstream")->capture_default_str()->check(CLI::Range(1, 64));
   // Older units pass it; vrid is the one that knows the node's cgroups now.
   app.add_option("--cgroup-version", cgroupVersion, "ignored: vrid reports the node's cgroup version")->group("");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help, or a usage error
-  }
+  if (const auto exit = vri::program_flags::parse(app, argc, argv)) return *exit;
   if (!cgroupVersion.empty()) logLine("--cgroup-version is ignored: vrid reports the node's cgroup version");
 
   // The socket appears with this mask's mode (0600): nobody but root connects, ever,

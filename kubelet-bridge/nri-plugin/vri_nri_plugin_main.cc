@@ -13,7 +13,6 @@
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 
-#include <CLI/CLI.hpp>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -27,6 +26,7 @@
 #include "kubelet-bridge/kubelet_pod_resources.h"
 #include "kubelet-bridge/kubelet_side_claim.h"
 #include "kubelet-bridge/nri-plugin/nri_plugin.h"
+#include "kubelet-bridge/program_flags.h"
 #include "kubelet-bridge/program_log.h"
 #include "proto/unix_channel.h"
 
@@ -45,9 +45,7 @@ int main(int argc, char** argv) {
   std::string podResources = vri::kKubeletPodResourcesSocket;
   int timeout_ms = static_cast<int>(options.vridTimeout.count());
   CLI::App app{"VRI as an NRI plugin of the container runtime", "vri-nri-plugin"};
-  const auto absolute = CLI::Validator(
-      [](const std::string& path) { return !path.empty() && path[0] == '/' ? "" : "socket paths must be absolute"; },
-      "ABSOLUTE PATH");
+  const CLI::Validator absolute = vri::program_flags::absoluteSocketPath();
   app.add_option("--nri-socket", options.socket, "the runtime's NRI socket")->capture_default_str()->check(absolute);
   app.add_option("--vrid", vrid, "vrid's admin socket")->capture_default_str()->check(absolute);
   app.add_option("--name", options.name, "the name the runtime's logs show")
@@ -67,18 +65,8 @@ int main(int argc, char** argv) {
   app.add_option("--cri-socket", criSocket, "the runtime's CRI socket, for the exit codes its NRI does not report")
       ->capture_default_str()
       ->check(absolute);
-  app.add_option("--pod-resources", podResources,
-                 "kubelet's pod-resources socket (" + std::string(vri::kKubeletPodResourcesSocket) +
-                     "), to release a pod kubelet is done with; empty: at sandbox removal")
-      // `--pod-resources=` (empty) turns it off: CLI11 takes an empty value only from an option that may have none.
-      ->expected(0, 1)
-      ->check(
-          [](const std::string& path) { return path.empty() || path[0] == '/' ? "" : "an absolute path, or empty"; });
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;  // --help, or a usage error
-  }
+  vri::program_flags::addPodResources(app, podResources);
+  if (const auto exit = vri::program_flags::parse(app, argc, argv)) return *exit;
   options.vridTimeout = std::chrono::milliseconds(timeout_ms);
 
   // One placer of kubelet's pods per vrid: not beside a vri-cri-shim (kubelet_side_claim.h).

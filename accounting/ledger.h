@@ -44,6 +44,9 @@ struct LedgerConfig {
   uint64_t reservedMemoryTotal = 0;
 };
 
+// decideAdmitContainer's `finished` when no container of the pod has finished.
+inline const std::vector<std::string> kNoneFinished;
+
 struct ContainerPlacement {
   CpuSet exclusive;  // empty: runs in the shared pool
   CpuSet cpus;       // cpuset.cpus now: the exclusive CPUs or the shared pool (with cpuset partitions, as
@@ -176,23 +179,21 @@ class Ledger {
   Decision<bool> decideHoldDraining(const StatePtr& from, const std::string& tenant, const CpuSet& cpus) const;
   Decision<bool> decideReleaseDraining(const StatePtr& from) const;
 
-  // Decide, commit and publish in one step, writing no cgroups: the start-up
-  // check, tests and tools. vrid's decisions go through its own pipeline.
-  Result<ContainerPlacement> admitContainer(const PodSpec& pod, const ContainerSpec& container,
-                                            const std::vector<std::string>& finished = {});
-  Result<bool> bindSandbox(const PodSpec& pod, const std::string& sandboxId);
-  Result<std::vector<ContainerPlacement>> admitPod(const PodSpec& pod, const std::vector<ContainerSpec>& containers);
-  Result<ContainerPlacement> resizeContainer(const std::string& podUid, const ContainerSpec& container);
-  Result<bool> releaseContainer(const std::string& podUid, const std::string& name, const ReleaseGuard& guard = {});
-  Result<bool> releasePod(const std::string& podUid, const ReleaseGuard& guard = {});
-  Result<VmCpuPlacement> admitVm(const VmSpec& vm);
-  Result<VmCpuPlacement> reserveVm(const VmSpec& vm);
-  Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
-  Result<void> releaseVm(const std::string& uuid);
-  Result<VmCpuPlacement> moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves);
-  Result<VcpusOnline> vcpusOnline(const std::string& uuid, const std::vector<int>& online);
-  Result<void> adoptContainer(const PodSpec& pod, const ContainerSpec& container, const CpuSet& exclusive);
-  Result<void> adoptVm(const VmSpec& vm, const VmCpuPlacement& placement);
+  // Decide, commit and publish in one step, writing no cgroups: the start-up check, tests and
+  // tools; vrid's decisions go through its own pipeline. `decide` is one of the decisions above,
+  // given what follows the state:  ledger.apply(&Ledger::decideAdmitVm, vm).
+  template <typename T, typename... Params>
+  Result<T> apply(Result<Decision<T>> (Ledger::*decide)(const StatePtr&, Params...) const,
+                  std::type_identity_t<Params>... args) {
+    Writer writer(*this);
+    Result<Decision<T>> decision = (this->*decide)(writer.current(), args...);
+    if (!decision.ok()) return decision.error();
+    if (decision->changes()) {
+      VRI_TRY(writer.commit(decision->delta, *decision->after).context("commit"));
+      writer.publish(decision->after);
+    }
+    return std::move(decision->answer);
+  }
 
   // One record, copied out of the current state (tests and tools).
   std::optional<PodRecord> findPod(const std::string& uid) const;
@@ -236,9 +237,6 @@ class Ledger {
   // The NUMA nodes a NUMA-bound tenant's CPUs and memory come from.
   Result<std::vector<int>> alignNodes(const LedgerState& state, const AlignmentRequest& request,
                                       const std::vector<int>& strictNodes) const;
-  // Commits and publishes a decision taken under `writer`.
-  template <typename T>
-  Result<T> settle(Writer& writer, Result<Decision<T>> decision);
 
   std::shared_ptr<const Topology> topology_;
   LedgerConfig config_;

@@ -38,7 +38,7 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
     if (pod.spec.outsideKubeletTree) continue;
     const auto found = running.find(uid);
     if (found == running.end()) {
-      if (ledger.releasePod(uid).ok())
+      if (ledger.apply(&Ledger::decideReleasePod, uid, ReleaseGuard{}).ok())
         report.released.push_back("pod " + pod.spec.name + ": its cgroups are gone; released");
       continue;
     }
@@ -46,14 +46,15 @@ void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& rep
     size_t released = 0;
     for (const auto& [name, c] : pod.containers) {
       if (c.spec.id.empty() || found->second.count(c.spec.id)) continue;
-      if (ledger.releaseContainer(uid, name).ok()) {
+      if (ledger.apply(&Ledger::decideReleaseContainer, uid, name, ReleaseGuard{}).ok()) {
         ++released;
         report.released.push_back("container " + pod.spec.name + "/" + name + ": its cgroup is gone; released");
       }
     }
     // Its last containers gone (an admit cut off before its writes, with only the pod's cgroup made): nothing
     // is left of the pod either, and no runtime will release an empty pod it never ran.
-    if (released > 0 && released == pod.containers.size() && ledger.releasePod(uid).ok())
+    if (released > 0 && released == pod.containers.size() &&
+        ledger.apply(&Ledger::decideReleasePod, uid, ReleaseGuard{}).ok())
       report.released.push_back("pod " + pod.spec.name + ": none of its containers is left; released");
   }
   std::set<std::string> running_vms;
@@ -112,7 +113,7 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valid
       }
       const PodSpec spec{pod.uid, known != nullptr ? known->spec.name : "adopted/" + pod.uid, pod.qos, 0, 0};
       const CpuSet exclusive = exclusiveOf(container.cgroup, shared);
-      auto adopted = ledger.adoptContainer(spec, specFromCgroup(container), exclusive);
+      auto adopted = ledger.apply(&Ledger::decideAdoptContainer, spec, specFromCgroup(container), exclusive);
       const std::string what = "container " + container.id + " of pod " + pod.uid;
       if (adopted.ok()) {
         report.adopted.push_back(what + ": adopted" +
@@ -164,7 +165,7 @@ void adoptVms(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valida
         placement.emulatorCpus.empty() ? HelperThreadPolicy::kShared : HelperThreadPolicy::kIsolate;
     for (const auto& [id, cpu] : placement.iothreadCpus) spec.cpu.iothreadIds.push_back(id);
     spec.cpu.iothreads = static_cast<int>(placement.iothreadCpus.size());
-    auto adopted = ledger.adoptVm(spec, placement);
+    auto adopted = ledger.apply(&Ledger::decideAdoptVm, spec, placement);
     if (adopted.ok()) {
       report.adopted.push_back("VM " + vm.uuid + " (" + scope +
                                "): adopted; its memory is unknown until libvirt reports it");

@@ -65,8 +65,8 @@ double run(vri::Ledger& ledger, int threads, int decisions, bool exclusive) {
         // Runtime ids are unique on a node: each pod's container its own.
         vri::ContainerSpec c{"c",          "c-" + uid,  false, exclusive ? 2000 : 100, exclusive ? 2000 : 0,
                              std::nullopt, std::nullopt};
-        if (!ledger.admitContainer(pod, c).ok()) ++failures;
-        if (!ledger.releasePod(uid).ok()) ++failures;
+        if (!ledger.apply(&vri::Ledger::decideAdmitContainer, pod, c, vri::kNoneFinished).ok()) ++failures;
+        if (!ledger.apply(&vri::Ledger::decideReleasePod, uid, vri::ReleaseGuard{}).ok()) ++failures;
       }
     });
   }
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       vri::PodSpec pod{uid, "bench/" + uid, exclusive ? vri::QosClass::kGuaranteed : vri::QosClass::kBurstable, 0, 0};
       vri::ContainerSpec c{"c",          "c-" + uid,  false, exclusive ? 1000 : 10, exclusive ? 1000 : 0,
                            std::nullopt, std::nullopt};
-      (void)ledger->admitContainer(pod, c);
+      (void)ledger->apply(&vri::Ledger::decideAdmitContainer, pod, c, vri::kNoneFinished);
     }
     const vri::StatePtr now = ledger->state();
     std::printf("{\"tenants\":%zu,\"ledger_rss_kib\":%ld}\n", now->pods.size(), residentKiB() - before);

@@ -1,24 +1,49 @@
+// NodeManager: every decision from request to answer, reconcile, and the retry of writes that failed.
 #include "vri/node_manager.h"
 
 #include <cstdio>
+#include <type_traits>
 
 #include "accounting/ledger_validation.h"
-#include "vri/node_manager_pipeline.h"
 
 namespace vri {
 
 namespace {
 
-using pipeline::asVoid;
-using pipeline::describeContainer;
-using pipeline::millisSince;
-using pipeline::Stopwatch;
+using Stopwatch = std::chrono::steady_clock;  // how long a decision took, for the log
+
+inline std::string millisSince(Stopwatch::time_point start) {
+  const double ms = std::chrono::duration<double, std::milli>(Stopwatch::now() - start).count();
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f ms", ms);
+  return text;
+}
+
+inline std::string describeContainer(const ContainerPlacement& p) {
+  std::string out = "cpus " + p.cpus.format() + (p.exclusive.empty() ? " (shared)" : " (exclusive)");
+  if (!p.mems.empty()) out += " mems " + p.mems.format();
+  return out;
+}
+
+inline std::string describeVm(const VmCpuPlacement& p) {
+  std::string out = "vcpus";  // id:cpu
+  for (const auto& [vcpu, cpu] : p.vcpuCpus)
+    out += " " + std::to_string(vcpu) + ":" + (cpu == VmCpuPlacement::kShared ? "shared" : std::to_string(cpu));
+  if (!p.exclusive.empty()) out += ", exclusive " + p.exclusive.format();
+  if (!p.mems.empty()) out += ", mems " + p.mems.format();
+  return out;
+}
 
 // Why a guarded release left the tenant alone, for the log.
 std::string describeGuard(const ReleaseGuard& guard) {
   return guard.onlyUnbound ? "it has a runtime id or is gone"
                            : "runtime id " + guard.runtimeId + " is not the one it holds (or it is gone)";
 }
+
+// The parts of a decision most kinds leave as they are.
+constexpr auto kAsDecided = [](const StatePtr&, auto answer) { return answer; };
+constexpr auto kNoDetail = [](const auto&) { return std::string(); };
+constexpr auto kNeverQuiet = [](const auto&) { return false; };
 
 }  // namespace
 
@@ -30,17 +55,114 @@ NodeManager::NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Log
       log_(log),
       facts_(std::move(facts)),
       options_(std::move(options)),
-      vanished_(options_.releaseGrace) {
-  retryThread_ = std::thread([this] { retryLoop(); });
+      vanished_(options_.releaseGrace),
+      retry_(options_.retryInterval, *options_.clock, [this] { retryOnce(); }) {}
+
+NodeManager::~NodeManager() = default;
+
+// ---- The pipeline every decision takes.
+
+template <typename Decide, typename Reply, typename Describe, typename Quiet>
+auto NodeManager::decision(const DecisionRule& rule, const std::string& tenant, Decide decide, Reply reply,
+                           Describe describe, Quiet quiet, WriteStats* stats) {
+  using Decided = typename std::invoke_result_t<Decide, const StatePtr&>::value_type;  // Decision<T>
+  using Answer = std::invoke_result_t<Reply, const StatePtr&, decltype(Decided::answer)>;
+  const auto start = Stopwatch::now();
+  Result<Answer> result = [&]() -> Result<Answer> {
+    VRI_TRY(checkNotHalted());
+    Ledger::Writer writer(ledger_);
+    VRI_ASSIGN_OR_RETURN(Decided decided, decide(writer.current()));
+    VRI_TRY(carryOut(writer, decided, tenant, rule, stats));
+    return reply(writer.current(), std::move(decided.answer));
+  }();
+  if (result.ok() && quiet(*result)) return result;
+  const std::string detail = result.ok() ? describe(*result) : std::string();
+  return finish(rule, tenant, std::move(result), detail, start);
 }
 
-NodeManager::~NodeManager() {
-  {
-    MutexLock lock(retryMutex_);
-    stopping_ = true;
+template <typename T>
+Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
+                                   const DecisionRule& rule, WriteStats* stats) {
+  if (!decision.changes()) return {};
+  if (rule.commitPoint == CommitPoint::kBeforeWrites)
+    VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
+  const auto writing = Stopwatch::now();
+  auto written = sync_.write(writer, decision.before, decision.after, decision.delta);
+  if (stats != nullptr) stats->took = std::chrono::duration_cast<std::chrono::microseconds>(Stopwatch::now() - writing);
+  if (rule.commitPoint == CommitPoint::kAfterWrites) {
+    if (auto committed = writer.commit(decision.delta, *decision.after); !committed.ok()) {
+      restoreCgroups(writer, decision, tenant, "a failed commit");  // not taken: as for an undo
+      return std::move(committed).context("commit").error();
+    }
   }
-  retryWake_.notify_all();
-  retryThread_.join();
+  if (!written.ok() && rule.onFailure == OnWriteFailure::kUndo) return undo(writer, decision, tenant, written.error());
+  StatePtr next = decision.after;
+  if (written.ok()) {
+    if (stats != nullptr) stats->writes = *written;
+  } else {
+    // The decision stands; the CPUs it freed wait out of every pool until its writes land.
+    const CpuSet freed = decision.after->shared() - decision.before->shared();
+    next = ledger_.decideHoldDraining(decision.after, tenant, freed).after;
+    const std::string detail = "writing the cgroups failed (" + written.error().message() + "); retrying" +
+                               (freed.empty() ? "" : ", CPUs " + freed.format() + " held until it lands");
+    log_.error(tenant + ": " + detail);
+    events_.publish(EventKind::kWritePending, tenant, detail);
+    retry_.writesFailed();
+  }
+  writer.publish(next);
+  published(*decision.before, *next);
+  return {};
+}
+
+template <typename T>
+Error NodeManager::undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
+                        const Error& cause) {
+  if (auto reverted = writer.commit(decision.delta, *decision.before); !reverted.ok()) {
+    // The store holds a decision nobody was told of: take no more until the ledger is read back and written out.
+    retry_.setHalted(true);
+    const std::string detail = "the undo of a failed cgroup write could not be committed (" +
+                               reverted.error().message() + "); reloading the ledger";
+    log_.error(tenant + ": " + detail);
+    events_.publish(EventKind::kHalted, tenant, detail);
+    if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
+      retry_.setHalted(false);
+      log_.info("ledger reloaded from the store and reconciled; taking decisions again");
+    } else {
+      retry_.wake();  // the retry thread reloads until it can
+    }
+    return Error(ErrorCode::kUnavailable,
+                 "writing the cgroups failed (" + cause.message() +
+                     ") and undoing the decision could not be committed: " + reverted.error().message());
+  }
+  restoreCgroups(writer, decision, tenant, "a failed write");
+  return Error::internal("writing the cgroups failed, nothing was changed: " + cause.message());
+}
+
+template <typename T>
+void NodeManager::restoreCgroups(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
+                                 const char* after) {
+  if (auto restored = sync_.write(writer, decision.after, decision.before, decision.delta); !restored.ok()) {
+    log_.error(tenant + ": restoring the cgroups after " + after + ": " + restored.error().message() +
+               "; a reconcile follows");
+    retry_.writesFailed();
+  }
+}
+
+template <typename T>
+Result<T> NodeManager::finish(const DecisionRule& rule, const std::string& tenant, Result<T> result,
+                              const std::string& detail, Stopwatch::time_point start) {
+  const std::string action = rule.action;
+  const bool logged = log_.enabled(LogLevel::kInfo);  // the line is built only when it is written
+  if (!result.ok()) {
+    if (logged)
+      log_.info(action + " " + tenant + ": refused: " + result.error().message() + " (" + millisSince(start) + ")");
+    events_.publish(EventKind::kRefused, tenant, action + ": " + result.error().message());
+    return result;
+  }
+  if (logged)
+    log_.info(action + " " + tenant + ": ok" + (detail.empty() ? "" : ", " + detail) + " (" + millisSince(start) + ")");
+  events_.publish(rule.event, tenant, detail);
+  return result;
 }
 
 Result<void> NodeManager::checkNotHalted() const {
@@ -48,16 +170,6 @@ Result<void> NodeManager::checkNotHalted() const {
   return Error(ErrorCode::kUnavailable,
                "vrid takes no decisions: an undo could not be committed and the ledger could not be reloaded; "
                "see vrid's log (a restart reloads it)");
-}
-
-void NodeManager::setHalted(bool halted) {
-  MutexLock lock(retryMutex_);
-  halted_ = halted;
-}
-
-bool NodeManager::writesPending() const {
-  MutexLock lock(retryMutex_);
-  return pending_;
 }
 
 void NodeManager::published(const LedgerState& before, const LedgerState& after) {
@@ -73,135 +185,209 @@ ContainerPlacement NodeManager::asWritten(const StatePtr& now, const std::string
   return placed;
 }
 
+// ---- Pods.
+
 Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const ContainerSpec& container,
                                                        const std::vector<std::string>& finished, WriteStats* stats) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = containerTenant(pod.uid, container.name);
-  Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(writer.current(), pod, container, finished));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo, stats));
-    return asWritten(writer.current(), pod.uid, decision.answer);
-  }();
-  const std::string detail = result.ok() ? describeContainer(*result) : "";
-  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
+  return decision(
+      kAdmit, containerTenant(pod.uid, container.name),
+      [&](const StatePtr& from) { return ledger_.decideAdmitContainer(from, pod, container, finished); },
+      [&](const StatePtr& now, ContainerPlacement placed) { return asWritten(now, pod.uid, placed); },
+      describeContainer, kNeverQuiet, stats);
 }
 
 Result<ContainerPlacement> NodeManager::adoptOrAdmitContainer(const PodSpec& pod, const ContainerSpec& container,
                                                               const CpuSet& running) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = containerTenant(pod.uid, container.name);
-  bool adopting = false;
-  Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    const StatePtr from = writer.current();
+  // Which it is shows only under the writer: `rule` is read after the decision.
+  DecisionRule rule = kAdmit;
+  const auto decide = [&](const StatePtr& from) -> Result<Decision<ContainerPlacement>> {
     const PodRecord* known = from->pod(pod.uid);
-    if (known != nullptr && known->containers.count(container.name)) {
-      VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitContainer(from, pod, container, {}));
-      VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-      return asWritten(writer.current(), pod.uid, decision.answer);
-    }
-    adopting = true;
+    if (known != nullptr && known->containers.count(container.name))
+      return ledger_.decideAdmitContainer(from, pod, container, {});
+    rule = kAdopt;
     // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared. A pod outside
     // kubelet's tree holds none: its containers are brought onto the shared pool.
     const CpuSet exclusive = pod.outsideKubeletTree || from->shared().isSubsetOf(running) ? CpuSet() : running;
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdoptContainer(from, pod, container, exclusive));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-    if (!exclusive.empty()) return ContainerPlacement{exclusive, exclusive, {}, true};
-    return asWritten(writer.current(), pod.uid, ContainerPlacement{exclusive, {}, {}, true});
-  }();
-  const std::string detail = result.ok() ? describeContainer(*result) : "";
-  if (!adopting) return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
-  return finish("adopt", tenant, EventKind::kAdopted, std::move(result), detail, start);
+    VRI_ASSIGN_OR_RETURN(auto adopted, ledger_.decideAdoptContainer(from, pod, container, exclusive));
+    return Decision<ContainerPlacement>{ContainerPlacement{exclusive, exclusive, {}, true}, adopted.before,
+                                        adopted.after, std::move(adopted.delta)};
+  };
+  return decision(
+      rule, containerTenant(pod.uid, container.name), decide,
+      [&](const StatePtr& now, ContainerPlacement placed) { return asWritten(now, pod.uid, placed); },
+      describeContainer, kNeverQuiet);
 }
 
 Result<bool> NodeManager::bindSandbox(const PodSpec& pod, const std::string& sandboxId) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = podTenant(pod.uid);
-  Result<bool> result = [&]() -> Result<bool> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideBindSandbox(writer.current(), pod, sandboxId));
-    if (!decision.changes()) return false;
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-    return decision.answer;
-  }();
-  if (result.ok() && !*result && sandboxId.empty()) return result;  // known already: nothing to say
-  const std::string detail = sandboxId.empty() ? "recorded" : "sandbox " + sandboxId;
-  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
+  return decision(
+      kAdmit, podTenant(pod.uid), [&](const StatePtr& from) { return ledger_.decideBindSandbox(from, pod, sandboxId); },
+      kAsDecided, [&](bool) { return sandboxId.empty() ? std::string("recorded") : "sandbox " + sandboxId; },
+      [&](bool isNew) { return !isNew && sandboxId.empty(); });  // known already: nothing to say
 }
 
 Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod,
                                                               const std::vector<ContainerSpec>& containers) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = podTenant(pod.uid);
-  Result<std::vector<ContainerPlacement>> result = [&]() -> Result<std::vector<ContainerPlacement>> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideAdmitPod(writer.current(), pod, containers));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kUndo));
-    for (ContainerPlacement& placed : decision.answer) placed = asWritten(writer.current(), pod.uid, placed);
-    return decision.answer;
-  }();
-  std::string detail;
-  if (result.ok()) {
-    for (const auto& p : *result) detail += (detail.empty() ? "" : "; ") + describeContainer(p);
-  }
-  return finish("admit", tenant, EventKind::kAdmitted, std::move(result), detail, start);
+  return decision(
+      kAdmit, podTenant(pod.uid), [&](const StatePtr& from) { return ledger_.decideAdmitPod(from, pod, containers); },
+      [&](const StatePtr& now, std::vector<ContainerPlacement> placed) {
+        for (ContainerPlacement& p : placed) p = asWritten(now, pod.uid, p);
+        return placed;
+      },
+      [](const std::vector<ContainerPlacement>& placed) {
+        std::string detail;
+        for (const auto& p : placed) detail += (detail.empty() ? "" : "; ") + describeContainer(p);
+        return detail;
+      },
+      kNeverQuiet);
 }
 
 Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUid, const ContainerSpec& container) {
-  const auto start = Stopwatch::now();
-  const std::string tenant = containerTenant(podUid, container.name);
-  Result<ContainerPlacement> result = [&]() -> Result<ContainerPlacement> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideResizeContainer(writer.current(), podUid, container));
-    VRI_TRY(carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus));
-    return asWritten(writer.current(), podUid, decision.answer);
-  }();
-  const std::string detail = result.ok() ? describeContainer(*result) : "";
-  return finish("resize", tenant, EventKind::kResized, std::move(result), detail, start);
+  return decision(
+      kResize, containerTenant(podUid, container.name),
+      [&](const StatePtr& from) { return ledger_.decideResizeContainer(from, podUid, container); },
+      [&](const StatePtr& now, ContainerPlacement placed) { return asWritten(now, podUid, placed); }, describeContainer,
+      kNeverQuiet);
 }
 
 Result<bool> NodeManager::releaseContainer(const std::string& podUid, const std::string& name,
                                            const ReleaseGuard& guard) {
-  const auto start = Stopwatch::now();
   const std::string tenant = containerTenant(podUid, name);
-  Result<bool> result = [&]() -> Result<bool> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleaseContainer(writer.current(), podUid, name, guard));
-    if (!decision.answer) return false;
-    VRI_TRY(carryOutRelease(writer, decision, tenant));
-    return true;
-  }();
-  if (result.ok() && !*result) {
-    log_.info("release " + tenant + ": kept, " + describeGuard(guard));
-    return false;
-  }
-  return finish("release", tenant, EventKind::kReleased, std::move(result), "", start);
+  Result<bool> released = decision(
+      kRelease, tenant, [&](const StatePtr& from) { return ledger_.decideReleaseContainer(from, podUid, name, guard); },
+      kAsDecided, kNoDetail, [](bool done) { return !done; });
+  if (released.ok() && !*released) log_.info("release " + tenant + ": kept, " + describeGuard(guard));
+  return released;
 }
 
 Result<bool> NodeManager::releasePod(const std::string& podUid, const ReleaseGuard& guard) {
-  const auto start = Stopwatch::now();
   const std::string tenant = podTenant(podUid);
-  Result<bool> result = [&]() -> Result<bool> {
-    VRI_TRY(checkNotHalted());
-    Ledger::Writer writer(ledger_);
-    VRI_ASSIGN_OR_RETURN(auto decision, ledger_.decideReleasePod(writer.current(), podUid, guard));
-    if (!decision.answer) return false;
-    VRI_TRY(carryOutRelease(writer, decision, tenant));
-    return true;
-  }();
-  if (result.ok() && !*result) {
-    log_.info("release " + tenant + ": kept, " + describeGuard(guard));
-    return false;
-  }
-  return finish("release", tenant, EventKind::kReleased, std::move(result), "", start);
+  Result<bool> released = decision(
+      kRelease, tenant, [&](const StatePtr& from) { return ledger_.decideReleasePod(from, podUid, guard); }, kAsDecided,
+      kNoDetail, [](bool done) { return !done; });
+  if (released.ok() && !*released) log_.info("release " + tenant + ": kept, " + describeGuard(guard));
+  return released;
 }
+
+// ---- VMs.
+
+Result<VmCpuPlacement> NodeManager::admitVm(const VmSpec& vm) {
+  return decision(
+      kAdmit, vmTenant(vm.uuid), [&](const StatePtr& from) { return ledger_.decideAdmitVm(from, vm); }, kAsDecided,
+      describeVm, kNeverQuiet);
+}
+
+Result<VmCpuPlacement> NodeManager::reserveVm(const VmSpec& vm) {
+  return decision(
+      kReserve, vmTenant(vm.uuid), [&](const StatePtr& from) { return ledger_.decideReserveVm(from, vm); }, kAsDecided,
+      describeVm, kNeverQuiet);
+}
+
+Result<VmCpuPlacement> NodeManager::resizeVm(const VmSpec& vm) {
+  return decision(
+      kResize, vmTenant(vm.uuid), [&](const StatePtr& from) { return ledger_.decideResizeVm(from, vm); }, kAsDecided,
+      describeVm, kNeverQuiet);
+}
+
+Result<void> NodeManager::releaseVm(const std::string& uuid) {
+  Result<bool> released = decision(
+      kRelease, vmTenant(uuid), [&](const StatePtr& from) { return ledger_.decideReleaseVm(from, uuid); }, kAsDecided,
+      kNoDetail, kNeverQuiet);
+  if (!released.ok()) return released.error();
+  return {};
+}
+
+Result<VmCpuPlacement> NodeManager::moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves) {
+  return decision(
+      kMove, vmTenant(uuid), [&](const StatePtr& from) { return ledger_.decideMoveVm(from, uuid, moves); }, kAsDecided,
+      [&](const VmCpuPlacement&) {
+        std::string detail;
+        for (const VmThreadMove& move : moves) {
+          detail += (detail.empty() ? "" : ", ") + move.name() + " -> " +
+                    (move.cpu ? "CPU " + std::to_string(*move.cpu) : std::string("the shared pool"));
+        }
+        return detail;
+      },
+      kNeverQuiet);
+}
+
+Result<VcpusOnline> NodeManager::vcpusOnline(const std::string& uuid, const std::vector<int>& online) {
+  return decision(
+      kVcpus, vmTenant(uuid), [&](const StatePtr& from) { return ledger_.decideVcpusOnline(from, uuid, online); },
+      kAsDecided,
+      [&](const VcpusOnline& done) {
+        CpuSet ids;
+        for (int id : online) ids.add(id);
+        std::string detail = "vCPUs online " + ids.format() + ": " + describeVm(done.placement);
+        for (const std::string& note : done.notes) detail += "; " + note;
+        return detail;
+      },
+      kNeverQuiet);
+}
+
+// A VM's QEMU process started: not through decision() because its scope is found on the cgroupfs
+// before the writer is taken, it is known only once admitted, and a start that a reconcile found
+// first is written again rather than decided.
+Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uuid, int qemuPid) {
+  const auto start = Stopwatch::now();
+  const std::string tenant = vmTenant(uuid);
+  Result<std::pair<CgroupPath, int>> result = [&]() -> Result<std::pair<CgroupPath, int>> {
+    VRI_TRY(checkNotHalted());
+    VRI_ASSIGN_OR_RETURN(CgroupPath scope, sync_.findVmScope(qemuPid));
+    Ledger::Writer writer(ledger_);
+    const StatePtr now = writer.current();
+    const VmRecord* vm = now->vm(uuid);
+    if (vm == nullptr) return Error::notFound("uuid: no VM " + uuid + " was admitted");
+    if (vm->defined) return Error::failedPrecondition("VM " + uuid + " is only reserved; admit it before it starts");
+    const Decision<bool> decision = ledger_.decideVmScopes(writer.current(), {{uuid, scope}});
+    WriteStats stats;
+    int& writes = stats.writes;
+    if (decision.changes()) {
+      VRI_TRY(carryOut(writer, decision, tenant, kStart, &stats));
+      // The VM runs placed already: a partition that cannot be written is left to reconcile.
+      const StatePtr placed = writer.current();
+      const Result<int> partition = sync_.writeMachinePartition(writer, *placed);
+      if (partition.ok()) {
+        writes += *partition;
+      } else {
+        log_.warning("started " + tenant + ": " + partition.error().message() + "; reconcile repairs it");
+      }
+    } else {
+      // Known already (a reconcile found it first): its own cgroups are written again all the same.
+      LedgerDelta own;
+      own.vms.insert(uuid);
+      VRI_ASSIGN_OR_RETURN(writes, sync_.write(writer, writer.current(), writer.current(), own));
+    }
+    return std::pair{scope, writes};
+  }();
+  if (!result.ok()) {
+    log_.warning("started " + tenant + ": " + result.error().message() + " (" + millisSince(start) + ")");
+    events_.publish(EventKind::kRefused, tenant, "started: " + result.error().message());
+    return result;
+  }
+  const std::string detail = "scope " + result->first.str() + ", " + std::to_string(result->second) + " cgroup writes";
+  return finish(kStart, tenant, std::move(result), detail, start);
+}
+
+// ---- Views.
+
+CapacityBooks NodeManager::capacity() const {
+  const NodeFacts node = facts();
+  const StatePtr now = state();
+  return capacityBooks(*now,
+                       {node.allocatable, ledger_.config().sharedVcpuMilli, ledger_.config().vmMemoryOverheadBytes});
+}
+
+Result<TreeView> NodeManager::tree(bool compareKernel) {
+  if (!compareKernel) {
+    const StatePtr now = state();
+    return sync_.view(*now, false);
+  }
+  Ledger::Writer writer(ledger_);
+  const StatePtr now = writer.current();
+  return sync_.view(*now, true);
+}
+
+// ---- Start-up, reconcile and retries.
 
 Result<ReconcileReport> NodeManager::startUp() {
   VRI_ASSIGN_OR_RETURN(NodeScan scan, sync_.scan());
@@ -255,8 +441,7 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
         writer.publish(back.after);
         published(*back.before, *back.after);
       }
-      MutexLock lock(retryMutex_);
-      pending_ = false;
+      retry_.writesLanded();
       landed = true;
     }
     return report;
@@ -297,7 +482,7 @@ Result<void> NodeManager::releaseVanished(Ledger::Writer& writer, const Vanished
   const auto released = [&](const std::string& tenant, const Result<Decision<bool>>& decision)
                             VRI_REQUIRES(ledger_.writerMutex()) -> Result<void> {
     if (!decision.ok()) return {};  // gone from the ledger meanwhile
-    VRI_TRY(carryOutRelease(writer, *decision, tenant));
+    VRI_TRY(carryOut(writer, *decision, tenant, kRelease));
     log_.info("reconcile: " + tenant + ": " + why);
     events_.publish(EventKind::kReleased, tenant, why);
     return {};
@@ -314,26 +499,15 @@ Result<void> NodeManager::releaseVanished(Ledger::Writer& writer, const Vanished
   return {};
 }
 
-void NodeManager::retryLoop() {
-  while (true) {
-    {
-      MutexLock lock(retryMutex_);
-      while (!stopping_ && !pending_ && !halted_) options_.clock->wait(lock, retryWake_);
-      // Pending: try again after the interval (a stop ends the wait early).
-      const auto retry_at = options_.clock->now() + options_.retryInterval;
-      while (!stopping_ && !options_.clock->waitUntil(lock, retryWake_, retry_at)) {
-      }
-      if (stopping_) return;
-    }
-    Ledger::Writer writer(ledger_);
-    if (halted()) {
-      if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
-        setHalted(false);
-        log_.info("ledger reloaded from the store and reconciled; taking decisions again");
-      }
-    } else {
-      (void)reconcileLocked(writer, false);  // logs and publishes its own outcome
-    }
+void NodeManager::retryOnce() {
+  Ledger::Writer writer(ledger_);
+  if (!halted()) {
+    (void)reconcileLocked(writer, false);  // logs and publishes its own outcome
+    return;
+  }
+  if (writer.reload().ok() && reconcileLocked(writer, false).ok()) {
+    retry_.setHalted(false);
+    log_.info("ledger reloaded from the store and reconciled; taking decisions again");
   }
 }
 

@@ -18,12 +18,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "accounting/capacity_books.h"
@@ -35,6 +33,7 @@
 #include "vri/event_hub.h"
 #include "vri/logger.h"
 #include "vri/vanished_tenants.h"
+#include "vri/write_retry.h"
 
 namespace vri {
 
@@ -137,19 +136,16 @@ class NodeManager {
   // releases tenants gone for longer than the release grace.
   Result<ReconcileReport> reconcile(bool dryRun);
 
-  // Views (node_manager_views.cc). The books: a walk over the tenants of the current state.
+  // Views: the books as a walk over the tenants of the current state, and the cgroup tree;
+  // `compareKernel` reads the cgroupfs as a dry-run reconcile does, holding the ledger's writer so
+  // that no decision writes meanwhile.
   CapacityBooks capacity() const;
-  // The cgroup tree; `compareKernel` reads the cgroupfs as a dry-run reconcile does, holding the
-  // ledger's writer so that no decision writes meanwhile.
   Result<TreeView> tree(bool compareKernel);
 
   // Whether writes that failed are still waiting to land.
-  bool writesPending() const;
+  bool writesPending() const { return retry_.writesPending(); }
   // Whether decisions are refused (an undo could not be committed and the reload failed).
-  bool halted() const {
-    MutexLock lock(retryMutex_);
-    return halted_;
-  }
+  bool halted() const { return retry_.halted(); }
   // Whether exclusive pod containers are cpuset partitions (TreeLayout::cpusetPartitions).
   bool cpusetPartitions() const { return sync_.layout().cpusetPartitions; }
   // What libvirt is told for a VM's shared threads (CgroupSync::wideSharedCpus).
@@ -166,7 +162,13 @@ class NodeManager {
   }
 
  private:
-  enum class OnWriteFailure { kUndo, kHoldFreedCpus };
+  // What a failed cgroup write means for a decision.
+  enum class OnWriteFailure {
+    // It gives a tenant CPUs: undone (the inverse delta committed and written), the caller refused.
+    kUndo,
+    // It frees CPUs: it stands, the freed CPUs held out of every pool until a retry lands the writes.
+    kHoldFreedCpus,
+  };
   // When a decision is committed, relative to its cgroup writes. A kill between the two must leave
   // what the start-up reads as the decision wholly taken or wholly not: an admit or resize is
   // committed first (its cgroups missing or stale are then made or written by the start-up's
@@ -174,31 +176,44 @@ class NodeManager {
   // committed after its writes (its cgroups gone while the ledger still holds it read as released;
   // committed first, its cgroups would be left with no tenant, and adopted as a new one).
   enum class CommitPoint { kBeforeWrites, kAfterWrites };
+  // A kind of decision: the verb of its log line, its event, and how it is carried out.
+  struct DecisionRule {
+    const char* action;
+    EventKind event;
+    OnWriteFailure onFailure;
+    CommitPoint commitPoint;
+  };
+  static constexpr DecisionRule kAdmit{"admit", EventKind::kAdmitted, OnWriteFailure::kUndo,
+                                       CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kAdopt{"adopt", EventKind::kAdopted, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kReserve{"reserve", EventKind::kReserved, OnWriteFailure::kUndo,
+                                         CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kStart{"started", EventKind::kStarted, OnWriteFailure::kUndo,
+                                       CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kMove{"move", EventKind::kMoved, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kVcpus{"vcpus", EventKind::kResized, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kResize{"resize", EventKind::kResized, OnWriteFailure::kHoldFreedCpus,
+                                        CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kRelease{"release", EventKind::kReleased, OnWriteFailure::kHoldFreedCpus,
+                                         CommitPoint::kAfterWrites};
+
+  // Every decision's way from request to answer (node_manager.cc): refused while halted; decided
+  // by `decide(from)` under the writer; carried out as `rule` says; its answer turned by
+  // `reply(now, answer)` into what the caller is told; said in one log line and one event,
+  // `describe(reply)` their detail, unless `quiet(reply)` holds (the caller then says it).
+  template <typename Decide, typename Reply, typename Describe, typename Quiet>
+  auto decision(const DecisionRule& rule, const std::string& tenant, Decide decide, Reply reply, Describe describe,
+                Quiet quiet, WriteStats* stats = nullptr);
   // Commit, write and publish a decision taken under `writer`; the
-  // decision's own cgroup-write count goes to `writes`.
+  // decision's own cgroup-write count goes to `stats`.
   template <typename T>
   Result<void> carryOut(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant,
-                        OnWriteFailure onFailure, WriteStats* stats = nullptr,
-                        CommitPoint commitPoint = CommitPoint::kBeforeWrites) VRI_REQUIRES(ledger_.writerMutex());
-  // A release: committed after its writes, its freed CPUs held while they fail.
-  template <typename T>
-  Result<void> carryOutRelease(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant)
-      VRI_REQUIRES(ledger_.writerMutex()) {
-    return carryOut(writer, decision, tenant, OnWriteFailure::kHoldFreedCpus, nullptr, CommitPoint::kAfterWrites);
-  }
+                        const DecisionRule& rule, WriteStats* stats = nullptr) VRI_REQUIRES(ledger_.writerMutex());
   // Writes back what a decision that did not stand had written; when that fails too, the retry
   // thread's reconcile brings the cgroups to the ledger. `after` names what went wrong, for the log.
   template <typename T>
   void restoreCgroups(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const char* after)
       VRI_REQUIRES(ledger_.writerMutex());
-  // Wakes the retry thread to land failed writes (a reconcile).
-  void retryWrites() {
-    {
-      MutexLock lock(retryMutex_);
-      pending_ = true;
-    }
-    retryWake_.notify_all();
-  }
   // Undo of a decision whose writes failed: the inverse delta, committed and written.
   template <typename T>
   Error undo(Ledger::Writer& writer, const Decision<T>& decision, const std::string& tenant, const Error& cause)
@@ -208,18 +223,16 @@ class NodeManager {
   // (with cpuset partitions, the wide set less its pod's partitions; CgroupSync::runtimeSharedCpus).
   ContainerPlacement asWritten(const StatePtr& now, const std::string& podUid, ContainerPlacement placed) const;
   Result<void> checkNotHalted() const;
-  // Under retryMutex_: the retry thread checks, then waits, and a halt set
-  // between the two without the mutex would never wake it.
-  void setHalted(bool halted);
   // The one log line and the event of a decision.
   template <typename T>
-  Result<T> finish(const std::string& action, const std::string& tenant, EventKind kind, Result<T> result,
-                   const std::string& detail, std::chrono::steady_clock::time_point start);
+  Result<T> finish(const DecisionRule& rule, const std::string& tenant, Result<T> result, const std::string& detail,
+                   std::chrono::steady_clock::time_point start);
   Result<ReconcileReport> reconcileLocked(Ledger::Writer& writer, bool dryRun) VRI_REQUIRES(ledger_.writerMutex());
   // Releases what has been gone from the node for the grace period.
   Result<void> releaseVanished(Ledger::Writer& writer, const VanishedTenants::Due& due)
       VRI_REQUIRES(ledger_.writerMutex());
-  void retryLoop();
+  // The retry thread's one attempt: reload a halted ledger, or land pending writes.
+  void retryOnce();
 
   Ledger& ledger_;
   CgroupSync& sync_;
@@ -233,15 +246,7 @@ class NodeManager {
   struct {
     std::atomic<uint64_t> clean{0}, repaired{0}, failed{0}, differences{0};
   } reconcileOutcomes_;
-  // The retry thread's state. Whatever it waits for is set under this mutex
-  // and notified after: it checks, then waits, and a change that slips between
-  // the two (made without the mutex) is a lost wake-up.
-  mutable Mutex retryMutex_;
-  std::condition_variable_any retryWake_;
-  bool halted_ VRI_GUARDED_BY(retryMutex_) = false;   // decisions refused until the ledger is reloaded
-  bool pending_ VRI_GUARDED_BY(retryMutex_) = false;  // writes failed and not landed yet
-  bool stopping_ VRI_GUARDED_BY(retryMutex_) = false;
-  std::thread retryThread_;
+  WriteRetry retry_;  // last: its thread calls retryOnce
 };
 
 }  // namespace vri

@@ -59,36 +59,42 @@ Result<void> dropValue(Result<T> r) {
 TEST(LedgerAmountsTest, SumsThatWouldWrapAreRefusedNamingTheField) {
   testing::TempDir tmp;
   auto ledger = open(tmp.sub("ledger.db"));
-  ASSERT_TRUE(ledger->admitContainer(pod("shared-a", QosClass::kBurstable), container(500, 0)).ok());
+  ASSERT_TRUE(ledger
+                  ->apply(&Ledger::decideAdmitContainer, pod("shared-a", QosClass::kBurstable), container(500, 0),
+                          kNoneFinished)
+                  .ok());
   const StatePtr before = ledger->state();
 
   // A Burstable request of 2^63-1 beside another shared tenant: the shared demand would wrap negative.
-  expectRefused(dropValue(ledger->admitContainer(pod("b", QosClass::kBurstable), container(kMaxInt64, 0))),
+  expectRefused(dropValue(ledger->apply(&Ledger::decideAdmitContainer, pod("b", QosClass::kBurstable),
+                                        container(kMaxInt64, 0), kNoneFinished)),
                 "cpu_request_milli");
   // A Guaranteed request of 2^32+1 CPUs is not one CPU.
-  expectRefused(
-      dropValue(ledger->admitContainer(pod("g", QosClass::kGuaranteed), container(4294967297000, 4294967297000))),
-      "cpu_request_milli");
+  expectRefused(dropValue(ledger->apply(&Ledger::decideAdmitContainer, pod("g", QosClass::kGuaranteed),
+                                        container(4294967297000, 4294967297000), kNoneFinished)),
+                "cpu_request_milli");
   // A pod overhead of 2^63-1 would set the pod's shares to 2.
   PodSpec overhead = pod("o", QosClass::kBurstable);
   overhead.overheadCpuMilli = kMaxInt64;
-  expectRefused(dropValue(ledger->admitContainer(overhead, container(100, 0))), "overhead_cpu_milli");
-  expectRefused(dropValue(ledger->bindSandbox(overhead, "sandbox1")), "overhead_cpu_milli");
+  expectRefused(dropValue(ledger->apply(&Ledger::decideAdmitContainer, overhead, container(100, 0), kNoneFinished)),
+                "overhead_cpu_milli");
+  expectRefused(dropValue(ledger->apply(&Ledger::decideBindSandbox, overhead, "sandbox1")), "overhead_cpu_milli");
   // A resize to a limit of 2^63-1 would overflow the quota at every restart.
-  expectRefused(dropValue(ledger->resizeContainer("shared-a", container(500, kMaxInt64))), "cpu_limit_milli");
+  expectRefused(dropValue(ledger->apply(&Ledger::decideResizeContainer, "shared-a", container(500, kMaxInt64))),
+                "cpu_limit_milli");
   // Memory of 2^64-1 bytes, and parts that wrap to the right total.
   VmSpec vm;
   vm.uuid = "7d7e0a2e-0000-4000-8000-0000000000f1";
   vm.cpu.name = "huge";
   vm.cpu.vcpus = 1;
   vm.memoryBytes = kMaxUint64;
-  expectRefused(dropValue(ledger->admitVm(vm)), "memory_bytes");
+  expectRefused(dropValue(ledger->apply(&Ledger::decideAdmitVm, vm)), "memory_bytes");
   vm.memoryBytes = 1ULL << 30;
   vm.memoryParts = {{VmMemoryPart::kNoCell, kMaxUint64, 0, {}}, {VmMemoryPart::kNoCell, (1ULL << 30) + 1, 0, {}}};
-  expectRefused(dropValue(ledger->admitVm(vm)), "memory_parts");
+  expectRefused(dropValue(ledger->apply(&Ledger::decideAdmitVm, vm)), "memory_parts");
   vm.memoryParts.clear();
   vm.strictNumaNodes = {7};  // this host has nodes 0 and 1
-  expectRefused(dropValue(ledger->admitVm(vm)), "strict_numa_nodes");
+  expectRefused(dropValue(ledger->apply(&Ledger::decideAdmitVm, vm)), "strict_numa_nodes");
 
   EXPECT_EQ(ledger->state(), before) << "a refusal published a state";
   const StatePtr now = ledger->state();
@@ -101,17 +107,17 @@ TEST(LedgerAmountsTest, APodsCpuOverheadIsAdmittedAgainstTheSharedPool) {
   auto ledger = open(tmp.sub("ledger.db"));
   PodSpec heavy = pod("heavy", QosClass::kBurstable);
   heavy.overheadCpuMilli = 8500;  // the shared pool has 8 CPUs
-  auto refused = ledger->bindSandbox(heavy, "5a5a");
+  auto refused = ledger->apply(&Ledger::decideBindSandbox, heavy, "5a5a");
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().code(), ErrorCode::kResourceExhausted);
   EXPECT_THAT(refused.error().message(), HasSubstr("overhead"));
-  auto refused_container = ledger->admitContainer(heavy, container(100, 0));
+  auto refused_container = ledger->apply(&Ledger::decideAdmitContainer, heavy, container(100, 0), kNoneFinished);
   ASSERT_FALSE(refused_container.ok());
   EXPECT_EQ(refused_container.error().code(), ErrorCode::kResourceExhausted);
   StatePtr now = ledger->state();
   EXPECT_EQ(now->pods.size(), 0u);
   heavy.overheadCpuMilli = 500;
-  ASSERT_TRUE(ledger->admitContainer(heavy, container(100, 0)).ok());
+  ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitContainer, heavy, container(100, 0), kNoneFinished).ok());
   now = ledger->state();
   EXPECT_EQ(now->totals.sharedDemandMilli, 600);
   now = ledger->state();
@@ -157,7 +163,10 @@ TEST(LedgerAmountsTest, ALedgerHoldingAmountsNoNodeHoldsLoadsAndReportsThem) {
   auto checked = checkLedgerInvariants(*now, ledger->topology(), config());
   EXPECT_TRUE(checked.ok()) << checked.error().message();
   // And it takes decisions again.
-  EXPECT_TRUE(ledger->admitContainer(pod("next", QosClass::kGuaranteed), container(1000, 1000)).ok());
+  EXPECT_TRUE(ledger
+                  ->apply(&Ledger::decideAdmitContainer, pod("next", QosClass::kGuaranteed), container(1000, 1000),
+                          kNoneFinished)
+                  .ok());
 }
 
 }  // namespace

@@ -54,14 +54,15 @@ int churn(const std::string& file, const std::string& prefix, unsigned seed) {
       std::advance(victim, static_cast<long>(random() % pods.size()));
       std::printf("- %s\n", (*victim).first.c_str());
       std::fflush(stdout);
-      if (ledger->releasePod((*victim).first).ok()) std::printf("R %s\n", (*victim).first.c_str());
+      if (ledger->apply(&Ledger::decideReleasePod, (*victim).first, ReleaseGuard{}).ok())
+        std::printf("R %s\n", (*victim).first.c_str());
     } else {
       const std::string uid = prefix + "-" + std::to_string(i);
       const bool exclusive = random() % 2;
       PodSpec pod{uid, "crash/" + uid, exclusive ? QosClass::kGuaranteed : QosClass::kBurstable, 0, 0};
       const int64_t milli = exclusive ? 1000 * (1 + static_cast<int64_t>(random() % 2)) : 200;
       ContainerSpec c{"c", "c1", false, milli, exclusive ? milli : 0, 64ULL << 20, std::nullopt};
-      if (ledger->admitContainer(pod, c).ok()) std::printf("A %s\n", uid.c_str());
+      if (ledger->apply(&Ledger::decideAdmitContainer, pod, c, kNoneFinished).ok()) std::printf("A %s\n", uid.c_str());
     }
     std::fflush(stdout);
   }

@@ -67,12 +67,12 @@ TEST(LedgerNumaTest, HugepageVmTakesCpusAndPagesFromTheNodeThatHasThem) {
   testing::TempDir tmp;
   const LedgerConfig c = numaConfig();
   auto ledger = openLedger(tmp.sub("l.db"), c);
-  auto vm = ledger->admitVm(hugepageVm("11111111-0000-4000-8000-000000000001", 2, 2));
+  auto vm = ledger->apply(&Ledger::decideAdmitVm, hugepageVm("11111111-0000-4000-8000-000000000001", 2, 2));
   ASSERT_TRUE(vm.ok()) << vm.error().message();
   EXPECT_EQ(vm->mems.format(), "1");
   EXPECT_TRUE(vm->exclusive.isSubsetOf(nodeCpus(1)));
   const auto before = ledger->state();
-  auto refused = ledger->admitVm(hugepageVm("11111111-0000-4000-8000-000000000002", 1, 3));
+  auto refused = ledger->apply(&Ledger::decideAdmitVm, hugepageVm("11111111-0000-4000-8000-000000000002", 1, 3));
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(),
               HasSubstr("needs 3072 MiB of hugepages-1Gi on NUMA node(s) 0,1; 2048 MiB are free there"));
@@ -83,11 +83,11 @@ TEST(LedgerNumaTest, HugepageVmTakesCpusAndPagesFromTheNodeThatHasThem) {
   // numatune strict on node 0, which has no 1 GiB pages at all.
   VmSpec strict = hugepageVm("11111111-0000-4000-8000-000000000003", 1, 1);
   strict.strictNumaNodes = {0};
-  EXPECT_THAT(ledger->admitVm(strict).error().message(),
+  EXPECT_THAT(ledger->apply(&Ledger::decideAdmitVm, strict).error().message(),
               HasSubstr("its numatune nodes 0 cannot provide 1024 MiB of hugepages-1Gi; 0 MiB are free there"));
   now = ledger->state();
   ASSERT_TRUE(checkLedgerInvariants(*now, ledger->topology(), c).ok());
-  ASSERT_TRUE(ledger->releaseVm("11111111-0000-4000-8000-000000000001").ok());
+  ASSERT_TRUE(ledger->apply(&Ledger::decideReleaseVm, "11111111-0000-4000-8000-000000000001").ok());
   now = ledger->state();
   EXPECT_EQ(now->numa.cell(1, kGiB).free(), 4 * kGiB);
 }
@@ -98,15 +98,15 @@ TEST(LedgerNumaTest, PinnedContainersKeepCpusAndMemoryTogetherAcrossRestarts) {
   CpuSet mems;
   {
     auto ledger = openLedger(tmp.sub("l.db"), c);
-    auto app = ledger->admitContainer({"p1", "ns/p1", QosClass::kGuaranteed, 0, 0},
-                                      {"app", "a1", false, 4000, 4000, 20 * kGiB, std::nullopt});
+    auto app = ledger->apply(&Ledger::decideAdmitContainer, {"p1", "ns/p1", QosClass::kGuaranteed, 0, 0},
+                             {"app", "a1", false, 4000, 4000, 20 * kGiB, std::nullopt}, kNoneFinished);
     ASSERT_TRUE(app.ok()) << app.error().message();
     EXPECT_EQ(app->mems.format(), "1");  // only node 1 has 20 GiB
     EXPECT_TRUE(app->exclusive.isSubsetOf(nodeCpus(1)));
     mems = app->mems;
     // single-numa-node: 10 CPUs fit no node.
-    auto wide = ledger->admitContainer({"p2", "ns/p2", QosClass::kGuaranteed, 0, 0},
-                                       {"app", "b1", false, 10000, 10000, kGiB, std::nullopt});
+    auto wide = ledger->apply(&Ledger::decideAdmitContainer, {"p2", "ns/p2", QosClass::kGuaranteed, 0, 0},
+                              {"app", "b1", false, 10000, 10000, kGiB, std::nullopt}, kNoneFinished);
     ASSERT_FALSE(wide.ok());
     EXPECT_THAT(wide.error().message(), HasSubstr("needs 10 CPUs and 1 GiB on one NUMA node"));
   }
@@ -125,7 +125,7 @@ TEST(LedgerNumaTest, PodScopeAlignsTheWholePodAllOrNothing) {
   const PodSpec pod{"p1", "ns/p1", QosClass::kGuaranteed, 0, 0};
   const std::vector<ContainerSpec> two_threes = {{"a", "a1", false, 3000, 3000, kGiB, std::nullopt},
                                                  {"b", "b1", false, 3000, 3000, kGiB, std::nullopt}};
-  auto placed = ledger->admitPod(pod, two_threes);
+  auto placed = ledger->apply(&Ledger::decideAdmitPod, pod, two_threes);
   ASSERT_TRUE(placed.ok()) << placed.error().message();
   ASSERT_EQ(placed->size(), 2u);
   const int node = ledger->topology().cpu((*placed)[0].exclusive.first())->numaNode;
@@ -134,7 +134,7 @@ TEST(LedgerNumaTest, PodScopeAlignsTheWholePodAllOrNothing) {
   const PodSpec big{"p2", "ns/p2", QosClass::kGuaranteed, 0, 0};
   const std::vector<ContainerSpec> two_fives = {{"a", "a2", false, 5000, 5000, kGiB, std::nullopt},
                                                 {"b", "b2", false, 5000, 5000, kGiB, std::nullopt}};
-  auto refused = ledger->admitPod(big, two_fives);
+  auto refused = ledger->apply(&Ledger::decideAdmitPod, big, two_fives);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(), HasSubstr("pod ns/p2 needs 10 CPUs on one NUMA node"));
   StatePtr now = ledger->state();
@@ -148,7 +148,7 @@ TEST(LedgerNumaTest, DefineTimeReservationIsKeptUntilTheVmStarts) {
   const LedgerConfig c = numaConfig();
   auto ledger = openLedger(tmp.sub("l.db"), c);
   const VmSpec vm = hugepageVm("22222222-0000-4000-8000-000000000001", 2, 2);
-  auto reserved = ledger->reserveVm(vm);
+  auto reserved = ledger->apply(&Ledger::decideReserveVm, vm);
   ASSERT_TRUE(reserved.ok()) << reserved.error().message();
   EXPECT_EQ(reserved->mems.format(), "1");
   StatePtr now = ledger->state();
@@ -160,7 +160,7 @@ TEST(LedgerNumaTest, DefineTimeReservationIsKeptUntilTheVmStarts) {
   now = ledger->state();
   EXPECT_TRUE(now->vms.at(vm.uuid).defined);
   // It starts on exactly the reserved placement.
-  auto started = ledger->admitVm(vm);
+  auto started = ledger->apply(&Ledger::decideAdmitVm, vm);
   ASSERT_TRUE(started.ok());
   EXPECT_EQ(started->exclusive, reserved->exclusive);
   EXPECT_EQ(started->mems, reserved->mems);
@@ -185,8 +185,9 @@ TEST(LedgerNumaTest, NoNodeIsOvercommittedUnderRandomOperations) {
         const std::string uid = "p" + std::to_string(op);
         const int cpus = 1 + static_cast<int>(random() % 4);
         if (ledger
-                ->admitContainer({uid, uid, QosClass::kGuaranteed, 0, 0},
-                                 {"c", "c1", false, cpus * 1000, cpus * 1000, (1 + random() % 6) * kGiB, std::nullopt})
+                ->apply(&Ledger::decideAdmitContainer, {uid, uid, QosClass::kGuaranteed, 0, 0},
+                        {"c", "c1", false, cpus * 1000, cpus * 1000, (1 + random() % 6) * kGiB, std::nullopt},
+                        kNoneFinished)
                 .ok()) {
           pods.push_back(uid);
           ++placed;
@@ -196,17 +197,17 @@ TEST(LedgerNumaTest, NoNodeIsOvercommittedUnderRandomOperations) {
         std::snprintf(uuid, sizeof uuid, "00000000-0000-4000-8000-%012d", op);
         VmSpec vm = hugepageVm(uuid, 1 + static_cast<int>(random() % 3), 1 + random() % 2);
         if (random() % 2) vm.hugepageSize = 0;  // regular memory, still NUMA-bound by its dedicated vCPUs
-        if (ledger->admitVm(vm).ok()) {
+        if (ledger->apply(&Ledger::decideAdmitVm, vm).ok()) {
           vms.push_back(uuid);
           ++placed;
         }
       } else if (action < 8 && !pods.empty()) {
         const size_t victim = random() % pods.size();
-        ASSERT_TRUE(ledger->releasePod(pods[victim]).ok());
+        ASSERT_TRUE(ledger->apply(&Ledger::decideReleasePod, pods[victim], ReleaseGuard{}).ok());
         pods.erase(pods.begin() + static_cast<long>(victim));
       } else if (!vms.empty()) {
         const size_t victim = random() % vms.size();
-        ASSERT_TRUE(ledger->releaseVm(vms[victim]).ok());
+        ASSERT_TRUE(ledger->apply(&Ledger::decideReleaseVm, vms[victim]).ok());
         vms.erase(vms.begin() + static_cast<long>(victim));
       }
       const StatePtr now = ledger->state();

@@ -66,21 +66,27 @@ void expectInvariants(const Ledger& ledger, const LedgerConfig& c) {
 TEST(LedgerTest, AdmitsIdempotentlyByIdentity) {
   testing::TempDir tmp;
   auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2"), config());
-  auto first = ledger->admitContainer(guaranteed("p1"), cpus("app", 4));
+  auto first = ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p1"), cpus("app", 4), kNoneFinished);
   ASSERT_TRUE(first.ok()) << first.error().message();
   EXPECT_EQ(first->exclusive.count(), 4);
   // The same request again, and the container recreated under a new id: the same CPUs.
-  EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), cpus("app", 4))->exclusive, first->exclusive);
+  EXPECT_EQ(ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p1"), cpus("app", 4), kNoneFinished)->exclusive,
+            first->exclusive);
   ContainerSpec restarted = cpus("app", 4);
   restarted.id = "app0002";
-  EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), restarted)->exclusive, first->exclusive);
+  EXPECT_EQ(ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p1"), restarted, kNoneFinished)->exclusive,
+            first->exclusive);
   StatePtr now = ledger->state();
   EXPECT_EQ(now->pods.at("p1").containers.at("app").spec.id, "app0002");
   // Other resources under the same identity are a resize, not an admit.
-  EXPECT_EQ(ledger->admitContainer(guaranteed("p1"), cpus("app", 2)).error().code(), ErrorCode::kFailedPrecondition);
-  EXPECT_EQ(ledger->admitContainer(burstable("p1"), shared("x", 100)).error().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(
+      ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p1"), cpus("app", 2), kNoneFinished).error().code(),
+      ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(
+      ledger->apply(&Ledger::decideAdmitContainer, burstable("p1"), shared("x", 100), kNoneFinished).error().code(),
+      ErrorCode::kFailedPrecondition);
   // Shared containers get the shared pool.
-  auto web = ledger->admitContainer(burstable("p2"), shared("web", 500));
+  auto web = ledger->apply(&Ledger::decideAdmitContainer, burstable("p2"), shared("web", 500), kNoneFinished);
   ASSERT_TRUE(web.ok());
   EXPECT_TRUE(web->exclusive.empty());
   now = ledger->state();
@@ -94,34 +100,44 @@ TEST(LedgerTest, RefusesWithReasonsAndChangesNothing) {
   auto c = config(2, 8ULL << 30);
   auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2"), c);
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(ledger->admitContainer(burstable("b" + std::to_string(i)), shared("c" + std::to_string(i), 1000)).ok());
+    ASSERT_TRUE(ledger
+                    ->apply(&Ledger::decideAdmitContainer, burstable("b" + std::to_string(i)),
+                            shared("c" + std::to_string(i), 1000), kNoneFinished)
+                    .ok());
   }
   const auto before = ledger->state();
   // 16 CPUs, 5 CPUs' worth requested by shared tenants: at most 11 can go exclusive.
-  auto vm = ledger->admitVm(dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 12));
+  auto vm = ledger->apply(&Ledger::decideAdmitVm, dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 12));
   ASSERT_FALSE(vm.ok());
   EXPECT_EQ(vm.error().code(), ErrorCode::kResourceExhausted);
   EXPECT_EQ(vm.error().message(),
             "VM web01 needs 12 exclusive CPUs; 14 are free but 5 of the 16 shared CPUs must stay shared, so at most 11 "
             "can be taken; 5 shared tenants request 5000m");
-  auto too_shared = ledger->admitContainer(burstable("b9"), shared("c", 12000));
+  auto too_shared = ledger->apply(&Ledger::decideAdmitContainer, burstable("b9"), shared("c", 12000), kNoneFinished);
   ASSERT_FALSE(too_shared.ok());
   EXPECT_THAT(too_shared.error().message(),
               HasSubstr("needs 12000m of the shared pool; it has 16 CPUs and 5 shared tenants already request 5000m"));
-  auto too_big = ledger->admitContainer(guaranteed("g"), cpus("app", 2, 9ULL << 30));
+  auto too_big =
+      ledger->apply(&Ledger::decideAdmitContainer, guaranteed("g"), cpus("app", 2, 9ULL << 30), kNoneFinished);
   ASSERT_FALSE(too_big.ok());
   EXPECT_THAT(too_big.error().message(),
               HasSubstr("needs 9216 MiB of memory; 6912 MiB of the 8192 MiB allocatable are free"));
-  EXPECT_EQ(
-      ledger->admitContainer(PodSpec{"../../etc", "x", QosClass::kBurstable, 0, 0}, shared("c", 1)).error().code(),
-      ErrorCode::kInvalidArgument);
-  EXPECT_EQ(ledger->admitVm(dedicatedVm("not a uuid", 1)).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ledger
+                ->apply(&Ledger::decideAdmitContainer, PodSpec{"../../etc", "x", QosClass::kBurstable, 0, 0},
+                        shared("c", 1), kNoneFinished)
+                .error()
+                .code(),
+            ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ledger->apply(&Ledger::decideAdmitVm, dedicatedVm("not a uuid", 1)).error().code(),
+            ErrorCode::kInvalidArgument);
   const auto after = ledger->state();
   EXPECT_EQ(after->grants().size(), before->grants().size());
   EXPECT_EQ(after->shared(), before->shared());
   EXPECT_EQ(after->totals.sharedDemandMilli, before->totals.sharedDemandMilli);
   EXPECT_EQ(after->totals.admittedMemoryBytes, before->totals.admittedMemoryBytes);
-  EXPECT_EQ(ledger->admitVm(dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 11))->exclusive.count(), 11);
+  EXPECT_EQ(
+      ledger->apply(&Ledger::decideAdmitVm, dedicatedVm("8f0c1a52-0000-4000-8000-000000000001", 11))->exclusive.count(),
+      11);
   expectInvariants(*ledger, c);
 }
 
@@ -130,10 +146,10 @@ TEST(LedgerTest, AppContainersReuseTheirInitContainersCpus) {
   auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2(memory=16GiB) core:4 pu:2"), config());
   ContainerSpec init = cpus("setup", 2);
   init.init = true;
-  auto setup = ledger->admitContainer(guaranteed("p"), init);
+  auto setup = ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p"), init, kNoneFinished);
   ASSERT_TRUE(setup.ok());
-  ASSERT_TRUE(ledger->admitContainer(guaranteed("q"), cpus("other", 2)).ok());
-  auto app = ledger->admitContainer(guaranteed("p"), cpus("app", 4));
+  ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitContainer, guaranteed("q"), cpus("other", 2), kNoneFinished).ok());
+  auto app = ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p"), cpus("app", 4), kNoneFinished);
   ASSERT_TRUE(app.ok()) << app.error().message();
   EXPECT_TRUE(setup->exclusive.isSubsetOf(app->exclusive));
   const StatePtr now = ledger->state();
@@ -144,26 +160,27 @@ TEST(LedgerTest, AppContainersReuseTheirInitContainersCpus) {
 TEST(LedgerTest, ResizesInPlaceWhenThePoolAllows) {
   testing::TempDir tmp;
   auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:1 numa:1(memory=64GiB) core:8 pu:2"), config());
-  const CpuSet two = ledger->admitContainer(guaranteed("p"), cpus("app", 2))->exclusive;
-  auto four = ledger->resizeContainer("p", cpus("app", 4));
+  const CpuSet two =
+      ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p"), cpus("app", 2), kNoneFinished)->exclusive;
+  auto four = ledger->apply(&Ledger::decideResizeContainer, "p", cpus("app", 4));
   ASSERT_TRUE(four.ok()) << four.error().message();
   EXPECT_TRUE(two.isSubsetOf(four->exclusive));
-  auto one = ledger->resizeContainer("p", cpus("app", 1));
+  auto one = ledger->apply(&Ledger::decideResizeContainer, "p", cpus("app", 1));
   ASSERT_TRUE(one.ok());
   EXPECT_TRUE(one->exclusive.isSubsetOf(four->exclusive));
   const auto before = ledger->state();
-  EXPECT_FALSE(ledger->resizeContainer("p", cpus("app", 15)).ok());
+  EXPECT_FALSE(ledger->apply(&Ledger::decideResizeContainer, "p", cpus("app", 15)).ok());
   StatePtr now = ledger->state();
   EXPECT_EQ(now->grants().at(containerTenant("p", "app")).cpus, one->exclusive);
   now = ledger->state();
   EXPECT_EQ(now->shared(), before->shared());
   // A fractional request runs in the shared pool, as with kubelet; and back to exclusive.
-  auto to_shared = ledger->resizeContainer("p", shared("app", 500));
+  auto to_shared = ledger->apply(&Ledger::decideResizeContainer, "p", shared("app", 500));
   ASSERT_TRUE(to_shared.ok());
   EXPECT_TRUE(to_shared->exclusive.empty());
   now = ledger->state();
   EXPECT_EQ(now->totals.sharedDemandMilli, 500);
-  EXPECT_EQ(ledger->resizeContainer("p", cpus("app", 2))->exclusive.count(), 2);
+  EXPECT_EQ(ledger->apply(&Ledger::decideResizeContainer, "p", cpus("app", 2))->exclusive.count(), 2);
   now = ledger->state();
   EXPECT_EQ(now->totals.sharedDemandMilli, 0);
   expectInvariants(*ledger, config());
@@ -173,25 +190,25 @@ TEST(LedgerTest, ResizesAVm) {
   testing::TempDir tmp;
   auto ledger = openLedger(tmp.sub("ledger.db"), synthetic("pack:2 numa:2(memory=16GiB) core:4 pu:2"), config());
   VmSpec vm = dedicatedVm("8f0c1a52-0000-4000-8000-000000000009", 4);
-  const CpuSet four = ledger->admitVm(vm)->exclusive;
+  const CpuSet four = ledger->apply(&Ledger::decideAdmitVm, vm)->exclusive;
   vm.cpu.vcpus = 2;  // shrinks inside its CPUs
-  auto two = ledger->resizeVm(vm);
+  auto two = ledger->apply(&Ledger::decideResizeVm, vm);
   ASSERT_TRUE(two.ok()) << two.error().message();
   EXPECT_TRUE(two->exclusive.isSubsetOf(four));
   vm.cpu.vcpus = 6;  // grows on the NUMA node it uses
-  auto six = ledger->resizeVm(vm);
+  auto six = ledger->apply(&Ledger::decideResizeVm, vm);
   ASSERT_TRUE(six.ok()) << six.error().message();
   EXPECT_EQ(six->exclusive.count(), 6);
   const auto before = ledger->state();
   vm.cpu.vcpus = 40;  // more than the machine's 32 CPUs
-  EXPECT_FALSE(ledger->resizeVm(vm).ok());
+  EXPECT_FALSE(ledger->apply(&Ledger::decideResizeVm, vm).ok());
   StatePtr now = ledger->state();
   EXPECT_EQ(now->grants().at(vmTenant(vm.uuid)).cpus, six->exclusive);
   now = ledger->state();
   EXPECT_EQ(now->shared(), before->shared());
   vm.cpu.vcpus = 4;
   vm.cpu.cpuPolicy = VmCpuPolicy::kShared;  // all vCPUs into the shared pool
-  auto shared_vm = ledger->resizeVm(vm);
+  auto shared_vm = ledger->apply(&Ledger::decideResizeVm, vm);
   ASSERT_TRUE(shared_vm.ok()) << shared_vm.error().message();
   EXPECT_TRUE(shared_vm->exclusive.empty());
   now = ledger->state();
@@ -207,11 +224,11 @@ TEST(LedgerTest, SurvivesARestartAndExplainsAChangedPolicy) {
   StatePtr before;
   {
     auto ledger = openLedger(tmp.sub("ledger.db"), topo, config());
-    ASSERT_TRUE(ledger->admitContainer(guaranteed("p"), cpus("app", 4)).ok());
-    ASSERT_TRUE(ledger->admitContainer(burstable("b"), shared("web", 700)).ok());
+    ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitContainer, guaranteed("p"), cpus("app", 4), kNoneFinished).ok());
+    ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitContainer, burstable("b"), shared("web", 700), kNoneFinished).ok());
     VmSpec vm = dedicatedVm("8f0c1a52-0000-4000-8000-000000000002", 2);
     vm.cpu.threadPolicy = ThreadPolicy::kIsolate;
-    ASSERT_TRUE(ledger->admitVm(vm).ok());
+    ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitVm, vm).ok());
     before = ledger->state();
   }
   {
@@ -257,9 +274,10 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
       Result<void> done;
       if (action < 30) {
         const std::string uid = "p" + std::to_string(op);
-        auto placed = random() % 2
-                          ? ledger->admitContainer(guaranteed(uid), cpus("c", 1 + static_cast<int>(random() % 3)))
-                          : ledger->admitContainer(burstable(uid), shared("c", static_cast<int64_t>(random() % 900)));
+        auto placed = random() % 2 ? ledger->apply(&Ledger::decideAdmitContainer, guaranteed(uid),
+                                                   cpus("c", 1 + static_cast<int>(random() % 3)), kNoneFinished)
+                                   : ledger->apply(&Ledger::decideAdmitContainer, burstable(uid),
+                                                   shared("c", static_cast<int64_t>(random() % 900)), kNoneFinished);
         if (placed.ok()) pods.push_back(uid);
         placed.ok() ? ++accepted : ++refused;
       } else if (action < 45) {
@@ -269,14 +287,14 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
         vm.cpu.cpuPolicy = static_cast<VmCpuPolicy>(random() % 2);
         vm.cpu.threadPolicy = static_cast<ThreadPolicy>(random() % 3);
         vm.cpu.emulatorPolicy = static_cast<HelperThreadPolicy>(random() % 2);
-        auto placed = ledger->admitVm(vm);
+        auto placed = ledger->apply(&Ledger::decideAdmitVm, vm);
         if (placed.ok()) vms.push_back(uuid);
         placed.ok() ? ++accepted : ++refused;
       } else if (action < 55 && !pods.empty()) {
         const std::string& uid = pods[random() % pods.size()];
         const auto snapshot = ledger->state();
         if (snapshot->pods.at(uid).spec.qos == QosClass::kGuaranteed && !snapshot->pods.at(uid).containers.empty()) {
-          (void)ledger->resizeContainer(uid, cpus("c", 1 + static_cast<int>(random() % 4)));
+          (void)ledger->apply(&Ledger::decideResizeContainer, uid, cpus("c", 1 + static_cast<int>(random() % 4)));
         }
       } else if (action < 60 && !vms.empty()) {
         const std::string& uuid = vms[random() % vms.size()];
@@ -284,14 +302,14 @@ TEST(LedgerTest, InvariantsHoldUnderRandomOperations) {
         VmSpec vm = now->vms.at(uuid).spec;
         vm.cpu.vcpus = 1 + static_cast<int>(random() % 4);
         vm.cpu.cpuPolicy = static_cast<VmCpuPolicy>(random() % 2);
-        (void)ledger->resizeVm(vm);
+        (void)ledger->apply(&Ledger::decideResizeVm, vm);
       } else if (action < 75 && !pods.empty()) {
         const size_t victim = random() % pods.size();
-        ASSERT_TRUE(ledger->releasePod(pods[victim]).ok());
+        ASSERT_TRUE(ledger->apply(&Ledger::decideReleasePod, pods[victim], ReleaseGuard{}).ok());
         pods.erase(pods.begin() + static_cast<long>(victim));
       } else if (action < 95 && !vms.empty()) {
         const size_t victim = random() % vms.size();
-        ASSERT_TRUE(ledger->releaseVm(vms[victim]).ok());
+        ASSERT_TRUE(ledger->apply(&Ledger::decideReleaseVm, vms[victim]).ok());
         vms.erase(vms.begin() + static_cast<long>(victim));
       } else if (action >= 99) {
         const auto before = ledger->state();
@@ -328,7 +346,7 @@ TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
         const std::string uid = "t" + std::to_string(t) + "-" + std::to_string(i);
         ContainerSpec container = cpus("c", 1 + static_cast<int>(random() % 4));
         container.id = uid + "-c";  // runtime ids are unique on the node
-        auto placed = ledger->admitContainer(guaranteed(uid), container);
+        auto placed = ledger->apply(&Ledger::decideAdmitContainer, guaranteed(uid), container, kNoneFinished);
         if (!placed.ok()) continue;
         ++granted;
         for (int cpu : placed->exclusive) {
@@ -337,7 +355,7 @@ TEST(LedgerTest, ConcurrentCallersNeverShareACpu) {
         }
         std::this_thread::yield();
         for (int cpu : placed->exclusive) holder[static_cast<size_t>(cpu)] = -1;  // before the CPUs go back
-        if (!ledger->releasePod(uid).ok()) clash = true;
+        if (!ledger->apply(&Ledger::decideReleasePod, uid, ReleaseGuard{}).ok()) clash = true;
       }
     });
   }
@@ -358,7 +376,7 @@ TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
   pinned.cpu.pinnedVcpuCpus = {12, 13};
   {
     auto ledger = openLedger(tmp.sub("ledger.db"), topo, c);
-    auto placement = ledger->admitVm(pinned);
+    auto placement = ledger->apply(&Ledger::decideAdmitVm, pinned);
     ASSERT_TRUE(placement.ok()) << placement.error().message();
     EXPECT_EQ(placement->exclusive.format(), "12-13");
     EXPECT_EQ(placement->mems.format(), "1");  // memory follows the pinned CPUs' node
@@ -366,7 +384,7 @@ TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
     const auto before = ledger->state();
     VmSpec other = dedicatedVm("8f0c1a52-0000-4000-8000-00000000000b", 1);
     other.cpu.pinnedVcpuCpus = {13};
-    auto refused = ledger->admitVm(other);
+    auto refused = ledger->apply(&Ledger::decideAdmitVm, other);
     ASSERT_FALSE(refused.ok());
     EXPECT_THAT(refused.error().message(), HasSubstr("names CPUs 13"));
     StatePtr now = ledger->state();
@@ -378,7 +396,7 @@ TEST(LedgerTest, UserPinnedVmHoldsExactlyItsCpusAndSurvivesReopen) {
   auto reopened = openLedger(tmp.sub("ledger.db"), topo, c);
   ASSERT_TRUE(reopened->findVm(pinned.uuid).has_value());
   EXPECT_EQ(reopened->findVm(pinned.uuid)->spec.cpu.pinnedVcpuCpus, pinned.cpu.pinnedVcpuCpus);
-  EXPECT_EQ(reopened->admitVm(pinned)->exclusive.format(), "12-13");  // idempotent
+  EXPECT_EQ(reopened->apply(&Ledger::decideAdmitVm, pinned)->exclusive.format(), "12-13");  // idempotent
   expectInvariants(*reopened, c);
 }
 

@@ -74,20 +74,20 @@ TEST_F(LedgerUpgradeTest, TheSameRequestWithExplicitIdsIsTheSameVm) {
   web.cpu.onlineVcpus = {0, 1, 2, 3};
   web.cpu.maxVcpus = 4;
   web.cpu.iothreadIds = {1, 2};
-  auto again = ledger->admitVm(web);
+  auto again = ledger->apply(&Ledger::decideAdmitVm, web);
   ASSERT_TRUE(again.ok()) << again.error().message();
   EXPECT_EQ(again->exclusive.format(), "1-5");
   // Another id set is another request.
   web.cpu.onlineVcpus = {0, 1, 3, 5};
   web.cpu.maxVcpus = 6;
-  EXPECT_EQ(ledger->admitVm(web).error().code(), ErrorCode::kFailedPrecondition);
+  EXPECT_EQ(ledger->apply(&Ledger::decideAdmitVm, web).error().code(), ErrorCode::kFailedPrecondition);
 }
 
 TEST_F(LedgerUpgradeTest, NewDecisionsAreStoredBesideTheOldRecords) {
   {
     auto ledger = open();
     ASSERT_TRUE(ledger);
-    ASSERT_TRUE(ledger->releaseVm(kPinned).ok());
+    ASSERT_TRUE(ledger->apply(&Ledger::decideReleaseVm, kPinned).ok());
     VmSpec sparse;
     sparse.uuid = "11111111-0000-4000-8000-000000000004";
     sparse.cpu.name = "sparse";
@@ -99,7 +99,7 @@ TEST_F(LedgerUpgradeTest, NewDecisionsAreStoredBesideTheOldRecords) {
     sparse.cpu.iothreads = 2;
     sparse.cpu.iothreadIds = {2, 5};
     sparse.memoryBytes = 256ULL << 20;
-    ASSERT_TRUE(ledger->admitVm(sparse).ok());
+    ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitVm, sparse).ok());
   }
   auto reopened = open();
   ASSERT_TRUE(reopened);

@@ -59,19 +59,19 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
           Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
           .value();
   ASSERT_TRUE(ledger
-                  ->admitContainer({"gone", "ns/gone", QosClass::kBurstable, 0, 0},
-                                   {"web", "aaa1", false, 200, 0, std::nullopt, std::nullopt})
+                  ->apply(&Ledger::decideAdmitContainer, {"gone", "ns/gone", QosClass::kBurstable, 0, 0},
+                          {"web", "aaa1", false, 200, 0, std::nullopt, std::nullopt}, kNoneFinished)
                   .ok());
   const CpuSet app = ledger
-                         ->admitContainer({"alive", "ns/alive", QosClass::kGuaranteed, 0, 0},
-                                          {"app", "bbb1", false, 2000, 2000, 1ULL << 30, std::nullopt})
+                         ->apply(&Ledger::decideAdmitContainer, {"alive", "ns/alive", QosClass::kGuaranteed, 0, 0},
+                                 {"app", "bbb1", false, 2000, 2000, 1ULL << 30, std::nullopt}, kNoneFinished)
                          ->exclusive;
   VmSpec stopped;
   stopped.uuid = kStoppedUuid;
   stopped.cpu.name = "stopped";
   stopped.cpu.vcpus = 1;
   stopped.cpu.cpuPolicy = VmCpuPolicy::kDedicated;
-  ASSERT_TRUE(ledger->admitVm(stopped).ok());
+  ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitVm, stopped).ok());
 
   // The node as it runs: "alive" with its CPUs, a Burstable pod and a VM nobody told the ledger about.
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
@@ -149,7 +149,10 @@ TEST(LedgerValidationTest, APodWhoseContainersAreAllGoneGoesWithThem) {
   const auto topo = fourCpus();
   auto ledger = openLedger(tmp, topo, CpuSet{0});
   const PodSpec pod{"cut", "ns/cut", QosClass::kBurstable, 0, 0};
-  ASSERT_TRUE(ledger->admitContainer(pod, {"web", "aaa1", false, 100, 0, std::nullopt, std::nullopt}).ok());
+  ASSERT_TRUE(ledger
+                  ->apply(&Ledger::decideAdmitContainer, pod,
+                          {"web", "aaa1", false, 100, 0, std::nullopt, std::nullopt}, kNoneFinished)
+                  .ok());
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
   makeGroup(fs, path("kubepods/burstable/podcut"), topo->onlineCpus());
   auto scan = scanNode(fs, *makeV1Backend({{"cpuset", "cpuset"}}), TreeLayout{});
@@ -168,8 +171,11 @@ TEST(LedgerValidationTest, AShimRunPodsUnknownContainerIsLeftToTheShim) {
   const auto topo = fourCpus();
   auto ledger = openLedger(tmp, topo, CpuSet{0});
   const PodSpec pod{"shim", "ns/shim", QosClass::kBurstable, 0, 0};
-  ASSERT_TRUE(ledger->bindSandbox(pod, "5a5a").ok());
-  ASSERT_TRUE(ledger->admitContainer(pod, {"web", "aaa1", false, 7, 0, std::nullopt, std::nullopt}).ok());
+  ASSERT_TRUE(ledger->apply(&Ledger::decideBindSandbox, pod, "5a5a").ok());
+  ASSERT_TRUE(ledger
+                  ->apply(&Ledger::decideAdmitContainer, pod, {"web", "aaa1", false, 7, 0, std::nullopt, std::nullopt},
+                          kNoneFinished)
+                  .ok());
   auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
   makeGroup(fs, path("kubepods/burstable/podshim/5a5a"), topo->onlineCpus());
   makeGroup(fs, path("kubepods/burstable/podshim/aaa1"), topo->onlineCpus());

@@ -66,7 +66,7 @@ class LedgerVmMovesTest : public ::testing::Test {
   void expectRefused(const std::string& uuid, const std::vector<VmThreadMove>& moves, const std::string& why) {
     const StatePtr before = ledger_->state();
     const std::string vms_before = encodeVm(*before->vm(uuid));
-    auto moved = ledger_->moveVm(uuid, moves);
+    auto moved = ledger_->apply(&Ledger::decideMoveVm, uuid, moves);
     ASSERT_FALSE(moved.ok()) << why;
     EXPECT_THAT(moved.error().message(), HasSubstr(why));
     const StatePtr after = ledger_->state();
@@ -82,7 +82,7 @@ class LedgerVmMovesTest : public ::testing::Test {
 
 TEST_F(LedgerVmMovesTest, DedicatedVcpuMovesToAFreeCpuAndItsOldOneReturnsToTheSharedPool) {
   const VmSpec db = vm("01", VmCpuPolicy::kDedicated, 2);
-  auto placed = ledger_->admitVm(db);
+  auto placed = ledger_->apply(&Ledger::decideAdmitVm, db);
   ASSERT_TRUE(placed.ok()) << placed.error().message();
   const int from = placed->vcpuCpus.at(0);
   const int node = topology_->cpu(from)->numaNode;
@@ -91,7 +91,7 @@ TEST_F(LedgerVmMovesTest, DedicatedVcpuMovesToAFreeCpuAndItsOldOneReturnsToTheSh
     if (topology_->cpu(cpu)->numaNode == node) to = cpu;
   }
   ASSERT_NE(to, -1);
-  auto moved = ledger_->moveVm(db.uuid, {vcpu(0, to)});
+  auto moved = ledger_->apply(&Ledger::decideMoveVm, db.uuid, {vcpu(0, to)});
   ASSERT_TRUE(moved.ok()) << moved.error().message();
   EXPECT_EQ(moved->vcpuCpus.at(0), to);
   EXPECT_EQ(moved->vcpuCpus.at(1), placed->vcpuCpus.at(1));
@@ -104,28 +104,29 @@ TEST_F(LedgerVmMovesTest, DedicatedVcpuMovesToAFreeCpuAndItsOldOneReturnsToTheSh
   expectInvariants();
   // The same move again changes nothing; the moved placement is what a reopened ledger holds.
   const StatePtr now = ledger_->state();
-  EXPECT_TRUE(ledger_->moveVm(db.uuid, {vcpu(0, to)}).ok());
+  EXPECT_TRUE(ledger_->apply(&Ledger::decideMoveVm, db.uuid, {vcpu(0, to)}).ok());
   const StatePtr again = ledger_->state();
   EXPECT_EQ(again.get(), now.get());
   ledger_.reset();
   ledger_ = open();
   EXPECT_EQ(record(db.uuid).placement.vcpuCpus.at(0), to);
-  EXPECT_EQ(ledger_->admitVm(db)->vcpuCpus.at(0), to);  // the VM's spec admitted again: idempotent
+  EXPECT_EQ(ledger_->apply(&Ledger::decideAdmitVm, db)->vcpuCpus.at(0),
+            to);  // the VM's spec admitted again: idempotent
   expectInvariants();
 }
 
 TEST_F(LedgerVmMovesTest, TwoDedicatedThreadsOfOneVmSwapCpus) {
   VmSpec db = vm("02", VmCpuPolicy::kDedicated, 2);
   db.cpu.emulatorPolicy = HelperThreadPolicy::kIsolate;
-  auto placed = ledger_->admitVm(db);
+  auto placed = ledger_->apply(&Ledger::decideAdmitVm, db);
   ASSERT_TRUE(placed.ok()) << placed.error().message();
   const int a = placed->vcpuCpus.at(0), b = placed->vcpuCpus.at(1), e = *placed->emulatorCpus.begin();
-  auto swapped = ledger_->moveVm(db.uuid, {vcpu(0, b)});
+  auto swapped = ledger_->apply(&Ledger::decideMoveVm, db.uuid, {vcpu(0, b)});
   ASSERT_TRUE(swapped.ok()) << swapped.error().message();
   EXPECT_EQ(swapped->vcpuCpus.at(0), b);
   EXPECT_EQ(swapped->vcpuCpus.at(1), a);
   EXPECT_EQ(swapped->exclusive, placed->exclusive);
-  auto with_emulator = ledger_->moveVm(db.uuid, {emulator(a)});
+  auto with_emulator = ledger_->apply(&Ledger::decideMoveVm, db.uuid, {emulator(a)});
   ASSERT_TRUE(with_emulator.ok()) << with_emulator.error().message();
   EXPECT_EQ(with_emulator->emulatorCpus, CpuSet{a});
   EXPECT_EQ(with_emulator->vcpuCpus.at(1), e);
@@ -134,9 +135,9 @@ TEST_F(LedgerVmMovesTest, TwoDedicatedThreadsOfOneVmSwapCpus) {
 
 TEST_F(LedgerVmMovesTest, ASharedVcpuGivenACpuBecomesDedicatedAndGivenBackJoinsTheSharedDemand) {
   const VmSpec web = vm("03", VmCpuPolicy::kShared, 2);
-  ASSERT_TRUE(ledger_->admitVm(web).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, web).ok());
   const int64_t demand = sharedDemand();
-  auto moved = ledger_->moveVm(web.uuid, {vcpu(1, 9)});
+  auto moved = ledger_->apply(&Ledger::decideMoveVm, web.uuid, {vcpu(1, 9)});
   ASSERT_TRUE(moved.ok()) << moved.error().message();
   EXPECT_EQ(moved->vcpuCpus.at(0), kShared);
   EXPECT_EQ(moved->vcpuCpus.at(1), 9);
@@ -147,29 +148,29 @@ TEST_F(LedgerVmMovesTest, ASharedVcpuGivenACpuBecomesDedicatedAndGivenBackJoinsT
   EXPECT_FALSE(shared().contains(9));
   EXPECT_TRUE(now.placement.mems.empty());  // its memory was never bound and is not now
 
-  ASSERT_TRUE(ledger_->moveVm(web.uuid, {vcpu(0, 10)}).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideMoveVm, web.uuid, {vcpu(0, 10)}).ok());
   EXPECT_EQ(record(web.uuid).spec.cpu.cpuPolicy, VmCpuPolicy::kDedicated);
   EXPECT_TRUE(record(web.uuid).spec.cpu.mixedDedicatedVcpus.empty());
 
-  ASSERT_TRUE(ledger_->moveVm(web.uuid, {vcpu(0, std::nullopt), vcpu(1, std::nullopt)}).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideMoveVm, web.uuid, {vcpu(0, std::nullopt), vcpu(1, std::nullopt)}).ok());
   now = record(web.uuid);
   EXPECT_EQ(now.spec.cpu.cpuPolicy, VmCpuPolicy::kShared);
   EXPECT_TRUE(now.placement.exclusive.empty());
   EXPECT_EQ(sharedDemand(), demand);
   EXPECT_TRUE(shared().contains(9));
   // The VM's spec as it is now admits idempotently (what its rewritten metadata reads as).
-  EXPECT_TRUE(ledger_->admitVm(now.spec).ok());
+  EXPECT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, now.spec).ok());
   expectInvariants();
 }
 
 TEST_F(LedgerVmMovesTest, AnEmulatorGivenACpuIsIsolatedAndGivenBackShared) {
   const VmSpec web = vm("04", VmCpuPolicy::kShared, 1);
-  ASSERT_TRUE(ledger_->admitVm(web).ok());
-  auto isolated = ledger_->moveVm(web.uuid, {emulator(5)});
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, web).ok());
+  auto isolated = ledger_->apply(&Ledger::decideMoveVm, web.uuid, {emulator(5)});
   ASSERT_TRUE(isolated.ok()) << isolated.error().message();
   EXPECT_EQ(isolated->emulatorCpus, CpuSet{5});
   EXPECT_EQ(record(web.uuid).spec.cpu.emulatorPolicy, HelperThreadPolicy::kIsolate);
-  ASSERT_TRUE(ledger_->moveVm(web.uuid, {emulator(std::nullopt)}).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideMoveVm, web.uuid, {emulator(std::nullopt)}).ok());
   EXPECT_TRUE(record(web.uuid).placement.emulatorCpus.empty());
   EXPECT_EQ(record(web.uuid).spec.cpu.emulatorPolicy, HelperThreadPolicy::kShared);
   expectInvariants();
@@ -178,8 +179,8 @@ TEST_F(LedgerVmMovesTest, AnEmulatorGivenACpuIsIsolatedAndGivenBackShared) {
 TEST_F(LedgerVmMovesTest, AUserPinnedVmsPinsFollowTheMove) {
   VmSpec pinned = vm("05", VmCpuPolicy::kShared, 2);
   pinned.cpu.pinnedVcpuCpus = {4, kShared};
-  ASSERT_TRUE(ledger_->admitVm(pinned).ok());
-  ASSERT_TRUE(ledger_->moveVm(pinned.uuid, {vcpu(0, 6), vcpu(1, 7)}).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, pinned).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideMoveVm, pinned.uuid, {vcpu(0, 6), vcpu(1, 7)}).ok());
   EXPECT_EQ(record(pinned.uuid).spec.cpu.pinnedVcpuCpus, (std::vector<int>{6, 7}));
   EXPECT_EQ(record(pinned.uuid).placement.exclusive.format(), "6-7");
   expectInvariants();
@@ -187,21 +188,22 @@ TEST_F(LedgerVmMovesTest, AUserPinnedVmsPinsFollowTheMove) {
 
 TEST_F(LedgerVmMovesTest, EveryRefusalSaysWhyAndChangesNothing) {
   ContainerSpec app{"app", "app0001", false, 2000, 2000, 1ULL << 30, std::nullopt};
-  auto held = ledger_->admitContainer({"p1", "default/web", QosClass::kGuaranteed, 0, 0}, app);
+  auto held = ledger_->apply(&Ledger::decideAdmitContainer, {"p1", "default/web", QosClass::kGuaranteed, 0, 0}, app,
+                             kNoneFinished);
   ASSERT_TRUE(held.ok()) << held.error().message();
   const int theirs = held->exclusive.first();
   const VmSpec db = vm("06", VmCpuPolicy::kDedicated, 1);
-  auto placed = ledger_->admitVm(db);
+  auto placed = ledger_->apply(&Ledger::decideAdmitVm, db);
   ASSERT_TRUE(placed.ok()) << placed.error().message();
   const int other_node_cpu = topology_->cpu(placed->vcpuCpus.at(0))->numaNode == 0 ? 12 : 4;
   VmSpec sparse = vm("07", VmCpuPolicy::kShared, 1);
   sparse.cpu.maxVcpus = 2;
-  ASSERT_TRUE(ledger_->admitVm(sparse).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, sparse).ok());
   VmSpec cores = vm("08", VmCpuPolicy::kDedicated, 1);
   cores.cpu.threadPolicy = ThreadPolicy::kIsolate;
-  ASSERT_TRUE(ledger_->admitVm(cores).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, cores).ok());
   VmSpec defined = vm("09", VmCpuPolicy::kShared, 1);
-  ASSERT_TRUE(ledger_->reserveVm(defined).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideReserveVm, defined).ok());
 
   expectRefused(db.uuid, {vcpu(0, theirs)},
                 "CPU " + std::to_string(theirs) + " is held by container app of pod default/web");
@@ -216,7 +218,7 @@ TEST_F(LedgerVmMovesTest, EveryRefusalSaysWhyAndChangesNothing) {
   expectRefused(defined.uuid, {vcpu(0, 12)}, "is defined but not running");
   // All or nothing: a good move and a bad one in one call.
   expectRefused(sparse.uuid, {emulator(13), vcpu(0, 0)}, "CPU 0 is reserved");
-  EXPECT_EQ(ledger_->moveVm("8f0c1a52-0000-4000-8000-0000000000ff", {vcpu(0, 12)}).error().code(),
+  EXPECT_EQ(ledger_->apply(&Ledger::decideMoveVm, "8f0c1a52-0000-4000-8000-0000000000ff", {vcpu(0, 12)}).error().code(),
             ErrorCode::kNotFound);
   expectInvariants();
 }
@@ -224,19 +226,22 @@ TEST_F(LedgerVmMovesTest, EveryRefusalSaysWhyAndChangesNothing) {
 TEST_F(LedgerVmMovesTest, TheSharedPoolKeepsWhatItsTenantsNeed) {
   // 16 CPUs, all shared, for shared tenants asking for exactly 16: 13 for a pod, 2 vCPUs of web, 1 of api.
   ContainerSpec busy{"busy", "busy0001", false, 13000, 0, std::nullopt, 1ULL << 30};
-  ASSERT_TRUE(ledger_->admitContainer({"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy).ok());
+  ASSERT_TRUE(ledger_
+                  ->apply(&Ledger::decideAdmitContainer, {"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy,
+                          kNoneFinished)
+                  .ok());
   const VmSpec web = vm("10", VmCpuPolicy::kShared, 2);
-  ASSERT_TRUE(ledger_->admitVm(web).ok());
-  ASSERT_TRUE(ledger_->admitVm(vm("11", VmCpuPolicy::kShared, 1)).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, web).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, vm("11", VmCpuPolicy::kShared, 1)).ok());
   // An emulator taking a CPU takes it from tenants that need every one.
   expectRefused(web.uuid, {emulator(14)}, "must stay shared");
   // A vCPU taking a CPU takes its own demand with it: 15 CPUs for 15.
-  ASSERT_TRUE(ledger_->moveVm(web.uuid, {vcpu(1, 15)}).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideMoveVm, web.uuid, {vcpu(1, 15)}).ok());
   expectRefused(web.uuid, {emulator(14)}, "must stay shared");
   expectRefused(web.uuid, {vcpu(0, 14), emulator(13)}, "must stay shared");
-  ASSERT_TRUE(ledger_->moveVm(web.uuid, {vcpu(0, 14)}).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideMoveVm, web.uuid, {vcpu(0, 14)}).ok());
   // Both given back: their demand must fit the pool they return to.
-  auto back = ledger_->moveVm(web.uuid, {vcpu(0, std::nullopt), vcpu(1, std::nullopt)});
+  auto back = ledger_->apply(&Ledger::decideMoveVm, web.uuid, {vcpu(0, std::nullopt), vcpu(1, std::nullopt)});
   ASSERT_TRUE(back.ok()) << back.error().message();
   EXPECT_EQ(sharedDemand(), 16000);
   expectInvariants();
@@ -246,10 +251,10 @@ TEST_F(LedgerVmMovesTest, TheSharedPoolKeepsWhatItsTenantsNeed) {
 TEST_F(LedgerVmMovesTest, AVcpuPluggedIntoADedicatedVmGetsItsOwnCpuOnItsMemorysNodeAndUnplugGivesItBack) {
   VmSpec db = vm("20", VmCpuPolicy::kDedicated, 1);
   db.cpu.maxVcpus = 3;
-  auto placed = ledger_->admitVm(db);
+  auto placed = ledger_->apply(&Ledger::decideAdmitVm, db);
   ASSERT_TRUE(placed.ok()) << placed.error().message();
   const int node = topology_->cpu(placed->vcpuCpus.at(0))->numaNode;
-  auto plugged = ledger_->vcpusOnline(db.uuid, {0, 2});
+  auto plugged = ledger_->apply(&Ledger::decideVcpusOnline, db.uuid, {0, 2});
   ASSERT_TRUE(plugged.ok()) << plugged.error().message();
   EXPECT_TRUE(plugged->notes.empty());
   const int cpu = plugged->placement.vcpuCpus.at(2);
@@ -260,8 +265,8 @@ TEST_F(LedgerVmMovesTest, AVcpuPluggedIntoADedicatedVmGetsItsOwnCpuOnItsMemorysN
   EXPECT_EQ(record(db.uuid).spec.cpu.cpuPolicy, VmCpuPolicy::kDedicated);
   expectInvariants();
   // The VM's spec as it now is admits idempotently (what its live XML reads as).
-  EXPECT_TRUE(ledger_->admitVm(record(db.uuid).spec).ok());
-  auto unplugged = ledger_->vcpusOnline(db.uuid, {0});
+  EXPECT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, record(db.uuid).spec).ok());
+  auto unplugged = ledger_->apply(&Ledger::decideVcpusOnline, db.uuid, {0});
   ASSERT_TRUE(unplugged.ok()) << unplugged.error().message();
   EXPECT_FALSE(unplugged->placement.vcpuCpus.contains(2));
   EXPECT_TRUE(shared().contains(cpu));
@@ -274,13 +279,16 @@ TEST_F(LedgerVmMovesTest, APluggedVcpuWithNoFreeCpuRunsOnTheSharedPoolCountedAnd
   VmSpec db = vm("21", VmCpuPolicy::kDedicated, 2);
   db.cpu.maxVcpus = 3;
   db.cpu.preferredNumaNodes = {0};
-  auto placed = ledger_->admitVm(db);
+  auto placed = ledger_->apply(&Ledger::decideAdmitVm, db);
   ASSERT_TRUE(placed.ok()) << placed.error().message();
   ASSERT_EQ(placed->mems.format(), "0");
-  ASSERT_TRUE(ledger_->admitContainer({"p1", "default/web", QosClass::kGuaranteed, 0, 0}, app).ok());
+  ASSERT_TRUE(
+      ledger_
+          ->apply(&Ledger::decideAdmitContainer, {"p1", "default/web", QosClass::kGuaranteed, 0, 0}, app, kNoneFinished)
+          .ok());
   ASSERT_TRUE((freeForExclusive() & CpuSet::parse("0-7").value()).empty()) << freeForExclusive().format();
   const int64_t demand = sharedDemand();
-  auto plugged = ledger_->vcpusOnline(db.uuid, {0, 1, 2});
+  auto plugged = ledger_->apply(&Ledger::decideVcpusOnline, db.uuid, {0, 1, 2});
   ASSERT_TRUE(plugged.ok()) << plugged.error().message();
   EXPECT_EQ(plugged->placement.vcpuCpus.at(2), kShared);
   ASSERT_EQ(plugged->notes.size(), 1u);
@@ -293,33 +301,36 @@ TEST_F(LedgerVmMovesTest, APluggedVcpuWithNoFreeCpuRunsOnTheSharedPoolCountedAnd
 
 TEST_F(LedgerVmMovesTest, ASharedVmsPluggedVcpuAddsDemandOrIsRefusedWhenThePoolCannotTakeIt) {
   ContainerSpec busy{"busy", "busy0001", false, 15000, 0, std::nullopt, 1ULL << 30};
-  ASSERT_TRUE(ledger_->admitContainer({"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy).ok());
+  ASSERT_TRUE(ledger_
+                  ->apply(&Ledger::decideAdmitContainer, {"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy,
+                          kNoneFinished)
+                  .ok());
   VmSpec web = vm("22", VmCpuPolicy::kShared, 1);
   web.cpu.maxVcpus = 2;
-  ASSERT_TRUE(ledger_->admitVm(web).ok());
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, web).ok());
   const StatePtr before = ledger_->state();
-  auto refused = ledger_->vcpusOnline(web.uuid, {0, 1});
+  auto refused = ledger_->apply(&Ledger::decideVcpusOnline, web.uuid, {0, 1});
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(), HasSubstr("needs 1000m of the shared pool"));
   const StatePtr after = ledger_->state();
   EXPECT_EQ(after.get(), before.get());
   expectInvariants();
-  EXPECT_EQ(ledger_->vcpusOnline(web.uuid, {0, 5}).error().code(), ErrorCode::kInvalidArgument);
-  EXPECT_EQ(ledger_->vcpusOnline(web.uuid, {1, 0}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ledger_->apply(&Ledger::decideVcpusOnline, web.uuid, {0, 5}).error().code(), ErrorCode::kInvalidArgument);
+  EXPECT_EQ(ledger_->apply(&Ledger::decideVcpusOnline, web.uuid, {1, 0}).error().code(), ErrorCode::kInvalidArgument);
 }
 
 TEST_F(LedgerVmMovesTest, AUserPinnedOfflineVcpuTakesTheCpuHeldForItWhenPlugged) {
   VmSpec pinned = vm("23", VmCpuPolicy::kShared, 1);
   pinned.cpu.maxVcpus = 2;
   pinned.cpu.pinnedVcpuCpus = {4, 5};
-  auto placed = ledger_->admitVm(pinned);
+  auto placed = ledger_->apply(&Ledger::decideAdmitVm, pinned);
   ASSERT_TRUE(placed.ok()) << placed.error().message();
   EXPECT_EQ(placed->heldBack.format(), "5");
-  auto plugged = ledger_->vcpusOnline(pinned.uuid, {0, 1});
+  auto plugged = ledger_->apply(&Ledger::decideVcpusOnline, pinned.uuid, {0, 1});
   ASSERT_TRUE(plugged.ok()) << plugged.error().message();
   EXPECT_EQ(plugged->placement.vcpuCpus.at(1), 5);
   EXPECT_TRUE(plugged->placement.heldBack.empty());
-  auto unplugged = ledger_->vcpusOnline(pinned.uuid, {0});
+  auto unplugged = ledger_->apply(&Ledger::decideVcpusOnline, pinned.uuid, {0});
   ASSERT_TRUE(unplugged.ok()) << unplugged.error().message();
   EXPECT_EQ(unplugged->placement.heldBack.format(), "5");  // held for it again
   EXPECT_FALSE(shared().contains(5));
@@ -332,11 +343,14 @@ TEST_F(LedgerVmMovesTest, APluggedVcpuTheSharedPoolCannotSpareACpuForRunsOnItIns
   ledger_ = open();
   // Shared tenants ask for 14.8 CPUs: 15 must stay shared; the dedicated VM's first vCPU takes the 16th.
   ContainerSpec busy{"busy", "busy0001", false, 14800, 0, std::nullopt, 1ULL << 30};
-  ASSERT_TRUE(ledger_->admitContainer({"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy).ok());
+  ASSERT_TRUE(ledger_
+                  ->apply(&Ledger::decideAdmitContainer, {"p2", "default/busy", QosClass::kBurstable, 0, 0}, busy,
+                          kNoneFinished)
+                  .ok());
   VmSpec db = vm("24", VmCpuPolicy::kDedicated, 1);
   db.cpu.maxVcpus = 2;
-  ASSERT_TRUE(ledger_->admitVm(db).ok());
-  auto plugged = ledger_->vcpusOnline(db.uuid, {0, 1});
+  ASSERT_TRUE(ledger_->apply(&Ledger::decideAdmitVm, db).ok());
+  auto plugged = ledger_->apply(&Ledger::decideVcpusOnline, db.uuid, {0, 1});
   ASSERT_TRUE(plugged.ok()) << plugged.error().message();
   EXPECT_EQ(plugged->placement.vcpuCpus.at(1), kShared);
   ASSERT_EQ(plugged->notes.size(), 1u);

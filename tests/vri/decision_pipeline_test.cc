@@ -278,7 +278,10 @@ TEST(DecisionPipelineTest, AFailedCommitChangesNothing) {
   }
   // The ledger on its own (no cgroups) refuses the same way.
   p.store.failApplies = 1;
-  EXPECT_FALSE(p.ledger->admitContainer(pod(uid(5), QosClass::kBurstable), shared("c5", 100)).ok());
+  EXPECT_FALSE(
+      p.ledger
+          ->apply(&Ledger::decideAdmitContainer, pod(uid(5), QosClass::kBurstable), shared("c5", 100), kNoneFinished)
+          .ok());
   EXPECT_EQ(p.ledger->state(), before);
 }
 
@@ -389,7 +392,8 @@ TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands
   EXPECT_FALSE(p.memory_.stored().pods.count(uid(1)));
   ASSERT_TRUE(checkLedgerInvariants(*held, p.ledger->topology(), p.ledger->config()).ok());
   // Nobody gets the freed CPUs while the write is pending.
-  auto other = p.ledger->admitContainer(pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 3));
+  auto other = p.ledger->apply(&Ledger::decideAdmitContainer, pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 3),
+                               kNoneFinished);
   ASSERT_TRUE(other.ok()) << other.error().message();
   EXPECT_FALSE(other->exclusive.intersects(freed));
   p.fs.failing = false;

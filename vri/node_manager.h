@@ -89,10 +89,10 @@ class NodeManager {
     facts_.options = std::move(options);
   }
   const TreeLayout& layout() const { return sync_.layout(); }
+  // What every VM's memory is admitted with besides its own.
+  uint64_t vmMemoryOverheadBytes() const { return ledger_.config().vmMemoryOverheadBytes; }
   // A VM's memory as admitted: its own and the configured overhead.
-  uint64_t vmMemoryBytes(const VmRecord& vm) const {
-    return vm.spec.memoryBytes + ledger_.config().vmMemoryOverheadBytes;
-  }
+  uint64_t vmMemoryBytes(const VmRecord& vm) const { return vm.spec.memoryBytes + vmMemoryOverheadBytes(); }
   std::shared_ptr<EventSubscription> subscribe(size_t recent = 0) { return events_.subscribe(recent); }
   // An event of vrid's libvirt side, which decides nothing (PINS_PENDING, PINS_SET).
   void announce(EventKind kind, const std::string& tenant, const std::string& detail) {

@@ -8,63 +8,51 @@
 #include "proto/grpc_bytes.h"
 #include "proto/grpc_status.h"
 #include "vri/api_convert.h"
+#include "vri/ledger_views.h"
+#include "vri/usage_convert.h"
 
 namespace vri {
 
 namespace {
 
-void fillNode(const LedgerState& s, const Topology& topology, const NodeFacts& facts, v1::Node& reply) {
-  reply.set_online_cpus(topology.onlineCpus().count());
-  reply.set_online_cpu_list(topology.onlineCpus().format());
-  for (const CpuLocation& cpu : topology.cpus()) {
-    v1::CpuInfo& info = *reply.add_cpus();
-    info.set_id(cpu.cpu);
-    info.set_package(cpu.package);
-    info.set_numa_node(cpu.numaNode);
-    info.set_core(cpu.core);
+Result<VmThreadMove> threadMoveFrom(const v1::ThreadPin& pin) {
+  VmThreadMove move;
+  move.thread = pin.thread() == v1::ThreadPin::EMULATOR ? VmThreadMove::Thread::kEmulator : VmThreadMove::Thread::kVcpu;
+  move.id = pin.id();
+  if (move.thread == VmThreadMove::Thread::kVcpu && move.id < 0) {
+    return Error::invalidArgument("pins: vCPU id " + std::to_string(move.id) + " is negative");
   }
-  reply.set_numa_nodes(static_cast<int>(topology.numaNodes().size()));
-  reply.set_topology_source(topology.source());
-  reply.set_packages(static_cast<int>(topology.packages().size()));
-  reply.set_cores(static_cast<int>(topology.cores().size()));
-  for (const NumaNode& node : topology.numaNodes()) {
-    v1::NumaNodeInfo& info = *reply.add_numa();
-    info.set_id(node.id);
-    info.set_cpus(node.cpus.format());
-    info.set_memory_bytes(node.memoryBytes);
-    for (const auto& [size, pages] : node.hugepages) (*info.mutable_hugepages())[size] = pages;
-    info.set_free_memory_bytes(s.numa.freeOn({node.id}, kRegularMemory));
-    info.set_exclusive_cpus_available(s.pool.exclusiveCapacityWithin(node.cpus));
-    for (const NumaNode& to : topology.numaNodes())
-      (*info.mutable_distances())[to.id] = topology.distance(node.id, to.id);
+  if (pin.cpus() == "shared") return move;
+  auto cpus = CpuSet::parse(pin.cpus());
+  if (!cpus.ok()) return std::move(cpus).context("pins: " + move.name()).error();
+  if (cpus->count() != 1) {
+    return Error::invalidArgument("pins: " + move.name() + " given " + quoteForMessage(pin.cpus()) +
+                                  ": a dedicated thread holds exactly one CPU of its own; give one CPU, or 'shared'");
   }
-  reply.set_reserved_cpus(s.reserved().format());
-  reply.set_shared_cpus(s.shared().format());
-  for (const auto& [owner, grant] : s.grants()) (*reply.mutable_exclusive_cpus())[owner] = grant.all().format();
-  reply.set_shared_demand_milli(s.totals.sharedDemandMilli);
-  reply.set_shared_tenants(s.totals.sharedTenants);
-  reply.set_admitted_memory_bytes(s.totals.admittedMemoryBytes);
-  reply.set_pods(static_cast<int>(s.pods.size()));
-  reply.set_vms(static_cast<int>(s.vms.size()));
-  reply.set_capacity_cpu_milli(facts.allocatable.capacityCpuMilli);
-  reply.set_allocatable_cpu_milli(facts.allocatable.allocatableCpuMilli);
-  reply.set_capacity_memory_bytes(facts.allocatable.capacityMemoryBytes);
-  reply.set_allocatable_memory_bytes(facts.allocatable.allocatableMemoryBytes);
-  reply.set_strict_cpu_reservation(facts.strictCpuReservation);
-  reply.set_cgroup_version(facts.cgroupVersion == CgroupVersion::kV2 ? "v2" : "v1");
-  reply.set_cgroup_driver(std::string(kubeletDriverName(facts.kubeletDriver)));
-  for (const auto& [name, value] : facts.options) (*reply.mutable_options())[name] = value;
+  move.cpu = cpus->first();
+  return move;
 }
+
+v1::MoveVmReply::Live liveMessage(LivePinsOutcome::State state) {
+  switch (state) {
+    case LivePinsOutcome::State::kApplied: return v1::MoveVmReply::APPLIED;
+    case LivePinsOutcome::State::kPending: return v1::MoveVmReply::PENDING;
+    case LivePinsOutcome::State::kDefinitionFailed: return v1::MoveVmReply::DEFINITION_FAILED;
+    case LivePinsOutcome::State::kNoLibvirt: return v1::MoveVmReply::NO_LIBVIRT;
+  }
+  return v1::MoveVmReply::LIVE_UNSPECIFIED;
+}
+
+Error samplingOff() { return Error::failedPrecondition("vrid does not sample usage (usage_interval_ms = 0)"); }
 
 }  // namespace
 
-grpc::Status VriService::denyOnReadOnly(const char* method) const {
-  if (access_ == SocketAccess::kAdmin) return grpc::Status::OK;
-  return grpc::Status(grpc::StatusCode::PERMISSION_DENIED,
-                      std::string(method) + " changes the ledger; use the admin socket");
+Result<void> VriService::checkAdmin(const char* method) const {
+  if (access_ == SocketAccess::kAdmin) return {};
+  return Error(ErrorCode::kPermissionDenied, std::string(method) + " changes the ledger; use the admin socket");
 }
 
-grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
+Result<void> VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
   const StatePtr now = node_.state();
   fillNode(*now, node_.topology(), node_.facts(), reply);
   reply.set_cpuset_partitions(node_.cpusetPartitions());
@@ -77,7 +65,22 @@ grpc::Status VriService::getNode(const v1::GetNodeRequest&, v1::Node& reply) {
     out.set_version(client.version);
     out.set_seconds_since_last_call(std::chrono::duration_cast<std::chrono::seconds>(client.sinceLastCall).count());
   }
-  return grpc::Status::OK;
+  return {};
+}
+
+LedgerViewFacts VriService::viewFacts(const LedgerState& state) const {
+  return {*kubeletNamer_, node_.wideSharedCpus(state), node_.vmMemoryOverheadBytes()};
+}
+
+Result<void> VriService::listTenants(const v1::ListTenantsRequest& request, v1::TenantList& reply) {
+  const StatePtr now = node_.state();
+  vri::listTenants(*now, viewFacts(*now), request.kind(), reply);
+  return {};
+}
+
+Result<void> VriService::getTenant(const v1::GetTenantRequest& request, v1::Tenant& reply) {
+  const StatePtr now = node_.state();
+  return vri::getTenant(*now, viewFacts(*now), request, reply);
 }
 
 void VriService::logRefusal(const char* method, const grpc::Status& status) const {
@@ -108,7 +111,8 @@ VriService::Reactor* VriService::decideAsync(CallbackContext* context, const cha
   const auto started = std::chrono::steady_clock::now();
   std::string agent = userAgent(context);
   Reactor* reactor = context->DefaultReactor();
-  if (auto denied = runs == Runs::kDecides ? denyOnReadOnly(method) : grpc::Status::OK; !denied.ok()) {
+  if (auto admin = runs == Runs::kDecides ? checkAdmin(method) : Result<void>(); !admin.ok()) {
+    const grpc::Status denied = toGrpcStatus(admin.error());
     logRefusal(method, denied);
     account(method, agent, runs, denied, started);
     reactor->Finish(denied);
@@ -168,7 +172,7 @@ VriService::Reactor* VriService::refuseUnparsed(CallbackContext* context, const 
 
 template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
-                                       Runs runs, std::function<grpc::Status(const Request&, Reply&)> call) {
+                                       Runs runs, std::function<Result<void>(const Request&, Reply&)> call) {
   const auto started = std::chrono::steady_clock::now();
   const std::string agent = userAgent(context);
   // Versions are what root's programs run: anyone may open the read-only socket and claim to be one.
@@ -180,9 +184,10 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
   }
   auto answer = [request, out, call = std::move(call)] {
     Reply reply;
-    grpc::Status status = call(*request, reply);
-    if (status.ok()) *out = toBytes(reply);
-    return status;
+    const Result<void> done = call(*request, reply);
+    if (!done.ok()) return toGrpcStatus(done.error());
+    *out = toBytes(reply);
+    return grpc::Status::OK;
   };
   if (runs != Runs::kAtOnce) return decide(context, method, runs, std::move(answer));
   Reactor* reactor = context->DefaultReactor();
@@ -194,7 +199,7 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
 
 template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
-                                       Runs runs, grpc::Status (VriService::*call)(const Request&, Reply&)) {
+                                       Runs runs, Result<void> (VriService::*call)(const Request&, Reply&)) {
   return serve<Request, Reply>(context, method, in, out, runs,
                                [this, call](const Request& r, Reply& reply) { return (this->*call)(r, reply); });
 }
@@ -248,7 +253,7 @@ VriService::Reactor* VriService::ListTenants(CallbackContext* c, const Bytes* in
 }
 
 VriService::Reactor* VriService::GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "GetUsage", in, out, Runs::kAtOnce, &VriService::getUsage);  // vri_service_usage.cc
+  return serve(c, "GetUsage", in, out, Runs::kAtOnce, &VriService::getUsage);
 }
 
 VriService::Reactor* VriService::GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) {
@@ -265,164 +270,160 @@ VriService::Reactor* VriService::GetTree(CallbackContext* c, const Bytes* in, By
   return serve(c, "GetTree", in, out, Runs::kScans, &VriService::getTree);
 }
 
-grpc::Status VriService::admitVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
+Result<void> VriService::admitVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
   return vmDecision(r, reply, &NodeManager::admitVm);
 }
 
-grpc::Status VriService::reserveVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
+Result<void> VriService::reserveVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
   return vmDecision(r, reply, &NodeManager::reserveVm);
 }
 
-grpc::Status VriService::resizeVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
+Result<void> VriService::resizeVm(const v1::AdmitVmRequest& r, v1::VmAllocation& reply) {
   return vmDecision(r, reply, &NodeManager::resizeVm);
 }
 
-grpc::Status VriService::releaseVm(const v1::ReleaseVmRequest& r, v1::Released&) {
-  if (!isUuid(r.uuid()))
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "uuid: not a UUID: " + quoteForMessage(r.uuid()));
+Result<void> VriService::releaseVm(const v1::ReleaseVmRequest& r, v1::Released&) {
+  if (!isUuid(r.uuid())) return Error::invalidArgument("uuid: not a UUID: " + quoteForMessage(r.uuid()));
   auto released = node_.releaseVm(r.uuid());
-  return released.ok() ? grpc::Status::OK : toGrpcStatus(released.error());
+  if (!released.ok()) return released.error();
+  return {};
 }
 
-grpc::Status VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply) {
+Result<void> VriService::admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply) {
   const v1::AdmitPodRequest* r = &request;
   v1::PodAllocation* reply_ptr = &reply;
   auto pod = podFrom(*r, *kubeletNamer_);
-  if (!pod.ok()) return toGrpcStatus(pod.error());
+  if (!pod.ok()) return pod.error();
   std::vector<ContainerSpec> containers;
   for (const v1::ContainerResources& c : r->containers()) {
     auto spec = containerFrom(c);
-    if (!spec.ok()) return toGrpcStatus(std::move(spec).error().addContext("containers"));
+    if (!spec.ok()) return std::move(spec).error().addContext("containers");
     containers.push_back(*spec);
   }
   if (!pod->outsideKubeletTree) {  // outside: the runtime's own place, which vrid does not name
     auto path = kubeletNamer_->pod(pod->qos, pod->uid);
-    if (!path.ok()) return toGrpcStatus(path.error());
+    if (!path.ok()) return path.error();
     reply_ptr->set_cgroup_path("/" + path->str());
   }
   bool recorded_now = false;
   if (!r->sandbox_id().empty() || containers.empty()) {
     auto recorded = node_.bindSandbox(*pod, r->sandbox_id());
-    if (!recorded.ok()) return toGrpcStatus(recorded.error());
+    if (!recorded.ok()) return recorded.error();
     recorded_now = *recorded;
     reply_ptr->set_is_new(*recorded);
   }
-  if (containers.empty()) return grpc::Status::OK;
+  if (containers.empty()) return {};
   auto placed = node_.admitPod(*pod, containers);
   if (!placed.ok()) {
     // All or nothing: a pod this call recorded goes again (decisions run one at a
     // time on this thread, so no other decision was taken on it in between).
     if (recorded_now) {
       if (auto undone = node_.releasePod(pod->uid, {}); !undone.ok())
-        return toGrpcStatus(std::move(placed).error().addContext("undo failed too (" + undone.error().message() + ")"));
+        return std::move(placed).error().addContext("undo failed too (" + undone.error().message() + ")");
     }
-    return toGrpcStatus(placed.error());
+    return placed.error();
   }
   for (size_t i = 0; i < containers.size(); ++i)
     fillContainerAllocation(*pod, containers[i], (*placed)[i], *kubeletNamer_, *reply_ptr->add_containers());
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
+Result<void> VriService::admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
   const v1::AdmitContainerRequest* r = &request;
   auto pod = podFrom(*r, *kubeletNamer_);
-  if (!pod.ok()) return toGrpcStatus(pod.error());
+  if (!pod.ok()) return pod.error();
   auto container = containerFrom(*r);
-  if (!container.ok()) return toGrpcStatus(container.error());
+  if (!container.ok()) return container.error();
   for (const std::string& name : r->finished_containers()) {
     if (auto valid = validateContainerName(name); !valid.ok())
-      return toGrpcStatus(std::move(valid).context("finished_containers").error());
+      return std::move(valid).context("finished_containers").error();
   }
   const std::vector<std::string> finished(r->finished_containers().begin(), r->finished_containers().end());
   std::optional<CpuSet> running;
   if (!r->running_cpus().empty()) {
     auto parsed = CpuSet::parse(r->running_cpus());
-    if (!parsed.ok()) return toGrpcStatus(std::move(parsed).context("running_cpus").error());
+    if (!parsed.ok()) return std::move(parsed).context("running_cpus").error();
     running = *parsed;
   }
   WriteStats written;
   auto placed = running ? node_.adoptOrAdmitContainer(*pod, *container, *running)
                         : node_.admitContainer(*pod, *container, finished, &written);
-  if (!placed.ok()) return toGrpcStatus(placed.error());
+  if (!placed.ok()) return placed.error();
   fillContainerAllocation(*pod, *container, *placed, *kubeletNamer_, reply);
   reply.set_is_new(placed->placedNow);
   reply.set_cgroup_write_us(static_cast<uint64_t>(written.took.count()));
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::releaseContainer(const v1::ReleaseContainerRequest& r, v1::Released& reply) {
+Result<void> VriService::releaseContainer(const v1::ReleaseContainerRequest& r, v1::Released& reply) {
   std::string uid = r.pod_uid(), name = r.container_name();
   ReleaseGuard guard{r.container_id(), r.only_unbound()};
   if (uid.empty()) {
     if (r.container_id().empty())
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "pod_uid: give pod_uid and container_name, or container_id");
+      return Error::invalidArgument("pod_uid: give pod_uid and container_name, or container_id");
     const StatePtr state = node_.state();
     const RuntimeOwner* owner = state->runtimeOwner(r.container_id());
-    if (owner == nullptr || owner->isSandbox()) return grpc::Status::OK;  // not held by any container: nothing to do
+    if (owner == nullptr || owner->isSandbox()) return {};  // not held by any container: nothing to do
     uid = owner->podUid;
     name = owner->container;
   } else if (name.empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "container_name: must not be empty");
+    return Error::invalidArgument("container_name: must not be empty");
   }
   auto released = node_.releaseContainer(uid, name, guard);
-  if (!released.ok()) return toGrpcStatus(released.error());
+  if (!released.ok()) return released.error();
   reply.set_released(*released);
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::releasePod(const v1::ReleasePodRequest& r, v1::Released& reply) {
+Result<void> VriService::releasePod(const v1::ReleasePodRequest& r, v1::Released& reply) {
   std::string uid = r.pod_uid();
   ReleaseGuard guard{r.sandbox_id(), r.only_unbound()};
   if (uid.empty()) {
-    if (r.sandbox_id().empty())
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "pod_uid: give pod_uid or sandbox_id");
+    if (r.sandbox_id().empty()) return Error::invalidArgument("pod_uid: give pod_uid or sandbox_id");
     const StatePtr state = node_.state();
     const RuntimeOwner* owner = state->runtimeOwner(r.sandbox_id());
-    if (owner == nullptr || !owner->isSandbox()) return grpc::Status::OK;  // not a current sandbox: nothing to do
+    if (owner == nullptr || !owner->isSandbox()) return {};  // not a current sandbox: nothing to do
     uid = owner->podUid;
   }
   auto released = node_.releasePod(uid, guard);
-  if (!released.ok()) return toGrpcStatus(released.error());
+  if (!released.ok()) return released.error();
   reply.set_released(*released);
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
+Result<void> VriService::resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply) {
   v1::AdmitContainerRequest by_id;  // the request with the container found by its runtime id
   const v1::AdmitContainerRequest* r = &request;
   if (request.pod_uid().empty() && request.container_id().empty()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "container_id: must not be empty (or give pod_uid and container_name)");
+    return Error::invalidArgument("container_id: must not be empty (or give pod_uid and container_name)");
   }
   // A resize changes a container's resources, never its pod's class: a class given must be a
   // class, and the pod's.
   std::optional<QosClass> given_qos;
   if (request.qos() != v1::QOS_UNSPECIFIED) {
     auto qos = qosFrom(request.qos());
-    if (!qos.ok()) return toGrpcStatus(qos.error());
+    if (!qos.ok()) return qos.error();
     given_qos = *qos;
   }
   if (request.pod_uid().empty()) {
     const StatePtr state = node_.state();
     const RuntimeOwner* owner = state->runtimeOwner(request.container_id());
     if (owner == nullptr || owner->isSandbox())
-      return grpc::Status(grpc::StatusCode::NOT_FOUND,
-                          "container_id: no container holds runtime id " + quoteForMessage(request.container_id()));
+      return Error::notFound("container_id: no container holds runtime id " + quoteForMessage(request.container_id()));
     by_id = request;
     by_id.set_pod_uid(owner->podUid);
     by_id.set_container_name(owner->container);
     r = &by_id;
   }
   auto container = containerFrom(*r);
-  if (!container.ok()) return toGrpcStatus(container.error());
+  if (!container.ok()) return container.error();
   const StatePtr state = node_.state();
   const PodRecord* pod = state->pod(r->pod_uid());
-  if (!pod) return grpc::Status(grpc::StatusCode::NOT_FOUND, "pod_uid: no pod " + r->pod_uid() + " was admitted");
+  if (!pod) return Error::notFound("pod_uid: no pod " + r->pod_uid() + " was admitted");
   if (given_qos && *given_qos != pod->spec.qos) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "qos: pod " + quoteForMessage(pod->spec.name) + " is " +
-                                                                std::string(qosClassName(pod->spec.qos)) +
-                                                                "; a resize does not change a pod's QoS class");
+    return Error::invalidArgument("qos: pod " + quoteForMessage(pod->spec.name) + " is " +
+                                  std::string(qosClassName(pod->spec.qos)) +
+                                  "; a resize does not change a pod's QoS class");
   }
   v1::ContainerResources previous;
   if (const auto known = pod->containers.find(container->name); known != pod->containers.end()) {
@@ -436,36 +437,34 @@ grpc::Status VriService::resizeContainer(const v1::AdmitContainerRequest& reques
     previous.set_memory_request_bytes(before.memoryRequestBytes.value_or(0));
   }
   auto placed = node_.resizeContainer(r->pod_uid(), *container);
-  if (!placed.ok()) return toGrpcStatus(placed.error());
+  if (!placed.ok()) return placed.error();
   fillContainerAllocation(pod->spec, *container, *placed, *kubeletNamer_, reply);
   *reply.mutable_previous() = std::move(previous);
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocation& reply,
+Result<void> VriService::vmDecision(const v1::AdmitVmRequest& r, v1::VmAllocation& reply,
                                     Result<VmCpuPlacement> (NodeManager::*decide)(const VmSpec&)) {
   auto vm = vmFrom(r);
-  if (!vm.ok()) return toGrpcStatus(vm.error());
+  if (!vm.ok()) return vm.error();
   auto placed = (node_.*decide)(*vm);
-  if (!placed.ok()) return toGrpcStatus(placed.error());
+  if (!placed.ok()) return placed.error();
   const StatePtr now = node_.state();
   fillVmAllocation(vm->cpu, *placed, node_.wideSharedCpus(*now), reply);
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply) {
+Result<void> VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply) {
   const v1::VmStartedRequest* r = &request;
-  if (!isUuid(r->uuid()))
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "uuid: not a UUID: " + quoteForMessage(r->uuid()));
+  if (!isUuid(r->uuid())) return Error::invalidArgument("uuid: not a UUID: " + quoteForMessage(r->uuid()));
   // The kernel's pids run from 1 to PID_MAX_LIMIT (2^22).
   if (r->qemu_pid() < 1 || r->qemu_pid() > (1 << 22))
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                        "qemu_pid: not a process id: " + std::to_string(r->qemu_pid()));
+    return Error::invalidArgument("qemu_pid: not a process id: " + std::to_string(r->qemu_pid()));
   auto started = node_.vmStarted(r->uuid(), r->qemu_pid());
-  if (!started.ok()) return toGrpcStatus(started.error());
+  if (!started.ok()) return started.error();
   reply.set_scope(started->first.str());
   reply.set_cgroup_writes(started->second);
-  return grpc::Status::OK;
+  return {};
 }
 
 grpc::Status VriService::streamRefused(const char* method) const {
@@ -484,39 +483,106 @@ grpc::Status VriService::Watch(Context* context, const v1::WatchRequest* request
     for (const Event& event : node_.recentEvents(request->recent())) {
       if (!writer->Write(toEventMessage(event))) break;
     }
-    return grpc::Status::OK;
+    return {};
   }
   const auto subscription = node_.subscribe(request->recent());
   Event event;
   while (!context->IsCancelled()) {
     switch (subscription->next(std::chrono::milliseconds(200), event)) {
-      case EventSubscription::Next::kClosed: return grpc::Status::OK;
+      case EventSubscription::Next::kClosed: return {};
       case EventSubscription::Next::kTimeout: break;
       case EventSubscription::Next::kEvent:
-        if (!writer->Write(toEventMessage(event))) return grpc::Status::OK;  // the watcher went away
+        if (!writer->Write(toEventMessage(event))) return {};  // the watcher went away
         break;
     }
   }
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::reconcile(const v1::ReconcileRequest& r, v1::ReconcileReply& reply) {
-  if (!r.dry_run()) {
-    if (auto denied = denyOnReadOnly("Reconcile"); !denied.ok()) return denied;
-  }
+Result<void> VriService::reconcile(const v1::ReconcileRequest& r, v1::ReconcileReply& reply) {
+  if (!r.dry_run()) VRI_TRY(checkAdmin("Reconcile"));
   auto report = node_.reconcile(r.dry_run());
-  if (!report.ok()) return toGrpcStatus(report.error());
+  if (!report.ok()) return report.error();
   for (const auto& line : report->drift) reply.add_drift(line);
   for (const auto& line : report->operations) reply.add_operations(line);
   for (const auto& line : report->notes) reply.add_notes(line);
-  return grpc::Status::OK;
+  return {};
 }
 
-grpc::Status VriService::getTree(const v1::GetTreeRequest& r, v1::CgroupTree& reply) {
+Result<void> VriService::getTree(const v1::GetTreeRequest& r, v1::CgroupTree& reply) {
   auto view = node_.tree(r.compare_kernel());
-  if (!view.ok()) return toGrpcStatus(view.error());
+  if (!view.ok()) return view.error();
   const NodeFacts facts = node_.facts();
   fillCgroupTree(*view, facts.cgroupVersion, facts.kubeletDriver, reply);
+  return {};
+}
+
+// ---- MoveVm: a running VM's vCPUs and emulator moved live. The decision runs on the decision thread
+// like every other; libvirt's pins are then set on vrid's libvirt worker, and the call finishes
+// there, with what libvirt answered.
+
+Result<std::string> VriService::moveVm(const v1::MoveVmRequest& request) {
+  std::vector<VmThreadMove> moves;
+  for (const v1::ThreadPin& pin : request.pins()) {
+    VRI_ASSIGN_OR_RETURN(VmThreadMove move, threadMoveFrom(pin));
+    moves.push_back(move);
+  }
+  std::string uuid;
+  {
+    const StatePtr state = node_.state();
+    VRI_ASSIGN_OR_RETURN(const VmRecord* vm, findVm(*state, request.vm()));
+    uuid = vm->spec.uuid;
+  }
+  VRI_TRY(node_.moveVm(uuid, moves));
+  return uuid;
+}
+
+VriService::Reactor* VriService::MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) {
+  auto request = std::make_shared<v1::MoveVmRequest>();
+  if (!fromBytes(*in, *request)) return refuseUnparsed(c, "MoveVm", v1::MoveVmRequest::descriptor()->full_name());
+  return decideAsync(c, "MoveVm", Runs::kDecides, [this, request, out](const Finish& finish) {
+    auto moved = moveVm(*request);
+    if (!moved.ok()) return finish(toGrpcStatus(moved.error()));
+    livePins_.setPins(*moved, request->config(), [this, uuid = *moved, out, finish](LivePinsOutcome outcome) {
+      v1::MoveVmReply reply;
+      const StatePtr state = node_.state();
+      if (const VmRecord* vm = state->vm(uuid)) fillVm(*state, viewFacts(*state), *vm, *reply.mutable_vm());
+      reply.set_live(liveMessage(outcome.state));
+      reply.set_live_detail(outcome.detail);
+      *out = toBytes(reply);
+      finish(grpc::Status::OK);
+    });
+  });
+}
+
+// ---- GetUsage and WatchUsage: the sampler's frames, read without the ledger (usage_sampler.h).
+
+Result<void> VriService::getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply) {
+  if (usage_ == nullptr) return samplingOff();
+  const auto& options = usage_->options();
+  reply = usageReport(usage_->recent(static_cast<size_t>(request.history()) + 1), options.interval, options.history);
+  return {};
+}
+
+grpc::Status VriService::WatchUsage(Context* context, const v1::WatchUsageRequest*,
+                                    grpc::ServerWriter<v1::UsageReport>* writer) {
+  if (usage_ == nullptr) return toGrpcStatus(samplingOff());
+  const StreamSlots::Slot slot(streams_);
+  if (!slot.taken()) return streamRefused("WatchUsage");
+  const auto& options = usage_->options();
+  // From the round after the latest: a watcher that wants the latest at once asks GetUsage.
+  const FramePtr latest = usage_->latest();
+  uint64_t sequence = latest ? latest->sequence : 0;
+  while (!context->IsCancelled()) {
+    // Woken at least every 200 ms to notice a caller that went away.
+    const FramePtr frame = usage_->next(sequence, std::chrono::milliseconds(200));
+    if (!frame) {
+      if (usage_->stopped()) return grpc::Status::OK;
+      continue;
+    }
+    sequence = frame->sequence;
+    if (!writer->Write(usageReport({frame}, options.interval, options.history))) return grpc::Status::OK;
+  }
   return grpc::Status::OK;
 }
 

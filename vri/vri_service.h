@@ -12,6 +12,7 @@
 #include "vri/call_gate.h"
 #include "vri/call_metrics.h"
 #include "vri/client_versions.h"
+#include "vri/ledger_views.h"
 #include "vri/live_pins.h"
 #include "vri/node_manager.h"
 #include "vri/scan_pacer.h"
@@ -91,7 +92,7 @@ class VriService final : public VriServiceBase {
   Reactor* GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* GetTree(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;  // vri_service_moves.cc
+  Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
   Reactor* GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status WatchUsage(Context* context, const v1::WatchUsageRequest* request,
@@ -119,37 +120,37 @@ class VriService final : public VriServiceBase {
   // thread (`decides`) or at once, and serializes its reply into `out`.
   template <typename Request, typename Reply>
   Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, Runs runs,
-                 std::function<grpc::Status(const Request&, Reply&)> call);
+                 std::function<Result<void>(const Request&, Reply&)> call);
   template <typename Request, typename Reply>
   Reactor* serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out, Runs runs,
-                 grpc::Status (VriService::*call)(const Request&, Reply&));
-  // What each call does, from its request to its reply.
-  grpc::Status getNode(const v1::GetNodeRequest& request, v1::Node& reply);
-  grpc::Status listTenants(const v1::ListTenantsRequest& request, v1::TenantList& reply);
-  grpc::Status getTenant(const v1::GetTenantRequest& request, v1::Tenant& reply);
-  grpc::Status reconcile(const v1::ReconcileRequest& request, v1::ReconcileReply& reply);
-  grpc::Status getTree(const v1::GetTreeRequest& request, v1::CgroupTree& reply);
-  grpc::Status admitVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
-  grpc::Status reserveVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
-  grpc::Status resizeVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
-  grpc::Status releaseVm(const v1::ReleaseVmRequest& request, v1::Released& reply);
-  grpc::Status admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply);
-  grpc::Status admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
-  grpc::Status resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
-  grpc::Status releaseContainer(const v1::ReleaseContainerRequest& request, v1::Released& reply);
-  grpc::Status releasePod(const v1::ReleasePodRequest& request, v1::Released& reply);
-  grpc::Status vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
-  grpc::Status getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
-  grpc::Status denyOnReadOnly(const char* method) const;
-  // RESOURCE_EXHAUSTED when this socket already serves as many streams as it may.
-  grpc::Status streamRefused(const char* method) const;
-  // A VM by UUID or name, and what GetTenant says of it.
-  Result<const VmRecord*> findVm(const LedgerState& state, const std::string& key) const;
-  void fillVm(const LedgerState& state, const VmRecord& vm, v1::VmInfo& out) const;
+                 Result<void> (VriService::*call)(const Request&, Reply&));
+  // What each call does, from its request to its reply; serve() turns a refusal into the call's status.
+  Result<void> getNode(const v1::GetNodeRequest& request, v1::Node& reply);
+  Result<void> listTenants(const v1::ListTenantsRequest& request, v1::TenantList& reply);
+  Result<void> getTenant(const v1::GetTenantRequest& request, v1::Tenant& reply);
+  Result<void> reconcile(const v1::ReconcileRequest& request, v1::ReconcileReply& reply);
+  Result<void> getTree(const v1::GetTreeRequest& request, v1::CgroupTree& reply);
+  Result<void> admitVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
+  Result<void> reserveVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
+  Result<void> resizeVm(const v1::AdmitVmRequest& request, v1::VmAllocation& reply);
+  Result<void> releaseVm(const v1::ReleaseVmRequest& request, v1::Released& reply);
+  Result<void> admitPod(const v1::AdmitPodRequest& request, v1::PodAllocation& reply);
+  Result<void> admitContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
+  Result<void> resizeContainer(const v1::AdmitContainerRequest& request, v1::ContainerAllocation& reply);
+  Result<void> releaseContainer(const v1::ReleaseContainerRequest& request, v1::Released& reply);
+  Result<void> releasePod(const v1::ReleasePodRequest& request, v1::Released& reply);
+  Result<void> vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
+  Result<void> getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
   // MoveVm's decision: the VM's UUID once its ledger and cgroups moved.
   Result<std::string> moveVm(const v1::MoveVmRequest& request);
-  grpc::Status vmDecision(const v1::AdmitVmRequest& request, v1::VmAllocation& reply,
+  Result<void> vmDecision(const v1::AdmitVmRequest& request, v1::VmAllocation& reply,
                           Result<VmCpuPlacement> (NodeManager::*decide)(const VmSpec&));
+  // PERMISSION_DENIED on the read-only socket.
+  Result<void> checkAdmin(const char* method) const;
+  // RESOURCE_EXHAUSTED when this socket already serves as many streams as it may.
+  grpc::Status streamRefused(const char* method) const;
+  // What the ledger views need besides `state` (ledger_views.h).
+  LedgerViewFacts viewFacts(const LedgerState& state) const;
 
   NodeManager& node_;
   SocketAccess access_;

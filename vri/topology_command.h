@@ -15,10 +15,10 @@ struct TopologyCommand {
   bool help = false;
 };
 
-// Flags: --topology SOURCE, --reserved-cpus LIST, --reserved-cpu-count N,
+// Flags (CLI11): --topology SOURCE, --reserved-cpus LIST, --reserved-cpu-count N,
 // --strict-cpu-reservation, --help. Values may also follow '='.
 Result<TopologyCommand> parseTopologyCommand(const std::vector<std::string>& args);
-
-extern const char kTopologyCommandUsage[];
+// What --help prints, from the same declarations.
+std::string topologyUsage();
 
 }  // namespace vri

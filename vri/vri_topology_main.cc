@@ -14,11 +14,11 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto command = vri::parseTopologyCommand(args);
   if (!command.ok()) {
-    std::fprintf(stderr, "vri-topology: %s\n\n%s", command.error().message().c_str(), vri::kTopologyCommandUsage);
+    std::fprintf(stderr, "vri-topology: %s\nRun with --help for more information.\n", command.error().message().c_str());
     return 2;
   }
   if (command->help) {
-    std::fputs(vri::kTopologyCommandUsage, stdout);
+    std::fputs(vri::topologyUsage().c_str(), stdout);
     return 0;
   }
   auto topology = vri::loadTopology(command->source);

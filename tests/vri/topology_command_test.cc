@@ -36,8 +36,19 @@ TEST(TopologyCommandTest, RefusesBadArguments) {
               HasSubstr("non-negative integer"));
   EXPECT_THAT(parseTopologyCommand({"--reserved-cpu-count", "-1"}).error().message(),
               HasSubstr("non-negative integer"));
-  EXPECT_THAT(parseTopologyCommand({"--topology"}).error().message(), HasSubstr("--topology needs a value"));
-  EXPECT_THAT(parseTopologyCommand({"--frobnicate"}).error().message(), HasSubstr("unknown argument"));
+  // CLI11's words.
+  EXPECT_THAT(parseTopologyCommand({"--topology"}).error().message(),
+              HasSubstr("--topology: 1 required SOURCE missing"));
+  EXPECT_THAT(parseTopologyCommand({"--frobnicate"}).error().message(), HasSubstr("not expected: --frobnicate"));
+}
+
+TEST(TopologyCommandTest, HelpIsMadeFromTheFlags) {
+  auto command = parseTopologyCommand({"--help"});
+  ASSERT_TRUE(command.ok());
+  EXPECT_TRUE(command->help);
+  const std::string usage = topologyUsage();
+  for (const char* flag : {"--topology", "--reserved-cpus", "--reserved-cpu-count", "--strict-cpu-reservation"})
+    EXPECT_THAT(usage, HasSubstr(flag));
 }
 
 }  // namespace

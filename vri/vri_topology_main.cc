@@ -14,7 +14,8 @@ int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
   auto command = vri::parseTopologyCommand(args);
   if (!command.ok()) {
-    std::fprintf(stderr, "vri-topology: %s\nRun with --help for more information.\n", command.error().message().c_str());
+    std::fprintf(stderr, "vri-topology: %s\nRun with --help for more information.\n",
+                 command.error().message().c_str());
     return 2;
   }
   if (command->help) {

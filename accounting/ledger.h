@@ -107,6 +107,19 @@ class Ledger {
     LedgerStore& store() const VRI_NO_THREAD_SAFETY_ANALYSIS { return *ledger_->store_; }
     Ledger* ledger_;
   };
+  // State kept beside the ledger that only a holder of its Writer may touch (vrid's cgroup caches):
+  // get() wants the Writer, so no code reaches it without the lock. What clang's analysis cannot see
+  // across objects (the cache is another object's member), the type says.
+  template <typename T>
+  class WriterOwned {
+   public:
+    template <typename... Args>
+    explicit WriterOwned(Args&&... args) : value_(std::forward<Args>(args)...) {}
+    T& get(const Writer&) { return value_; }
+
+   private:
+    T value_;
+  };
   // The writer mutex, for VRI_REQUIRES on what a caller guards with it.
   Mutex& writerMutex() VRI_RETURN_CAPABILITY(writerMutex_) { return writerMutex_; }
 

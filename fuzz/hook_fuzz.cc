@@ -127,7 +127,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   StatelessVrid& vrid = *peers.services[answer];
   const int callsBefore = vrid.calls;
   const std::vector<std::string> args = {"guest", std::string(f[1]), std::string(f[2]), "-"};
-  const HookOutcome outcome = runHook(config, args, xml, *peers.stubs[answer]);
+  GrpcHookVrid hookVrid(*peers.stubs[answer], std::chrono::milliseconds(config.timeoutMs));
+  const HookOutcome outcome = runHook(config, args, xml, hookVrid);
 
   if (!outcome.err.empty() && !isOneLineFromVri(outcome.err)) std::fprintf(stderr, "stderr: %s", outcome.err.c_str());
   VRI_FUZZ_CHECK(outcome.exitCode == 0 || outcome.exitCode == 1);

@@ -1,9 +1,5 @@
 #include "libvirt-bridge/hook.h"
 
-#include <grpcpp/grpcpp.h>
-
-#include <chrono>
-
 #include "base/quote.h"
 #include "libvirt-bridge/cputune_writer.h"
 #include "libvirt-bridge/domain_xml.h"
@@ -33,33 +29,24 @@ bool needsExclusiveCpus(const v1::AdmitVmRequest& request) {
          !request.pinned_vcpu_cpus().empty() || request.isolate_emulator() || request.isolate_iothreads();
 }
 
-bool unreachable(const grpc::Status& status) {
-  return status.error_code() == grpc::StatusCode::UNAVAILABLE ||
-         status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED;
-}
-
 class Hook {
  public:
-  Hook(const HookConfig& config, v1::Vri::StubInterface& vrid) : config_(config), vrid_(vrid) {}
+  Hook(const HookConfig& config, HookVrid& vrid) : config_(config), vrid_(vrid) {}
 
   HookOutcome run(Operation operation, std::string_view xml);
 
  private:
-  void deadline(grpc::ClientContext& context) const {
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(config_.timeoutMs));
-  }
   HookOutcome fail(std::string message) const { return {1, "", "vri: " + message + "\n"}; }
-  HookOutcome whenUnreachable(const v1::AdmitVmRequest& request, const grpc::Status& status) const;
-  grpc::Status admit(const v1::AdmitVmRequest& request, v1::VmAllocation& allocation);
-  grpc::Status started(const DomainXml& domain, const v1::AdmitVmRequest& request, std::string& why);
+  HookOutcome whenUnreachable(const v1::AdmitVmRequest& request, const Error& error) const;
+  Result<void> started(const DomainXml& domain, const v1::AdmitVmRequest& request);
   std::string where() const { return "vrid at unix:" + config_.socket; }
 
   const HookConfig& config_;
-  v1::Vri::StubInterface& vrid_;
+  HookVrid& vrid_;
 };
 
-HookOutcome Hook::whenUnreachable(const v1::AdmitVmRequest& request, const grpc::Status& status) const {
-  const std::string why = where() + " did not answer (" + status.error_message() + ")";
+HookOutcome Hook::whenUnreachable(const v1::AdmitVmRequest& request, const Error& error) const {
+  const std::string why = where() + " did not answer (" + error.message() + ")";
   if (needsExclusiveCpus(request)) {
     return fail("VM " + request.name() + " asks for dedicated CPUs and " + why + "; it cannot be placed");
   }
@@ -69,37 +56,21 @@ HookOutcome Hook::whenUnreachable(const v1::AdmitVmRequest& request, const grpc:
   return {0, "", "vri: " + why + "; shared VM " + request.name() + " starts and is adopted when vrid is back\n"};
 }
 
-grpc::Status Hook::admit(const v1::AdmitVmRequest& request, v1::VmAllocation& allocation) {
-  grpc::ClientContext context;
-  deadline(context);
-  return vrid_.AdmitVm(&context, request, &allocation);
-}
-
-grpc::Status Hook::started(const DomainXml& domain, const v1::AdmitVmRequest& request, std::string& why) {
+Result<void> Hook::started(const DomainXml& domain, const v1::AdmitVmRequest& request) {
+  // No pid file: a precondition of the start that did not hold, not vrid's refusal.
   const auto pid = readQemuPid(config_.qemuPidDir, domain.name);
-  if (!pid.ok()) {
-    why = pid.error().message();
-    return grpc::Status(grpc::StatusCode::FAILED_PRECONDITION, why);
-  }
+  if (!pid.ok()) return Error::failedPrecondition(pid.error().message());
   v1::VmStartedRequest started;
   started.set_uuid(domain.uuid);
   started.set_qemu_pid(*pid);
-  v1::VmStartedReply reply;
-  grpc::ClientContext context;
-  deadline(context);
-  grpc::Status status = vrid_.VmStarted(&context, started, &reply);
-  if (status.error_code() == grpc::StatusCode::NOT_FOUND) {
+  auto placed = vrid_.vmStarted(started);
+  if (!placed.ok() && placed.error().code() == ErrorCode::kNotFound) {
     // Started while vrid was away, or vrid lost it: admit now, then place.
-    v1::VmAllocation allocation;
-    status = admit(request, allocation);
-    if (status.ok()) {
-      grpc::ClientContext again;
-      deadline(again);
-      status = vrid_.VmStarted(&again, started, &reply);
-    }
+    VRI_TRY(vrid_.admitVm(request));
+    placed = vrid_.vmStarted(started);
   }
-  why = status.error_message();
-  return status;
+  if (!placed.ok()) return placed.error();
+  return {};
 }
 
 HookOutcome Hook::run(Operation operation, std::string_view xml) {
@@ -114,13 +85,10 @@ HookOutcome Hook::run(Operation operation, std::string_view xml) {
   if (operation == Operation::kRelease) {
     v1::ReleaseVmRequest release;
     release.set_uuid(domain->uuid);
-    v1::Released reply;
-    grpc::ClientContext context;
-    deadline(context);
-    const grpc::Status status = vrid_.ReleaseVm(&context, release, &reply);
+    const Result<void> released = vrid_.releaseVm(release);
     // libvirt ignores this exit code; an unknown VM is already released.
-    if (status.ok() || status.error_code() == grpc::StatusCode::NOT_FOUND) return {};
-    return {0, "", "vri: release of VM " + domain->name + ": " + status.error_message() + "\n"};
+    if (released.ok() || released.error().code() == ErrorCode::kNotFound) return {};
+    return {0, "", "vri: release of VM " + domain->name + ": " + released.error().message() + "\n"};
   }
   auto request = vmRequestFromDomain(*domain);
   // restore/migrate print VRI's placement back, <memnode>s included: cells may be placed one by one.
@@ -132,35 +100,32 @@ HookOutcome Hook::run(Operation operation, std::string_view xml) {
   switch (operation) {
     case Operation::kPrepare:
     case Operation::kIncoming: {
-      v1::VmAllocation allocation;
-      const grpc::Status status = admit(*request, allocation);
-      if (unreachable(status)) return whenUnreachable(*request, status);
-      if (!status.ok()) return fail(status.error_message());
+      const auto allocation = vrid_.admitVm(*request);
+      if (!allocation.ok() && vridUnreachable(allocation.error())) return whenUnreachable(*request, allocation.error());
+      if (!allocation.ok()) return fail(allocation.error().message());
       if (operation == Operation::kPrepare || domain->hasUserPins()) return {};  // empty stdout: XML unchanged
-      auto pins = vmPinsFrom(allocation);
+      auto pins = vmPinsFrom(*allocation);
       if (!pins.ok()) return fail("VM " + domain->name + ": " + pins.error().message());
       auto rewritten = writeVriPins(xml, *pins);
       if (!rewritten.ok()) return fail(rewritten.error().message());
       return {0, *rewritten, ""};
     }
     case Operation::kStarted: {
-      std::string why;
-      const grpc::Status status = started(*domain, *request, why);
-      if (status.ok()) return {};
-      if (unreachable(status)) return whenUnreachable(*request, status);
+      const Result<void> placed = started(*domain, *request);
+      if (placed.ok()) return {};
+      if (vridUnreachable(placed.error())) return whenUnreachable(*request, placed.error());
+      const std::string why = placed.error().message();
       if (needsExclusiveCpus(*request)) return fail("VM " + domain->name + " could not be placed: " + why);
       return {0, "", "vri: shared VM " + domain->name + " runs unplaced: " + why + "\n"};
     }
     case Operation::kReconnect: {
       // libvirt is re-attaching to a running VM: never fail it, adopt it if vrid is there.
-      v1::VmAllocation allocation;
-      const grpc::Status admitted = admit(*request, allocation);
-      if (!admitted.ok() && admitted.error_code() != grpc::StatusCode::FAILED_PRECONDITION) {
-        return {0, "", "vri: reconnect of VM " + domain->name + ": " + admitted.error_message() + "\n"};
+      const auto admitted = vrid_.admitVm(*request);
+      if (!admitted.ok() && admitted.error().code() != ErrorCode::kFailedPrecondition) {
+        return {0, "", "vri: reconnect of VM " + domain->name + ": " + admitted.error().message() + "\n"};
       }
-      std::string why;
-      const grpc::Status status = started(*domain, *request, why);
-      if (!status.ok()) return {0, "", "vri: reconnect of VM " + domain->name + ": " + why + "\n"};
+      const Result<void> placed = started(*domain, *request);
+      if (!placed.ok()) return {0, "", "vri: reconnect of VM " + domain->name + ": " + placed.error().message() + "\n"};
       return {};
     }
     default: return {};
@@ -172,7 +137,7 @@ HookOutcome Hook::run(Operation operation, std::string_view xml) {
 bool hookReadsDomainXml(const std::vector<std::string>& args) { return operationOf(args) != Operation::kOther; }
 
 HookOutcome runHook(const HookConfig& config, const std::vector<std::string>& args, std::string_view domainXml,
-                    v1::Vri::StubInterface& vrid) {
+                    HookVrid& vrid) {
   const Operation operation = operationOf(args);
   if (operation == Operation::kOther) return {};
   HookOutcome outcome = Hook(config, vrid).run(operation, domainXml);

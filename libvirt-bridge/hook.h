@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "libvirt-bridge/hook_config.h"
-#include "proto/vri.grpc.pb.h"
+#include "libvirt-bridge/hook_vrid.h"
 
 namespace vri {
 
@@ -34,7 +34,7 @@ struct HookOutcome {
 
 // `args`: argv[1..], as libvirt passes them.
 HookOutcome runHook(const HookConfig& config, const std::vector<std::string>& args, std::string_view domainXml,
-                    v1::Vri::StubInterface& vrid);
+                    HookVrid& vrid);
 
 // Whether the operation needs the domain XML from stdin at all.
 bool hookReadsDomainXml(const std::vector<std::string>& args);

@@ -52,7 +52,8 @@ int main(int argc, char** argv) {
   // vrid learns from the user agent which hook version calls it.
   auto channel = vri::unixChannel(config->socket, {.program = "vri-hook", .noRetries = true});
   auto stub = vri::v1::Vri::NewStub(channel);
-  const vri::HookOutcome outcome = vri::runHook(*config, args, xml, *stub);
+  vri::GrpcHookVrid vrid(*stub, std::chrono::milliseconds(config->timeoutMs));
+  const vri::HookOutcome outcome = vri::runHook(*config, args, xml, vrid);
   if (!outcome.out.empty()) std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);
   if (!outcome.err.empty()) std::fwrite(outcome.err.data(), 1, outcome.err.size(), stderr);
   std::fflush(stdout);

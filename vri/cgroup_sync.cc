@@ -45,8 +45,8 @@ CgroupSync::CgroupSync(CgroupFs& fs, std::unique_ptr<CgroupBackend> backend, Tre
       controllers_(std::move(controllers)),
       kubeletNamer_(makeKubeletNamer(layout_.driver, layout_.kubeletParent)),
       libvirtNamer_(layout_.libvirt, layout_.machinePartition),
-      cpusetWriter_(fs_, backend_->version()),
-      systemd_(systemd) {
+      systemd_(systemd),
+      caches_(CpusetDeltaWriter(fs_, backend_->version())) {
   CgroupSettings cpus_only;
   cpus_only.cpus = CpuSet{0};
   auto files = backend_->files(cpus_only);
@@ -81,10 +81,10 @@ bool CgroupSync::keepsOwnCpuset(const CgroupPath& path) const {
   return !layout_.systemdUnits || !inheritsCpuset(unitKindOf(layout_, *kubeletNamer_, path));
 }
 
-DesiredTree CgroupSync::nodeCgroups(const LedgerState& state) const {
+DesiredTree CgroupSync::nodeCgroups(const Caches& caches, const LedgerState& state) const {
   // The previous write's `after` is usually this write's `before`: its node-level values are kept (with the
   // state itself, so that its address cannot be reused while it is remembered).
-  if (lastNode_.first.get() == &state) return lastNode_.second;
+  if (caches.lastNode.first.get() == &state) return caches.lastNode.second;
   DesiredTree tree;
   addNodeCgroups(layout_, *kubeletNamer_, nodeResources(state, inputs()), tree);
   dropUnmanaged(tree);
@@ -160,9 +160,9 @@ Result<void> CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec
   return {};
 }
 
-CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const PodRecord& pod,
+CgroupSync::Followers& CgroupSync::podFollowers(Caches& caches, const std::string& uid, const PodRecord& pod,
                                                 const LedgerState& state) {
-  Followers& cached = podFollowers_[uid];
+  Followers& cached = caches.podFollowers[uid];
   if (cached.record.get() == &pod) return cached;
   cached = Followers{state.pods.findShared(uid), nullptr, {}, {}, {}, {}, {}, {}};
   for (const auto& [name, c] : pod.containers) cached.own |= c.exclusive;
@@ -184,9 +184,9 @@ CgroupSync::Followers& CgroupSync::podFollowers(const std::string& uid, const Po
   return cached;
 }
 
-CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const VmRecord& vm, const CgroupPath& scope,
-                                               const LedgerState& state) {
-  Followers& cached = vmFollowers_[uuid];
+CgroupSync::Followers& CgroupSync::vmFollowers(Caches& caches, const std::string& uuid, const VmRecord& vm,
+                                               const CgroupPath& scope, const LedgerState& state) {
+  Followers& cached = caches.vmFollowers[uuid];
   if (cached.record.get() == &vm && cached.scope.get() == &scope) return cached;
   cached = Followers{
       state.vms.findShared(uuid), state.vmScopes.findShared(uuid), vm.placement.exclusive, {}, {}, {}, {}, {}};
@@ -207,20 +207,20 @@ CgroupSync::Followers& CgroupSync::vmFollowers(const std::string& uuid, const Vm
   return cached;
 }
 
-Result<void> CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const StatePtr& afterPtr,
+Result<void> CgroupSync::planNodeAndFollowers(Caches& caches, const StatePtr& beforePtr, const StatePtr& afterPtr,
                                               const LedgerDelta& delta, Scratch& scratch,
                                               std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) {
   const LedgerState &before = *beforePtr, &after = *afterPtr;
-  const DesiredTree node_before = nodeCgroups(before);
-  DesiredTree node_after = nodeCgroups(after);
+  const DesiredTree node_before = nodeCgroups(caches, before);
+  DesiredTree node_after = nodeCgroups(caches, after);
   for (const auto& [path, spec] : node_after.cgroups) {  // by path: parents first
     const auto old = node_before.cgroups.find(path);
     VRI_TRY(
         addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets, plain));
   }
-  lastNode_ = {afterPtr, std::move(node_after)};
-  for (const std::string& uid : delta.pods) podFollowers_.erase(uid);
-  for (const std::string& uuid : delta.vms) vmFollowers_.erase(uuid);
+  caches.lastNode = {afterPtr, std::move(node_after)};
+  for (const std::string& uid : delta.pods) caches.podFollowers.erase(uid);
+  for (const std::string& uuid : delta.vms) caches.vmFollowers.erase(uuid);
   // The pool as the shared cgroups hold it: with cpuset partitions, wide and unchanged by pods' exclusive grants.
   const CpuSet* shared_before = &scratch.values.emplace_back(wideSharedCpus(before));
   const CpuSet* shared_after = &scratch.values.emplace_back(wideSharedCpus(after));
@@ -254,13 +254,13 @@ Result<void> CgroupSync::planNodeAndFollowers(const StatePtr& beforePtr, const S
   };
   for (const auto& [uid, pod] : after.pods) {
     if (!pods_present) break;
-    if (!delta.pods.count(uid)) follow(podFollowers(uid, pod, after));
+    if (!delta.pods.count(uid)) follow(podFollowers(caches, uid, pod, after));
   }
   for (const auto& [uuid, scope] : after.vmScopes) {
     if (!vms_present) break;
     const VmRecord* vm = after.vm(uuid);
     if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
-    follow(vmFollowers(uuid, *vm, scope, after));
+    follow(vmFollowers(caches, uuid, *vm, scope, after));
   }
   return {};
 }
@@ -277,19 +277,20 @@ Result<int> CgroupSync::writeTenant(const std::string& what, DesiredTree tree) {
   return static_cast<int>(ops.size());
 }
 
-Result<int> CgroupSync::write(const Ledger::Writer&, const StatePtr& beforePtr, const StatePtr& afterPtr,
+Result<int> CgroupSync::write(const Ledger::Writer& writer, const StatePtr& beforePtr, const StatePtr& afterPtr,
                               const LedgerDelta& delta) {
   const LedgerState &before = *beforePtr, &after = *afterPtr;
   Scratch scratch;
   std::vector<CpusetChange> cpusets;
   std::vector<PlainWrite> plain;
   // Planned first: a plan that fails leaves every cgroup as it was.
-  VRI_TRY(planNodeAndFollowers(beforePtr, afterPtr, delta, scratch, cpusets, plain));
+  Caches& caches = caches_.get(writer);
+  VRI_TRY(planNodeAndFollowers(caches, beforePtr, afterPtr, delta, scratch, cpusets, plain));
   int writes = 0;
   if (layout_.cpusetPartitions) {
     VRI_ASSIGN_OR_RETURN(writes, dissolvePartitions(before, after, delta));
   }
-  VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, cpusetWriter_.apply(cpusets, plain));
+  VRI_ASSIGN_OR_RETURN(DeltaWriteReport shared, caches.cpusetWriter.apply(cpusets, plain));
   writes += shared.writes;
   if (delta.empty()) return writes;
   // The touched tenants last: a new exclusive tenant's CPUs have left every shared cgroup by now.
@@ -356,8 +357,8 @@ Result<int> CgroupSync::dissolvePartitions(const LedgerState& before, const Ledg
   return writes;
 }
 
-Result<int> CgroupSync::writeMachinePartition(const Ledger::Writer&, const LedgerState& state) {
-  const DesiredTree node = nodeCgroups(state);
+Result<int> CgroupSync::writeMachinePartition(const Ledger::Writer& writer, const LedgerState& state) {
+  const DesiredTree node = nodeCgroups(caches_.get(writer), state);
   const auto partition = node.cgroups.find(layout_.machinePartition);
   if (partition == node.cgroups.end()) return 0;
   DesiredTree tree;
@@ -373,7 +374,8 @@ Result<DesiredTree> CgroupSync::reconciledTree(const LedgerState& state) const {
   return desired;
 }
 
-Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerState& state, bool withDrift, bool dryRun) {
+Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer& writer, const LedgerState& state, bool withDrift,
+                                         bool dryRun) {
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, reconciledTree(state));
   SyncResult result;
   if (withDrift) {
@@ -385,8 +387,9 @@ Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerStat
     return result;
   }
   VRI_ASSIGN_OR_RETURN(result.operations, applier.apply(desired));
+  Caches& caches = caches_.get(writer);
   lastUnitsKept_ = 0;
-  if (systemd_ != nullptr && !unitsKept_) {
+  if (systemd_ != nullptr && !caches.unitsKept) {
     // The files may hold VRI's values already (an earlier vrid wrote them) while systemd does not:
     // a daemon-reload would undo them. Once per start, every unit that exists gets the values this
     // reconcile did not just write (those went to systemd with their write).
@@ -403,7 +406,7 @@ Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer&, const LedgerStat
       VRI_ASSIGN_OR_RETURN(bool kept, systemd_->keep(path, files));
       if (kept) ++lastUnitsKept_;
     }
-    unitsKept_ = true;
+    caches.unitsKept = true;
   }
   return result;
 }

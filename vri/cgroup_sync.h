@@ -5,10 +5,11 @@
 //    pod/VM balance), the touched tenants' own cgroups, and — when the shared
 //    pool moved — the cpusets of every tenant that runs in it;
 //  - reconcile(): the whole tree read and compared (drift, start-up, retries).
-// Both take the ledger's Writer: the caches below are the writer's, like the
+// Both take the ledger's Writer: the caches below are the writer's (Ledger::WriterOwned), like the
 // ledger's store, and no two decisions touch them at once.
 #pragma once
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <memory>
@@ -70,7 +71,7 @@ class CgroupSync {
   CpuSet runtimeSharedCpus(const LedgerState& state, const PodRecord& pod) const;
 
   // How many units' values the last full reconcile gave systemd (0 after the first).
-  int lastUnitsKept() const { return lastUnitsKept_; }
+  int lastUnitsKept() const { return lastUnitsKept_.load(); }
 
   // Reads the node's cgroups (pods, containers, VM scopes).
   Result<NodeScan> scan() const;
@@ -93,6 +94,7 @@ class CgroupSync {
   Result<TreeView> view(const LedgerState& state, bool compare) const;
 
  private:
+  struct Caches;  // below: what one write or reconcile keeps for the next
   // Paths and values one write() points its changes at.
   struct Scratch {
     std::deque<CgroupDir> dirs;
@@ -109,10 +111,10 @@ class CgroupSync {
   // cgroup, and it waits for kubelet's RemoveContainer. Reconcile neither recreates it nor calls it drift.
   void dropExitedContainers(const LedgerState& state, DesiredTree& tree) const;
   // The node-level cgroups' values for `state`.
-  DesiredTree nodeCgroups(const LedgerState& state) const;
+  DesiredTree nodeCgroups(const Caches& caches, const LedgerState& state) const;
   // Node-level cgroups and, when the shared pool moved, every untouched tenant in it.
-  Result<void> planNodeAndFollowers(const StatePtr& before, const StatePtr& after, const LedgerDelta& delta,
-                                    Scratch& scratch, std::vector<CpusetChange>& cpusets,
+  Result<void> planNodeAndFollowers(Caches& caches, const StatePtr& before, const StatePtr& after,
+                                    const LedgerDelta& delta, Scratch& scratch, std::vector<CpusetChange>& cpusets,
                                     std::vector<PlainWrite>& plain);
   Result<void> addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
                               Scratch& scratch, std::vector<CpusetChange>& cpusets,
@@ -131,8 +133,8 @@ class CgroupSync {
     CpuSet withoutBefore, withoutAfter;  // the pool - own (a pod's partitions in the wide pool)
     std::vector<FollowerCgroup> cgroups;
   };
-  Followers& podFollowers(const std::string& uid, const PodRecord& pod, const LedgerState& state);
-  Followers& vmFollowers(const std::string& uuid, const VmRecord& vm, const CgroupPath& scope,
+  Followers& podFollowers(Caches& caches, const std::string& uid, const PodRecord& pod, const LedgerState& state);
+  Followers& vmFollowers(Caches& caches, const std::string& uuid, const VmRecord& vm, const CgroupPath& scope,
                          const LedgerState& state);
   // Cpuset partitions: the partitions of touched pods that go or change return to `member`, and
   // their pods give back the exclusive CPUs, before kubepods' exclusive CPUs shrink.
@@ -150,12 +152,17 @@ class CgroupSync {
   std::unique_ptr<KubeletNamer> kubeletNamer_;
   LibvirtNamer libvirtNamer_;
   std::string cpusetHierarchy_;  // where cpuset files live ("cpuset" on v1, "" on v2)
-  CpusetDeltaWriter cpusetWriter_;
-  std::unordered_map<std::string, Followers> podFollowers_, vmFollowers_;  // by UID, by UUID
-  std::pair<StatePtr, DesiredTree> lastNode_;  // the node-level values of the last write's `after`
   SystemdCgroupFs* systemd_ = nullptr;
-  bool unitsKept_ = false;  // every kept unit's values were given to systemd once
-  int lastUnitsKept_ = 0;
+  // What one write or reconcile keeps for the next: the Writer's alone (Ledger::WriterOwned).
+  struct Caches {
+    explicit Caches(CpusetDeltaWriter writer) : cpusetWriter(std::move(writer)) {}
+    CpusetDeltaWriter cpusetWriter;
+    std::unordered_map<std::string, Followers> podFollowers, vmFollowers;  // by UID, by UUID
+    std::pair<StatePtr, DesiredTree> lastNode;  // the node-level values of the last write's `after`
+    bool unitsKept = false;                     // every kept unit's values were given to systemd once
+  };
+  Ledger::WriterOwned<Caches> caches_;
+  std::atomic<int> lastUnitsKept_{0};  // read by anyone (a report), written by reconcile
 };
 
 }  // namespace vri

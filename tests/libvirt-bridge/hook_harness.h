@@ -64,7 +64,8 @@ class HookTest : public ::testing::Test {
 
   HookOutcome hook(const std::string& name, const std::string& op, const std::string& sub, const std::string& xml) {
     auto stub = v1::Vri::NewStub(DaemonHarness::channel(config_.socket));
-    return runHook(config_, {name, op, sub, "-"}, xml, *stub);
+    GrpcHookVrid vrid(*stub, std::chrono::milliseconds(config_.timeoutMs));
+    return runHook(config_, {name, op, sub, "-"}, xml, vrid);
   }
   int vmCount() {
     grpc::ClientContext context;

@@ -112,7 +112,8 @@ TEST_F(HookTest, BadInputIsRefusedAndOtherOperationsPassAtOnce) {
   for (const std::string op : {"start", "stopped", "release", "migrate", "restore"}) {
     EXPECT_EQ(hook("x", op, "what", "garbage").exitCode, 0) << op;
   }
-  EXPECT_EQ(runHook(config_, {}, "", *vrid_.admin).exitCode, 0);
+  GrpcHookVrid vrid(*vrid_.admin, std::chrono::milliseconds(config_.timeoutMs));
+  EXPECT_EQ(runHook(config_, {}, "", vrid).exitCode, 0);
   // A stop of a VM whose XML cannot be read still goes on.
   EXPECT_EQ(hook("x", "stopped", "end", "garbage").exitCode, 0);
 }

@@ -247,7 +247,7 @@ std::vector<std::string> measure(const Options& o, const std::string& via) {
   for (int i = 0; status == 0 && i < o.shared; ++i) {
     const std::string uid = root + "-b" + std::to_string(i);
     const cri::PodSandboxConfig pod =
-        sandboxConfig(uid, "b" + std::to_string(i), podCgroupParent(kubepods, PodQos::kBurstable, uid));
+        sandboxConfig(uid, "b" + std::to_string(i), podCgroupParent("/" + root, PodQos::kBurstable, uid));
     std::string sandbox, id;
     if (!client.runPodSandbox(pod, &sandbox).ok()) status = 1;
     sandboxes.push_back(sandbox);
@@ -266,7 +266,7 @@ std::vector<std::string> measure(const Options& o, const std::string& via) {
     if (o.settled && !nri && !settle(client, *admin, shared_ids, nri)) status = 1;
     const std::string uid = root + "-g" + std::to_string(i);
     const cri::PodSandboxConfig pod =
-        sandboxConfig(uid, "g" + std::to_string(i), podCgroupParent(kubepods, PodQos::kGuaranteed, uid));
+        sandboxConfig(uid, "g" + std::to_string(i), podCgroupParent("/" + root, PodQos::kGuaranteed, uid));
     std::string sandbox, id;
     if (!client.runPodSandbox(pod, &sandbox).ok()) {
       status = 1;

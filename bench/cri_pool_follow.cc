@@ -94,8 +94,8 @@ int main(int argc, char** argv) {
   while (status == 0 && std::getline(list, item, ',')) {
     const int n = std::stoi(item);
     const std::string uid = root + "-" + std::to_string(++pod_number);
-    const cri::PodSandboxConfig pod = sandboxConfig(uid, "follow" + std::to_string(n),
-                                                    podCgroupParent("/" + root + "/kubepods", PodQos::kBurstable, uid));
+    const cri::PodSandboxConfig pod =
+        sandboxConfig(uid, "follow" + std::to_string(n), podCgroupParent("/" + root, PodQos::kBurstable, uid));
     std::string sandbox;
     if (!client.runPodSandbox(pod, &sandbox).ok()) status = 1;
     std::vector<std::string> ids;

@@ -92,10 +92,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       bytes = request.SerializeAsString();
     }
   } else if (method == "UpdateContainerResources" || method == "RemoveContainer") {
-    const crv1::PodSandboxConfig pod =
-        cri_client::sandboxConfig("0b1c2d3e-0000-4000-8000-00000000000a", "fuzz",
-                                  cri_client::podCgroupParent("/kubepods", cri_client::PodQos::kBurstable,
-                                                              "0b1c2d3e-0000-4000-8000-00000000000a"));
+    const crv1::PodSandboxConfig pod = cri_client::sandboxConfig(
+        "0b1c2d3e-0000-4000-8000-00000000000a", "fuzz",
+        cri_client::podCgroupParent("/", cri_client::PodQos::kBurstable, "0b1c2d3e-0000-4000-8000-00000000000a"));
     const std::string sandbox = runtime.addSandbox(pod);
     const std::string container =
         runtime.addContainer(sandbox, cri_client::containerConfig(pod, "app", cri_client::kubeletResources(250, 0, 0)),

@@ -4,9 +4,11 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,16 +31,37 @@ std::string readStdin(size_t limit) {
   return text;
 }
 
+// What a person may ask of the hook (--help, --version), declared for CLI11. libvirt's own call is
+// four arguments that are never flags (a domain may be named "-x"), and is not parsed as flags.
+std::optional<int> answeredPerson(int argc, char** argv) {
+  CLI::App app(
+      "libvirt's qemu hook for VRI. libvirt runs it as `vri-hook DOMAIN OPERATION SUB-OPERATION EXTRA`\n"
+      "with the domain XML on stdin; configured by " +
+          std::string(vri::kDefaultHookConfigPath) + " (or the file $VRI_HOOK_CONFIG names).",
+      "vri-hook");
+  app.set_help_flag("-h,--help", "print this help and exit");
+  bool version = false;
+  app.add_flag("--version", version, "print vri-hook's version and exit");
+  app.allow_extras();  // anything else is libvirt's, and never fails a VM here
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  if (version) {
+    std::cout << vri::versionLine("vri-hook") << "\n";
+    return 0;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (vri::answeredVersion(argc, argv, "vri-hook")) return 0;
-  const std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.size() == 1 && (args[0] == "--help" || args[0] == "-h")) {
-    std::cout << "usage: vri-hook DOMAIN OPERATION SUB-OPERATION EXTRA < domain.xml\n"
-                 "libvirt's qemu hook for VRI; configured by /etc/vri/hook.conf (or $VRI_HOOK_CONFIG)\n";
-    return 0;
+  if (argc != 5) {
+    if (const std::optional<int> answered = answeredPerson(argc, argv)) return *answered;
   }
+  const std::vector<std::string> args(argv + 1, argv + argc);
   // Always drain stdin: libvirt writes the whole document whatever the operation.
   const std::string xml = readStdin(vri::kMaxXmlBytes);
   if (!vri::hookReadsDomainXml(args)) return 0;

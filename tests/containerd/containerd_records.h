@@ -3,8 +3,6 @@
 // how a test leaves it: its pods removed, its cgroups gone.
 #pragma once
 
-#include <google/protobuf/struct.pb.h>
-#include <google/protobuf/util/json_util.h>
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -72,20 +70,7 @@ inline void removeCgroupsUnder(const std::string& root) {
 
 // A value of the container's OCI spec, linux.resources.cpu.<field>, from containerd's verbose status.
 inline std::string specCpu(CriClient& cri, const std::string& id, const std::string& field) {
-  cri::ContainerStatusResponse status;
-  if (!cri.status(id, &status, true).ok() || !status.info().contains("info")) return "<no verbose status>";
-  google::protobuf::Struct info;
-  if (!google::protobuf::util::JsonStringToMessage(status.info().at("info"), &info).ok()) return "<not JSON>";
-  const google::protobuf::Value* at = nullptr;
-  const google::protobuf::Struct* in = &info;
-  for (const std::string key : {"runtimeSpec", "linux", "resources", "cpu", field.c_str()}) {
-    const auto found = in->fields().find(key);
-    if (found == in->fields().end()) return "<no " + key + ">";
-    at = &found->second;
-    in = &at->struct_value();
-  }
-  if (at->has_number_value()) return std::to_string(static_cast<int64_t>(at->number_value()));
-  return at->string_value();
+  return cri.specCpu(id, field);
 }
 
 }  // namespace vri::testing

@@ -80,7 +80,7 @@ TEST_F(CriPassthroughTest, CallsOnARunningContainerAnswerAsContainerdDoes) {
   const std::string uid = root + "-1";
   cri_client::CriClient direct(kContainerd);
   const auto pod = cri_client::sandboxConfig(
-      uid, "pass", cri_client::podCgroupParent("/" + root + "/kubepods", cri_client::PodQos::kBestEffort, uid));
+      uid, "pass", cri_client::podCgroupParent("/" + root, cri_client::PodQos::kBestEffort, uid));
   std::string sandbox, container;
   ASSERT_TRUE(direct.runPodSandbox(pod, &sandbox).ok());
   ASSERT_TRUE(direct

@@ -70,7 +70,7 @@ TEST_F(CriShimTest, AResizeContainerdRefusesIsUndoneInVrid) {
 // A create for a pod vrid has never seen, which containerd then refuses, leaves no pod behind.
 TEST_F(CriShimTest, ACreateForAnUnknownPodThatFailsLeavesNoPod) {
   const cri::PodSandboxConfig config =
-      cri_client::sandboxConfig(uid(7), "pod7", cri_client::podCgroupParent(kubepods(), PodQos::kBurstable, uid(7)));
+      cri_client::sandboxConfig(uid(7), "pod7", cri_client::podCgroupParent(kubeletRoot(), PodQos::kBurstable, uid(7)));
   std::string id;
   const grpc::Status created = cri_->createContainer(
       "no-such-sandbox", config,
@@ -222,7 +222,7 @@ TEST_F(CriShimTest, PodsThatRanBeforeTheShimAreAdoptedOnTheCpusTheyHold) {
   CriClient direct(kContainerd);
   const auto run = [&](int n, PodQos qos, const std::string& cpus, Pod* pod, std::string* container) {
     *pod = Pod{cri_client::sandboxConfig(uid(n), "pod" + std::to_string(n),
-                                         cri_client::podCgroupParent(kubepods(), qos, uid(n))),
+                                         cri_client::podCgroupParent(kubeletRoot(), qos, uid(n))),
                ""};
     ASSERT_TRUE(direct.runPodSandbox(pod->config, &pod->sandbox).ok());
     cri::LinuxContainerResources resources = qos == PodQos::kGuaranteed
@@ -293,7 +293,8 @@ TEST_F(CriShimTest, AContainerThatSpinsIsMeasuredInItsPodsCgroups) {
 }
 
 TEST_F(CriShimTest, TheCriClientToolRunsListsAndRemovesPods) {
-  const std::string tool = VRI_CRI_CLIENT_BINARY, at = "--socket=" + socket(), under = "--kubepods=" + kubepods();
+  const std::string tool = VRI_CRI_CLIENT_BINARY, at = "--socket=" + socket(),
+                    under = "--kubelet-cgroup-root=" + kubeletRoot();
   std::string out;
   ASSERT_EQ(
       testing::runCommand({tool, at, "run", "web", "--qos=guaranteed", "--cpu=1000", under}, &out, tmp_.sub("out")), 0)

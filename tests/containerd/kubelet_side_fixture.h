@@ -1,4 +1,5 @@
-// The fixture of the kubelet side's tests on a real containerd (way_in_test.cc, cri_shim_test.cc):
+// The fixture of the kubelet side's tests on a real containerd (way_in_test.cc, cri_shim_test.cc,
+// and the NRI plugin's own, nri_plugin_test.cc and nri_failure_policy_test.cc):
 // a real vrid on this machine's CPUs with a private kubepods, a CRI client that calls as kubelet
 // does, and VRI's placer of kubelet's pods for one way in:
 //   shim  vri-cri-shim on a socket of the test's, in front of containerd; kubelet calls the shim
@@ -12,6 +13,7 @@
 #include <sys/wait.h>
 
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -50,6 +52,8 @@ class KubeletSideTest : public ::testing::Test {
  protected:
   // The way in this test runs: the shim, unless a parameterised test says otherwise.
   virtual WayIn way() const { return WayIn::kShim; }
+  // Whether SetUp starts the placer (the NRI plugin's own tests start and stop it themselves).
+  virtual bool placerAtSetUp() const { return true; }
 
   void SetUp() override {
     ASSERT_EQ(::geteuid(), 0u) << "the containerd tests run as root";
@@ -65,7 +69,7 @@ class KubeletSideTest : public ::testing::Test {
         std::vector<std::string>{"--topology=live", "--kubelet-cgroup-root=/" + root_, "--reconcile-interval=0"});
     ASSERT_TRUE(vrid_->start());
     cri_.emplace(way() == WayIn::kShim ? tmp_.sub("cri.sock") : kUnderTest.socket());
-    startPlacer();
+    if (placerAtSetUp()) startPlacer();
     vri_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->socket(), grpc::InsecureChannelCredentials()));
     admin_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
   }
@@ -86,10 +90,14 @@ class KubeletSideTest : public ::testing::Test {
       return;
     }
     const size_t registered = registrations();
-    placer_ = spawn({VRI_NRI_PLUGIN_BINARY, "--nri-socket=" + kNriSocket, "--vrid=" + vrid_->adminSocket(),
-                     "--index=90", "--name=vri-test", "--cri-socket=" + kUnderTest.socket()},
-                    placerLogPath(), O_APPEND, true);
+    spawnPlugin("vri-test");
     ASSERT_TRUE(awaitRegistrationAfter(registered)) << placerLog();
+  }
+  // The NRI plugin as a process on containerd's NRI socket, registered as `name`; not waited for.
+  void spawnPlugin(const std::string& name) {
+    placer_ = spawn({VRI_NRI_PLUGIN_BINARY, "--nri-socket=" + kNriSocket, "--vrid=" + vrid_->adminSocket(),
+                     "--index=90", "--name=" + name, "--cri-socket=" + kUnderTest.socket()},
+                    placerLogPath(), O_APPEND, true);
   }
   void stopPlacer() {
     if (placer_ <= 0) return;
@@ -108,13 +116,14 @@ class KubeletSideTest : public ::testing::Test {
   std::string uidPrefix() const { return "vri-cri-test-" + std::to_string(::getpid()) + "-"; }
   std::string uid(int n) const { return uidPrefix() + std::to_string(n); }
   std::string kubepods() const { return "/" + root_ + "/kubepods"; }
+  std::string kubeletRoot() const { return "/" + root_; }  // kubelet's --cgroup-root
   std::string cpusetOf(const std::string& parent, const std::string& id) const {
     return trimmed(readFile("/sys/fs/cgroup/cpuset" + parent + "/" + id + "/cpuset.cpus"));
   }
 
   Pod runPod(int n, cri_client::PodQos qos, uint32_t attempt = 0) {
     Pod pod{cri_client::sandboxConfig(uid(n), "pod" + std::to_string(n),
-                                      cri_client::podCgroupParent(kubepods(), qos, uid(n)), attempt),
+                                      cri_client::podCgroupParent(kubeletRoot(), qos, uid(n)), attempt),
             ""};
     const grpc::Status run = cri_->runPodSandbox(pod.config, &pod.sandbox);
     EXPECT_TRUE(run.ok()) << run.error_message() << placerLog();
@@ -186,6 +195,38 @@ class KubeletSideTest : public ::testing::Test {
   std::unique_ptr<v1::Vri::Stub> vri_, admin_;
   pid_t placer_ = -1;
   std::optional<CriClient> cri_;  // kubelet's: the shim's socket or containerd's
+};
+
+// The NRI plugin's own tests (nri_plugin_test.cc, nri_failure_policy_test.cc): the plugin started
+// and stopped by each test, pods made through containerd directly as kubelet makes them.
+class NriPluginContainerdTest : public KubeletSideTest {
+ protected:
+  WayIn way() const override { return WayIn::kNri; }
+  bool placerAtSetUp() const override { return false; }
+
+  void startPlugin(const std::string& name = "vri-test") { spawnPlugin(name); }
+  void stopPlugin() { stopPlacer(); }
+  std::string pluginLog() const { return placerLog(); }
+  // Starts the plugin and waits for its registration with containerd.
+  bool startRegisteredPlugin(const std::string& name = "vri-test") {
+    startPlugin(name);
+    return pluginLogShows("registered with the runtime's NRI");
+  }
+  // The plugin logs a release once vrid has answered, so after vrid's ledger shows it: awaited.
+  bool pluginLogShows(const std::string& line) const {
+    return eventually([&] { return pluginLog().find(line) != std::string::npos; });
+  }
+  // A pod made through `cri` in this test's kubepods.
+  cri::PodSandboxConfig runPodOn(CriClient& cri, int n, PodQos qos, std::string* sandbox,
+                                 const std::map<std::string, std::string>& annotations = {}) {
+    cri::PodSandboxConfig pod = cri_client::sandboxConfig(uid(n), "pod" + std::to_string(n),
+                                                          cri_client::podCgroupParent(kubeletRoot(), qos, uid(n)));
+    for (const auto& [key, value] : annotations) (*pod.mutable_annotations())[key] = value;
+    const grpc::Status run = cri.runPodSandbox(pod, sandbox);
+    EXPECT_TRUE(run.ok()) << run.error_message() << pluginLog();
+    return pod;
+  }
+  pid_t pluginPid() const { return placer_; }
 };
 
 // The same, once per way in the containerd under test has.

@@ -12,7 +12,7 @@
 #include <map>
 #include <string>
 
-#include "tests/containerd/nri_plugin_fixture.h"
+#include "tests/containerd/kubelet_side_fixture.h"
 #include "tests/support/test_paths.h"
 
 namespace vri {
@@ -140,8 +140,8 @@ TEST_F(NriPluginContainerdTest, AVridThatDoesNotAnswerGetsThePodRefusedInTimeAnd
   ASSERT_TRUE(startRegisteredPlugin()) << pluginLog();
   CriClient direct(kUnderTest.socket());
   const std::string uid = uidPrefix() + "1";
-  const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
-      uid, "pod1", cri_client::podCgroupParent("/" + root_ + "/kubepods", PodQos::kBurstable, uid));
+  const cri::PodSandboxConfig pod =
+      cri_client::sandboxConfig(uid, "pod1", cri_client::podCgroupParent("/" + root_, PodQos::kBurstable, uid));
   const cri::ContainerConfig app =
       cri_client::containerConfig(pod, "app", cri_client::kubeletResources(250, 0, 64 << 20));
   ASSERT_EQ(::kill(vrid_->pid(), SIGSTOP), 0);

@@ -8,7 +8,7 @@
 #include <iostream>
 #include <string>
 
-#include "tests/containerd/nri_plugin_fixture.h"
+#include "tests/containerd/kubelet_side_fixture.h"
 #include "tests/support/test_paths.h"
 
 namespace vri {
@@ -28,8 +28,8 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
   // A Burstable pod made straight on containerd, before the plugin runs.
   CriClient direct(kUnderTest.socket());
   const std::string uid = uidPrefix() + "1";
-  const cri::PodSandboxConfig pod = cri_client::sandboxConfig(
-      uid, "pod1", cri_client::podCgroupParent("/" + root_ + "/kubepods", PodQos::kBurstable, uid));
+  const cri::PodSandboxConfig pod =
+      cri_client::sandboxConfig(uid, "pod1", cri_client::podCgroupParent("/" + root_, PodQos::kBurstable, uid));
   std::string sandbox, container;
   ASSERT_TRUE(direct.runPodSandbox(pod, &sandbox).ok());
   cri::LinuxContainerResources resources = cri_client::kubeletResources(250, 0, 64 << 20);
@@ -165,11 +165,11 @@ TEST_F(NriPluginContainerdTest, AShimBesideThePluginIsRefusedWithAClearMessage) 
                                         "--containerd=" + kUnderTest.socket(), "--vrid=" + vrid_->adminSocket()},
                                        &output, tmp_.sub("shim.out"));
   EXPECT_EQ(exit, 1) << output;
-  EXPECT_THAT(output, HasSubstr("vri-cri-shim: vri-nri-plugin (pid " + std::to_string(plugin_) +
+  EXPECT_THAT(output, HasSubstr("vri-cri-shim: vri-nri-plugin (pid " + std::to_string(pluginPid()) +
                                 ") already places this node's pods for vrid at " + vrid_->adminSocket()));
   EXPECT_THAT(output, HasSubstr("run vri-cri-shim or vri-nri-plugin, not both"));
   EXPECT_FALSE(std::filesystem::exists(tmp_.sub("cri.sock")));  // it served nothing
-  EXPECT_EQ(::kill(plugin_, 0), 0);                             // and the plugin runs on
+  EXPECT_EQ(::kill(pluginPid(), 0), 0);                         // and the plugin runs on
 }
 
 // An init container that completed gives its exclusive CPU to the pod's next container, by the

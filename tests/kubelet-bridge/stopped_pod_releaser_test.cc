@@ -143,7 +143,7 @@ TEST_F(StoppedPodReleaserTest, TheShimHandsItTheSandboxesKubeletStopsOnceTheRunt
   const CallScope kubelet = CallScope::within(std::chrono::seconds(5));
   runtime::v1::RunPodSandboxRequest run;
   *run.mutable_config() = cri_client::sandboxConfig(
-      "uid-1", "pod-1", cri_client::podCgroupParent("/kubepods", cri_client::PodQos::kBurstable, "uid-1"));
+      "uid-1", "pod-1", cri_client::podCgroupParent("/", cri_client::PodQos::kBurstable, "uid-1"));
   auto ran = shim.runPodSandbox(kubelet, run);
   ASSERT_TRUE(ran.ok()) << ran.error().message();
   const std::string sandbox = ran->pod_sandbox_id();

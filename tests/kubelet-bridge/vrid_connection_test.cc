@@ -58,8 +58,8 @@ TEST_F(VridConnectionTest, EachStreamReleasesWhatIsGoneAndAdoptsWhatRunsUnknown)
   // vrid holds a pod whose sandbox was removed while the shim was down...
   vrid_.holdPod("gone", "sandbox-removed", {});
   // ...and the runtime runs a pod made before the shim ran.
-  const auto config = kubelet::sandboxConfig(
-      "uid-2", "early", kubelet::podCgroupParent("/kubepods", kubelet::PodQos::kGuaranteed, "uid-2"));
+  const auto config =
+      kubelet::sandboxConfig("uid-2", "early", kubelet::podCgroupParent("/", kubelet::PodQos::kGuaranteed, "uid-2"));
   const std::string sandbox = runtime_.addSandbox(config);
   auto app = kubelet::containerConfig(config, "app", kubelet::kubeletResources(1000, 1000, 64 << 20));
   app.mutable_linux()->mutable_resources()->set_cpuset_cpus("3");
@@ -88,8 +88,8 @@ TEST_F(VridConnectionTest, EachStreamReleasesWhatIsGoneAndAdoptsWhatRunsUnknown)
 }
 
 TEST_F(VridConnectionTest, APoolChangeBringsTheRuntimeInLine) {
-  const auto config = kubelet::sandboxConfig(
-      "uid-1", "web", kubelet::podCgroupParent("/kubepods", kubelet::PodQos::kBurstable, "uid-1"));
+  const auto config =
+      kubelet::sandboxConfig("uid-1", "web", kubelet::podCgroupParent("/", kubelet::PodQos::kBurstable, "uid-1"));
   const std::string sandbox = runtime_.addSandbox(config);
   const std::string container =
       runtime_.addContainer(sandbox, kubelet::containerConfig(config, "web", kubelet::kubeletResources(250, 0, 0)),

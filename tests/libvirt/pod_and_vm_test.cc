@@ -117,7 +117,7 @@ class PodAndVmTest : public ::testing::Test {
 
 TEST_F(PodAndVmTest, APodsContainerLeavesADedicatedVmsCpuAndNoRestartMovesAnything) {
   const std::string uid = root_ + "-pod";
-  parent_ = cri_client::podCgroupParent("/" + root_ + "/kubepods", cri_client::PodQos::kBurstable, uid);
+  parent_ = cri_client::podCgroupParent("/" + root_, cri_client::PodQos::kBurstable, uid);
   const cri::PodSandboxConfig pod = cri_client::sandboxConfig(uid, "web", parent_);
   ASSERT_TRUE(cri_.runPodSandbox(pod, &sandbox_).ok());
   ASSERT_TRUE(cri_.createContainer(

@@ -9,12 +9,13 @@
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "cgroup-model/kubelet_namer.h"
 #include "kubelet-bridge/cri.grpc.pb.h"
+#include "kubelet-bridge/verbose_info.h"
 
 namespace vri::cri_client {
 
@@ -22,14 +23,26 @@ namespace cri = ::runtime::v1;
 
 enum class PodQos { kGuaranteed, kBurstable, kBestEffort };
 
-// kubelet's cgroup parent for a pod (cgroupfs driver) under `kubepods` ("/vri-cri-1/kubepods").
-inline std::string podCgroupParent(const std::string& kubepods, PodQos qos, const std::string& uid) {
+inline QosClass qosClassOf(PodQos qos) {
   switch (qos) {
-    case PodQos::kGuaranteed: return kubepods + "/pod" + uid;
-    case PodQos::kBurstable: return kubepods + "/burstable/pod" + uid;
-    case PodQos::kBestEffort: return kubepods + "/besteffort/pod" + uid;
+    case PodQos::kGuaranteed: return QosClass::kGuaranteed;
+    case PodQos::kBurstable: return QosClass::kBurstable;
+    case PodQos::kBestEffort: return QosClass::kBestEffort;
   }
-  return "";
+  return QosClass::kBestEffort;
+}
+
+// kubelet's cgroup parent for a pod as it hands it to the runtime, named by KubeletNamer as vrid
+// names it: under cgroupfs the whole path ("/vri-cri-1/kubepods/burstable/pod<uid>"), under systemd
+// the pod's slice name. `kubeletRoot` is kubelet's --cgroup-root (where kubepods sits: "/" or
+// "/vri-cri-1"). Empty when the UID cannot name a cgroup.
+inline std::string podCgroupParent(const std::string& kubeletRoot, PodQos qos, const std::string& uid,
+                                   KubeletDriver driver = KubeletDriver::kCgroupfs) {
+  const Result<CgroupPath> root = CgroupPath::parse(kubeletRoot);
+  if (!root.ok()) return "";
+  const Result<CgroupPath> pod = makeKubeletNamer(driver, *root)->pod(qosClassOf(qos), uid);
+  if (!pod.ok()) return "";
+  return driver == KubeletDriver::kSystemd ? pod->leaf() : "/" + pod->str();
 }
 
 inline cri::PodSandboxConfig sandboxConfig(const std::string& uid, const std::string& name, const std::string& parent,
@@ -177,24 +190,28 @@ class CriClient {
     }
     return false;
   }
-  // The container's main process, from containerd's verbose status.
+  // The container's main process, from containerd's verbose status (-1: not known).
   int pid(const std::string& id) {
     cri::ContainerStatusResponse s;
     if (!status(id, &s, true).ok()) return -1;
-    std::smatch m;
-    const std::string info = s.info().count("info") ? s.info().at("info") : "";
-    return std::regex_search(info, m, std::regex("\"pid\":\\s*([0-9]+)")) ? std::stoi(m[1]) : -1;
+    const Result<int> pid = verboseInfoPid(s);
+    return pid.ok() ? *pid : -1;
   }
-  // The CPUs the container's OCI spec gives it, from containerd's verbose status: what the runtime
-  // applied, as it records it for either way in (the shim's values arrive in CRI's calls and show in
-  // CRI's resources too; an NRI plugin's adjustment shows only in the spec).
-  std::string specCpus(const std::string& id) {
+  // linux.resources.cpu.<field> of the container's OCI spec, from containerd's verbose status: what
+  // the runtime applied, as it records it for either way in (the shim's values arrive in CRI's calls
+  // and show in CRI's resources too; an NRI plugin's adjustment shows only in the spec). Why it is
+  // not known, in angle brackets, otherwise.
+  std::string specCpu(const std::string& id, const std::string& field) {
     cri::ContainerStatusResponse s;
-    if (!status(id, &s, true).ok()) return "?";
-    std::smatch m;
-    const std::string info = s.info().count("info") ? s.info().at("info") : "";
-    static const std::regex kCpus("\"cpu\":\\s*\\{[^{}]*\"cpus\":\\s*\"([^\"]*)\"");
-    return std::regex_search(info, m, kCpus) ? m[1].str() : "";
+    if (const grpc::Status got = status(id, &s, true); !got.ok()) return "<" + got.error_message() + ">";
+    const Result<std::string> value = verboseInfoSpecCpu(s, field);
+    return value.ok() ? *value : "<" + value.error().message() + ">";
+  }
+  // Its cpuset: empty when the spec sets none, "?" when the status could not be read.
+  std::string specCpus(const std::string& id) {
+    const std::string cpus = specCpu(id, "cpus");
+    if (!cpus.starts_with("<")) return cpus;
+    return cpus.find("has no cpus") != std::string::npos ? "" : "?";
   }
 
  private:

@@ -4,20 +4,21 @@
 // test image.
 //
 //   vri-cri-client [--socket=/run/vri/cri.sock] run POD --qos=guaranteed|burstable|besteffort
-//                  [--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=/kubepods]
+//                  [--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubelet-cgroup-root=/]
 //                  [--cgroup-driver=cgroupfs|systemd] [--args="WORD ..."]
 //   vri-cri-client [--socket=...] ps
 //   vri-cri-client [--socket=...] pods
 //   vri-cri-client [--socket=...] rm POD
 //
-// CPU amounts are milli-CPU (1000 = one CPU); --kubepods is kubelet's cgroupfs
-// parent of the QoS levels (vrid's kubelet_cgroup_root + "/kubepods"). With the
-// systemd driver the cgroup parent is the pod's slice, as kubelet names it
-// (kubepods-burstable-pod<uid with _ for ->.slice), and --kubepods is unused. --args are the
+// CPU amounts are milli-CPU (1000 = one CPU); --kubelet-cgroup-root is kubelet's
+// --cgroup-root (vrid's kubelet_cgroup_root). The cgroup parent is named as kubelet
+// names it (KubeletNamer): a path under cgroupfs, the pod's slice under systemd
+// (kubepods-burstable-pod<uid with _ for ->.slice). --args are the
 // container's arguments, split at spaces (the test image's `spin` uses a whole CPU).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -31,15 +32,7 @@ namespace {
 using namespace vri::cri_client;
 
 int usage(const std::string& why) {
-  std::fprintf(stderr,
-               "vri-cri-client: %s\n"
-               "usage: vri-cri-client [--socket=PATH] run POD --qos=guaranteed|burstable|besteffort "
-               "[--cpu=REQUEST[:LIMIT]] [--memory=BYTES] [--kubepods=PATH] [--cgroup-driver=cgroupfs|systemd]\n"
-               "                      [--args=\"WORD ...\"]\n"
-               "       vri-cri-client [--socket=PATH] ps\n"
-               "       vri-cri-client [--socket=PATH] pods\n"
-               "       vri-cri-client [--socket=PATH] rm POD\n",
-               why.c_str());
+  std::fprintf(stderr, "vri-cri-client: %s\nRun with --help for more information.\n", why.c_str());
   return 2;
 }
 
@@ -59,51 +52,36 @@ std::string newUid() {
 // The container's CPUs as containerd applied them (its OCI spec), whichever way VRI placed it.
 std::string cpusetOf(CriClient& client, const std::string& container) { return client.specCpus(container); }
 
-// `run`'s flags, as given (empty: not given).
+// `run`'s flags, checked by CLI11 as they are parsed.
 struct RunFlags {
-  std::string qos, cpu, memory, kubepods, cgroupDriver, args;
+  std::string qos;                // guaranteed, burstable or besteffort
+  std::string cpu = "0";          // REQUEST[:LIMIT], milli-CPU
+  std::optional<int64_t> memory;  // bytes; default: 64 MiB, none for BestEffort
+  std::string kubeletRoot = "/";
+  std::string driver = "cgroupfs";  // or systemd
+  std::string args;
 };
 
 int run(CriClient& client, const std::string& name, const RunFlags& flags) {
-  const auto flag = [&](const std::string& given, const std::string& fallback) {
-    return given.empty() ? fallback : given;
-  };
-  const std::string qos_text = flags.qos;
-  PodQos qos;
-  if (qos_text == "guaranteed") {
-    qos = PodQos::kGuaranteed;
-  } else if (qos_text == "burstable") {
-    qos = PodQos::kBurstable;
-  } else if (qos_text == "besteffort") {
-    qos = PodQos::kBestEffort;
-  } else {
-    return usage("--qos: guaranteed, burstable or besteffort");
-  }
-  const std::string cpu = flag(flags.cpu, "0");
-  const size_t colon = cpu.find(':');
-  int64_t request = 0, limit = 0, memory = 0;
+  const PodQos qos = flags.qos == "guaranteed"  ? PodQos::kGuaranteed
+                     : flags.qos == "burstable" ? PodQos::kBurstable
+                                                : PodQos::kBestEffort;
+  const vri::KubeletDriver driver =
+      flags.driver == "systemd" ? vri::KubeletDriver::kSystemd : vri::KubeletDriver::kCgroupfs;
+  const size_t colon = flags.cpu.find(':');
+  int64_t request = 0, limit = 0;
   try {
-    request = std::stoll(cpu.substr(0, colon));
-    limit = colon == std::string::npos ? (qos == PodQos::kGuaranteed ? request : 0) : std::stoll(cpu.substr(colon + 1));
-    memory = std::stoll(flag(flags.memory, qos == PodQos::kBestEffort ? "0" : "67108864"));
+    request = std::stoll(flags.cpu.substr(0, colon));
+    limit = colon == std::string::npos ? (qos == PodQos::kGuaranteed ? request : 0)
+                                       : std::stoll(flags.cpu.substr(colon + 1));
   } catch (const std::exception&) {
-    return usage("--cpu and --memory take numbers");
+    return usage("--cpu: REQUEST[:LIMIT] in milli-CPU");
   }
+  const int64_t memory = flags.memory.value_or(qos == PodQos::kBestEffort ? 0 : 64LL << 20);
   const std::string uid = newUid();
-  std::string parent;
-  const std::string driver = flag(flags.cgroupDriver, "cgroupfs");
-  if (driver == "systemd") {
-    const vri::QosClass klass = qos == PodQos::kGuaranteed  ? vri::QosClass::kGuaranteed
-                                : qos == PodQos::kBurstable ? vri::QosClass::kBurstable
-                                                            : vri::QosClass::kBestEffort;
-    auto slice = vri::makeKubeletNamer(vri::KubeletDriver::kSystemd)->pod(klass, uid);
-    if (!slice.ok()) return usage(slice.error().message());
-    parent = slice->leaf();  // kubelet sends the slice's name; systemd knows where it lives
-  } else if (driver == "cgroupfs") {
-    parent = podCgroupParent(flag(flags.kubepods, "/kubepods"), qos, uid);
-  } else {
-    return usage("--cgroup-driver: cgroupfs or systemd");
-  }
+  // Under systemd kubelet sends the slice's name; systemd knows where it lives.
+  const std::string parent = podCgroupParent(flags.kubeletRoot, qos, uid, driver);
+  if (parent.empty()) return usage("--kubelet-cgroup-root: not a cgroup path: " + flags.kubeletRoot);
   const cri::PodSandboxConfig pod = sandboxConfig(uid, name, parent);
   std::string sandbox, container;
   if (grpc::Status s = client.runPodSandbox(pod, &sandbox); !s.ok()) return failed("RunPodSandbox", s);
@@ -185,11 +163,19 @@ int main(int argc, char** argv) {
   app.add_option("--socket", socket, "the CRI endpoint (the shim's, or a runtime's)")->capture_default_str();
   CLI::App* run_command = app.add_subcommand("run", "a host-network pod with one container `app` of the test image");
   run_command->add_option("POD", pod, "the pod's name")->required();
-  run_command->add_option("--qos", flags.qos, "guaranteed, burstable or besteffort")->required();
-  run_command->add_option("--cpu", flags.cpu, "milli-CPU, REQUEST[:LIMIT] (1000 = one CPU)");
-  run_command->add_option("--memory", flags.memory, "bytes");
-  run_command->add_option("--kubepods", flags.kubepods, "kubelet's cgroupfs parent of the QoS levels");
-  run_command->add_option("--cgroup-driver", flags.cgroupDriver, "cgroupfs or systemd");
+  run_command->add_option("--qos", flags.qos, "guaranteed, burstable or besteffort")
+      ->required()
+      ->check(CLI::IsMember({"guaranteed", "burstable", "besteffort"}));
+  run_command->add_option("--cpu", flags.cpu, "milli-CPU, REQUEST[:LIMIT] (1000 = one CPU)")->capture_default_str();
+  run_command->add_option("--memory", flags.memory, "bytes (default: 64 MiB, none for besteffort)")
+      ->check(CLI::NonNegativeNumber);
+  run_command
+      ->add_option("--kubelet-cgroup-root", flags.kubeletRoot,
+                   "kubelet's --cgroup-root, where kubepods sits (vrid's kubelet_cgroup_root)")
+      ->capture_default_str();
+  run_command->add_option("--cgroup-driver", flags.driver, "kubelet's cgroup driver")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"cgroupfs", "systemd"}));
   run_command->add_option("--args", flags.args, "the container's arguments, split at spaces");
   app.add_subcommand("ps", "the containers");
   app.add_subcommand("pods", "the pods");

@@ -35,8 +35,7 @@ class CriShimLogicTest : public ::testing::Test {
   }
   static CallScope kubeletCall() { return CallScope::within(std::chrono::seconds(5)); }
   runtime::v1::PodSandboxConfig pod(const std::string& uid) {
-    return kubelet::sandboxConfig(uid, "pod-" + uid,
-                                  kubelet::podCgroupParent("/kubepods", kubelet::PodQos::kBurstable, uid));
+    return kubelet::sandboxConfig(uid, "pod-" + uid, kubelet::podCgroupParent("/", kubelet::PodQos::kBurstable, uid));
   }
   std::string run(const runtime::v1::PodSandboxConfig& config) {
     runtime::v1::RunPodSandboxRequest request;

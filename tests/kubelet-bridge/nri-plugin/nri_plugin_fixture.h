@@ -130,7 +130,7 @@ inline api::PodSandbox nriPod(const std::string& id, const std::string& uid) {
   pod.set_name("p-" + uid.substr(uid.size() - 2));
   pod.set_namespace_("default");
   (*pod.mutable_labels())["io.kubernetes.pod.uid"] = uid;
-  pod.mutable_linux()->set_cgroup_parent(cri_client::podCgroupParent("/kubepods", cri_client::PodQos::kBurstable, uid));
+  pod.mutable_linux()->set_cgroup_parent(cri_client::podCgroupParent("/", cri_client::PodQos::kBurstable, uid));
   return pod;
 }
 

@@ -40,8 +40,18 @@ std::string describeGuard(const ReleaseGuard& guard) {
                            : "runtime id " + guard.runtimeId + " is not the one it holds (or it is gone)";
 }
 
+// What a reply makes: its value, whether or not it can fail.
+template <typename T>
+struct ResultValue {
+  using type = T;
+};
+template <typename T>
+struct ResultValue<Result<T>> {
+  using type = T;
+};
+
 // The parts of a decision most kinds leave as they are.
-constexpr auto kAsDecided = [](const StatePtr&, auto answer) { return answer; };
+constexpr auto kAsDecided = [](Ledger::Writer&, auto answer) { return answer; };
 constexpr auto kNoDetail = [](const auto&) { return std::string(); };
 constexpr auto kNeverQuiet = [](const auto&) { return false; };
 
@@ -66,14 +76,14 @@ template <typename Decide, typename Reply, typename Describe, typename Quiet>
 auto NodeManager::decision(const DecisionRule& rule, const std::string& tenant, Decide decide, Reply reply,
                            Describe describe, Quiet quiet, WriteStats* stats) {
   using Decided = typename std::invoke_result_t<Decide, const StatePtr&>::value_type;  // Decision<T>
-  using Answer = std::invoke_result_t<Reply, const StatePtr&, decltype(Decided::answer)>;
+  using Answer = typename ResultValue<std::invoke_result_t<Reply, Ledger::Writer&, decltype(Decided::answer)>>::type;
   const auto start = Stopwatch::now();
   Result<Answer> result = [&]() -> Result<Answer> {
     VRI_TRY(checkNotHalted());
     Ledger::Writer writer(ledger_);
     VRI_ASSIGN_OR_RETURN(Decided decided, decide(writer.current()));
     VRI_TRY(carryOut(writer, decided, tenant, rule, stats));
-    return reply(writer.current(), std::move(decided.answer));
+    return reply(writer, std::move(decided.answer));
   }();
   if (result.ok() && quiet(*result)) return result;
   const std::string detail = result.ok() ? describe(*result) : std::string();
@@ -154,8 +164,11 @@ Result<T> NodeManager::finish(const DecisionRule& rule, const std::string& tenan
   const std::string action = rule.action;
   const bool logged = log_.enabled(LogLevel::kInfo);  // the line is built only when it is written
   if (!result.ok()) {
-    if (logged)
+    if (rule.refusalIsWarning) {
+      log_.warning(action + " " + tenant + ": " + result.error().message() + " (" + millisSince(start) + ")");
+    } else if (logged) {
       log_.info(action + " " + tenant + ": refused: " + result.error().message() + " (" + millisSince(start) + ")");
+    }
     events_.publish(EventKind::kRefused, tenant, action + ": " + result.error().message());
     return result;
   }
@@ -192,7 +205,7 @@ Result<ContainerPlacement> NodeManager::admitContainer(const PodSpec& pod, const
   return decision(
       kAdmit, containerTenant(pod.uid, container.name),
       [&](const StatePtr& from) { return ledger_.decideAdmitContainer(from, pod, container, finished); },
-      [&](const StatePtr& now, ContainerPlacement placed) { return asWritten(now, pod.uid, placed); },
+      [&](Ledger::Writer& writer, ContainerPlacement placed) { return asWritten(writer.current(), pod.uid, placed); },
       describeContainer, kNeverQuiet, stats);
 }
 
@@ -214,7 +227,7 @@ Result<ContainerPlacement> NodeManager::adoptOrAdmitContainer(const PodSpec& pod
   };
   return decision(
       rule, containerTenant(pod.uid, container.name), decide,
-      [&](const StatePtr& now, ContainerPlacement placed) { return asWritten(now, pod.uid, placed); },
+      [&](Ledger::Writer& writer, ContainerPlacement placed) { return asWritten(writer.current(), pod.uid, placed); },
       describeContainer, kNeverQuiet);
 }
 
@@ -229,8 +242,8 @@ Result<std::vector<ContainerPlacement>> NodeManager::admitPod(const PodSpec& pod
                                                               const std::vector<ContainerSpec>& containers) {
   return decision(
       kAdmit, podTenant(pod.uid), [&](const StatePtr& from) { return ledger_.decideAdmitPod(from, pod, containers); },
-      [&](const StatePtr& now, std::vector<ContainerPlacement> placed) {
-        for (ContainerPlacement& p : placed) p = asWritten(now, pod.uid, p);
+      [&](Ledger::Writer& writer, std::vector<ContainerPlacement> placed) {
+        for (ContainerPlacement& p : placed) p = asWritten(writer.current(), pod.uid, p);
         return placed;
       },
       [](const std::vector<ContainerPlacement>& placed) {
@@ -245,8 +258,8 @@ Result<ContainerPlacement> NodeManager::resizeContainer(const std::string& podUi
   return decision(
       kResize, containerTenant(podUid, container.name),
       [&](const StatePtr& from) { return ledger_.decideResizeContainer(from, podUid, container); },
-      [&](const StatePtr& now, ContainerPlacement placed) { return asWritten(now, podUid, placed); }, describeContainer,
-      kNeverQuiet);
+      [&](Ledger::Writer& writer, ContainerPlacement placed) { return asWritten(writer.current(), podUid, placed); },
+      describeContainer, kNeverQuiet);
 }
 
 Result<bool> NodeManager::releaseContainer(const std::string& podUid, const std::string& name,
@@ -324,25 +337,26 @@ Result<VcpusOnline> NodeManager::vcpusOnline(const std::string& uuid, const std:
       kNeverQuiet);
 }
 
-// A VM's QEMU process started: not through decision() because its scope is found on the cgroupfs
-// before the writer is taken, it is known only once admitted, and a start that a reconcile found
-// first is written again rather than decided.
+// A VM's QEMU process started: its scope, found on the cgroupfs before the writer is taken, bound
+// to the VM (admitted, not only reserved), then its cgroups written. A start a reconcile found first
+// is written again all the same.
 Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uuid, int qemuPid) {
-  const auto start = Stopwatch::now();
   const std::string tenant = vmTenant(uuid);
-  Result<std::pair<CgroupPath, int>> result = [&]() -> Result<std::pair<CgroupPath, int>> {
-    VRI_TRY(checkNotHalted());
-    VRI_ASSIGN_OR_RETURN(CgroupPath scope, sync_.findVmScope(qemuPid));
-    Ledger::Writer writer(ledger_);
-    const StatePtr now = writer.current();
-    const VmRecord* vm = now->vm(uuid);
+  const Result<CgroupPath> scope = sync_.findVmScope(qemuPid);
+  bool found = false;  // the decision bound the scope (else a reconcile had)
+  WriteStats stats;
+  const auto decide = [&](const StatePtr& from) -> Result<Decision<bool>> {
+    VRI_TRY(scope);
+    const VmRecord* vm = from->vm(uuid);
     if (vm == nullptr) return Error::notFound("uuid: no VM " + uuid + " was admitted");
     if (vm->defined) return Error::failedPrecondition("VM " + uuid + " is only reserved; admit it before it starts");
-    const Decision<bool> decision = ledger_.decideVmScopes(writer.current(), {{uuid, scope}});
-    WriteStats stats;
-    int& writes = stats.writes;
-    if (decision.changes()) {
-      VRI_TRY(carryOut(writer, decision, tenant, kStart, &stats));
+    Decision<bool> bound = ledger_.decideVmScopes(from, {{uuid, *scope}});
+    found = bound.changes();
+    return bound;
+  };
+  const auto reply = [&](Ledger::Writer& writer, bool) -> Result<std::pair<CgroupPath, int>> {
+    int writes = stats.writes;
+    if (found) {
       // The VM runs placed already: a partition that cannot be written is left to reconcile.
       const StatePtr placed = writer.current();
       const Result<int> partition = sync_.writeMachinePartition(writer, *placed);
@@ -352,20 +366,18 @@ Result<std::pair<CgroupPath, int>> NodeManager::vmStarted(const std::string& uui
         log_.warning("started " + tenant + ": " + partition.error().message() + "; reconcile repairs it");
       }
     } else {
-      // Known already (a reconcile found it first): its own cgroups are written again all the same.
       LedgerDelta own;
       own.vms.insert(uuid);
       VRI_ASSIGN_OR_RETURN(writes, sync_.write(writer, writer.current(), writer.current(), own));
     }
-    return std::pair{scope, writes};
-  }();
-  if (!result.ok()) {
-    log_.warning("started " + tenant + ": " + result.error().message() + " (" + millisSince(start) + ")");
-    events_.publish(EventKind::kRefused, tenant, "started: " + result.error().message());
-    return result;
-  }
-  const std::string detail = "scope " + result->first.str() + ", " + std::to_string(result->second) + " cgroup writes";
-  return finish(kStart, tenant, std::move(result), detail, start);
+    return std::pair{*scope, writes};
+  };
+  return decision(
+      kStart, tenant, decide, reply,
+      [](const std::pair<CgroupPath, int>& started) {
+        return "scope " + started.first.str() + ", " + std::to_string(started.second) + " cgroup writes";
+      },
+      kNeverQuiet, &stats);
 }
 
 // ---- Views.

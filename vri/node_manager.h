@@ -182,25 +182,31 @@ class NodeManager {
     EventKind event;
     OnWriteFailure onFailure;
     CommitPoint commitPoint;
+    // A refusal is logged as a warning, not as a caller's refused request (a VM that runs unplaced).
+    bool refusalIsWarning;
   };
-  static constexpr DecisionRule kAdmit{"admit", EventKind::kAdmitted, OnWriteFailure::kUndo,
-                                       CommitPoint::kBeforeWrites};
-  static constexpr DecisionRule kAdopt{"adopt", EventKind::kAdopted, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites};
+  static constexpr DecisionRule kAdmit{"admit", EventKind::kAdmitted, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites,
+                                       false};
+  static constexpr DecisionRule kAdopt{"adopt", EventKind::kAdopted, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites,
+                                       false};
   static constexpr DecisionRule kReserve{"reserve", EventKind::kReserved, OnWriteFailure::kUndo,
-                                         CommitPoint::kBeforeWrites};
+                                         CommitPoint::kBeforeWrites, false};
   static constexpr DecisionRule kStart{"started", EventKind::kStarted, OnWriteFailure::kUndo,
-                                       CommitPoint::kBeforeWrites};
-  static constexpr DecisionRule kMove{"move", EventKind::kMoved, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites};
-  static constexpr DecisionRule kVcpus{"vcpus", EventKind::kResized, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites};
+                                       CommitPoint::kBeforeWrites, true};
+  static constexpr DecisionRule kMove{"move", EventKind::kMoved, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites,
+                                      false};
+  static constexpr DecisionRule kVcpus{"vcpus", EventKind::kResized, OnWriteFailure::kUndo, CommitPoint::kBeforeWrites,
+                                       false};
   static constexpr DecisionRule kResize{"resize", EventKind::kResized, OnWriteFailure::kHoldFreedCpus,
-                                        CommitPoint::kBeforeWrites};
+                                        CommitPoint::kBeforeWrites, false};
   static constexpr DecisionRule kRelease{"release", EventKind::kReleased, OnWriteFailure::kHoldFreedCpus,
-                                         CommitPoint::kAfterWrites};
+                                         CommitPoint::kAfterWrites, false};
 
   // Every decision's way from request to answer (node_manager.cc): refused while halted; decided
   // by `decide(from)` under the writer; carried out as `rule` says; its answer turned by
-  // `reply(now, answer)` into what the caller is told; said in one log line and one event,
-  // `describe(reply)` their detail, unless `quiet(reply)` holds (the caller then says it).
+  // `reply(writer, answer)` into what the caller is told (a Result where that can fail); said in
+  // one log line and one event, `describe(reply)` their detail, unless `quiet(reply)` holds (the
+  // caller then says it).
   template <typename Decide, typename Reply, typename Describe, typename Quiet>
   auto decision(const DecisionRule& rule, const std::string& tenant, Decide decide, Reply reply, Describe describe,
                 Quiet quiet, WriteStats* stats = nullptr);

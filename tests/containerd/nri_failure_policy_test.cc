@@ -177,7 +177,15 @@ TEST_F(NriPluginContainerdTest, AVridThatDoesNotAnswerGetsThePodRefusedInTimeAnd
 
   // The same connection places the pod once vrid answers: never disconnected for being late.
   if (!sandboxGoesAhead) {
-    const grpc::Status placed = direct.runPodSandbox(pod, &sandbox);
+    // containerd releases the failed sandbox's name once its cleanup's NRI calls return, which wait
+    // on the plugin, which waited on vrid: until then the name is "reserved", and kubelet retries.
+    grpc::Status placed;
+    testing::eventually(
+        [&] {
+          placed = direct.runPodSandbox(pod, &sandbox);
+          return placed.ok() || placed.error_message().find("is reserved for") == std::string::npos;
+        },
+        std::chrono::seconds(10));
     ASSERT_TRUE(placed.ok()) << placed.error_message() << pluginLog();
   }
   ASSERT_TRUE(direct.createContainer(sandbox, pod, app, &container).ok()) << pluginLog();

@@ -24,7 +24,7 @@
 
 namespace vri {
 
-// Who writes which file (see the README): by default kubelet and the runtime
+// Who writes which file (docs/architecture.md): by default kubelet and the runtime
 // keep writing the kubelet side's cpu and memory values and VRI only its
 // cpusets; kEverything makes VRI write them too (hosts without kubelet, tests).
 enum class Ownership { kCpusetsAndMachine, kEverything };

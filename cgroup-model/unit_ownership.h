@@ -7,7 +7,7 @@
 // files from its properties; it never writes below a delegated scope (the
 // scope's libvirt/ subtree, a container's own children).
 //
-// Who writes what (the README's table):
+// Who writes what (docs/architecture.md's table):
 //   unit                          AllowedCPUs/MemoryNodes   CPUWeight, CPUQuota, MemoryMax
 //   kubepods.slice, QoS slices    VRI, through systemd      kubelet (VRI with ownership=everything)
 //   Guaranteed pod slices         VRI, through systemd      kubelet (VRI with ownership=everything)

@@ -19,7 +19,7 @@
 
 namespace vri {
 
-// VRI's own element in <metadata>; see the README for its schema.
+// VRI's own element in <metadata>; docs/operating.md gives its schema.
 inline constexpr std::string_view kVriXmlNamespace = "urn:vri:domain:1";
 inline constexpr std::string_view kVriXmlPrefix = "vri";
 

@@ -20,6 +20,7 @@ packages=(
   mmdebstrap kmod cpio e2fsprogs bc zstd         # the cgroup v2 guest test bed (tests/v2guest/)
   containerd runc                                # the containerd tests' real containerd (tests/containerd/)
   debhelper dpkg-dev fakeroot lintian            # the Debian package (scripts/build-package.sh)
+  help2man                                       # the manual pages, from each program's --help and --version
   openssl curl iproute2                          # the control plane's certificates and health checks (tests/cluster/)
   socat                                          # the cluster guest's way to the API server (tests/v2guest/run-guest.sh)
 )

@@ -9,7 +9,7 @@
 //
 // The node's name may also come from VRI_NODE_NAME (the unit's /etc/vri/nrt-exporter.env).
 // Without --kubeconfig it takes a pod's service-account credentials. SIGTERM or SIGINT stops it;
-// the object stays (it goes stale: see the README); --delete removes it, as the package's removal
+// the object stays (it goes stale: see docs/operating.md); --delete removes it, as the package's removal
 // does. With --evict-after-refusals, a pod VRI refuses that many times in a row is evicted
 // (topology-export/refused_pod_evictor.h; deploy/refused-pod-evictor-rbac.yaml's rights).
 #include <curl/curl.h>

@@ -162,7 +162,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
     if (config.metricsTokenFile.empty())
       return Error::invalidArgument(
           "metrics_port is set without metrics_token_file: the metrics name every tenant, and a TCP port is open to "
-          "every local user, so each scrape must send a bearer token (see the README's metrics endpoint)");
+          "every local user, so each scrape must send a bearer token (see docs/operating.md, the metrics endpoint)");
     VRI_ASSIGN_OR_RETURN(metricsToken, readMetricsToken(config.metricsTokenFile));
   }
   if (!config.kubeletConfig.empty())

@@ -19,7 +19,7 @@ namespace vri {
 // `usage` null: usage is not sampled (no usage series).
 std::string renderMetrics(const NodeManager& node, const UsageSampler* usage, const CallMetrics& calls);
 
-// Every metric family's name, in the order rendered (the README's list is checked against it).
+// Every metric family's name, in the order rendered (docs/operating.md's list is checked against it).
 const std::vector<std::string>& metricNames();
 
 }  // namespace vri

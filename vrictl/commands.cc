@@ -7,6 +7,7 @@
 #include <ostream>
 
 #include "base/version.h"
+#include "vrictl/completion.h"
 #include "vrictl/map_view.h"
 #include "vrictl/node_views.h"
 #include "vrictl/pin_commands.h"
@@ -122,6 +123,18 @@ struct Parser {
     addTenantCommand("podinfo", "one pod and its containers", "pod", "the pod's UID or NAMESPACE/NAME",
                      &v1::GetTenantRequest::set_pod);
     addPinCommands();
+    if (program) {
+      // bash's completion (vrictl.bash-completion) asks here what its shell would offer: hidden.
+      add("__complete", "",
+          [](CommandContext& c, const Choices& o) {
+            CompletionSource source = completionSourceFor(c);
+            source.shellWords = false;
+            for (const std::string& word : completionsFor(withoutProgramOptions(o.key), source)) c.out << word << "\n";
+            return kExitOk;
+          })
+          ->group("")
+          ->add_option("line", choices.key, "the line before the cursor, without the program's name");
+    }
     add("tree", "the cgroup hierarchy as VRI models it, marked where the kernel differs",
         [](CommandContext& c, const Choices& o) {
           auto tree = c.vrid().tree(!o.noCompare);
@@ -288,6 +301,25 @@ int reportFailure(CommandContext& c, const Error& error) {
   return kExitFailed;
 }
 
+CompletionSource completionSourceFor(CommandContext& context) {
+  const auto names = [&context](bool vms) {
+    std::vector<std::string> out;
+    auto list = context.vrid().tenants(vms ? v1::ListTenantsRequest::VMS : v1::ListTenantsRequest::PODS);
+    if (!list.ok()) return out;
+    for (const v1::Tenant& t : list->tenants()) {
+      if (vms) {
+        out.push_back(t.vm().name());
+        out.push_back(t.vm().uuid());
+      } else {
+        out.push_back(t.pod().name());
+        out.push_back(t.pod().uid());
+      }
+    }
+    return out;
+  };
+  return {commandSummaries(), [names] { return names(true); }, [names] { return names(false); }};
+}
+
 ProgramRun runProgram(const std::vector<std::string>& args,
                       const std::function<CommandContext(const ProgramOptions&)>& contextFor) {
   Parser parser(true);
@@ -317,6 +349,7 @@ std::vector<CommandSummary> commandSummaries() {
   Parser parser(false);
   std::vector<CommandSummary> out;
   for (auto& [sub, run] : parser.commands) {
+    if (sub->get_group().empty()) continue;  // hidden
     CommandSummary summary{sub->get_name(), {"--help", "--json"}, CommandSummary::Argument::kNone};
     for (const CLI::Option* option : sub->get_options()) {
       for (const std::string& name : option->get_lnames()) {

@@ -45,6 +45,11 @@ struct ProgramRun {
 // Prints vrid's refusal or failure (and which socket changes need), and gives the exit code.
 int reportFailure(CommandContext& c, const Error& error);
 
+struct CompletionSource;  // completion.h
+// What TAB offers (the shell's, and bash's through `vrictl __complete LINE`): commands and flags
+// from the declarations that parse them, names asked of the vrid `context` reaches.
+CompletionSource completionSourceFor(CommandContext& context);
+
 // vrictl ARGS...: the program's options, then a command or none.
 ProgramRun runProgram(const std::vector<std::string>& args,
                       const std::function<CommandContext(const ProgramOptions&)>& contextFor);

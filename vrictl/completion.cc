@@ -41,7 +41,8 @@ std::vector<std::string> completionsFor(const std::string& line, const Completio
   std::vector<std::string> candidates;
   if (words.empty()) {
     for (const CommandSummary& c : source.commands) candidates.push_back(c.name);
-    for (const char* word : {"help", "quit", "exit"}) candidates.push_back(word);
+    if (source.shellWords)
+      for (const char* word : {"help", "quit", "exit"}) candidates.push_back(word);
   } else if (words.front() == "help") {
     if (words.size() == 1)
       for (const CommandSummary& c : source.commands) candidates.push_back(c.name);
@@ -66,6 +67,27 @@ std::vector<std::string> completionsFor(const std::string& line, const Completio
   std::sort(candidates.begin(), candidates.end());
   candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   return candidates;
+}
+
+std::string withoutProgramOptions(const std::string& line) {
+  const std::vector<std::string> words = splitWords(line);
+  size_t first = 0;  // the first word that is not a program option
+  while (first < words.size()) {
+    const std::string& w = words[first];
+    if (w == "--json" || w.starts_with("--socket=") || w.starts_with("--color=") || w.starts_with("--colour=")) {
+      first += 1;
+    } else if (w == "--socket" || w == "--color" || w == "--colour") {
+      first += 2;
+    } else {
+      break;
+    }
+  }
+  if (first == 0) return line;
+  std::string out;
+  for (size_t i = first; i < words.size(); ++i) out += (out.empty() ? "" : " ") + words[i];
+  const bool newWord = line.empty() || std::isspace(static_cast<unsigned char>(line.back()));
+  if (newWord && !out.empty()) out += " ";
+  return out;
 }
 
 std::string commonPrefix(const std::vector<std::string>& words) {

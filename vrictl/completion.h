@@ -14,7 +14,13 @@ struct CompletionSource {
   // Asked only when a VM's or a pod's name is wanted: names and ids, fresh from vrid.
   std::function<std::vector<std::string>()> vms;
   std::function<std::vector<std::string>()> pods;
+  // The shell's own words (help, quit, exit) among the commands.
+  bool shellWords = true;
 };
+
+// A command line as the shell would see it: without the program's options before the command
+// (--socket, --color and their values, --json), which bash's completion hands over with the rest.
+std::string withoutProgramOptions(const std::string& line);
 
 // Every word that completes the last word of `line` (the text before the cursor), sorted.
 std::vector<std::string> completionsFor(const std::string& line, const CompletionSource& source);

@@ -27,21 +27,5 @@ int main(int argc, char** argv) {
   if (!run.shell) return run.exitCode;
   CommandContext context = contextFor(run.options);
   context.inShell = true;
-  const auto names = [&](bool vms) {
-    std::vector<std::string> out;
-    auto list = context.vrid().tenants(vms ? vri::v1::ListTenantsRequest::VMS : vri::v1::ListTenantsRequest::PODS);
-    if (!list.ok()) return out;
-    for (const vri::v1::Tenant& t : list->tenants()) {
-      if (vms) {
-        out.push_back(t.vm().name());
-        out.push_back(t.vm().uuid());
-      } else {
-        out.push_back(t.pod().name());
-        out.push_back(t.pod().uid());
-      }
-    }
-    return out;
-  };
-  const CompletionSource completion{commandSummaries(), [&] { return names(true); }, [&] { return names(false); }};
-  return runShell(context, completion, defaultHistoryPath());
+  return runShell(context, completionSourceFor(context), defaultHistoryPath());
 }

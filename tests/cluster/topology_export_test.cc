@@ -154,7 +154,7 @@ TEST_F(TopologyExportTest, WhileTheApiServerIsAwayNoDecisionWaitsAndTheObjectIsR
 }
 
 // Under `restricted` (and `best-effort`) the plugin does not filter: a pod that fits no zone of what
-// VRI would grant is bound all the same, and VRI refuses it at CreateContainer. The README's warning.
+// VRI would grant is bound all the same, and VRI refuses it at CreateContainer. docs/operating.md's warning.
 class TopologyExportRestrictedTest : public TopologyExportTest {
  protected:
   std::string policy() const override { return "restricted"; }

@@ -31,7 +31,7 @@ namespace cri = ::runtime::v1;
 // The package's containerd drop-in makes the plugin required: while it is away, containerd 2.2 and
 // later refuse every container but those of pods that tolerate its absence; once it is back,
 // containers are created and placed. containerd 2.0 has no validator: there a container is
-// created without VRI's allocation, as the README says.
+// created without VRI's allocation, as docs/operating.md says.
 TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePluginIsAway) {
   const std::string dropIn = kUnderTest.root + "/conf.d/vri-required.toml";
   std::filesystem::create_directories(kUnderTest.root + "/conf.d");

@@ -1,6 +1,6 @@
 # Shell helpers for the scenarios that run a real kubelet in front of VRI (kubelet, cluster): containerd
 # 2.4 and kubelet 1.35 from the peers, containerd's configuration for a cgroup driver and a way in, the
-# way in as the README wires it, vrid's settings, and each container's CPUs as every party sees them.
+# way in as docs/operating.md wires it, vrid's settings, and each container's CPUs as every party sees them.
 # Sourced after node_helpers.sh, with fail() defined; testbed.sh copies it beside the suites.
 cg=/sys/fs/cgroup
 peers=$GUEST_IN/v2guest/peers
@@ -56,7 +56,7 @@ EOF2
 }
 
 # containerd's configuration for a cgroup driver and a way in: NRI on for the plugin, off for the shim.
-# With NRI, as the README wires it: conf.d imported (where VRI is made required), NRI's socket at its
+# With NRI, as docs/operating.md wires it: conf.d imported (where VRI is made required), NRI's socket at its
 # default; its request timeout is scaled for the emulation as the hook's deadline is (2 s -> 10 s).
 containerd_with() { # systemd|cgroupfs nri|shim
   [ "$1" = systemd ] && systemd_cgroup=true || systemd_cgroup=false
@@ -94,7 +94,7 @@ containerd_restarted() {
   wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"
 }
 
-# The way in, as the README wires it (Install it on a node, step 3): kubelet's runtime endpoint, and
+# The way in, as docs/operating.md wires it (Install it on a node, step 3): kubelet's runtime endpoint, and
 # one placer enabled and started (the other disabled first: the second placer for one vrid refuses
 # to run). The plugin's deadline is scaled for the emulation with containerd's NRI timeout (1 s ->
 # 5 s, half of it), as the hook's is. Sets $placer.
@@ -137,7 +137,7 @@ placer_started() { # way(nri|shim)
   fi
 }
 
-# As the README's step 1 has it: vrid's settings in /etc/vri/vrid.conf, kubelet's reservations among them.
+# As step 1 of docs/operating.md has it: vrid's settings in /etc/vri/vrid.conf, kubelet's reservations among them.
 set_conf() { sed -i "/^$1 *=/d" /etc/vri/vrid.conf && echo "$1 = $2" >> /etc/vri/vrid.conf; }
 vrid_with() { # driver
   set_conf cgroup_driver "$1"

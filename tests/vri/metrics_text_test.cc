@@ -105,12 +105,12 @@ TEST(MetricsTextTest, NamesAreEscapedAndAReleasedTenantsSeriesGo) {
   EXPECT_THAT(text, HasSubstr("# TYPE vri_tenant_cpu_usage_seconds_total counter\n# HELP"));
 }
 
-TEST(MetricsTextTest, TheReadmeListsEveryMetric) {
-  std::ifstream in(std::string(VRI_SOURCE_DIR) + "/README.md");
+TEST(MetricsTextTest, TheOperatorsGuideListsEveryMetric) {
+  std::ifstream in(std::string(VRI_SOURCE_DIR) + "/docs/operating.md");
   std::stringstream readme;
   readme << in.rdbuf();
   for (const std::string& name : metricNames())
-    EXPECT_THAT(readme.str(), HasSubstr("| `" + name + "` |")) << "README.md's list of metrics lacks " << name;
+    EXPECT_THAT(readme.str(), HasSubstr("| `" + name + "` |")) << "docs/operating.md's list of metrics lacks " << name;
 }
 
 TEST(MetricsTextTest, ClientsAreVrisProgramsOrOther) {

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <filesystem>
 
 #include "tests/support/pseudo_terminal.h"
 #include "tests/support/test_paths.h"
@@ -93,6 +94,27 @@ TEST_F(VrictlShellTest, ReadsCommandsFromAPipeWithoutAPrompt) {
   EXPECT_THAT(out, HasSubstr("database"));
   EXPECT_THAT(out, HasSubstr("no VM with UUID or name nosuch"));
   EXPECT_THAT(out, ::testing::Not(HasSubstr("vrictl # ")));
+}
+
+// bash's completion (deploy/vrictl.bash-completion, installed as bash-completion/completions/vrictl)
+// offers what the shell offers, from `vrictl __complete`: commands, flags, and names asked of vrid
+// through the socket the line names. The shell's own words (quit, exit) are not vrictl commands.
+TEST_F(VrictlShellTest, BashCompletesCommandsFlagsAndNamesAsTheShellDoes) {
+  const auto complete = [&](const std::string& line) {
+    const std::string bin = std::filesystem::path(VRICTL_BINARY).parent_path().string();
+    const std::string script = "PATH=" + bin + ":$PATH; source " + std::string(VRI_SOURCE_DIR) +
+                               "/deploy/vrictl.bash-completion; COMP_LINE='" + line +
+                               "'; COMP_POINT=${#COMP_LINE}; _vrictl; printf '%s\\n' \"${COMPREPLY[@]}\"";
+    std::string out;
+    EXPECT_EQ(runCommand({"/bin/bash", "-c", script}, &out, vrid_.tmp().sub("bash.out")), 0) << out;
+    return out;
+  };
+  EXPECT_EQ(complete("vrictl dom"), "dominfo\n");
+  EXPECT_EQ(complete("vrictl po"), "podinfo\npool\n");
+  EXPECT_EQ(complete("vrictl list --v"), "--vms\n");
+  EXPECT_THAT(complete("vrictl "), ::testing::Not(HasSubstr("quit")));
+  EXPECT_EQ(complete("vrictl --socket " + vrid_.config.socket + " dominfo da"), "database\n");
+  EXPECT_EQ(complete("vrictl --socket=" + vrid_.config.socket + " --json vcpupin data"), "database\n");
 }
 
 }  // namespace

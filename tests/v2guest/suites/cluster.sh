@@ -230,7 +230,7 @@ dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg -i"; }
 scale_hook_deadline
 install -m 0600 "$credentials/nrt-exporter.kubeconfig" /etc/vri/nrt-exporter.kubeconfig
 printf 'VRI_NODE_NAME=%s\nVRI_EVICT_AFTER_REFUSALS=2\n' $node > /etc/vri/nrt-exporter.env
-# The evictor's rights besides the exporter's, as the README has an operator apply them.
+# The evictor's rights besides the exporter's, as docs/operating.md has an operator apply them.
 k apply -f /usr/share/vri/cluster/refused-pod-evictor-rbac.yaml > /dev/null || fail "the evictor's RBAC"
 # kubelet as in the kubelet scenario, but registered: no static pods; single-numa-node, kubelet's and
 # VRI's, the policy under which the scheduler's plugin filters nodes by NUMA zone.

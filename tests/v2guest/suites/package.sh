@@ -199,7 +199,7 @@ wait_for 30 "the plugin's refusal" sh -c \
 systemctl stop vri-nri-plugin
 systemctl is-active -q vri-cri-shim || fail "the shim stopped"
 
-step "VRI made required in containerd's drop-ins (README): the link is the package's file"
+step "VRI made required in containerd's drop-ins (docs/operating.md): the link is the package's file"
 mkdir -p /etc/containerd/conf.d
 ln -s /usr/share/vri/containerd/vri-required.toml /etc/containerd/conf.d/vri-required.toml
 grep -q 'required_plugins = \["vri"\]' /etc/containerd/conf.d/vri-required.toml || fail "the drop-in requires no vri"

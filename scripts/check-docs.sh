@@ -2,7 +2,8 @@
 # Checks that the README and docs/ say only what is true of this tree:
 #  - every relative link leads to a file, and every #anchor to a heading of it;
 #  - every repository path they name in backticks exists (build/ outputs and patterns aside);
-#  - every vrictl command in their code blocks is one of vrictl's commands.
+#  - every vrictl command in their code blocks is one of vrictl's commands;
+#  - every source file of a module is named in its folder's README.md.
 #   scripts/check-docs.sh VRICTL    (the built vrictl, which lists its commands)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -42,6 +43,17 @@ for doc in "${documents[@]}"; do
     grep -E '^(base|proto|cgroup-model|systemd|accounting|libvirt-bridge|nri|kubelet-bridge|topology-export|vri|vrictl|tools|tests|bench|fuzz|deploy|debian|scripts|docs)/' | sort -u)
 done
 
+# Every module's files, by name (either of a .cc/.h pair will do), in the README beside them.
+for readme in $(git ls-files '*/README.md'); do
+  dir=$(dirname "$readme")
+  case "$dir" in tests* | bench* | fuzz* | deploy* | docs*) continue ;; esac
+  for file in $(git ls-files "$dir/*.cc" "$dir/*.h"); do
+    [ "$(dirname "$file")" = "$dir" ] || continue
+    stem=$(basename "${file%.*}")
+    grep -qF -- "$stem" "$readme" || fail "$readme: names nothing of $file"
+  done
+done
+
 # vrictl's commands, as its own completion lists them.
 commands=$("$vrictl" __complete -- "") || { echo "check-docs: $vrictl does not list its commands" >&2; exit 1; }
 for doc in "${documents[@]}"; do
@@ -68,4 +80,4 @@ if [ $failures -gt 0 ]; then
   echo "check-docs: $failures problems" >&2
   exit 1
 fi
-echo "check-docs: ${#documents[@]} documents: links, paths and vrictl commands hold"
+echo "check-docs: ${#documents[@]} documents (links, paths, vrictl commands) and every module's files hold"

@@ -116,6 +116,20 @@ if v start --paused big > /tmp/big.out 2>&1; then fail "a VM larger than the poo
 cat /tmp/big.out
 grep -q "vri: " /tmp/big.out || fail "virsh start's error does not carry the hook's refusal"
 
+step "the manual pages and vrictl's bash completion, as the package installs them"
+for page in man8/vrid.8 man8/vri-hook.8 man8/vri-cri-shim.8 man8/vri-nri-plugin.8 man8/vri-nrt-exporter.8 \
+  man1/vrictl.1 man1/vri-topology.1 man1/vri-cri-client.1; do
+  name=${page#*/}
+  zcat "/usr/share/man/$page.gz" | grep -q "^${name%.*} \\\\- " || fail "no manual page $page, or without its NAME line"
+done
+zcat /usr/share/man/man1/vrictl.1.gz | grep -q "vcpupin" || fail "vrictl(1) does not list vcpupin"
+complete_vrictl() { # line
+  bash -c ". /usr/share/bash-completion/completions/vrictl; COMP_LINE='$1'; COMP_POINT=\${#COMP_LINE}; _vrictl; echo \"\${COMPREPLY[*]}\""
+}
+[ "$(complete_vrictl 'vrictl dom')" = dominfo ] || fail "bash completes 'vrictl dom' as '$(complete_vrictl 'vrictl dom')'"
+[ "$(complete_vrictl 'vrictl dominfo ded-')" = "ded-a ded-b" ] ||
+  fail "bash completes 'vrictl dominfo ded-' as '$(complete_vrictl 'vrictl dominfo ded-')'"
+
 step "save and restore: the operator's hook runs first, vri-hook gets its output"
 v save ded-b /var/tmp/ded-b.save >/dev/null || fail "virsh save"
 v restore /var/tmp/ded-b.save --paused >/dev/null || fail "virsh restore"

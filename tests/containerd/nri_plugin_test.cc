@@ -128,9 +128,14 @@ TEST_F(NriPluginContainerdTest, RunningSharedContainersFollowTheSharedPoolInCont
   const std::string cpu = podInfo(uidPrefix() + "2").containers(0).exclusive_cpus();
   ASSERT_EQ(cpu.size(), 1u) << pluginLog();
   const std::string shared = cpu == "0" ? "1" : "0";
-  // In containerd's records at once: the creation's answer carried the update.
+  // In containerd's records at once: the creation's answer carried the update. It was put there
+  // by the creation itself, or, when vrid's pool event reached the follower first, by the follower
+  // (riding on this answer before NRI v0.12.1); either way the plugin says so.
   EXPECT_EQ(specCpu(direct, web, "cpus"), shared);
-  EXPECT_THAT(pluginLog(), HasSubstr("1 shared containers narrowed"));
+  const std::string log = pluginLog();
+  EXPECT_TRUE(log.find("1 shared containers narrowed") != std::string::npos ||
+              log.find("now on CPUs " + shared + " in the runtime too") != std::string::npos)
+      << log;
 
   // The Guaranteed container goes: the pool widens, and the follower tells containerd, with an
   // unsolicited UpdateContainers where containerd's NRI takes one safely (v0.12.1 on: 2.4), or else

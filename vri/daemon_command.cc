@@ -51,6 +51,13 @@ std::unique_ptr<CLI::App> daemonFlags(DaemonCommand& command) {
   return app;
 }
 
+// The option a flag names: "--reserved-cpus=0-1" is reserved_cpus.
+std::string optionNameOf(const std::string& flag) {
+  std::string name = flag.substr(2, flag.find('=') == std::string::npos ? std::string::npos : flag.find('=') - 2);
+  for (char& c : name) c = c == '-' ? '_' : c;
+  return name;
+}
+
 }  // namespace
 
 std::string daemonUsage() {
@@ -66,8 +73,7 @@ Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& flag = args[i];
     if (!flag.starts_with("--") || flag.find('=') != std::string::npos) continue;
-    std::string name = flag.substr(2);
-    for (char& c : name) c = c == '-' ? '_' : c;
+    const std::string name = optionNameOf(flag);
     if (name == "config" || findConfigOption(name) == nullptr) continue;
     if (i + 1 == args.size() || args[i + 1].starts_with("--")) return Error::invalidArgument(flag + " needs a value");
   }
@@ -82,8 +88,7 @@ Result<DaemonCommand> parseDaemonCommand(const std::vector<std::string>& args) {
   }
   for (const std::string& extra : app->remaining()) {
     if (!extra.starts_with("--")) return Error::invalidArgument("unexpected argument " + quoteForMessage(extra));
-    std::string name = extra.substr(2, extra.find('=') == std::string::npos ? std::string::npos : extra.find('=') - 2);
-    for (char& c : name) c = c == '-' ? '_' : c;
+    const std::string name = optionNameOf(extra);
     if (auto removed = removedConfigOption(name)) return Error::invalidArgument("--" + name + ": " + *removed);
     return Error::invalidArgument("unknown flag " + quoteForMessage(extra) + " (see --help)");
   }

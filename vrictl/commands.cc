@@ -129,7 +129,8 @@ struct Parser {
           [](CommandContext& c, const Choices& o) {
             CompletionSource source = completionSourceFor(c);
             source.shellWords = false;
-            for (const std::string& word : completionsFor(withoutProgramOptions(o.key), source)) c.out << word << "\n";
+            for (const std::string& word : completionsFor(withoutProgramOptions(o.key, source.programOptions), source))
+              c.out << word << "\n";
             return kExitOk;
           })
           ->group("")
@@ -317,7 +318,13 @@ CompletionSource completionSourceFor(CommandContext& context) {
     }
     return out;
   };
-  return {commandSummaries(), [names] { return names(true); }, [names] { return names(false); }};
+  CompletionSource source{commandSummaries(), [names] { return names(true); }, [names] { return names(false); }};
+  Parser program(true);
+  for (const CLI::Option* option : program.app.get_options()) {
+    for (const std::string& name : option->get_lnames())
+      source.programOptions["--" + name] = option->get_items_expected_min() > 0;
+  }
+  return source;
 }
 
 ProgramRun runProgram(const std::vector<std::string>& args,

@@ -69,18 +69,15 @@ std::vector<std::string> completionsFor(const std::string& line, const Completio
   return candidates;
 }
 
-std::string withoutProgramOptions(const std::string& line) {
+std::string withoutProgramOptions(const std::string& line, const std::map<std::string, bool>& programOptions) {
   const std::vector<std::string> words = splitWords(line);
   size_t first = 0;  // the first word that is not a program option
   while (first < words.size()) {
     const std::string& w = words[first];
-    if (w == "--json" || w.starts_with("--socket=") || w.starts_with("--color=") || w.starts_with("--colour=")) {
-      first += 1;
-    } else if (w == "--socket" || w == "--color" || w == "--colour") {
-      first += 2;
-    } else {
-      break;
-    }
+    const auto option = programOptions.find(w.substr(0, w.find('=')));
+    if (option == programOptions.end()) break;
+    // A value follows the option's word unless it came after '='.
+    first += option->second && w.find('=') == std::string::npos ? 2 : 1;
   }
   if (first == 0) return line;
   std::string out;

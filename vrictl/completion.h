@@ -2,6 +2,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -16,11 +17,13 @@ struct CompletionSource {
   std::function<std::vector<std::string>()> pods;
   // The shell's own words (help, quit, exit) among the commands.
   bool shellWords = true;
+  // The program's options ("--socket": whether it takes a value), which may stand before the command.
+  std::map<std::string, bool> programOptions = {};
 };
 
-// A command line as the shell would see it: without the program's options before the command
-// (--socket, --color and their values, --json), which bash's completion hands over with the rest.
-std::string withoutProgramOptions(const std::string& line);
+// A command line as the shell would see it: without the program's options before the command,
+// which bash's completion hands over with the rest.
+std::string withoutProgramOptions(const std::string& line, const std::map<std::string, bool>& programOptions);
 
 // Every word that completes the last word of `line` (the text before the cursor), sorted.
 std::vector<std::string> completionsFor(const std::string& line, const CompletionSource& source);

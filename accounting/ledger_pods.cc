@@ -10,7 +10,8 @@ namespace {
 
 bool sameResources(const ContainerSpec& a, const ContainerSpec& b) {
   return a.init == b.init && a.cpuRequestMilli == b.cpuRequestMilli && a.cpuLimitMilli == b.cpuLimitMilli &&
-         a.memoryLimitBytes == b.memoryLimitBytes && a.memoryRequestBytes == b.memoryRequestBytes;
+         a.memoryLimitBytes == b.memoryLimitBytes && a.memoryRequestBytes == b.memoryRequestBytes &&
+         a.hugepageLimits == b.hugepageLimits;
 }
 
 std::string milli(int64_t value) { return std::to_string(value) + "m"; }
@@ -25,6 +26,15 @@ std::string sharedDemandNote(const LedgerState& state) {
          milli(state.totals.sharedDemandMilli);
 }
 
+// The hugepages a container takes: every size with a limit above 0.
+MemoryRequest hugepagesOf(const ContainerSpec& container) {
+  MemoryRequest request;
+  for (const auto& [size, bytes] : container.hugepageLimits) {
+    if (bytes > 0) request[size] = bytes;
+  }
+  return request;
+}
+
 ContainerPlacement placementOf(const ContainerRecord& record, const CpuSet& shared) {
   return ContainerPlacement{record.exclusive, record.exclusive.empty() ? shared : record.exclusive,
                             NumaMemory::mems(record.memory)};
@@ -37,10 +47,25 @@ Result<ContainerPlacement> Ledger::placeContainer(NextState& next, PodRecord& po
                                                   const CpuSet& handedOn) const {
   const int cpus = exclusiveCpusFor(pod.spec, container);
   ContainerRecord record{container, {}, {}};
+  const std::string owner = containerTenant(pod.spec.uid, container.name);
+  // Hugepages come from the same per-node books as VMs' pages, on the nodes the container's memory is
+  // bound to (cpuset.mems), so that the kernel takes them where the books say.
+  const MemoryRequest hugepages = hugepagesOf(container);
   if (cpus == 0) {
     VRI_TRY(checkSharedDemand(next.now(), container.cpuRequestMilli, who));
+    if (!hugepages.empty()) {
+      std::vector<int> nodes;
+      if (podNodes != nullptr) {
+        nodes = *podNodes;
+      } else {
+        VRI_ASSIGN_OR_RETURN(nodes, alignNodes(next.now(), {who, 0, hugepages}, {}));
+      }
+      auto blocks = next.numa().allocate(owner, nodes, hugepages);
+      if (!blocks.ok()) return std::move(blocks).context(who).error();
+      record.memory = *blocks;
+    }
     pod.containers[container.name] = record;
-    return ContainerPlacement{{}, next.now().shared(), {}, true};
+    return ContainerPlacement{{}, next.now().shared(), NumaMemory::mems(record.memory), true};
   }
   // As kubelet does, an app container first takes the CPUs its pod's init containers held.
   CpuSet reusable = handedOn;
@@ -51,21 +76,22 @@ Result<ContainerPlacement> Ledger::placeContainer(NextState& next, PodRecord& po
       reusable |= other.exclusive;
     }
   }
-  const std::string owner = containerTenant(pod.spec.uid, container.name);
-  // A pinned container's CPUs and memory come from the same NUMA nodes.
+  // A pinned container's CPUs, memory and hugepages come from the same NUMA nodes.
   const uint64_t pinned_memory = container.memoryLimitBytes.value_or(0);
   const bool pinned = config_.pinGuaranteedMemory && pinned_memory > 0;
-  const MemoryRequest memory_request = {{kRegularMemory, pinned_memory}};
+  MemoryRequest memory_request = hugepages;
+  if (pinned) memory_request[kRegularMemory] = pinned_memory;
+  const bool bound = !memory_request.empty();
   std::vector<int> nodes;
   if (podNodes != nullptr) {
     nodes = *podNodes;
-  } else if (pinned || config_.topologyManager.policy != TopologyPolicy::kNone) {
+  } else if (bound || config_.topologyManager.policy != TopologyPolicy::kNone) {
     // The topology manager's policy applies to every container with exclusive CPUs, as in kubelet.
-    VRI_ASSIGN_OR_RETURN(nodes, alignNodes(next.now(), {who, cpus, pinned ? memory_request : MemoryRequest{}}, {}));
+    VRI_ASSIGN_OR_RETURN(nodes, alignNodes(next.now(), {who, cpus, memory_request}, {}));
   }
   auto chosen = next.pool().allocate(owner, {cpus, nodes}, reusable);
   if (!chosen.ok()) return withSuffix(chosen.error(), sharedDemandNote(next.now()));
-  if (pinned) {
+  if (bound) {
     auto blocks = next.numa().allocate(owner, nodes, memory_request);
     if (!blocks.ok()) return std::move(blocks).context(who).error();
     record.memory = *blocks;
@@ -212,8 +238,12 @@ Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
   VRI_TRY(checkPodAmounts(pod));
   int64_t cpus = 0;
   uint64_t memory = 0;
+  MemoryRequest hugepages;  // every container's, init containers' too: all of them are admitted at once
   for (const ContainerSpec& c : containers) {
     VRI_TRY(checkContainerAmounts(c).context("container " + quoteForMessage(c.name)));
+    for (const auto& [size, bytes] : hugepagesOf(c)) {
+      VRI_ASSIGN_OR_RETURN(hugepages[size], addBytes("pod hugepages", hugepages[size], bytes));
+    }
     const int count = exclusiveCpusFor(pod, c);
     if (count == 0 || c.init) continue;  // init containers hand their CPUs on; the app containers count
     cpus += count;
@@ -227,9 +257,10 @@ Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
                                     std::to_string(topology_->onlineCpus().count()));
   std::vector<int> nodes;
   const bool align =
-      cpus > 0 && (config_.pinGuaranteedMemory || config_.topologyManager.policy != TopologyPolicy::kNone);
+      !hugepages.empty() ||
+      (cpus > 0 && (config_.pinGuaranteedMemory || config_.topologyManager.policy != TopologyPolicy::kNone));
   if (align) {
-    MemoryRequest request;
+    MemoryRequest request = hugepages;
     if (memory > 0) request[kRegularMemory] = memory;
     VRI_ASSIGN_OR_RETURN(nodes, alignNodes(*from, {pod_who, static_cast<int>(cpus), request}, {}));
   }
@@ -263,6 +294,11 @@ Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePt
   if (container.id != before.spec.id) {
     return Error::failedPrecondition(who + " runs as " + quoteForMessage(before.spec.id) + ", not " +
                                      quoteForMessage(container.id));
+  }
+  if (container.hugepageLimits != before.spec.hugepageLimits) {
+    return Error::failedPrecondition(who +
+                                     ": hugepages are not resized in place (kubelet does not either); "
+                                     "release the container and admit it again");
   }
   if (!before.memory.empty()) {
     return Error::failedPrecondition(who + " has NUMA-pinned memory; release it and admit it again to change its size");

@@ -150,6 +150,28 @@ Result<QosClass> parseQos(std::string_view text) {
   return Error::invalidArgument("ledger record: bad QoS class " + quoteForMessage(text));
 }
 
+// "2097152:4194304,1073741824:1073741824": page size and limit, both in bytes.
+std::string encodeHugepageLimits(const std::map<uint64_t, uint64_t>& limits) {
+  std::string out;
+  for (const auto& [size, bytes] : limits)
+    out += (out.empty() ? "" : ",") + std::to_string(size) + ":" + std::to_string(bytes);
+  return out;
+}
+
+Result<std::map<uint64_t, uint64_t>> decodeHugepageLimits(std::string_view text) {
+  std::map<uint64_t, uint64_t> limits;
+  if (text.empty()) return limits;
+  for (std::string_view entry : splitOn(text, ',')) {
+    const auto colon = entry.find(':');
+    if (colon == std::string::npos)
+      return Error::invalidArgument("ledger record: bad hugepage limit " + quoteForMessage(entry));
+    VRI_ASSIGN_OR_RETURN(const uint64_t size, number<uint64_t>(entry.substr(0, colon), "hugepage size"));
+    VRI_ASSIGN_OR_RETURN(const uint64_t bytes, number<uint64_t>(entry.substr(colon + 1), "hugepage limit"));
+    limits[size] = bytes;
+  }
+  return limits;
+}
+
 }  // namespace
 
 std::string encodePod(const PodRecord& pod) {
@@ -163,7 +185,8 @@ std::string encodePod(const PodRecord& pod) {
     out << "container=" << escape(escape(c.spec.name)) << "|" << escape(escape(c.spec.id)) << "|"
         << (c.spec.init ? 1 : 0) << "|" << c.spec.cpuRequestMilli << "|" << c.spec.cpuLimitMilli << "|"
         << optionalNumber(c.spec.memoryLimitBytes) << "|" << optionalNumber(c.spec.memoryRequestBytes) << "|"
-        << c.exclusive.format() << "|" << encodeMemoryBlocks(c.memory) << "\n";
+        << c.exclusive.format() << "|" << encodeMemoryBlocks(c.memory) << "|"
+        << encodeHugepageLimits(c.spec.hugepageLimits) << "\n";
   }
   return out.str();
 }
@@ -190,7 +213,7 @@ Result<PodRecord> decodePod(std::string_view text) {
       pod.sandboxId = value;
     } else if (key == "container") {
       const auto parts = splitOn(value, '|');
-      if (parts.size() != 8 && parts.size() != 9) {
+      if (parts.size() < 8 || parts.size() > 10) {
         return Error::invalidArgument("ledger record: container line has " + std::to_string(parts.size()) + " fields");
       }
       ContainerRecord c;
@@ -202,8 +225,11 @@ Result<PodRecord> decodePod(std::string_view text) {
       VRI_ASSIGN_OR_RETURN(c.spec.memoryLimitBytes, parseOptional(parts[5], "memory limit"));
       VRI_ASSIGN_OR_RETURN(c.spec.memoryRequestBytes, parseOptional(parts[6], "memory request"));
       VRI_ASSIGN_OR_RETURN(c.exclusive, CpuSet::parse(parts[7]));
-      if (parts.size() == 9) {
+      if (parts.size() >= 9) {
         VRI_ASSIGN_OR_RETURN(c.memory, decodeMemoryBlocks(parts[8]));
+      }
+      if (parts.size() == 10) {  // schema version 2
+        VRI_ASSIGN_OR_RETURN(c.spec.hugepageLimits, decodeHugepageLimits(parts[9]));
       }
       pod.containers[c.spec.name] = std::move(c);
     } else {

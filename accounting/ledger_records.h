@@ -22,6 +22,9 @@ struct ContainerSpec {
   std::optional<uint64_t> memoryLimitBytes;
   // The CRI carries no memory request; the shim recovers it from oom_score_adj.
   std::optional<uint64_t> memoryRequestBytes;
+  // Hugepages: page size in bytes -> the limit in bytes (CRI's hugepage_limits, request = limit).
+  // Sizes the container may not use are absent: kubelet's limit 0 means none, not unlimited.
+  std::map<uint64_t, uint64_t> hugepageLimits = {};  // initialised, so that a brace list may end before it
 };
 
 struct ContainerRecord {

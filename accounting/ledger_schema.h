@@ -22,7 +22,7 @@ struct LedgerSchema {
   std::vector<SchemaStep> steps;  // from the first version up to `version`, in order
 };
 
-// This VRI's schema. Version 1 is the first: it has no steps yet.
+// This VRI's schema: version 1 was the first.
 const LedgerSchema& currentLedgerSchema();
 
 // Where the file as it was at `version` is kept before it is migrated past it.

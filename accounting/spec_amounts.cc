@@ -1,5 +1,7 @@
 #include "accounting/spec_amounts.h"
 
+#include "accounting/numa_memory.h"
+
 #include "base/amount_limits.h"
 
 namespace vri {
@@ -38,6 +40,14 @@ Result<void> checkContainerAmounts(const ContainerSpec& c) {
                                   " is below cpu_request_milli " + std::to_string(c.cpuRequestMilli));
   VRI_TRY(checkMemoryBytes("memory_limit_bytes", c.memoryLimitBytes.value_or(0)));
   VRI_TRY(checkMemoryBytes("memory_request_bytes", c.memoryRequestBytes.value_or(0)));
+  for (const auto& [size, bytes] : c.hugepageLimits) {
+    if (size == 0) return Error::invalidArgument("hugepage_limits: a page size of 0");
+    VRI_TRY(checkPageSize("hugepage_limits.page_size", size));
+    VRI_TRY(checkMemoryBytes("hugepage_limits.limit_bytes", bytes));
+    if (bytes % size != 0)
+      return Error::invalidArgument("hugepage_limits: " + std::to_string(bytes) + " bytes of " +
+                                    memoryResourceName(size) + " are not a whole number of pages");
+  }
   return {};
 }
 

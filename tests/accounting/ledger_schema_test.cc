@@ -16,7 +16,11 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// The next schema, as a later VRI would ship it: one step from version 1.
+// This VRI's version, and the next.
+const int kNow = currentLedgerSchema().version;
+std::string version(int v) { return std::to_string(v); }
+
+// The next schema, as a later VRI would ship it: one step from this one's version.
 LedgerSchema nextSchema(const std::string& sql = "ALTER TABLE tenants ADD COLUMN node TEXT NOT NULL DEFAULT ''") {
   LedgerSchema next = currentLedgerSchema();
   next.steps.push_back({next.version, sql});
@@ -64,7 +68,8 @@ class LedgerSchemaTest : public ::testing::Test {
 };
 
 TEST_F(LedgerSchemaTest, ANewLedgerHasTheCurrentVersionAndOpensWithoutACopy) {
-  EXPECT_EQ(contents(path_), "1;aaaa0000-0000-4000-8000-000000000001;bbbb0000-0000-4000-8000-000000000002;");
+  EXPECT_EQ(contents(path_),
+            version(kNow) + ";aaaa0000-0000-4000-8000-000000000001;bbbb0000-0000-4000-8000-000000000002;");
   auto again = SqliteLedgerStore::open(path_, Durability::kNormal, LedgerFile::kMustExist);
   ASSERT_TRUE(again.ok()) << again.error().message();
   EXPECT_EQ((*again)->upgradedFrom(), 0);
@@ -76,13 +81,14 @@ TEST_F(LedgerSchemaTest, AnUpgradeKeepsTheOldFileFirstThenMigratesKeepingEveryTe
   {
     auto upgraded = SqliteLedgerStore::open(path_, Durability::kNormal, LedgerFile::kMustExist, nextSchema());
     ASSERT_TRUE(upgraded.ok()) << upgraded.error().message();
-    EXPECT_EQ((*upgraded)->upgradedFrom(), 1);
+    EXPECT_EQ((*upgraded)->upgradedFrom(), kNow);
     auto loaded = (*upgraded)->load();
     ASSERT_TRUE(loaded.ok());
     EXPECT_EQ(loaded->pods.size(), 2u);
   }
-  EXPECT_EQ(contents(path_), "2;aaaa0000-0000-4000-8000-000000000001;bbbb0000-0000-4000-8000-000000000002;");
-  EXPECT_EQ(contents(backup_), before);  // the file exactly as version 1 had it
+  EXPECT_EQ(contents(path_),
+            version(kNow + 1) + ";aaaa0000-0000-4000-8000-000000000001;bbbb0000-0000-4000-8000-000000000002;");
+  EXPECT_EQ(contents(backup_), before);  // the file exactly as this version had it
   EXPECT_FALSE(std::filesystem::exists(backup_ + ".partial"));
   // Opened again by the same newer VRI: nothing to do, and the copy is left as it was.
   auto again = SqliteLedgerStore::open(path_, Durability::kNormal, LedgerFile::kMustExist, nextSchema());
@@ -96,8 +102,8 @@ TEST_F(LedgerSchemaTest, TheOlderVriRefusesTheUpgradedFileAndNamesTheCopy) {
   auto older = SqliteLedgerStore::open(path_, Durability::kNormal, LedgerFile::kMustExist);
   ASSERT_FALSE(older.ok());
   EXPECT_EQ(older.error().code(), ErrorCode::kFailedPrecondition);
-  EXPECT_THAT(older.error().message(), HasSubstr("has schema version 2"));
-  EXPECT_THAT(older.error().message(), HasSubstr("reads up to version 1"));
+  EXPECT_THAT(older.error().message(), HasSubstr("has schema version " + version(kNow + 1)));
+  EXPECT_THAT(older.error().message(), HasSubstr("reads up to version " + version(kNow)));
   EXPECT_THAT(older.error().message(), HasSubstr("move " + backup_ + " to " + path_));
   EXPECT_EQ(contents(path_), upgraded);  // refused, and untouched
   // The way back it names works: the copy opens as this VRI's ledger with every tenant.
@@ -122,7 +128,8 @@ TEST_F(LedgerSchemaTest, AFailedStepLeavesTheFileAsItWas) {
   auto failed = SqliteLedgerStore::open(path_, Durability::kNormal, LedgerFile::kMustExist,
                                         nextSchema("ALTER TABLE nosuch ADD COLUMN x TEXT"));
   ASSERT_FALSE(failed.ok());
-  EXPECT_THAT(failed.error().message(), HasSubstr("upgrading ledger " + path_ + " from schema version 1"));
+  EXPECT_THAT(failed.error().message(),
+              HasSubstr("upgrading ledger " + path_ + " from schema version " + version(kNow)));
   EXPECT_THAT(failed.error().message(), HasSubstr("no such table: nosuch"));
   EXPECT_EQ(contents(path_), before);
   auto current = SqliteLedgerStore::open(path_, Durability::kNormal, LedgerFile::kMustExist);
@@ -140,6 +147,47 @@ TEST_F(LedgerSchemaTest, AVersionThatIsNoNumberIsADamagedFile) {
   auto opened = SqliteLedgerStore::open(path_, Durability::kNormal, LedgerFile::kMustExist);
   ASSERT_FALSE(opened.ok());
   EXPECT_THAT(opened.error().message(), HasSubstr("schema version \"1x\" is not a version"));
+}
+
+// Version 2: a container's hugepage limits. A version-1 file (the first release's) is brought up to
+// it with every tenant, and a container's limits then survive a reopening; a VRI that reads only
+// version 1 refuses the file, so that it never keeps such a container, and its pages, out of its books.
+TEST(LedgerSchemaVersionsTest, AVersionOneFileIsUpgradedAndAContainersHugepagesKept) {
+  testing::TempDir tmp;
+  const std::string path = tmp.sub("ledger.sqlite");
+  const LedgerSchema first{1, {}};
+  {
+    auto store = SqliteLedgerStore::open(path, Durability::kNormal, LedgerFile::kCreateIfAbsent, first);
+    ASSERT_TRUE(store.ok()) << store.error().message();
+    LedgerChange change;
+    change.putPods = {pod("aaaa0000-0000-4000-8000-000000000001")};
+    ASSERT_TRUE((*store)->apply(change).ok());
+  }
+  PodRecord withPages = pod("bbbb0000-0000-4000-8000-000000000002");
+  ContainerRecord app;
+  app.spec.name = "app";
+  app.spec.hugepageLimits = {{2ULL << 20, 8ULL << 20}, {1ULL << 30, 1ULL << 30}};
+  withPages.containers["app"] = app;
+  {
+    auto store = SqliteLedgerStore::open(path, Durability::kNormal, LedgerFile::kMustExist);
+    ASSERT_TRUE(store.ok()) << store.error().message();
+    EXPECT_EQ((*store)->upgradedFrom(), 1);
+    LedgerChange change;
+    change.putPods = {withPages};
+    ASSERT_TRUE((*store)->apply(change).ok());
+  }
+  {
+    auto again = SqliteLedgerStore::open(path, Durability::kNormal, LedgerFile::kMustExist);
+    ASSERT_TRUE(again.ok()) << again.error().message();
+    auto loaded = (*again)->load();
+    ASSERT_TRUE(loaded.ok()) << loaded.error().message();
+    ASSERT_EQ(loaded->pods.size(), 2u);
+    EXPECT_EQ(loaded->pods.at("bbbb0000-0000-4000-8000-000000000002").containers.at("app").spec.hugepageLimits,
+              app.spec.hugepageLimits);
+  }
+  auto older = SqliteLedgerStore::open(path, Durability::kNormal, LedgerFile::kMustExist, first);
+  ASSERT_FALSE(older.ok());
+  EXPECT_THAT(older.error().message(), HasSubstr("reads up to version 1"));
 }
 
 }  // namespace

@@ -295,13 +295,17 @@ Result<Decision<ContainerPlacement>> Ledger::decideResizeContainer(const StatePt
     return Error::failedPrecondition(who + " runs as " + quoteForMessage(before.spec.id) + ", not " +
                                      quoteForMessage(container.id));
   }
-  if (container.hugepageLimits != before.spec.hugepageLimits) {
+  // A resize that does not name the hugepages (an undo, a runtime's update) keeps them.
+  if (container.hugepageLimits.empty()) container.hugepageLimits = before.spec.hugepageLimits;
+  if (hugepagesOf(container) != hugepagesOf(before.spec)) {
     return Error::failedPrecondition(who +
                                      ": hugepages are not resized in place (kubelet does not either); "
                                      "release the container and admit it again");
   }
   if (!before.memory.empty()) {
-    return Error::failedPrecondition(who + " has NUMA-pinned memory; release it and admit it again to change its size");
+    return Error::failedPrecondition(who + " has NUMA-bound memory (" +
+                                     (hugepagesOf(before.spec).empty() ? "pinned" : "hugepages") +
+                                     "); release it and admit it again to change its size");
   }
   PodRecord updated = *pod;
   updated.containers.erase(container.name);

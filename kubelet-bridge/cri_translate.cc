@@ -39,10 +39,32 @@ Result<void> setResources(const runtime::v1::LinuxContainerResources& r, v1::Adm
   out.set_cpu_request_milli(request);
   out.set_cpu_limit_milli(limit);
   out.set_memory_limit_bytes(memory);
+  for (const runtime::v1::HugepageLimit& pages : r.hugepage_limits()) {
+    VRI_ASSIGN_OR_RETURN(const uint64_t size, hugepageSizeBytes(pages.page_size()).context("hugepage_limits"));
+    v1::HugepageLimit& limit_out = *out.add_hugepage_limits();
+    limit_out.set_page_size_bytes(size);
+    limit_out.set_limit_bytes(pages.limit());
+  }
   return {};
 }
 
 }  // namespace
+
+Result<uint64_t> hugepageSizeBytes(std::string_view text) {
+  // kubelet writes sizes as runc names the hugetlb files: a number and a binary unit ("2MB", "1GB").
+  size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string_view unit = text.substr(digits);
+  static const std::map<std::string_view, int> kShifts = {{"B", 0},   {"KB", 10}, {"MB", 20},
+                                                          {"GB", 30}, {"TB", 40}, {"PB", 50}};
+  const auto shift = kShifts.find(unit);
+  if (digits == 0 || digits > 6 || shift == kShifts.end())
+    return Error::invalidArgument("page_size: not a page size: " + quoteForMessage(text));
+  const uint64_t size = std::stoull(std::string(text.substr(0, digits))) << shift->second;
+  if (size == 0 || (size & (size - 1)) != 0)
+    return Error::invalidArgument("page_size: not a page size: " + quoteForMessage(text));
+  return size;
+}
 
 Result<int64_t> requestMilliFromShares(int64_t shares) {
   if (shares < 0 || shares > kMaxShares)

@@ -19,6 +19,8 @@ namespace vri::cri {
 // second, a quota below -1 or past what any node holds) are refused, naming
 // the CRI field, before any arithmetic on them.
 Result<int64_t> requestMilliFromShares(int64_t shares);
+// A hugepage size as CRI names it ("2MB", "1GB": binary units), in bytes.
+Result<uint64_t> hugepageSizeBytes(std::string_view text);
 Result<int64_t> limitMilliFromQuota(int64_t quota, int64_t period);
 
 // RunPodSandbox's config as a pod admit (no sandbox id yet). A sandbox without

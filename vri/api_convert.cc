@@ -47,7 +47,8 @@ Result<std::string> podName(const std::string& name, const std::string& uid) {
 }
 
 Result<ContainerSpec> containerSpec(const std::string& name, const std::string& id, bool init, int64_t request,
-                                    int64_t limit, uint64_t memoryLimit, uint64_t memoryRequest) {
+                                    int64_t limit, uint64_t memoryLimit, uint64_t memoryRequest,
+                                    const google::protobuf::RepeatedPtrField<v1::HugepageLimit>& hugepages) {
   VRI_TRY(validateContainerName(name));
   if (!id.empty() &&
       (id.size() > 128 || id.starts_with(".") ||
@@ -57,6 +58,11 @@ Result<ContainerSpec> containerSpec(const std::string& name, const std::string& 
   ContainerSpec spec{name, id, init, request, limit, std::nullopt, std::nullopt};
   if (memoryLimit > 0) spec.memoryLimitBytes = memoryLimit;
   if (memoryRequest > 0) spec.memoryRequestBytes = memoryRequest;
+  for (const v1::HugepageLimit& pages : hugepages) {
+    if (!spec.hugepageLimits.emplace(pages.page_size_bytes(), pages.limit_bytes()).second)
+      return Error::invalidArgument("hugepage_limits: page size " + std::to_string(pages.page_size_bytes()) +
+                                    " given twice");
+  }
   return spec;
 }
 
@@ -123,12 +129,12 @@ Result<PodSpec> podFrom(const v1::AdmitPodRequest& r, const KubeletNamer& namer)
 
 Result<ContainerSpec> containerFrom(const v1::AdmitContainerRequest& r) {
   return containerSpec(r.container_name(), r.container_id(), r.init(), r.cpu_request_milli(), r.cpu_limit_milli(),
-                       r.memory_limit_bytes(), r.memory_request_bytes());
+                       r.memory_limit_bytes(), r.memory_request_bytes(), r.hugepage_limits());
 }
 
 Result<ContainerSpec> containerFrom(const v1::ContainerResources& r) {
   return containerSpec(r.name(), r.id(), r.init(), r.cpu_request_milli(), r.cpu_limit_milli(), r.memory_limit_bytes(),
-                       r.memory_request_bytes());
+                       r.memory_request_bytes(), r.hugepage_limits());
 }
 
 Result<VmSpec> vmFrom(const v1::AdmitVmRequest& r) {
@@ -325,6 +331,11 @@ void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const CpuSet& wideS
     r.set_cpu_limit_milli(c.spec.cpuLimitMilli);
     r.set_memory_limit_bytes(c.spec.memoryLimitBytes.value_or(0));
     r.set_memory_request_bytes(c.spec.memoryRequestBytes.value_or(0));
+    for (const auto& [size, bytes] : c.spec.hugepageLimits) {
+      v1::HugepageLimit& pages = *r.add_hugepage_limits();
+      pages.set_page_size_bytes(size);
+      pages.set_limit_bytes(bytes);
+    }
     info.set_exclusive_cpus(c.exclusive.format());
     info.set_cpuset_cpus((c.exclusive.empty() ? shared : c.exclusive).format());
     info.set_cpuset_mems(NumaMemory::mems(c.memory).format());

@@ -11,6 +11,11 @@ runtime::v1::LinuxContainerResources criResources(const api::LinuxResources& nri
   out.set_cpuset_cpus(nri.cpu().cpus());
   out.set_cpuset_mems(nri.cpu().mems());
   for (const auto& [key, value] : nri.unified()) (*out.mutable_unified())[key] = value;
+  for (const api::HugepageLimit& pages : nri.hugepage_limits()) {
+    runtime::v1::HugepageLimit& limit = *out.add_hugepage_limits();
+    limit.set_page_size(pages.page_size());
+    limit.set_limit(pages.limit());
+  }
   return out;
 }
 

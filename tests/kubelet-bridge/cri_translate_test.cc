@@ -137,6 +137,33 @@ TEST(CriTranslateTest, ACreateIsAnAdmitByPodUidAndContainerName) {
   EXPECT_FALSE(admitContainerRequest(nameless).ok());
 }
 
+// kubelet sends one hugepage limit for every size the host has ("2MB", "1GB"), 0 for the sizes the
+// container does not ask for: each goes to vrid in bytes, 0 kept (it means none, not unlimited).
+TEST(CriTranslateTest, HugepageLimitsGoToVridInBytesEverySizeKept) {
+  runtime::v1::CreateContainerRequest create = kubeletCreate("/kubepods/poduid-1", 2048, 200000);
+  auto* resources = create.mutable_config()->mutable_linux()->mutable_resources();
+  runtime::v1::HugepageLimit* two = resources->add_hugepage_limits();
+  two->set_page_size("2MB");
+  two->set_limit(64ULL << 20);
+  runtime::v1::HugepageLimit* one = resources->add_hugepage_limits();
+  one->set_page_size("1GB");
+  one->set_limit(0);
+  auto admit = admitContainerRequest(create);
+  ASSERT_TRUE(admit.ok()) << admit.error().message();
+  ASSERT_EQ(admit->hugepage_limits_size(), 2);
+  EXPECT_EQ(admit->hugepage_limits(0).page_size_bytes(), 2ULL << 20);
+  EXPECT_EQ(admit->hugepage_limits(0).limit_bytes(), 64ULL << 20);
+  EXPECT_EQ(admit->hugepage_limits(1).page_size_bytes(), 1ULL << 30);
+  EXPECT_EQ(admit->hugepage_limits(1).limit_bytes(), 0u);
+  EXPECT_EQ(*hugepageSizeBytes("64KB"), 64u << 10);
+  for (const char* bad : {"", "2M", "3MB", "MB", "2 MB", "1234567GB", "-2MB", "0MB"}) {
+    EXPECT_FALSE(hugepageSizeBytes(bad).ok()) << bad;
+  }
+  two->set_page_size("2mb");
+  EXPECT_THAT(admitContainerRequest(create).error().message(),
+              HasSubstr("config.linux.resources: hugepage_limits: page_size: not a page size: \"2mb\""));
+}
+
 TEST(CriTranslateTest, TheAllocationIsWrittenWithFullExplicitValues) {
   v1::ContainerAllocation exclusive;
   exclusive.set_cpuset_cpus("3");

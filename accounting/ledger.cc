@@ -203,7 +203,8 @@ Result<std::vector<int>> Ledger::alignNodes(const LedgerState& state, const Alig
         for (int node : strictNodes) nodes += (nodes.empty() ? "" : ",") + std::to_string(node);
         return Error::resourceExhausted(request.who + ": its numatune nodes " + nodes + " cannot provide " +
                                         std::to_string(bytes >> 20) + " MiB of " + memoryResourceName(resource) + "; " +
-                                        std::to_string(free >> 20) + " MiB are free there");
+                                        std::to_string(free >> 20) + " MiB are free there (" +
+                                        state.numa.holdersOn(strictNodes, resource) + ")");
       }
     }
     return strictNodes;

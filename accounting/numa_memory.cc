@@ -1,5 +1,6 @@
 #include "accounting/numa_memory.h"
 
+#include "accounting/tenant_id.h"
 #include "base/quote.h"
 
 namespace vri {
@@ -9,6 +10,26 @@ namespace {
 std::string mebibytes(uint64_t bytes) { return std::to_string(bytes >> 20) + " MiB"; }
 
 }  // namespace
+
+std::string NumaMemory::holders(const Cells& cells, const std::vector<int>& nodes, MemoryResource resource) const {
+  uint64_t vms = 0, pods = 0, allocatable = 0;
+  for (int node : nodes) {
+    const auto on_node = cells.find(node);
+    if (on_node != cells.end()) {
+      const auto cell = on_node->second.find(resource);
+      if (cell != on_node->second.end()) allocatable += cell->second.allocatable();
+    }
+    for (const auto& [owner, blocks] : blocks_) {
+      const auto held = blocks.find(node);
+      if (held == blocks.end()) continue;
+      const auto bytes = held->second.find(resource);
+      if (bytes == held->second.end()) continue;
+      (parseTenant(owner).kind == TenantName::Kind::kVm ? vms : pods) += bytes->second;
+    }
+  }
+  return "VMs hold " + mebibytes(vms) + " and pods " + mebibytes(pods) + " of the " + mebibytes(allocatable) +
+         " there";
+}
 
 std::string memoryResourceName(MemoryResource resource) {
   if (resource == kRegularMemory) return "memory";
@@ -95,7 +116,7 @@ Result<MemoryBlocks> NumaMemory::allocate(const std::string& owner, const std::v
       for (int node : nodes) where += (where.empty() ? "" : ",") + std::to_string(node);
       return Error::resourceExhausted(quoteForMessage(owner) + " needs " + mebibytes(bytes) + " of " +
                                       memoryResourceName(resource) + " on NUMA node(s) " + where + "; " +
-                                      mebibytes(free) + " are free there");
+                                      mebibytes(free) + " are free there (" + holders(cells_, nodes, resource) + ")");
     }
   }
   MemoryBlocks taken;
@@ -135,11 +156,13 @@ Result<MemoryBlocks> NumaMemory::allocateParts(const std::string& owner, const s
         for (int node : part.nodes) where += (where.empty() ? "" : ",") + std::to_string(node);
         if (!part.what.empty()) {
           return Error::resourceExhausted(part.what + " " + where + " cannot provide " + mebibytes(bytes) + " of " +
-                                          memoryResourceName(resource) + "; " + mebibytes(free) + " are free there");
+                                          memoryResourceName(resource) + "; " + mebibytes(free) + " are free there (" +
+                                          holders(cells, part.nodes, resource) + ")");
         }
         return Error::resourceExhausted(quoteForMessage(owner) + " needs " + mebibytes(bytes) + " of " +
                                         memoryResourceName(resource) + " on NUMA node(s) " + where + "; " +
-                                        mebibytes(free) + " are free there");
+                                        mebibytes(free) + " are free there (" + holders(cells, part.nodes, resource) +
+                                        ")");
       }
       uint64_t remaining = bytes;
       for (int node : part.nodes) {

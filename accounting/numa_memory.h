@@ -66,12 +66,20 @@ class NumaMemory {
   // Records blocks chosen before (a restored ledger); refuses what no longer fits.
   Result<void> restore(const std::string& owner, const MemoryBlocks& blocks);
   const std::map<std::string, MemoryBlocks>& blocks() const { return blocks_; }
+  // Who holds `resource` on `nodes` now, for a refusal: "VMs hold 96 MiB and pods 32 MiB of the 256 MiB there".
+  std::string holdersOn(const std::vector<int>& nodes, MemoryResource resource) const {
+    return holders(cells_, nodes, resource);
+  }
 
   // cpuset.mems for a tenant's blocks.
   static CpuSet mems(const MemoryBlocks& blocks);
 
  private:
-  std::map<int, std::map<MemoryResource, NumaMemoryCell>> cells_;
+  using Cells = std::map<int, std::map<MemoryResource, NumaMemoryCell>>;
+  // Who holds `resource` on `nodes`, for a refusal: "VMs hold 96 MiB and pods 32 MiB of the 256 MiB there".
+  std::string holders(const Cells& cells, const std::vector<int>& nodes, MemoryResource resource) const;
+
+  Cells cells_;
   std::map<std::string, MemoryBlocks> blocks_;
 };
 

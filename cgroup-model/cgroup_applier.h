@@ -31,6 +31,9 @@ namespace vri {
 
 struct CgroupSpec {
   CgroupSettings settings;
+  // Values someone else writes (kubelet and the runtime write pods' hugetlb limits): drift
+  // compares them with the kernel, the applier never writes them.
+  CgroupSettings verified;
   bool threaded = false;  // v2: a thread group (vCPU, emulator, iothread)
 };
 

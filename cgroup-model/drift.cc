@@ -9,6 +9,10 @@ namespace vri {
 std::string Drift::describe() const {
   switch (kind) {
     case Kind::kValue:
+      if (verifiedOnly) {
+        return dir.describe() + " " + file + " is " + (actual.empty() ? "absent" : quoteForMessage(actual)) +
+               ", the ledger holds " + quoteForMessage(desired) + " (kubelet and the runtime write it, VRI does not)";
+      }
       return dir.describe() + " " + file + " is " + quoteForMessage(actual) + ", VRI wants " + quoteForMessage(desired);
     case Kind::kMissing: return dir.describe() + " is gone; VRI expects it";
     case Kind::kUnknown: return dir.describe() + " is not known to VRI";
@@ -50,6 +54,9 @@ Result<std::vector<Drift>> detectDrift(const CgroupFs& fs, const CgroupBackend& 
   for (const auto& [path, spec] : desired.cgroups) known.insert(path);
   for (const auto& [path, spec] : desired.cgroups) {
     VRI_ASSIGN_OR_RETURN(std::vector<ControlFile> files, backend.files(spec.settings));
+    VRI_ASSIGN_OR_RETURN(const std::vector<ControlFile> verified, backend.files(spec.verified));
+    const size_t written = files.size();
+    files.insert(files.end(), verified.begin(), verified.end());
     std::set<std::string> missing_in;
     const CgroupDir primary{backend.primaryHierarchy(), path};
     if (!fs.exists(primary)) {
@@ -59,7 +66,8 @@ Result<std::vector<Drift>> detectDrift(const CgroupFs& fs, const CgroupBackend& 
       }
       continue;
     }
-    for (const ControlFile& file : files) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      const ControlFile& file = files[i];
       const CgroupDir dir{file.hierarchy, path};
       if (!fs.exists(dir)) {
         if (missing_in.insert(file.hierarchy).second) drift.push_back({Drift::Kind::kMissing, dir, {}, {}, {}});
@@ -68,7 +76,7 @@ Result<std::vector<Drift>> detectDrift(const CgroupFs& fs, const CgroupBackend& 
       auto current = readControlValue(fs, backend, dir, file.file);
       if (!current.ok()) return std::move(current).context("read " + dir.describe() + "/" + file.file).error();
       if (!sameControlValue(file, *current))
-        drift.push_back({Drift::Kind::kValue, dir, file.file, *current, file.value});
+        drift.push_back({Drift::Kind::kValue, dir, file.file, *current, file.value, i >= written});
     }
   }
   std::vector<CgroupPath> roots = desired.managedRoots;

@@ -19,6 +19,9 @@ struct Drift {
   std::string file;     // kValue only
   std::string actual;   // kValue only
   std::string desired;  // kValue only
+  // kValue only: a value kubelet or the runtime writes (pods' hugetlb limits), which VRI verifies and
+  // never repairs: the difference stays until its owner writes it.
+  bool verifiedOnly = false;
   std::string describe() const;
 };
 

@@ -44,6 +44,12 @@ void addPodValues(const PodCgroup& pod, CgroupSettings& settings) {
   }
 }
 
+// Pods' hugetlb limits: kubelet writes the pod's, the runtime each container's (VRI does where nobody
+// else does: Ownership::kEverything). The `.rsvd` limits they also write are left to them.
+void addHugetlbLimits(const std::map<uint64_t, uint64_t>& limits, CgroupSettings& settings) {
+  for (const auto& [size, bytes] : limits) settings.hugetlbMax[size] = Limit{bytes};
+}
+
 // Under systemd, a unit whose cpuset its parent stands in for (unit_ownership.h).
 bool inheritsUnitCpuset(const TreeLayout& layout, const KubeletNamer& namer, const CgroupPath& path) {
   return layout.systemdUnits && inheritsCpuset(unitKindOf(layout, namer, path));
@@ -178,6 +184,7 @@ Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, 
   setExclusive(layout, pod_exclusive, pod_spec);
   if (pod_exclusive.empty() && inheritsUnitCpuset(layout, namer, pod_path)) pod_spec.settings = {};
   if (everything) addPodValues(pod, pod_spec.settings);
+  addHugetlbLimits(pod.hugepageLimits, everything ? pod_spec.settings : pod_spec.verified);
   // The pod's shared cgroups leave out its own partitions' CPUs: a sibling whose cpuset holds a
   // partition's CPUs makes the kernel invalidate it (6.12; cousins do not).
   const CpuSet shared_here = shared - pod_exclusive;
@@ -208,6 +215,7 @@ Result<void> addPodCgroups(const TreeLayout& layout, const KubeletNamer& namer, 
       spec.settings.cpuMax = values.cpuMax;
       spec.settings.memoryMax = values.memoryMax;
     }
+    addHugetlbLimits(container.hugepageLimits, everything ? spec.settings : spec.verified);
   }
   return {};
 }

@@ -38,6 +38,9 @@ struct ContainerCgroup {
   std::optional<uint64_t> memoryLimitBytes;
   std::optional<CpuSet> exclusiveCpus;  // nullopt: the shared pool
   std::optional<CpuSet> mems;           // NUMA-pinned memory; nullopt: every node
+  // Page size -> hugetlb limit in bytes (0: no pages), one entry per size the node has, as the
+  // runtime writes them from CRI's hugepage_limits; empty: not known (nothing is verified).
+  std::map<uint64_t, uint64_t> hugepageLimits = {};
 };
 
 struct PodCgroup {
@@ -49,6 +52,9 @@ struct PodCgroup {
   // The runtime's sandbox (pause) container: its cgroup is kept on the shared
   // pool, with BestEffort's shares when VRI writes everything; empty: none known.
   std::string sandboxId;
+  // kubelet's pod-level hugetlb limits (page size -> bytes, 0 for the sizes not requested): the
+  // larger of the app containers' sum and the largest init container's, as kubelet's PodRequests.
+  std::map<uint64_t, uint64_t> hugepageLimits = {};
 };
 
 struct VmCgroup {

@@ -244,7 +244,7 @@ void fillContainerAllocation(const PodSpec& pod, const ContainerSpec& c, const C
   out.set_exclusive(!placement.exclusive.empty());
   // The values kubelet's runtime writes, computed where the tree computes them.
   const CgroupSettings values =
-      containerValues({c.id, c.cpuRequestMilli, c.cpuLimitMilli, c.memoryLimitBytes, std::nullopt, std::nullopt});
+      containerValues({c.id, c.cpuRequestMilli, c.cpuLimitMilli, c.memoryLimitBytes, std::nullopt, std::nullopt, {}});
   out.set_cpu_shares(values.shares->value);
   out.set_cpu_weight(sharesToWeight(*values.shares).value);
   out.set_cpu_period_us(values.cpuMax ? values.cpuMax->periodUs : CpuMax::kDefaultPeriodUs);

@@ -114,7 +114,10 @@ void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
   };
   for (auto& [path, spec] : tree.cgroups) {
     if (!managed("memory")) spec.settings.memoryMax.reset();
-    if (!managed("hugetlb")) spec.settings.hugetlbMax.clear();
+    if (!managed("hugetlb")) {
+      spec.settings.hugetlbMax.clear();
+      spec.verified.hugetlbMax.clear();
+    }
     if (!managed("pids")) spec.settings.pidsMax.reset();
   }
 }

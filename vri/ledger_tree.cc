@@ -1,5 +1,7 @@
 #include "vri/ledger_tree.h"
 
+#include <algorithm>
+
 namespace vri {
 
 CpuSet nodeMemoryNodes(const Topology& topology) {
@@ -10,14 +12,37 @@ CpuSet nodeMemoryNodes(const Topology& topology) {
   return nodes;
 }
 
+namespace {
+
+// kubelet's pod-level hugetlb limits: per size, the larger of the app containers' sum and the largest
+// init container's (init containers run one at a time, before the app containers).
+std::map<uint64_t, uint64_t> podHugepageLimits(const PodRecord& pod) {
+  std::map<uint64_t, uint64_t> apps, inits;
+  for (const auto& [name, c] : pod.containers) {
+    for (const auto& [size, bytes] : c.spec.hugepageLimits) {
+      if (c.spec.init) {
+        inits[size] = std::max(inits[size], bytes);
+      } else {
+        apps[size] += bytes;
+      }
+    }
+  }
+  for (const auto& [size, bytes] : inits) apps[size] = std::max(apps[size], bytes);
+  return apps;
+}
+
+}  // namespace
+
 PodCgroup podCgroup(const PodRecord& pod) {
-  PodCgroup out{pod.spec.uid, pod.spec.qos, {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes, pod.sandboxId};
+  PodCgroup out{pod.spec.uid,         pod.spec.qos, {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes,
+                pod.sandboxId,        podHugepageLimits(pod)};
   for (const auto& [name, c] : pod.containers) {
     // Containers without a runtime id have no cgroup yet, but count towards the pod's values.
-    ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {}};
+    ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {}, {}};
     if (!c.exclusive.empty()) cgroup.exclusiveCpus = c.exclusive;
     const CpuSet mems = NumaMemory::mems(c.memory);
     if (!mems.empty()) cgroup.mems = mems;
+    cgroup.hugepageLimits = c.spec.hugepageLimits;
     out.containers.push_back(std::move(cgroup));
   }
   return out;

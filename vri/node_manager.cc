@@ -442,7 +442,15 @@ Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, boo
     const StatePtr now = writer.current();
     VRI_ASSIGN_OR_RETURN(SyncResult synced, sync_.reconcile(writer, *now, true, dryRun));
     ReconcileReport report;
-    for (const Drift& d : synced.drift) report.drift.push_back(d.describe());
+    std::vector<std::string> unrepaired;
+    for (const Drift& d : synced.drift) {
+      report.drift.push_back(d.describe());
+      if (d.verifiedOnly) unrepaired.push_back(report.drift.back());
+    }
+    if (!dryRun && unrepaired != unrepaired_) {
+      for (const std::string& line : unrepaired) log_.warning("reconcile: " + line);
+      unrepaired_ = std::move(unrepaired);
+    }
     for (const CgroupOp& op : synced.operations) report.operations.push_back(op.describe());
     report.notes = std::move(scan.notes);
     if (!dryRun && writesPending()) {

@@ -248,6 +248,9 @@ class NodeManager {
   NodeFacts facts_ VRI_GUARDED_BY(factsMutex_);
   NodeManagerOptions options_;
   VanishedTenants vanished_ VRI_GUARDED_BY(ledger_.writerMutex());
+  // The differences VRI verifies and does not repair (pods' hugetlb limits) that the last reconcile
+  // reported: a warning is logged when they change, not every interval.
+  std::vector<std::string> unrepaired_ VRI_GUARDED_BY(ledger_.writerMutex());
   std::atomic<uint64_t> reconciles_{0};
   struct {
     std::atomic<uint64_t> clean{0}, repaired{0}, failed{0}, differences{0};

@@ -58,7 +58,8 @@ TEST(NumaMemoryTest, KeepsMemoryPerNodeAndResource) {
   auto refused = memory.allocate("vm/b", {1}, {{kGiB, 3 * kGiB}});
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.error().message(),
-            "\"vm/b\" needs 3072 MiB of hugepages-1Gi on NUMA node(s) 1; 2048 MiB are free there");
+            "\"vm/b\" needs 3072 MiB of hugepages-1Gi on NUMA node(s) 1; 2048 MiB are free there "
+            "(VMs hold 2048 MiB and pods 0 MiB of the 4096 MiB there)");
   EXPECT_EQ(memory.cell(1, kGiB).free(), 2 * kGiB);  // unchanged
   auto spread = memory.allocate("pod/c", {0, 1}, {{kRegularMemory, 20 * kGiB}});
   ASSERT_TRUE(spread.ok());

@@ -27,8 +27,7 @@ std::string NumaMemory::holders(const Cells& cells, const std::vector<int>& node
       (parseTenant(owner).kind == TenantName::Kind::kVm ? vms : pods) += bytes->second;
     }
   }
-  return "VMs hold " + mebibytes(vms) + " and pods " + mebibytes(pods) + " of the " + mebibytes(allocatable) +
-         " there";
+  return "VMs hold " + mebibytes(vms) + " and pods " + mebibytes(pods) + " of the " + mebibytes(allocatable) + " there";
 }
 
 std::string memoryResourceName(MemoryResource resource) {

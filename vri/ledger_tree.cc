@@ -34,11 +34,12 @@ std::map<uint64_t, uint64_t> podHugepageLimits(const PodRecord& pod) {
 }  // namespace
 
 PodCgroup podCgroup(const PodRecord& pod) {
-  PodCgroup out{pod.spec.uid,         pod.spec.qos, {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes,
-                pod.sandboxId,        podHugepageLimits(pod)};
+  PodCgroup out{pod.spec.uid,  pod.spec.qos,          {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes,
+                pod.sandboxId, podHugepageLimits(pod)};
   for (const auto& [name, c] : pod.containers) {
     // Containers without a runtime id have no cgroup yet, but count towards the pod's values.
-    ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {}, {}};
+    ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {},
+                           {}};
     if (!c.exclusive.empty()) cgroup.exclusiveCpus = c.exclusive;
     const CpuSet mems = NumaMemory::mems(c.memory);
     if (!mems.empty()) cgroup.mems = mems;

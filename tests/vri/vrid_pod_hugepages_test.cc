@@ -11,13 +11,13 @@
 namespace vri {
 namespace {
 
-using ::testing::Contains;
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::container;
+using ::testing::Contains;
 using testing::DaemonHarness;
+using ::testing::HasSubstr;
 using testing::kUid;
 using testing::kVmUuid;
+using ::testing::Not;
 
 constexpr uint64_t kMiB = 1ULL << 20;
 constexpr uint64_t kGiB = 1ULL << 30;
@@ -129,7 +129,8 @@ TEST_F(VridPodHugepagesTest, PagesComeFromTheBooksOfTheCpusNodeAndTheKernelHolds
   EXPECT_THAT(refused.error_message(), HasSubstr("72 MiB of hugepages-2Mi"));
   EXPECT_THAT(refused.error_message(), HasSubstr("VMs hold 96 MiB and pods 96 MiB of the 256 MiB there"));
   // (The books and the pools: the node's maps serialise in no set order.)
-  EXPECT_EQ(node().capacity().SerializeAsString(), before.capacity().SerializeAsString()) << "a refusal changes nothing";
+  EXPECT_EQ(node().capacity().SerializeAsString(), before.capacity().SerializeAsString())
+      << "a refusal changes nothing";
   EXPECT_EQ(node().shared_cpus(), before.shared_cpus());
 
   // Released, the pod's pages are free again, and the VM fits.

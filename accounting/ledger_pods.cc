@@ -398,8 +398,26 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
     return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");
   }
   NextState n = next(from);
-  if (!exclusive.empty()) VRI_TRY(n.pool().assign(containerTenant(pod.uid, container.name), {exclusive, {}}));
-  updated.containers[container.name] = ContainerRecord{container, exclusive, {}};
+  const std::string owner = containerTenant(pod.uid, container.name);
+  if (!exclusive.empty()) VRI_TRY(n.pool().assign(owner, {exclusive, {}}));
+  // Its hugepages are taken from the books as an admission takes them: on its CPUs' NUMA nodes when it
+  // has CPUs of its own, otherwise where they fit (the kernel holds them already; the books must too).
+  MemoryBlocks memory;
+  const MemoryRequest hugepages = hugepagesOf(container);
+  if (!hugepages.empty()) {
+    std::vector<int> nodes;
+    for (const NumaNode& node : topology_->numaNodes()) {
+      if (node.cpus.intersects(exclusive)) nodes.push_back(node.id);
+    }
+    const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
+    if (nodes.empty()) {
+      VRI_ASSIGN_OR_RETURN(nodes, alignNodes(*from, {who, 0, hugepages}, {}));
+    }
+    auto blocks = n.numa().allocate(owner, nodes, hugepages);
+    if (!blocks.ok()) return std::move(blocks).context(who + " not adopted").error();
+    memory = *blocks;
+  }
+  updated.containers[container.name] = ContainerRecord{container, exclusive, memory};
   n.putPod(std::move(updated));
   return n.finish(true);
 }

@@ -27,6 +27,10 @@ constexpr Family kMemCapacity{"vri_node_memory_capacity_bytes", "gauge", "the no
 constexpr Family kMemAllocatable{"vri_node_memory_allocatable_bytes", "gauge",
                                  "regular memory left for pods and VMs after the node's reservations"};
 constexpr Family kMemAllocated{"vri_node_memory_allocated_bytes", "gauge", "regular memory admitted, by tenant kind"};
+constexpr Family kHugepagesCapacity{"vri_numa_hugepages_capacity_bytes", "gauge",
+                                    "hugepages a NUMA node has, by node and page size (what the kernel reserved)"};
+constexpr Family kHugepagesAllocated{"vri_numa_hugepages_allocated_bytes", "gauge",
+                                     "hugepages admitted on a NUMA node, by node, page size and tenant kind"};
 constexpr Family kSharedTenants{"vri_node_shared_tenants", "gauge", "tenants that run in the shared pool"};
 constexpr Family kWritesPending{"vri_cgroup_writes_pending", "gauge",
                                 "1 while cgroup writes that failed wait to be retried"};
@@ -61,7 +65,8 @@ constexpr Family kReconcileDiffs{"vri_reconcile_differences_total", "counter",
 
 constexpr const Family* kFamilies[] = {&kNodeCpus,         &kCpuCapacity,     &kCpuAllocatable,
                                        &kCpuAllocated,     &kMemCapacity,     &kMemAllocatable,
-                                       &kMemAllocated,     &kSharedTenants,   &kWritesPending,
+                                       &kMemAllocated,     &kHugepagesCapacity, &kHugepagesAllocated,
+                                       &kSharedTenants,   &kWritesPending,
                                        &kTenantInfo,       &kTenantExclusive, &kTenantMemoryAdmitted,
                                        &kTenantCpu,        &kTenantPeriods,   &kTenantThrottledPeriods,
                                        &kTenantThrottled,  &kTenantMemory,    &kCpuBusy,
@@ -180,6 +185,21 @@ std::string renderMetrics(const NodeManager& node, const UsageSampler* usage, co
     w.header(kMemAllocated);
     w.sample(kMemAllocated.name, R"(kind="pod")", memory->pods);
     w.sample(kMemAllocated.name, R"(kind="vm")", memory->vms);
+  }
+  // Pods' pages beside VMs': the same per-node books.
+  std::vector<const MemoryBooks*> pages;
+  for (const MemoryBooks& m : books.memory)
+    if (m.numaNode != MemoryBooks::kWholeNode && m.resource != kRegularMemory && m.books.capacity > 0)
+      pages.push_back(&m);
+  const auto pageLabels = [](const MemoryBooks& m) {
+    return fmt::format(R"(numa_node="{}",page_size="{}")", m.numaNode, m.resource);
+  };
+  w.header(kHugepagesCapacity);
+  for (const MemoryBooks* m : pages) w.sample(kHugepagesCapacity.name, pageLabels(*m), m->books.capacity);
+  w.header(kHugepagesAllocated);
+  for (const MemoryBooks* m : pages) {
+    w.sample(kHugepagesAllocated.name, pageLabels(*m) + R"(,kind="pod")", m->books.pods);
+    w.sample(kHugepagesAllocated.name, pageLabels(*m) + R"(,kind="vm")", m->books.vms);
   }
   w.header(kSharedTenants);
   w.sample(kSharedTenants.name, "", state->totals.sharedTenants);  // as GetNode says

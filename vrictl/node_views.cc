@@ -247,6 +247,10 @@ std::string formatPodInfo(const v1::PodInfo& pod) {
                        (r.cpu_limit_milli() > 0 ? ", limit " + cpuAmount(r.cpu_limit_milli()) : "") + ", CPUs " +
                        withCount(c.cpuset_cpus()) + (c.exclusive_cpus().empty() ? ", shared" : ", exclusive");
     if (!c.cpuset_mems().empty()) line += ", mems " + c.cpuset_mems();
+    for (const v1::HugepageLimit& pages : r.hugepage_limits()) {
+      if (pages.limit_bytes() > 0)
+        line += ", " + formatBytes(pages.limit_bytes()) + " of " + pageSize(pages.page_size_bytes()) + " pages";
+    }
     if (r.init()) line += ", init";
     if (!r.id().empty()) line += ", id " + r.id().substr(0, 13);  // as crictl shortens it
     out += row("Container " + r.name(), line);

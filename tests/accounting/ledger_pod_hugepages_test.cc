@@ -178,5 +178,29 @@ TEST(LedgerPodHugepagesTest, ThePodScopeAlignsEveryContainersPagesAndTheLedgerKe
   EXPECT_EQ(free2M(*reopened, 0), 512u);
 }
 
+// A running container adopted (a restart of the shim, --init-ledger) takes its pages from the books as an
+// admission does: on its CPUs' node, or where they fit for a shared one; pages the books cannot hold refuse it.
+TEST(LedgerPodHugepagesTest, AnAdoptedContainerTakesItsPagesOnItsCpusNode) {
+  testing::TempDir tmp;
+  const LedgerConfig c = config(TopologyPolicy::kNone);
+  auto ledger = openLedger(tmp.sub("l.db"), c);
+  ASSERT_TRUE(ledger->apply(&Ledger::decideAdoptContainer, pod("p1"), container("dpdk", 2000, 100), CpuSet{9, 10}).ok());
+  EXPECT_EQ(free2M(*ledger, 1), 156u);
+  EXPECT_EQ(free2M(*ledger, 0), 512u);
+  ContainerSpec shared = container("side", 0, 10);
+  shared.cpuLimitMilli = 0;
+  ASSERT_TRUE(ledger->apply(&Ledger::decideAdoptContainer, pod("p2", QosClass::kBurstable), shared, CpuSet()).ok());
+  EXPECT_EQ(free2M(*ledger, 0) + free2M(*ledger, 1), 512u + 156u - 10u);
+  const StatePtr before = ledger->state();
+  auto refused = ledger->apply(&Ledger::decideAdoptContainer, pod("p3"), container("big", 1000, 200), CpuSet{12});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("not adopted"));
+  EXPECT_THAT(refused.error().message(), HasSubstr("pods 200 MiB"));
+  const StatePtr after = ledger->state();
+  EXPECT_EQ(after->pool.shared(), before->pool.shared()) << "its CPU stays in the pool";
+  EXPECT_EQ(after->pod("p3"), nullptr);
+  EXPECT_TRUE(invariantsHold(*ledger, c));
+}
+
 }  // namespace
 }  // namespace vri

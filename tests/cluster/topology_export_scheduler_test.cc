@@ -169,6 +169,28 @@ TEST_F(TopologyExportHugepagesTest, AVmsOneGibPagesKeepAPodThatNeedsThemOffTheNo
   guaranteedPod("pages-after", 1, false, "1Gi");
   ASSERT_TRUE(testing::eventually([&] { return refusedByPlugin("pages-after"); })) << schedulingMessage("pages-after");
   EXPECT_EQ(boundTo("pages-after"), "");
+  // A pod's 2 MiB pages, admitted as kubelet's CRI asks (a limit per size, 0 for those not asked
+  // for), come off the same zones' figures as a VM's.
+  const auto free2Mi = [&] { return figure("node-0", "hugepages-2Mi") + figure("node-1", "hugepages-2Mi"); };
+  const long long before2Mi = free2Mi();
+  v1::AdmitContainerRequest dpdk;
+  dpdk.set_pod_uid("5e6f7a8b-0000-4000-8000-000000000001");
+  dpdk.set_pod_name("default/dpdk");
+  dpdk.set_qos(v1::GUARANTEED);
+  dpdk.set_container_name("app");
+  dpdk.set_cpu_request_milli(1000);
+  dpdk.set_cpu_limit_milli(1000);
+  dpdk.set_memory_limit_bytes(64LL << 20);
+  for (const auto& [size, bytes] : {std::pair{2LL << 20, 64LL << 20}, std::pair{kGib, 0LL}}) {
+    v1::HugepageLimit& pages = *dpdk.add_hugepage_limits();
+    pages.set_page_size_bytes(size);
+    pages.set_limit_bytes(bytes);
+  }
+  grpc::ClientContext pod_context;
+  v1::ContainerAllocation pod_placed;
+  const grpc::Status pod_admitted = admin_->AdmitContainer(&pod_context, dpdk, &pod_placed);
+  ASSERT_TRUE(pod_admitted.ok()) << pod_admitted.error_message();
+  ASSERT_TRUE(testing::eventually([&] { return free2Mi() == before2Mi - (64LL << 20); })) << object().dump(1);
 }
 
 }  // namespace

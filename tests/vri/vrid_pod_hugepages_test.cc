@@ -7,6 +7,7 @@
 
 #include "tests/support/eventually.h"
 #include "tests/vri/vrid_api_fixture.h"
+#include "vri/metrics_text.h"
 
 namespace vri {
 namespace {
@@ -116,6 +117,12 @@ TEST_F(VridPodHugepagesTest, PagesComeFromTheBooksOfTheCpusNodeAndTheKernelHolds
   EXPECT_EQ(hugetlb(containerPath_, "1GB"), "0");
   EXPECT_EQ(hugetlb(podPath_, "2MB"), std::to_string(96 * kMiB));
   EXPECT_EQ(hugetlb(podPath_, "1GB"), "0");
+  const std::string metrics =
+      renderMetrics(vrid_.daemon().node(), vrid_.daemon().usage(), vrid_.daemon().callMetrics());
+  EXPECT_THAT(metrics, HasSubstr("vri_numa_hugepages_allocated_bytes{numa_node=\"" + std::to_string(numa) +
+                                 "\",page_size=\"2097152\",kind=\"pod\"} " + std::to_string(96 * kMiB)));
+  EXPECT_THAT(metrics, HasSubstr("vri_numa_hugepages_capacity_bytes{numa_node=\"1\",page_size=\"1073741824\"} " +
+                                 std::to_string(kGiB)));
   v1::ContainerAllocation again;
   ASSERT_TRUE(admit(withPages(96 * kMiB), again).ok()) << "idempotent";
   EXPECT_EQ(pages2M(numa).pods(), 96 * kMiB);

@@ -41,6 +41,24 @@ TEST(VrictlFormatTest, AVmWithTheUsersPinsIsPinnedAndItsOfflineVcpusSaySo) {
   EXPECT_THAT(info, HasSubstr("CPU 5"));
 }
 
+TEST(VrictlFormatTest, APodsHugepagesAreShownWithItsMemoryNodes) {
+  v1::PodInfo pod;
+  pod.set_name("nfv/dpdk");
+  v1::ContainerInfo& c = *pod.add_containers();
+  c.mutable_resources()->set_name("app");
+  c.set_exclusive_cpus("2-3");
+  c.set_cpuset_cpus("2-3");
+  c.set_cpuset_mems("1");
+  for (const auto& [size, bytes] : {std::pair{2ULL << 20, 96ULL << 20}, std::pair{1ULL << 30, 0ULL}}) {
+    v1::HugepageLimit& pages = *c.mutable_resources()->add_hugepage_limits();
+    pages.set_page_size_bytes(size);
+    pages.set_limit_bytes(bytes);
+  }
+  const std::string info = formatPodInfo(pod);
+  EXPECT_THAT(info, HasSubstr("exclusive, mems 1, 96 MiB of 2MiB pages"));
+  EXPECT_THAT(info, Not(HasSubstr("1GiB"))) << "a size it may not use is not shown";
+}
+
 TEST(VrictlFormatTest, ThePoolShowsTheWideCpusetOnlyWithCpusetPartitions) {
   v1::Node node;
   node.set_reserved_cpus("0");

@@ -307,7 +307,7 @@ Result<int> CgroupSync::write(const Ledger::Writer& writer, const StatePtr& befo
     VRI_ASSIGN_OR_RETURN(CgroupPath path, kubeletNamer_->pod((now != nullptr ? now : was)->spec.qos, uid));
     DesiredTree tree;
     (everything ? tree.managedRoots : tree.adoptedRoots).push_back(path);
-    if (now != nullptr) VRI_TRY(addPodCgroups(layout_, *kubeletNamer_, node, podCgroup(*now), tree));
+    if (now != nullptr) VRI_TRY(addPodCgroups(layout_, *kubeletNamer_, node, podCgroup(*now, inputs().topology), tree));
     VRI_ASSIGN_OR_RETURN(int n, writeTenant("pod " + uid, std::move(tree)));
     writes += n;
   }

@@ -1,6 +1,7 @@
 #include "vri/ledger_tree.h"
 
 #include <algorithm>
+#include <set>
 
 namespace vri {
 
@@ -16,10 +17,11 @@ namespace {
 
 // kubelet's pod-level hugetlb limits: per size, the larger of the app containers' sum and the largest
 // init container's (init containers run one at a time, before the app containers).
-std::map<uint64_t, uint64_t> podHugepageLimits(const PodRecord& pod) {
+std::map<uint64_t, uint64_t> podHugepageLimits(const PodRecord& pod, const std::set<uint64_t>& sizes) {
   std::map<uint64_t, uint64_t> apps, inits;
   for (const auto& [name, c] : pod.containers) {
     for (const auto& [size, bytes] : c.spec.hugepageLimits) {
+      if (!sizes.count(size)) continue;
       if (c.spec.init) {
         inits[size] = std::max(inits[size], bytes);
       } else {
@@ -31,11 +33,22 @@ std::map<uint64_t, uint64_t> podHugepageLimits(const PodRecord& pod) {
   return apps;
 }
 
+// The page sizes the kernel has (it has hugetlb files for those only): a limit of 0 for another size,
+// which the ledger admits, has no file to go to.
+std::set<uint64_t> pageSizes(const Topology& topology) {
+  std::set<uint64_t> sizes;
+  for (const NumaNode& node : topology.numaNodes()) {
+    for (const auto& [size, count] : node.hugepages) sizes.insert(size);
+  }
+  return sizes;
+}
+
 }  // namespace
 
-PodCgroup podCgroup(const PodRecord& pod) {
+PodCgroup podCgroup(const PodRecord& pod, const Topology& topology) {
+  const std::set<uint64_t> sizes = pageSizes(topology);
   PodCgroup out{pod.spec.uid,  pod.spec.qos,          {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes,
-                pod.sandboxId, podHugepageLimits(pod)};
+                pod.sandboxId, podHugepageLimits(pod, sizes)};
   for (const auto& [name, c] : pod.containers) {
     // Containers without a runtime id have no cgroup yet, but count towards the pod's values.
     ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {},
@@ -43,7 +56,9 @@ PodCgroup podCgroup(const PodRecord& pod) {
     if (!c.exclusive.empty()) cgroup.exclusiveCpus = c.exclusive;
     const CpuSet mems = NumaMemory::mems(c.memory);
     if (!mems.empty()) cgroup.mems = mems;
-    cgroup.hugepageLimits = c.spec.hugepageLimits;
+    for (const auto& [size, bytes] : c.spec.hugepageLimits) {
+      if (sizes.count(size)) cgroup.hugepageLimits[size] = bytes;
+    }
     out.containers.push_back(std::move(cgroup));
   }
   return out;
@@ -113,7 +128,7 @@ NodeResources nodeResources(const LedgerState& state, const LedgerTreeInputs& in
 Result<DesiredTree> desiredTreeFromLedger(const LedgerState& state, const LedgerTreeInputs& in) {
   std::vector<PodCgroup> pods;
   for (const auto& [uid, pod] : state.pods) {
-    if (!pod.spec.outsideKubeletTree) pods.push_back(podCgroup(pod));  // the runtime's cgroups otherwise
+    if (!pod.spec.outsideKubeletTree) pods.push_back(podCgroup(pod, in.topology));  // the runtime's cgroups otherwise
   }
   std::vector<VmCgroup> vms;
   for (const auto& [uuid, scope] : state.vmScopes) {

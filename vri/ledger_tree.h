@@ -23,7 +23,8 @@ struct LedgerTreeInputs {
 // the pool's grants and the ledger's totals, not from a walk over the tenants).
 NodeResources nodeResources(const LedgerState& state, const LedgerTreeInputs& inputs);
 
-PodCgroup podCgroup(const PodRecord& pod);
+// Its hugetlb limits only for the page sizes the node has.
+PodCgroup podCgroup(const PodRecord& pod, const Topology& topology);
 VmCgroup vmCgroup(const VmRecord& vm, const CgroupPath& scope, int64_t sharedVcpuMilli);
 
 // The whole tree, for reconcile. VMs without a scope (not started yet, or

@@ -11,6 +11,7 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "base/cpuset.h"
@@ -271,6 +272,68 @@ TEST_F(VridV2Test, AHugepageVmGetsItsPagesOnOneNodeAndNoMore) {
   ASSERT_EQ(::waitpid(qemu, &status, 0), qemu);
   children_.clear();
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) << "status " << status;
+}
+
+// A Guaranteed pod's 2 MiB pages, as kubelet's CRI asks for them: on its CPU's node, its memory bound
+// there, the pod's and the container's hugetlb limits written (VRI writes everything here), and a
+// process in the container that faults one page past them refused by the kernel.
+TEST_F(VridV2Test, AGuaranteedPodsPagesAreOnItsCpusNodeAndNoMore) {
+  ASSERT_NO_FATAL_FAILURE(startVrid());
+  v1::AdmitContainerRequest dpdk;
+  dpdk.set_pod_uid(kPodUid);
+  dpdk.set_pod_name("nfv/dpdk");
+  dpdk.set_qos(v1::GUARANTEED);
+  dpdk.set_container_name("app");
+  dpdk.set_container_id("dd12ee34");
+  dpdk.set_cpu_request_milli(1000);
+  dpdk.set_cpu_limit_milli(1000);
+  dpdk.set_memory_limit_bytes(64ULL << 20);
+  for (const auto& [size, bytes] : {std::pair{2ULL << 20, 16ULL << 20}, std::pair{1ULL << 30, 0ULL}}) {
+    v1::HugepageLimit& pages = *dpdk.add_hugepage_limits();
+    pages.set_page_size_bytes(size);
+    pages.set_limit_bytes(bytes);
+  }
+  grpc::ClientContext c1;
+  v1::ContainerAllocation placed;
+  const grpc::Status admitted = stub_->AdmitContainer(&c1, dpdk, &placed);
+  ASSERT_TRUE(admitted.ok()) << admitted.error_message() << vrid_->log();
+  ASSERT_EQ(placed.cpuset_cpus(), "1");
+  std::string numa;  // CPU 1's node: sysfs links it as cpu1/node<N>
+  for (const auto& entry : std::filesystem::directory_iterator("/sys/devices/system/cpu/cpu1")) {
+    const std::string name = entry.path().filename();
+    if (name.starts_with("node")) numa = name.substr(4);
+  }
+  ASSERT_FALSE(numa.empty());
+  EXPECT_EQ(placed.cpuset_mems(), numa) << "its pages and memory on its CPU's node";
+  const std::string pod = "kubepods/pod" + std::string(kPodUid);
+  const std::string container = pod + "/dd12ee34";
+  for (const std::string& group : {pod, container}) {
+    EXPECT_EQ(trimmed(readFile(root_ + "/" + group + "/hugetlb.2MB.max")), std::to_string(16ULL << 20)) << group;
+  }
+  EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/cpuset.mems")), numa);
+  const int probe = spawn({"--vri-hugepage-probe", "9"});
+  ASSERT_NO_FATAL_FAILURE(write(root_ + "/" + container + "/cgroup.procs", std::to_string(probe)));
+  ASSERT_TRUE(testing::waitsForUsr1(probe));
+  ::kill(probe, SIGUSR1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(probe, &status, 0), probe);
+  children_.clear();
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) << "status " << status;
+  EXPECT_EQ(trimmed(readFile(root_ + "/" + container + "/hugetlb.2MB.events")).find("max 0"), std::string::npos)
+      << "the kernel counted the refused fault";
+
+  // A restart keeps the pages in the books and finds nothing to repair.
+  ASSERT_NO_FATAL_FAILURE(stopVrid());
+  ASSERT_NO_FATAL_FAILURE(startVrid());
+  const v1::ReconcileReply after_restart = reconcile(true);
+  EXPECT_TRUE(after_restart.drift().empty()) << after_restart.drift(0);
+  grpc::ClientContext c2;
+  v1::Node node;
+  ASSERT_TRUE(stub_->GetNode(&c2, {}, &node).ok());
+  uint64_t pods = 0;
+  for (const v1::MemoryBooks& m : node.capacity().memory())
+    if (m.page_size() == (2ULL << 20) && std::to_string(m.numa_node()) == numa) pods = m.books().pods();
+  EXPECT_EQ(pods, 16ULL << 20);
 }
 
 }  // namespace

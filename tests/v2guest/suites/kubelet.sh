@@ -386,12 +386,12 @@ EOF2
   rm "$manifests/hp.yaml"
   wait_for 300 "vrid releasing hp" sh -c "! vrictl list --pods | grep -q 'hp-$node'"
   v start hpvm > /tmp/hpvm.txt 2>&1 || fail "virsh start hpvm once hp was gone: $(cat /tmp/hpvm.txt)"
-  vrictl capacity | grep -q "node $hp_node 2MiB pages .* 0 B *64 MiB" || fail "vrictl capacity: $(vrictl capacity)"
+  vrictl capacity | grep -q "node $hp_node 2MiB pages .*0 B *64 MiB *0 B$" || fail "vrictl capacity: $(vrictl capacity)"
   # hp again: its CPU's node has no page left, so its pages come from the other node.
   hugepage_pod hp
   wait_for 300 "hp running beside hpvm (kubelet: $(kubelet_view hp app))" running hp
   echo "hpvm running on node $hp_node's pages; hp again: $(vrictl podinfo "hp-$node" | grep 'Container app')"
-  vrictl capacity | grep -q "node $hp_node 2MiB pages .* 0 B *64 MiB" || fail "vrictl capacity: $(vrictl capacity)"
+  vrictl capacity | grep -q "node $hp_node 2MiB pages .*0 B *64 MiB *0 B$" || fail "vrictl capacity: $(vrictl capacity)"
   quiet_reconcile
   v destroy hpvm > /dev/null; v undefine hpvm > /dev/null
   rm "$manifests/hp.yaml"

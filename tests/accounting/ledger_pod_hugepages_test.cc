@@ -202,5 +202,77 @@ TEST(LedgerPodHugepagesTest, AnAdoptedContainerTakesItsPagesOnItsCpusNode) {
   EXPECT_TRUE(invariantsHold(*ledger, c));
 }
 
+// Pods and VMs competing for one node's 2 MiB and 1 GiB pages under each policy. A VM takes 400 of node 0's
+// 512 2 MiB pages and three of node 1's four 1 GiB pages. A pod's 200 pages fit node 1 only: its CPUs go
+// with them whatever the policy. The next 150 fit no single node: `single-numa-node` and `restricted`
+// refuse, `best-effort` and `none` take them from both nodes and bind the container to both. Two 1 GiB
+// pages exist nowhere any more: refused under every policy, and nothing changes.
+class LedgerPodHugepagesPolicyTest : public ::testing::TestWithParam<TopologyPolicy> {};
+
+TEST_P(LedgerPodHugepagesPolicyTest, PodsAndVmsCompeteForOneNodesPages) {
+  testing::TempDir tmp;
+  const LedgerConfig c = config(GetParam());
+  auto ledger = openLedger(tmp.sub("l.db"), c);
+  VmSpec vm;
+  vm.uuid = "11111111-0000-4000-8000-000000000001";
+  vm.cpu.name = "vm2m";
+  vm.cpu.vcpus = 1;
+  vm.cpu.cpuPolicy = VmCpuPolicy::kShared;
+  vm.memoryBytes = 400 * k2M;
+  vm.hugepageSize = k2M;
+  vm.strictNumaNodes = {0};
+  ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitVm, vm).ok());
+  vm.uuid = "11111111-0000-4000-8000-000000000002";
+  vm.cpu.name = "vm1g";
+  vm.memoryBytes = 3 * kGiB;
+  vm.hugepageSize = kGiB;
+  vm.strictNumaNodes = {1};
+  ASSERT_TRUE(ledger->apply(&Ledger::decideAdmitVm, vm).ok());
+
+  auto first = ledger->apply(&Ledger::decideAdmitContainer, pod("p1"), container("a", 2000, 200), kNoneFinished);
+  ASSERT_TRUE(first.ok()) << first.error().message();
+  EXPECT_TRUE(first->exclusive.isSubsetOf(nodeCpus(1))) << first->exclusive.format();
+  EXPECT_EQ(first->mems.format(), "1");
+  EXPECT_EQ(free2M(*ledger, 1), 56u);
+
+  const StatePtr before = ledger->state();
+  auto second = ledger->apply(&Ledger::decideAdmitContainer, pod("p2"), container("b", 1000, 150), kNoneFinished);
+  const bool strict = GetParam() == TopologyPolicy::kSingleNumaNode || GetParam() == TopologyPolicy::kRestricted;
+  if (strict) {
+    ASSERT_FALSE(second.ok());
+    EXPECT_EQ(ledger->state(), before) << "a refusal changes nothing";
+  } else {
+    ASSERT_TRUE(second.ok()) << second.error().message();
+    EXPECT_EQ(second->mems.format(), "0-1");
+    EXPECT_EQ(free2M(*ledger, 0) + free2M(*ledger, 1), 112u + 56u - 150u);
+  }
+  const StatePtr before_1g = ledger->state();
+  auto big = ledger->apply(&Ledger::decideAdmitContainer, pod("p3"), container("c", 1000, 0, 2), kNoneFinished);
+  ASSERT_FALSE(big.ok());
+  EXPECT_THAT(big.error().message(), HasSubstr("hugepages-1Gi"));
+  EXPECT_EQ(ledger->state(), before_1g);
+  // Released, the pod's pages are back where they came from.
+  ASSERT_TRUE(ledger->apply(&Ledger::decideReleasePod, "p1", ReleaseGuard{}).ok());
+  if (!strict) {
+    ASSERT_TRUE(ledger->apply(&Ledger::decideReleasePod, "p2", ReleaseGuard{}).ok());
+  }
+  EXPECT_EQ(free2M(*ledger, 0), 112u);
+  EXPECT_EQ(free2M(*ledger, 1), 256u);
+  EXPECT_TRUE(invariantsHold(*ledger, c));
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, LedgerPodHugepagesPolicyTest,
+                         ::testing::Values(TopologyPolicy::kNone, TopologyPolicy::kBestEffort,
+                                           TopologyPolicy::kRestricted, TopologyPolicy::kSingleNumaNode),
+                         [](const ::testing::TestParamInfo<TopologyPolicy>& info) {
+                           switch (info.param) {
+                             case TopologyPolicy::kNone: return std::string("None");
+                             case TopologyPolicy::kBestEffort: return std::string("BestEffort");
+                             case TopologyPolicy::kRestricted: return std::string("Restricted");
+                             case TopologyPolicy::kSingleNumaNode: return std::string("SingleNumaNode");
+                           }
+                           return std::string("Unknown");
+                         });
+
 }  // namespace
 }  // namespace vri

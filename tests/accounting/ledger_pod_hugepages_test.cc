@@ -184,7 +184,8 @@ TEST(LedgerPodHugepagesTest, AnAdoptedContainerTakesItsPagesOnItsCpusNode) {
   testing::TempDir tmp;
   const LedgerConfig c = config(TopologyPolicy::kNone);
   auto ledger = openLedger(tmp.sub("l.db"), c);
-  ASSERT_TRUE(ledger->apply(&Ledger::decideAdoptContainer, pod("p1"), container("dpdk", 2000, 100), CpuSet{9, 10}).ok());
+  ASSERT_TRUE(
+      ledger->apply(&Ledger::decideAdoptContainer, pod("p1"), container("dpdk", 2000, 100), CpuSet{9, 10}).ok());
   EXPECT_EQ(free2M(*ledger, 1), 156u);
   EXPECT_EQ(free2M(*ledger, 0), 512u);
   ContainerSpec shared = container("side", 0, 10);

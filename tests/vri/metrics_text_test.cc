@@ -40,8 +40,8 @@ TEST(MetricsTextTest, EveryFamilyIsAnnouncedWithinTheConventions) {
   calls.record("GetNode", "curl/8", false, 0, std::chrono::microseconds(100));
   const std::string text = renderMetrics(*p.node, &sampler, calls);
 
-  const std::set<std::string> allowed_labels = {"pool",   "kind",   "tenant", "name", "cpu",       "call",     "client",
-                                                "code",   "reason", "result", "le",   "numa_node", "page_size"};
+  const std::set<std::string> allowed_labels = {"pool", "kind",   "tenant", "name", "cpu",       "call",     "client",
+                                                "code", "reason", "result", "le",   "numa_node", "page_size"};
   std::map<std::string, std::string> types;
   std::istringstream lines(text);
   for (std::string line; std::getline(lines, line);) {

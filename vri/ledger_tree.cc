@@ -47,8 +47,13 @@ std::set<uint64_t> pageSizes(const Topology& topology) {
 
 PodCgroup podCgroup(const PodRecord& pod, const Topology& topology) {
   const std::set<uint64_t> sizes = pageSizes(topology);
-  PodCgroup out{pod.spec.uid,  pod.spec.qos,          {}, pod.spec.overheadCpuMilli, pod.spec.overheadMemoryBytes,
-                pod.sandboxId, podHugepageLimits(pod, sizes)};
+  PodCgroup out{pod.spec.uid,
+                pod.spec.qos,
+                {},
+                pod.spec.overheadCpuMilli,
+                pod.spec.overheadMemoryBytes,
+                pod.sandboxId,
+                podHugepageLimits(pod, sizes)};
   for (const auto& [name, c] : pod.containers) {
     // Containers without a runtime id have no cgroup yet, but count towards the pod's values.
     ContainerCgroup cgroup{c.spec.id, c.spec.cpuRequestMilli, c.spec.cpuLimitMilli, c.spec.memoryLimitBytes, {}, {},

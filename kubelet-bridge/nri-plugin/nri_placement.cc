@@ -60,6 +60,12 @@ Result<api::CreateContainerResponse> NriPlacement::createContainer(const api::Cr
   auto admit = cri::admitContainerRequest(create);
   if (!admit.ok()) return invalid(admit.error());
   const std::string who = admit->pod_name() + "/" + admit->container_name();
+  if (admit->hugepage_limits_size() == 0 && !admit->outside_kubelet_tree() && !toldNoHugepageLimits_) {
+    toldNoHugepageLimits_ = true;
+    log_("CreateContainer " + who +
+         ": the runtime passes no hugepage limits, so pods' hugepages are in no books and no cgroup limits them "
+         "(containerd: set disable_hugetlb_controller = false in [plugins.\"io.containerd.cri.v1.runtime\"])");
+  }
   admit->set_container_id(request.container().id());
   if (unadmittedSandboxes_.count(request.pod().id())) {
     // Its RunPodSandbox went ahead without vrid: the pod is admitted now, with its sandbox bound.

@@ -100,6 +100,9 @@ class NriPlacement {
   // Each pod's containers as the runtime has relayed them (by pod UID, then container id): the
   // facts the finished-container rule reads, as the shim reads them from the runtime's list.
   std::map<std::string, std::map<std::string, cri::SeenContainer>> containersOfPod_;
+  // kubelet gives every container a hugepage limit per page size the host has: a container that comes
+  // with none means the runtime dropped them (containerd's disable_hugetlb_controller), said once.
+  bool toldNoHugepageLimits_ = false;
 };
 
 }  // namespace vri

@@ -80,6 +80,7 @@ $imports
   enable_selinux = false
   disable_apparmor = true
   tolerate_missing_hugetlb_controller = true
+  disable_hugetlb_controller = false
   [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
     runtime_type = "io.containerd.runc.v2"
     [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]

@@ -101,13 +101,14 @@ spec:
 EOF2
   mv "/tmp/$1.yaml" "$manifests/$1.yaml"
 }
-# A shared VM whose memory is 2 MiB pages of one NUMA node.
+# A shared VM whose memory is 2 MiB pages of one NUMA node: bound by its cgroup's cpuset.mems
+# (`restrictive`; `strict` has QEMU bind it too, and QEMU under the guest's AppArmor cannot read the nodes).
 hugepage_vm() { # name node MiB uuid-tail
   cat > "/tmp/$1.xml" <<XML
 <domain type='qemu'><name>$1</name><uuid>${uuid_prefix}00000000000$4</uuid>
 <memory unit='MiB'>$3</memory><vcpu placement='static'>1</vcpu>
 <memoryBacking><hugepages><page size='2048' unit='KiB'/></hugepages></memoryBacking>
-<numatune><memory mode='strict' nodeset='$2'/></numatune>
+<numatune><memory mode='restrictive' nodeset='$2'/></numatune>
 <metadata><vri:domain xmlns:vri='urn:vri:domain:1'><vri:cpu policy='shared'/></vri:domain></metadata>
 <os><type arch='x86_64' machine='pc'>hvm</type></os><on_poweroff>destroy</on_poweroff>
 <devices><emulator>/usr/bin/qemu-system-x86_64</emulator><memballoon model='none'/></devices></domain>

@@ -384,7 +384,7 @@ EOF2
   hugepage_vm hpvm "$hp_node" 64 7
   if v start hpvm > /tmp/hpvm.txt 2>&1; then fail "hpvm started on node $hp_node, whose pages hp holds: $(vrictl capacity)"; fi
   grep -q 'hugepages-2Mi' /tmp/hpvm.txt && grep -q 'pods 32 MiB' /tmp/hpvm.txt || fail "virsh start hpvm: $(cat /tmp/hpvm.txt)"
-  echo "virsh start hpvm: $(grep -o '[a-z]* cannot provide [^)]*)\\|needs [^)]*)' /tmp/hpvm.txt | head -1)"
+  echo "virsh start hpvm: $(grep -o -e 'cannot provide [^)]*)' -e 'needs [^)]*)' /tmp/hpvm.txt | head -1)"
   rm "$manifests/hp.yaml"
   wait_for 300 "vrid releasing hp" sh -c "! vrictl list --pods | grep -q 'hp-$node'"
   v start hpvm > /tmp/hpvm.txt 2>&1 || fail "virsh start hpvm once hp was gone: $(cat /tmp/hpvm.txt)"

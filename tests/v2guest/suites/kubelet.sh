@@ -380,7 +380,7 @@ EOF2
     echo "after daemon-reload: hugetlb still on in kubepods.slice, hp's limit $(cat "$dir/hugetlb.2MB.max")"
     # systemd's reload may write back a QoS slice's cpuset from its own record, older than VRI's last
     # write; the next reconcile repairs it. Repaired here, so that the check below is of this step's pod.
-    vrictl reconcile > /dev/null || fail "vrictl reconcile after daemon-reload"
+    vrictl --socket /run/vri/admin.sock reconcile > /dev/null || fail "vrictl reconcile after daemon-reload"
   fi
   quiet_reconcile
   echo "hp: CPU $hp_cpu, memory and 32 MiB of pages on node $hp_node"

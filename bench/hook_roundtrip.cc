@@ -1,11 +1,17 @@
 // vri-hook's cost as libvirt sees it: exec to exit of `vri-hook NAME prepare
-// begin -` with a 4 KB domain XML on stdin against a running vrid, beside
-// /bin/true and a shell hook that only exits, interleaved in one run.
-// With --virsh-starts N (root, libvirtd from tests/libvirt/libvirt-fixture.sh):
-// also `virsh start` + `virsh destroy` of a small QEMU guest with the
-// exit-only shell hook and with vri-hook installed.
+// begin -` (a call VRI acts on: to vrid's hook socket and back) and of `vri-hook
+// NAME start begin -` (one VRI ignores) with a 4 KB domain XML on stdin against
+// a running vrid, beside /bin/true and a shell hook that only exits, interleaved
+// in one run; then, as information, prepare while vrid is down (vri-hook-offline
+// decides). With --virsh-starts N (root, libvirtd from tests/libvirt/
+// libvirt-fixture.sh): also `virsh start` + `virsh destroy` of a small QEMU
+// guest with the exit-only shell hook and with vri-hook installed.
 //
-//   ./build/bench/hook_roundtrip --runs 1000 [--virsh-starts 20]
+// --hook and --vrid measure other binaries than the build tree's: the package's,
+// unpacked with `dpkg-deb -x` (scripts/bench-package-hook.sh); its vri-hook finds
+// vri-hook-offline in the unpacked tree's usr/libexec/vri, as it would in /usr.
+//
+//   ./build/bench/hook_roundtrip --runs 1000 [--virsh-starts 20] [--hook PATH --vrid PATH]
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -113,6 +119,8 @@ int main(int argc, char** argv) {
       virsh_starts = std::stoi(value);
     } else if (flag == "--hook") {
       hook_binary = value;
+    } else if (flag == "--vrid") {
+      vrid_binary = value;
     } else {
       return fail("unknown flag " + flag);
     }
@@ -140,14 +148,20 @@ int main(int argc, char** argv) {
   if (vrid < 0) return fail("vrid did not come up");
 
   const std::string conf = dir + "/hook.conf";
-  std::ofstream(conf) << "socket = " << admin << "\n";
+  std::ofstream(conf) << "socket = " << admin << "\n";  // vri-hook calls hook.sock beside it
   const std::string shell_hook = dir + "/exit-hook.sh";
   std::ofstream(shell_hook) << "#!/bin/sh\nexit 0\n";
   std::filesystem::permissions(shell_hook, std::filesystem::perms::owner_all);
   const std::string xml = fourKilobyteDomain("bench");
   const std::vector<std::string> env = {"VRI_HOOK_CONFIG=" + conf};
 
-  std::vector<double> t_true, t_shell, t_hook;
+  const auto hookRun = [&](const char* operation, const char* sub, bool succeeds) {
+    auto r = vri::testing::runChild({hook_binary, "bench", operation, sub, "-"}, xml, dir, env);
+    if ((r.exitCode == 0) != succeeds)
+      std::fprintf(stderr, "%s %s: exit %d: %s", operation, sub, r.exitCode, r.err.c_str());
+    return (r.exitCode == 0) == succeeds;
+  };
+  std::vector<double> t_true, t_shell, t_hook, t_ignored, t_offline;
   bool ok = true;
   for (int i = 0; i < runs; ++i) {
     t_true.push_back(timedMs([&] { return vri::testing::runChild({"/bin/true"}, xml, dir).exitCode == 0; }, ok));
@@ -156,28 +170,30 @@ int main(int argc, char** argv) {
           return vri::testing::runChild({shell_hook, "bench", "prepare", "begin", "-"}, xml, dir).exitCode == 0;
         },
         ok));
-    t_hook.push_back(timedMs(
-        [&] {
-          auto r = vri::testing::runChild({hook_binary, "bench", "prepare", "begin", "-"}, xml, dir, env);
-          if (r.exitCode != 0) std::fprintf(stderr, "%s", r.err.c_str());
-          return r.exitCode == 0;
-        },
-        ok));
+    t_hook.push_back(timedMs([&] { return hookRun("prepare", "begin", true); }, ok));
+    t_ignored.push_back(timedMs([&] { return hookRun("start", "begin", true); }, ok));
   }
   ::kill(vrid, SIGTERM);
   ::waitpid(vrid, nullptr, 0);
+  // vrid down: the shared VM starts, said so on stderr, decided by vri-hook-offline.
+  for (int i = 0; i < std::max(1, runs / 10); ++i) {
+    t_offline.push_back(timedMs([&] { return hookRun("prepare", "begin", true); }, ok));
+  }
   if (!ok) return fail("a run failed");
-  std::printf("exec to exit, %d runs each, %zu-byte domain XML on stdin (ms):\n", runs, xml.size());
+  std::printf("exec to exit, %d runs each (vrid down: %zu), %zu-byte domain XML on stdin (ms):\n", runs,
+              t_offline.size(), xml.size());
   std::vector<std::string> json;  // printed last, one line per configuration
   char line[300];
-  for (const auto& [name, v] : {std::pair{"/bin/true", &t_true}, std::pair{"exit-only sh hook", &t_shell},
-                                std::pair{"vri-hook prepare", &t_hook}}) {
+  for (const auto& [name, v] :
+       {std::pair{"/bin/true", &t_true}, std::pair{"exit-only sh hook", &t_shell},
+        std::pair{"vri-hook prepare", &t_hook}, std::pair{"vri-hook start (ignored)", &t_ignored},
+        std::pair{"vri-hook prepare, vrid down", &t_offline}}) {
     const Stats s = stats(*v);
-    std::printf("  %-20s p50 %6.2f  p99 %6.2f  mean %6.2f\n", name, s.p50, s.p99, s.mean);
+    std::printf("  %-28s p50 %6.2f  p99 %6.2f  mean %6.2f\n", name, s.p50, s.p99, s.mean);
     std::snprintf(line, sizeof line,
-                  "{\"measure\":\"exec to exit\",\"program\":\"%s\",\"runs\":%d,\"p50_ms\":%.2f,\"p99_ms\":%.2f,"
+                  "{\"measure\":\"exec to exit\",\"program\":\"%s\",\"runs\":%zu,\"p50_ms\":%.2f,\"p99_ms\":%.2f,"
                   "\"mean_ms\":%.2f}",
-                  name, runs, s.p50, s.p99, s.mean);
+                  name, v->size(), s.p50, s.p99, s.mean);
     json.push_back(line);
   }
 
@@ -186,7 +202,7 @@ int main(int argc, char** argv) {
     const std::string installed = "/etc/libvirt/hooks/qemu";
     if (!std::filesystem::exists(installed)) return fail(installed + " missing: start libvirtd with the fixture");
     const std::string saved = dir + "/installed-hook";
-    std::filesystem::copy_file(installed, saved);
+    std::filesystem::copy(installed, saved, std::filesystem::copy_options::copy_symlinks);
     std::filesystem::create_directories("/etc/vri");
     const bool had_conf = std::filesystem::exists("/etc/vri/hook.conf");
     if (had_conf) std::filesystem::copy_file("/etc/vri/hook.conf", dir + "/saved-hook.conf");
@@ -204,15 +220,18 @@ int main(int argc, char** argv) {
     std::vector<double> start_shell, start_hook;
     for (int i = 0; i < virsh_starts; ++i) {
       for (int which = 0; which < 2; ++which) {
+        // A link, as the package installs it (vri-hook finds vri-hook-offline beside its target).
         const std::string source = which == 0 ? shell_hook : hook_binary;
-        std::filesystem::copy_file(source, installed + ".new", std::filesystem::copy_options::overwrite_existing);
+        std::filesystem::remove(installed + ".new");
+        std::filesystem::create_symlink(std::filesystem::canonical(source), installed + ".new");
         std::filesystem::rename(installed + ".new", installed);
         (which == 0 ? start_shell : start_hook).push_back(timedMs([&] { return v({"start", "vri-test-bench"}); }, ok));
         v({"destroy", "vri-test-bench"});
       }
     }
     v({"undefine", "vri-test-bench"});
-    std::filesystem::copy_file(saved, installed + ".new", std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::remove(installed + ".new");
+    std::filesystem::copy(saved, installed + ".new", std::filesystem::copy_options::copy_symlinks);
     std::filesystem::rename(installed + ".new", installed);
     if (had_conf) {
       std::filesystem::copy_file(dir + "/saved-hook.conf", "/etc/vri/hook.conf",

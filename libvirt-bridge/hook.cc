@@ -10,19 +10,7 @@ namespace vri {
 
 namespace {
 
-enum class Operation { kPrepare, kStarted, kRelease, kReconnect, kIncoming, kOther };
-
-Operation operationOf(const std::vector<std::string>& args) {
-  if (args.size() < 3) return Operation::kOther;
-  const std::string& op = args[1];
-  const std::string& sub = args[2];
-  if (op == "prepare" && sub == "begin") return Operation::kPrepare;
-  if (op == "started" && sub == "begin") return Operation::kStarted;
-  if ((op == "stopped" || op == "release") && sub == "end") return Operation::kRelease;
-  if (op == "reconnect" && sub == "begin") return Operation::kReconnect;
-  if ((op == "migrate" || op == "restore") && sub == "begin") return Operation::kIncoming;
-  return Operation::kOther;
-}
+using Operation = HookOperation;
 
 bool needsExclusiveCpus(const v1::AdmitVmRequest& request) {
   return request.cpu_policy() == v1::DEDICATED || request.cpu_policy() == v1::MIXED ||
@@ -134,11 +122,9 @@ HookOutcome Hook::run(Operation operation, std::string_view xml) {
 
 }  // namespace
 
-bool hookReadsDomainXml(const std::vector<std::string>& args) { return operationOf(args) != Operation::kOther; }
-
 HookOutcome runHook(const HookConfig& config, const std::vector<std::string>& args, std::string_view domainXml,
                     HookVrid& vrid) {
-  const Operation operation = operationOf(args);
+  const Operation operation = hookOperationOf(args);
   if (operation == Operation::kOther) return {};
   HookOutcome outcome = Hook(config, vrid).run(operation, domainXml);
   // virsh shows the hook's stderr as one line; messages from libraries or vrid may hold breaks.

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "libvirt-bridge/hook_config.h"
+#include "libvirt-bridge/hook_operation.h"
 #include "libvirt-bridge/hook_vrid.h"
 
 namespace vri {
@@ -35,8 +36,5 @@ struct HookOutcome {
 // `args`: argv[1..], as libvirt passes them.
 HookOutcome runHook(const HookConfig& config, const std::vector<std::string>& args, std::string_view domainXml,
                     HookVrid& vrid);
-
-// Whether the operation needs the domain XML from stdin at all.
-bool hookReadsDomainXml(const std::vector<std::string>& args);
 
 }  // namespace vri

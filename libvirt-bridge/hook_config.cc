@@ -20,6 +20,11 @@ std::string_view trim(std::string_view s) {
 
 }  // namespace
 
+std::string hookSocketBeside(const std::string& adminSocket) {
+  const size_t slash = adminSocket.rfind('/');
+  return (slash == std::string::npos ? std::string() : adminSocket.substr(0, slash + 1)) + "hook.sock";
+}
+
 Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file) {
   HookConfig config;
   int line_number = 0;

@@ -19,11 +19,16 @@ enum class WhenUnreachable {
 };
 
 struct HookConfig {
-  std::string socket = "/run/vri/admin.sock";  // vrid's admin socket
+  std::string socket = "/run/vri/admin.sock";  // vrid's admin socket: vri-hook calls hook.sock beside it
   int timeoutMs = 3000;                        // deadline of every call to vrid
   WhenUnreachable whenUnreachable = WhenUnreachable::kStartShared;
   std::string qemuPidDir = "/run/libvirt/qemu";  // where libvirt writes <name>.pid
 };
+
+// vrid's hook socket (vri/hook_door.h): `hook.sock` in the admin socket's directory, root's alone
+// like it. Derived rather than configured, so that vrid and the hook cannot disagree and hook.conf
+// keeps naming the admin socket, as it always has.
+std::string hookSocketBeside(const std::string& adminSocket);
 
 Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file);
 // Reads `path`; a file that does not exist gives the defaults.

@@ -1,13 +1,16 @@
-// HookVrid: vrid as vri-hook calls it, one Result per call, each within the
-// hook's deadline. An error coded kUnavailable or kDeadlineExceeded means vrid
-// did not answer in time; any other is vrid's answer. GrpcHookVrid is vrid's
-// gRPC API; tests bring their own where they need a vrid that misbehaves.
+// HookVrid: vrid as the hook logic calls it, one Result per call. An error
+// coded kUnavailable or kDeadlineExceeded means vrid did not decide (it is
+// gone, too slow, or shutting down); any other is vrid's answer.
+//
+// Inside vrid the hook logic calls the admin service directly (vri/hook_door.h);
+// vri-hook-offline answers with UnreachableHookVrid when the hook could not reach
+// vrid; tests bring their own where they need a vrid that misbehaves.
 #pragma once
 
-#include <chrono>
+#include <string>
 
 #include "base/result.h"
-#include "proto/vri.grpc.pb.h"
+#include "proto/vri.pb.h"
 
 namespace vri {
 
@@ -24,17 +27,17 @@ inline bool vridUnreachable(const Error& error) {
   return error.code() == ErrorCode::kUnavailable || error.code() == ErrorCode::kDeadlineExceeded;
 }
 
-class GrpcHookVrid final : public HookVrid {
+// A vrid that could not be reached, for the reason vri-hook found (every call answers kUnavailable with it).
+class UnreachableHookVrid final : public HookVrid {
  public:
-  // `stub` outlives this; every call is given `timeout`.
-  GrpcHookVrid(v1::Vri::StubInterface& stub, std::chrono::milliseconds timeout) : stub_(stub), timeout_(timeout) {}
-  Result<v1::VmAllocation> admitVm(const v1::AdmitVmRequest& request) override;
-  Result<v1::VmStartedReply> vmStarted(const v1::VmStartedRequest& request) override;
-  Result<void> releaseVm(const v1::ReleaseVmRequest& request) override;
+  explicit UnreachableHookVrid(std::string reason) : reason_(std::move(reason)) {}
+  Result<v1::VmAllocation> admitVm(const v1::AdmitVmRequest&) override { return gone(); }
+  Result<v1::VmStartedReply> vmStarted(const v1::VmStartedRequest&) override { return gone(); }
+  Result<void> releaseVm(const v1::ReleaseVmRequest&) override { return gone(); }
 
  private:
-  v1::Vri::StubInterface& stub_;
-  std::chrono::milliseconds timeout_;
+  Error gone() const { return Error(ErrorCode::kUnavailable, reason_); }
+  std::string reason_;
 };
 
 }  // namespace vri

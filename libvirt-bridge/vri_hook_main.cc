@@ -1,35 +1,34 @@
 // vri-hook: libvirt's qemu hook. Install as /etc/libvirt/hooks/qemu (or a file
 // under qemu.d/) before libvirtd starts. Configuration: /etc/vri/hook.conf,
 // or the file named by VRI_HOOK_CONFIG.
-#include <grpcpp/grpcpp.h>
+//
+// libvirt runs it several times per VM start, for every VM, whatever the
+// operation, and waits for each: it loads nothing but the C and C++ runtimes.
+// The calls VRI ignores are answered from argv; the others go to vrid's hook
+// socket whole (argv and the domain XML), where the hook logic runs, and its
+// answer is printed as it came. When vrid cannot be reached, vri-hook-offline
+// decides from the domain XML whether the VM may start without it.
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <cstdio>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "base/version.h"
-#include "libvirt-bridge/hook.h"
-#include "libvirt-bridge/xml_document.h"
-#include "proto/unix_channel.h"
+#include "libvirt-bridge/hook_config.h"
+#include "libvirt-bridge/hook_io.h"
+#include "libvirt-bridge/hook_operation.h"
+#include "libvirt-bridge/hook_socket_client.h"
+#include "libvirt-bridge/xml_limits.h"
 
 namespace {
-
-// At most `limit` + 1 bytes, so that an oversized document is seen as such.
-std::string readStdin(size_t limit) {
-  std::string text;
-  char buffer[65536];
-  for (;;) {
-    const ssize_t n = ::read(STDIN_FILENO, buffer, sizeof buffer);
-    if (n <= 0) break;
-    if (text.size() <= limit) text.append(buffer, static_cast<size_t>(n));
-  }
-  return text;
-}
 
 // What a person may ask of the hook (--help, --version), declared for CLI11. libvirt's own call is
 // four arguments that are never flags (a domain may be named "-x"), and is not parsed as flags.
@@ -55,6 +54,46 @@ std::optional<int> answeredPerson(int argc, char** argv) {
   return std::nullopt;
 }
 
+// vri-hook-offline beside this program (a build tree), or in ../libexec/vri from it (sbin/ in an
+// installed or unpacked tree), else where the package installs it (a copy of vri-hook elsewhere).
+std::string offlineHelper() {
+  std::error_code error;
+  const auto self = std::filesystem::read_symlink("/proc/self/exe", error);
+  if (!error) {
+    for (const auto& candidate :
+         {self.parent_path() / "vri-hook-offline", self.parent_path().parent_path() / "libexec/vri/vri-hook-offline"}) {
+      if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+    }
+  }
+  return VRI_HOOK_OFFLINE_PATH;
+}
+
+// vrid could not be reached for `reason`: vri-hook-offline decides, with the domain XML on its stdin.
+int answerOffline(const std::string& reason, const std::vector<std::string>& args, const std::string& xml) {
+  const std::string helper = offlineHelper();
+  const int fd = ::memfd_create("domain-xml", MFD_CLOEXEC);
+  bool staged = fd >= 0;
+  for (size_t written = 0; staged && written < xml.size();) {
+    const ssize_t n = ::write(fd, xml.data() + written, xml.size() - written);
+    staged = n > 0 || (n < 0 && errno == EINTR);
+    if (n > 0) written += static_cast<size_t>(n);
+  }
+  // dup2 leaves the new stdin open across exec.
+  if (staged) staged = ::lseek(fd, 0, SEEK_SET) == 0 && ::dup2(fd, STDIN_FILENO) == STDIN_FILENO;
+  if (staged) {
+    std::vector<std::string> words = {helper, "--reason", reason, "--"};
+    words.insert(words.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (std::string& word : words) argv.push_back(word.data());
+    argv.push_back(nullptr);
+    ::execv(helper.c_str(), argv.data());
+  }
+  const std::string why = std::strerror(errno);
+  vri::writeHookOutput("",
+                       "vri: " + reason + "; and " + helper + " cannot run (" + why + "), so the VM is not started\n");
+  return 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -62,26 +101,31 @@ int main(int argc, char** argv) {
     if (const std::optional<int> answered = answeredPerson(argc, argv)) return *answered;
   }
   const std::vector<std::string> args(argv + 1, argv + argc);
-  // Always drain stdin: libvirt writes the whole document whatever the operation.
-  const std::string xml = readStdin(vri::kMaxXmlBytes);
+  const std::string xml = vri::readHookStdin(vri::kMaxXmlBytes);
   if (!vri::hookReadsDomainXml(args)) return 0;
 
   const char* config_path = std::getenv("VRI_HOOK_CONFIG");
   auto config = vri::loadHookConfig(config_path != nullptr ? config_path : std::string(vri::kDefaultHookConfigPath));
   if (!config.ok()) {
-    std::cerr << "vri: " << config.error().message() << "\n";
+    vri::writeHookOutput("", "vri: " + config.error().message() + "\n");
     return 1;
   }
-  // vrid learns from the user agent which hook version calls it.
-  auto channel = vri::unixChannel(config->socket, {.program = "vri-hook", .noRetries = true});
-  auto stub = vri::v1::Vri::NewStub(channel);
-  vri::GrpcHookVrid vrid(*stub, std::chrono::milliseconds(config->timeoutMs));
-  const vri::HookOutcome outcome = vri::runHook(*config, args, xml, vrid);
-  if (!outcome.out.empty()) std::fwrite(outcome.out.data(), 1, outcome.out.size(), stdout);
-  if (!outcome.err.empty()) std::fwrite(outcome.err.data(), 1, outcome.err.size(), stderr);
-  std::fflush(stdout);
-  std::fflush(stderr);
-  // Everything is said: skip gRPC's orderly shutdown (it joins its threads), which
-  // would otherwise be a good part of the time libvirt waits for the hook.
-  ::_exit(outcome.exitCode);
+  const std::string frame =
+      vri::encodeHookCallFrame({.args = args,
+                                .domainXml = xml,
+                                .clientVersion = vri::clientUserAgent("vri-hook"),
+                                .refuseWhenUnreachable = config->whenUnreachable == vri::WhenUnreachable::kRefuse,
+                                .qemuPidDir = config->qemuPidDir});
+  auto answer =
+      vri::askVridHook(vri::hookSocketBeside(config->socket), frame, std::chrono::milliseconds(config->timeoutMs));
+  if (answer.ok()) {
+    vri::writeHookOutput(answer->out, answer->err);
+    return answer->exitCode;
+  }
+  const vri::ErrorCode code = answer.error().code();
+  if (code != vri::ErrorCode::kUnavailable && code != vri::ErrorCode::kDeadlineExceeded) {
+    vri::writeHookOutput("", "vri: " + answer.error().message() + "\n");
+    return 1;
+  }
+  return answerOffline(answer.error().message(), args, xml);
 }

@@ -14,10 +14,9 @@
 #include <string_view>
 
 #include "base/result.h"
+#include "libvirt-bridge/xml_limits.h"
 
 namespace vri {
-
-inline constexpr size_t kMaxXmlBytes = 1 << 20;  // libvirt's own domain XML limit is 10 MB; a real one is < 64 KB
 
 class XmlDocument {
  public:

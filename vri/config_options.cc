@@ -6,6 +6,7 @@
 #include "base/enum_text.h"
 #include "base/quote.h"
 #include "base/text.h"
+#include "libvirt-bridge/hook_config.h"
 #include "vri/config_option_builders.h"
 
 namespace vri {
@@ -372,6 +373,8 @@ std::optional<std::string> removedConfigOption(std::string_view name) {
            "moves placement; give a monitoring agent the read-only socket with socket_group";
   return std::nullopt;
 }
+
+std::string hookSocketPath(const DaemonConfig& config) { return hookSocketBeside(config.adminSocket); }
 
 Result<void> setConfigOption(DaemonConfig& config, std::string_view name, const std::string& value) {
   if (auto removed = removedConfigOption(name)) return Error::invalidArgument(*removed);

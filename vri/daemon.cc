@@ -170,7 +170,8 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   if (!config.socketGroup.empty()) VRI_TRY(groupId(config.socketGroup).context("socket_group"));
   // Directories others may write are refused before anything is claimed (SocketClaim checks again as it
   // takes each socket, and creates the directories that are missing).
-  for (const std::string* socket : {&config.socket, &config.adminSocket})
+  const std::string hook_socket = hookSocketPath(config);
+  for (const std::string* socket : {&config.socket, &config.adminSocket, &hook_socket})
     VRI_TRY(refuseDirectoryOfWritableByOthers(*socket, "the directory of " + *socket));
 
   // Every exclusive resource before anything else: the state directory, then
@@ -180,6 +181,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   d->stateDir_ = std::make_unique<StateDirectory>(std::move(state));
   VRI_ASSIGN_OR_RETURN(d->readOnlyClaim_, SocketClaim::take(config.socket).context("socket"));
   VRI_ASSIGN_OR_RETURN(d->adminClaim_, SocketClaim::take(config.adminSocket).context("admin_socket"));
+  VRI_ASSIGN_OR_RETURN(d->hookClaim_, SocketClaim::take(hook_socket).context("hook_socket"));
   VRI_ASSIGN_OR_RETURN(auto store, openLedger(config, d->stateDir_->firstStart(), log));
   VRI_TRY(d->stateDir_->recordLedgerBegun());
   if (const int from = store->upgradedFrom(); from != 0)
@@ -317,6 +319,9 @@ Result<void> Daemon::serve() {
     log_.info("serving " + std::string(&e.service == readOnlyService_.get() ? "read-only" : "admin") + " calls on " +
               e.path);
   }
+  VRI_ASSIGN_OR_RETURN(hookDoor_, HookDoor::open(hookClaim_->path(), *adminService_, log_));
+  VRI_TRY(hookClaim_->bound());
+  log_.info("serving vri-hook's calls on " + hookClaim_->path());
   return {};
 }
 
@@ -376,6 +381,8 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   if (usage_) usage_->stop();  // and usage watches
   // Deciding calls in flight get the grace; then nothing is left worth waiting for, idle connections included.
   calls_.closeAndDrain(grace);
+  // The hook's calls accepted and not yet decided are answered as vrid's absence is (the gate is closed).
+  if (hookDoor_) hookDoor_->close();
   const auto now = std::chrono::system_clock::now();
   for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
     if (server) server->Shutdown(now);
@@ -392,6 +399,7 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   // Only the sockets this vrid bound go, and only while they are still the ones it bound.
   readOnlyClaim_.reset();
   adminClaim_.reset();
+  hookClaim_.reset();
   log_.info("stopped");
 }
 

@@ -1,5 +1,5 @@
 // vrid's life: start-up (ledger, topology, cgroups, the start-up check and a
-// first reconcile), the two gRPC servers, the periodic reconcile, reload and
+// first reconcile), the two gRPC servers and the hook socket, the periodic reconcile, reload and
 // shutdown. The process-wide parts (signals, umask) stay in vrid_main.cc.
 #pragma once
 
@@ -17,6 +17,7 @@
 #include "systemd/systemd_cgroupfs.h"
 #include "vri/call_metrics.h"
 #include "vri/daemon_config.h"
+#include "vri/hook_door.h"
 #include "vri/libvirt_sync.h"
 #include "vri/metrics_server.h"
 #include "vri/node_manager.h"
@@ -67,7 +68,7 @@ class Daemon {
   DaemonConfig config_;
   // Held for the daemon's life, and released last.
   std::unique_ptr<StateDirectory> stateDir_;
-  std::unique_ptr<SocketClaim> readOnlyClaim_, adminClaim_;
+  std::unique_ptr<SocketClaim> readOnlyClaim_, adminClaim_, hookClaim_;
   Logger& log_;
   CgroupFs& fs_;
   const Clock& clock_;
@@ -87,6 +88,7 @@ class Daemon {
   ClientVersions clients_;                         // which clients called, in which version
   std::unique_ptr<VriService> readOnlyService_, adminService_;
   std::unique_ptr<grpc::Server> readOnlyServer_, adminServer_;
+  std::unique_ptr<HookDoor> hookDoor_;      // after adminService_, which it calls: closed first
   std::unique_ptr<LibvirtSync> libvirt_;    // null without libvirt_uri
   std::unique_ptr<MetricsServer> metrics_;  // null without metrics_port
 

@@ -134,4 +134,7 @@ std::string daemonUsage();
 // Reads the file (optional when its path was not given) and applies the flags.
 Result<DaemonConfig> loadDaemonConfig(const DaemonCommand& command);
 
+// Where vri-hook finds vrid (hook_door.h): hook.sock beside the admin socket (hookSocketBeside).
+std::string hookSocketPath(const DaemonConfig& config);
+
 }  // namespace vri

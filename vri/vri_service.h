@@ -98,7 +98,18 @@ class VriService final : public VriServiceBase {
   grpc::Status WatchUsage(Context* context, const v1::WatchUsageRequest* request,
                           grpc::ServerWriter<v1::UsageReport>* writer) override;
 
+  // The hook socket's decisions (hook_door.h): what AdmitVm, VmStarted and ReleaseVm decide, asked by
+  // the hook logic running inside vrid for `agent` ("vri-hook/<version>"). On the decision thread,
+  // with the client's version recorded, the call counted and a refusal logged, as for the gRPC calls
+  // of the same name; they block until decided. kUnavailable once vrid is shutting down; the admin
+  // instance only.
+  Result<v1::VmAllocation> admitVmFor(const std::string& agent, const v1::AdmitVmRequest& request);
+  Result<v1::VmStartedReply> vmStartedFor(const std::string& agent, const v1::VmStartedRequest& request);
+  Result<void> releaseVmFor(const std::string& agent, const v1::ReleaseVmRequest& request);
+
  private:
+  // Runs `call` on the decision thread for an in-process caller (the ...For calls above).
+  Result<void> decideFor(const char* method, const std::string& agent, std::function<Result<void>()> call);
   // One line for a refused call: which call, on which socket, and why.
   void logRefusal(const char* method, const grpc::Status& status) const;
   // Runs `call` on the decision thread and finishes the call with its status.

@@ -1,5 +1,8 @@
-// The hook against a whole in-process vrid on real unix sockets: the fixture
-// the hook's tests share, and a small domain XML builder.
+// The hook against a whole in-process vrid on real unix sockets: every call is
+// the vri-hook binary run as libvirt runs it (argv, the domain XML on stdin, a
+// hook.conf), which hands it to vrid's hook socket, or to vri-hook-offline
+// when vrid cannot be reached. The fixture the hook's tests share, and a small
+// domain XML builder.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -13,6 +16,7 @@
 #include <string>
 
 #include "libvirt-bridge/hook.h"
+#include "tests/support/child_process.h"
 #include "tests/support/test_paths.h"
 #include "tests/vri/daemon_harness.h"
 
@@ -56,16 +60,25 @@ class HookTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(vrid_.start());
-    config_.socket = vrid_.config.adminSocket;
+    config_.socket = vrid_.config.adminSocket;  // vri-hook calls hook.sock beside it
     config_.timeoutMs = 2000;
     config_.qemuPidDir = vrid_.tmp().sub("qemu");
     std::filesystem::create_directories(config_.qemuPidDir);
   }
 
+  // hook.conf as config_ says, for the binary.
+  std::string writeHookConf() {
+    const std::string conf = vrid_.tmp().sub("hook.conf");
+    std::ofstream(conf) << "socket = " << config_.socket << "\ntimeout_ms = " << config_.timeoutMs
+                        << "\nwhen_unreachable = "
+                        << (config_.whenUnreachable == WhenUnreachable::kRefuse ? "refuse" : "start-shared")
+                        << "\nqemu_pid_dir = " << config_.qemuPidDir << "\n";
+    return conf;
+  }
   HookOutcome hook(const std::string& name, const std::string& op, const std::string& sub, const std::string& xml) {
-    auto stub = v1::Vri::NewStub(DaemonHarness::channel(config_.socket));
-    GrpcHookVrid vrid(*stub, std::chrono::milliseconds(config_.timeoutMs));
-    return runHook(config_, {name, op, sub, "-"}, xml, vrid);
+    const auto result = runChild({VRI_HOOK_BINARY, name, op, sub, "-"}, xml, vrid_.tmp().sub(""),
+                                 {"VRI_HOOK_CONFIG=" + writeHookConf()});
+    return {result.exitCode, result.out, result.err};
   }
   int vmCount() {
     grpc::ClientContext context;

@@ -1,6 +1,6 @@
-// vri-hook against a whole in-process vrid on real unix sockets: every hook
-// operation, refusals, and a vrid that is gone or hung. The last tests run the
-// vri-hook binary itself the way libvirt does (argv, stdin, exit code, stderr).
+// vri-hook against a whole in-process vrid on real unix sockets, run the way
+// libvirt runs it (argv, stdin, exit code, stderr): every hook operation,
+// refusals, and a vrid that is gone, hung, or not on the other end at all.
 #include "libvirt-bridge/hook.h"
 
 #include <gmock/gmock.h>
@@ -11,8 +11,13 @@
 
 #include <chrono>
 #include <fstream>
+#include <set>
+#include <sstream>
 
 #include "libvirt-bridge/domain_xml.h"
+#include "libvirt-bridge/hook_socket_client.h"
+#include "libvirt-bridge/hook_wire.h"
+#include "proto/hook_call.pb.h"
 #include "tests/libvirt-bridge/hook_harness.h"
 #include "tests/support/child_process.h"
 #include "tests/support/test_paths.h"
@@ -112,8 +117,8 @@ TEST_F(HookTest, BadInputIsRefusedAndOtherOperationsPassAtOnce) {
   for (const std::string op : {"start", "stopped", "release", "migrate", "restore"}) {
     EXPECT_EQ(hook("x", op, "what", "garbage").exitCode, 0) << op;
   }
-  GrpcHookVrid vrid(*vrid_.admin, std::chrono::milliseconds(config_.timeoutMs));
-  EXPECT_EQ(runHook(config_, {}, "", vrid).exitCode, 0);
+  UnreachableHookVrid nobody("not asked");
+  EXPECT_EQ(runHook(config_, {}, "", nobody).exitCode, 0);
   // A stop of a VM whose XML cannot be read still goes on.
   EXPECT_EQ(hook("x", "stopped", "end", "garbage").exitCode, 0);
 }
@@ -123,7 +128,7 @@ TEST_F(HookTest, UnreachableVridFailsDedicatedVmsAndLetsSharedOnesStart) {
   config_.timeoutMs = 300;
   HookOutcome dedicated = hook("db", "prepare", "begin", domainXml("db", kUuid, 1, "dedicated"));
   EXPECT_EQ(dedicated.exitCode, 1);
-  EXPECT_THAT(dedicated.err, HasSubstr("asks for dedicated CPUs and vrid at unix:" + config_.socket));
+  EXPECT_THAT(dedicated.err, HasSubstr("asks for dedicated CPUs and vrid at unix:" + hookSocketBeside(config_.socket)));
   HookOutcome shared = hook("web", "prepare", "begin", domainXml("web", kOtherUuid, 1, ""));
   EXPECT_EQ(shared.exitCode, 0);
   EXPECT_THAT(shared.err, HasSubstr("adopted when vrid is back"));
@@ -134,15 +139,16 @@ TEST_F(HookTest, UnreachableVridFailsDedicatedVmsAndLetsSharedOnesStart) {
 }
 
 TEST_F(HookTest, HungVridIsGivenUpOnAtTheDeadline) {
-  // A socket that accepts connections into its backlog and never answers.
-  const std::string path = vrid_.tmp().sub("hung.sock");
+  // A socket that accepts connections into its backlog and never answers, where the hook looks.
+  std::filesystem::create_directories(vrid_.tmp().sub("hung"));
+  const std::string path = vrid_.tmp().sub("hung/hook.sock");
   const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   std::snprintf(address.sun_path, sizeof address.sun_path, "%s", path.c_str());
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address), 0);
   ASSERT_EQ(::listen(fd, 16), 0);
-  config_.socket = path;
+  config_.socket = vrid_.tmp().sub("hung/admin.sock");
   config_.timeoutMs = 400;
   const auto begin = std::chrono::steady_clock::now();
   HookOutcome outcome = hook("db", "prepare", "begin", domainXml("db", kUuid, 1, "dedicated"));
@@ -217,6 +223,103 @@ TEST_F(HookTest, TheBinaryTakesArgvAndStdinAsLibvirtPassesThem) {
   EXPECT_EQ(open_config.exitCode, 1);
   EXPECT_THAT(open_config.err, HasSubstr("vri: hook config: " + conf + " may be written by everyone"));
   EXPECT_EQ(vmCount(), 1);
+}
+
+// Raw bytes to the hook socket and what comes back before vrid closes the connection.
+std::string sendRaw(const std::string& socket, const std::string& bytes) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof address.sun_path, "%s", socket.c_str());
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) return "<connect failed>";
+  (void)!::write(fd, bytes.data(), bytes.size());
+  ::shutdown(fd, SHUT_WR);
+  std::string answer;
+  char buffer[4096];
+  for (ssize_t n; (n = ::read(fd, buffer, sizeof buffer)) > 0;) answer.append(buffer, static_cast<size_t>(n));
+  ::close(fd);
+  return answer;
+}
+
+std::string answerText(const std::string& frame) {
+  if (frame.size() < kHookFrameHeaderBytes) return "<no answer: " + frame + ">";
+  hook::v1::HookAnswer answer;
+  if (!answer.ParseFromString(frame.substr(kHookFrameHeaderBytes))) return "<not an answer>";
+  return std::to_string(answer.exit_code()) + " " + answer.err();
+}
+
+TEST_F(HookTest, TheHookSocketAnswersWhatIsNotACallAndGoesOnServing) {
+  // Bigger than any call may be: refused from its size alone, before vrid reads it.
+  std::string answer = answerText(sendRaw(hookSocketPath(vrid_.config), hookFrameHeader(kMaxHookMessageBytes + 1)));
+  EXPECT_THAT(answer, StartsWith("1 vri: vrid's hook socket: a call of 4194305 bytes")) << answer;
+  answer = answerText(sendRaw(hookSocketPath(vrid_.config), hookFrameHeader(5) + "\xff\xff\xff\xff\xff"));
+  EXPECT_THAT(answer, HasSubstr("not a hook call")) << answer;
+  // Cut short: vrid says so to whoever still listens, and holds nothing.
+  answer = answerText(sendRaw(hookSocketPath(vrid_.config), hookFrameHeader(100) + "ab"));
+  EXPECT_THAT(answer, HasSubstr("closed the connection before its call was complete")) << answer;
+  // A relative qemu_pid_dir from a caller that is not vri-hook: refused, nothing asked of vrid.
+  hook::v1::HookCall call;
+  for (const char* arg : {"web", "started", "begin", "-"}) call.add_args(arg);
+  call.set_domain_xml(domainXml("web", kUuid, 1, ""));
+  call.set_qemu_pid_dir("run/libvirt");
+  const std::string body = call.SerializeAsString();
+  answer = answerText(sendRaw(hookSocketPath(vrid_.config), hookFrameHeader(body.size()) + body));
+  EXPECT_THAT(answer, HasSubstr("qemu_pid_dir: an absolute path")) << answer;
+  EXPECT_EQ(vmCount(), 0);
+  HookOutcome fine = hook("web", "prepare", "begin", domainXml("web", kUuid, 1, "dedicated"));
+  EXPECT_EQ(fine.exitCode, 0) << fine.err;
+  EXPECT_EQ(vmCount(), 1);
+}
+
+TEST_F(HookTest, CallsThroughTheHookSocketAreVridsOwnCallsWithTheHooksVersion) {
+  ASSERT_EQ(hook("web", "prepare", "begin", domainXml("web", kUuid, 1, "dedicated")).exitCode, 0);
+  EXPECT_EQ(hook("db", "prepare", "begin", domainXml("db", kOtherUuid, 9, "dedicated")).exitCode, 1);
+  const CallMetrics::Snapshot calls = vrid_.daemon().callMetrics().snapshot();
+  EXPECT_EQ(calls.calls.count({"AdmitVm", "vri-hook", "OK"}), 1u);
+  EXPECT_EQ(calls.calls.count({"AdmitVm", "vri-hook", "RESOURCE_EXHAUSTED"}), 1u);
+  grpc::ClientContext context;
+  v1::Node node;
+  ASSERT_TRUE(vrid_.readOnly->GetNode(&context, v1::GetNodeRequest(), &node).ok());
+  bool seen = false;
+  for (const auto& client : node.clients())
+    seen = seen || (client.program() == "vri-hook" && !client.version().empty());
+  EXPECT_TRUE(seen) << node.DebugString();
+  EXPECT_THAT(vrid_.logText(), HasSubstr("AdmitVm refused on the hook socket: RESOURCE_EXHAUSTED"));
+}
+
+TEST_F(HookTest, AGrpcSocketWhereTheHookSocketShouldBeIsNamedAndTheHookDecidesAsWithoutVrid) {
+  // hook.sock beside the configured socket is vrid's admin socket (gRPC), not its hook socket.
+  std::filesystem::create_directories(vrid_.tmp().sub("elsewhere"));
+  std::filesystem::create_symlink(vrid_.config.adminSocket, vrid_.tmp().sub("elsewhere/hook.sock"));
+  config_.socket = vrid_.tmp().sub("elsewhere/admin.sock");
+  config_.timeoutMs = 1000;
+  HookOutcome dedicated = hook("db", "prepare", "begin", domainXml("db", kUuid, 1, "dedicated"));
+  EXPECT_EQ(dedicated.exitCode, 1);
+  EXPECT_THAT(dedicated.err, HasSubstr("is it vrid's hook_socket?")) << dedicated.err;
+  EXPECT_THAT(dedicated.err, HasSubstr("asks for dedicated CPUs")) << dedicated.err;
+  HookOutcome shared = hook("web", "prepare", "begin", domainXml("web", kOtherUuid, 1, ""));
+  EXPECT_EQ(shared.exitCode, 0) << shared.err;
+  EXPECT_EQ(vmCount(), 0);
+}
+
+TEST(HookFrontTest, LoadsNothingButTheCAndCxxRuntimes) {
+  // What the dynamic linker must load and bind before vri-hook's main runs, every VM start.
+  testing::TempDir tmp;
+  const auto dynamic = testing::runChild({"/usr/bin/readelf", "-d", VRI_HOOK_BINARY}, "", tmp.path());
+  ASSERT_EQ(dynamic.exitCode, 0) << dynamic.err;
+  std::vector<std::string> needed;
+  std::istringstream lines(dynamic.out);
+  for (std::string line; std::getline(lines, line);) {
+    const size_t open = line.find("Shared library: [");
+    if (open != std::string::npos) needed.push_back(line.substr(open + 17, line.find(']', open) - open - 17));
+  }
+  const std::set<std::string> runtimes = {"libstdc++.so.6", "libm.so.6", "libgcc_s.so.1", "libc.so.6"};
+  for (const std::string& library : needed) {
+    // Sanitizer builds add their own runtimes.
+    if (library.starts_with("libasan") || library.starts_with("libubsan") || library.starts_with("libtsan")) continue;
+    EXPECT_TRUE(runtimes.contains(library)) << "vri-hook needs " << library;
+  }
+  EXPECT_FALSE(needed.empty()) << dynamic.out;
 }
 
 }  // namespace

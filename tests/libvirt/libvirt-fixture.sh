@@ -34,7 +34,9 @@ security_driver = "none"
 cgroup_controllers = [ "cpu", "cpuacct", "cpuset" ]
 stdio_handler = "file"
 CONF
-  install -m 0755 "$hook" /etc/libvirt/hooks/qemu
+  # A link, as the package installs it: vri-hook runs the vri-hook-offline beside it when vrid is down.
+  rm -f /etc/libvirt/hooks/qemu
+  ln -s "$(realpath "$hook")" /etc/libvirt/hooks/qemu
   if running; then
     echo "libvirt-fixture: restarting libvirtd so that it picks up the hook"
     stop_daemon

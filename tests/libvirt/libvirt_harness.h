@@ -61,9 +61,10 @@ inline void cleanDomains(const std::string& scratch) {
 class InstalledHook {
  public:
   InstalledHook(const std::string& hook, const std::string& adminSocket) {
-    // Replacing an installed hook takes effect at once.
-    std::filesystem::copy_file(hook, std::string(kHookPath) + ".new",
-                               std::filesystem::copy_options::overwrite_existing);
+    // Replacing an installed hook takes effect at once. A link, as the package installs it: vri-hook
+    // runs the vri-hook-offline beside it when vrid is down.
+    std::filesystem::remove(std::string(kHookPath) + ".new");
+    std::filesystem::create_symlink(std::filesystem::canonical(hook), std::string(kHookPath) + ".new");
     std::filesystem::rename(std::string(kHookPath) + ".new", kHookPath);
     std::filesystem::create_directories("/etc/vri");
     if (std::filesystem::exists(kHookConfig)) {

@@ -372,17 +372,31 @@ EOF2
   [ "$(cat "$dir/../hugetlb.2MB.max")" = $((32 << 20)) ] || fail "hp's pod hugetlb.2MB.max is $(cat "$dir/../hugetlb.2MB.max")"
   vrictl podinfo "default/hp-$node" | grep -q "mems $hp_node, 32 MiB of 2MiB pages" || fail "vrictl podinfo: $(vrictl podinfo "default/hp-$node")"
   if [ "$driver" = systemd ]; then
+    # What systemd holds and what the files hold for kubepods and its QoS slices, twice a second, shown
+    # when the check below fails.
+    ( while :; do for u in kubepods.slice kubepods.slice/kubepods-besteffort.slice kubepods.slice/kubepods-burstable.slice; do
+        echo "$(date +%T.%N | cut -c1-12) ${u#*/} file=$(cat $cg/$u/cpuset.cpus) systemd=$(systemctl show -p AllowedCPUs --value ${u#*/})"
+      done; sleep 0.5; done > /tmp/qos-cpusets.log 2>&1 ) &
+    watcher=$!
     # Who enables hugetlb down kubepods.slice is kubelet's and runc's cgroup code (each level it makes gets
     # every controller its parent offers); systemd 252 knows nothing of hugetlb and leaves it on.
     unit daemon-reload
     grep -qw hugetlb $cg/kubepods.slice/cgroup.subtree_control || fail "hugetlb gone from kubepods.slice after daemon-reload"
     [ "$(cat "$dir/hugetlb.2MB.max")" = $((32 << 20)) ] || fail "daemon-reload changed hp's hugetlb.2MB.max: $(cat "$dir/hugetlb.2MB.max")"
     echo "after daemon-reload: hugetlb still on in kubepods.slice, hp's limit $(cat "$dir/hugetlb.2MB.max")"
-    # systemd's reload may write back a QoS slice's cpuset from its own record, older than VRI's last
-    # write; the next reconcile repairs it. Repaired here, so that the check below is of this step's pod.
-    vrictl --socket /run/vri/admin.sock reconcile > /dev/null || fail "vrictl reconcile after daemon-reload"
+    # systemd re-applies its units' values after a reload, some after `daemon-reload` has returned, and once
+    # wrote kubepods-besteffort.slice's cpuset from a record older than VRI's last write (0-3 where VRI had
+    # 0,2-3); the reconcile after that repairs it. Waited for here, so that the check below is of this step.
+    since=$(date '+%Y-%m-%d %H:%M:%S'); sleep 2
+    wait_for 120 "a reconcile after the daemon-reload" sh -c "journalctl -u vrid --since '$since' -o cat | grep -q 'reconcile: '"
+    if ! (quiet_reconcile); then
+      kill $watcher; awk '{ v = $3 " " $4; if (seen[$2] != v) { print; seen[$2] = v } }' /tmp/qos-cpusets.log | tail -n 40
+      fail "a reconcile after the one that followed daemon-reload repaired something (the cpusets' changes above)"
+    fi
+    kill $watcher
+  else
+    quiet_reconcile
   fi
-  quiet_reconcile
   echo "hp: CPU $hp_cpu, memory and 32 MiB of pages on node $hp_node"
   hugepage_vm hpvm "$hp_node" 64 7
   if v start hpvm > /tmp/hpvm.txt 2>&1; then fail "hpvm started on node $hp_node, whose pages hp holds: $(vrictl capacity)"; fi

@@ -9,7 +9,7 @@
 # Tiers: unit (the format check, the g++ build, the `unit` and `unit-grpc` tests, the TSan build
 # and its `unit` tests: under 10 minutes warm), host (root, libvirt, containerd, kubelet: real
 # daemons started and stopped here; every benchmark once, as smoke), package (the Debian package and
-# the first release's), guest (the cgroup v2 guest suites under QEMU), fuzz (the ASan+UBSan build:
+# the first release's, and the packaged vri-hook's exec-to-exit benchmark), guest (the cgroup v2 guest suites under QEMU), fuzz (the ASan+UBSan build:
 # the corpora, a short fuzzing run, the unit tests under the sanitizers). The g++ tree is built with
 # the package's flags, so the package's build takes its objects from ccache instead of compiling
 # them again, and runs no tests of its own.
@@ -33,6 +33,7 @@ promtool      | host    | install                            | build/promtool/ (
 test-host     | host    | build peers promtool               | -
 bench         | host    | build peers                        | -
 package       | package | install                            | build/package/ (the .deb, lintian.txt)
+bench-package | package | build package                      | -
 first-package | package | install                            | build/package-first/ (cached by its tag)
 test-guest    | guest   | build peers package first-package  | build/v2guest/ (each suite's results)
 build-asan    | fuzz    | install                            | build-asan/ (clang, ASan+UBSan, fuzz targets)
@@ -154,6 +155,8 @@ run_stage() {
     bench) bench_smoke ;;
     # The g++ stages ran the tests on objects compiled with these flags: the package runs none.
     package) DEB_BUILD_OPTIONS="nocheck parallel=$jobs" scripts/build-package.sh build/package ;;
+    # vri-hook as shipped (the .deb unpacked): what libvirt waits for on every VM start.
+    bench-package) scripts/bench-package-hook.sh build/package build 300 ;;
     first-package) tests/v2guest/first-package.sh build ;;
     # After the host tests: QEMU's emulation takes both cores.
     test-guest) guest_tests ;;

@@ -11,7 +11,11 @@
 // previous pool change has landed in containerd for every shared container
 // (--back-to-back: without waiting, so creates overlap containerd's and runc's
 // updates of the shared containers on the same cores). Targets: p99 <= 5 ms inside the shim for shared
-// containers, and for exclusive ones without vrid's cgroup writes.
+// containers, and for exclusive ones without vrid's cgroup writes. Counted besides, from the shim's and
+// the plugin's lines: the cgroup files vrid wrote for each create (cgroup_files_min/max; with cpuset
+// partitions an exclusive create's do not grow with the tenants), and the updates of shared
+// containers the runtime was sent for the exclusive creates' pool changes (runtime_updates: the shim's
+// pool follower's, or the shared containers the plugin's answers narrowed).
 //
 //   cri_create_scale [--tenants=1000] [--shared=50] [--exclusive=20] [--via=shim|nri|shim,nri]
 //                    [--containerd=SOCK] [--nri-socket=SOCK] [--vrid=BINARY] [--shim=BINARY]
@@ -159,6 +163,8 @@ bool settle(CriClient& client, vri::v1::Vri::Stub& admin, const std::vector<std:
 // writes, the runtime (ms; the plugin is inside the runtime's call: none).
 struct Timing {
   std::vector<double> inside, writes, containerd;
+  std::vector<double> files;  // how many cgroup files vrid wrote for each (none logged: older peers)
+  int narrowed = 0;           // shared containers the plugin's answers narrowed (NRI updates)
 };
 Timing timingsIn(const std::string& log, const char* kind) {
   Timing t;
@@ -166,17 +172,31 @@ Timing timingsIn(const std::string& log, const char* kind) {
   for (std::string line; std::getline(in, line);) {
     if (line.find("CreateContainer ") == std::string::npos || line.find(kind) == std::string::npos) continue;
     double inside = 0, writes = 0, containerd = 0;
+    int files = -1;
     const size_t shim = line.find("; shim and vrid "), plugin = line.find("; plugin and vrid ");
     // The runtime's share is "runtime" in the shim's line ("containerd" in older shims, still read).
-    const auto read = [&](size_t at, const char* format, int fields) {
-      return at != std::string::npos && std::sscanf(line.c_str() + at, format, &inside, &writes, &containerd) == fields;
+    const auto read = [&](size_t at, const char* format, int fields, double* third) {
+      return at != std::string::npos && std::sscanf(line.c_str() + at, format, &inside, &writes, third) == fields;
     };
-    if (read(shim, "; shim and vrid %lf ms (vrid's cgroup writes %lf ms), runtime %lf ms", 3) ||
-        read(shim, "; shim and vrid %lf ms (vrid's cgroup writes %lf ms), containerd %lf ms", 3) ||
-        read(plugin, "; plugin and vrid %lf ms (vrid's cgroup writes %lf ms)", 2)) {
+    const auto readWithFiles = [&](size_t at, const char* format, int fields) {
+      return at != std::string::npos &&
+             std::sscanf(line.c_str() + at, format, &inside, &writes, &files, &containerd) == fields;
+    };
+    if (readWithFiles(shim, "; shim and vrid %lf ms (vrid's cgroup writes %lf ms for %d files), runtime %lf ms", 4) ||
+        readWithFiles(plugin, "; plugin and vrid %lf ms (vrid's cgroup writes %lf ms for %d files)", 3) ||
+        read(shim, "; shim and vrid %lf ms (vrid's cgroup writes %lf ms), runtime %lf ms", 3, &containerd) ||
+        read(shim, "; shim and vrid %lf ms (vrid's cgroup writes %lf ms), containerd %lf ms", 3, &containerd) ||
+        read(plugin, "; plugin and vrid %lf ms (vrid's cgroup writes %lf ms)", 2, &containerd)) {
       t.inside.push_back(inside);
       t.writes.push_back(writes);
       t.containerd.push_back(containerd);
+      if (files >= 0) t.files.push_back(files);
+      int narrowed = 0;
+      if (const size_t at = line.find("; ", plugin == std::string::npos ? 0 : plugin + 2);
+          plugin != std::string::npos && at != std::string::npos &&
+          std::sscanf(line.c_str() + at, "; %d shared containers narrowed", &narrowed) == 1) {
+        t.narrowed += narrowed;
+      }
     }
   }
   return t;
@@ -313,10 +333,20 @@ std::vector<std::string> measure(const Options& o, const std::string& via) {
   vri::bench::stopChild(plugin_pid);
   vri::bench::stopChild(vrid_pid);
 
+  // Updates of shared containers' resources the pool's changes cost the runtime: the shim's pool
+  // follower's, one line each; through NRI, the plugin's answers' (counted from its create lines).
+  int follower_updates = 0;
+  {
+    std::ifstream in(log);
+    for (std::string line; std::getline(in, line);) follower_updates += line.find(" in the runtime too") != std::string::npos;
+  }
   std::vector<std::string> json;
   for (const auto& [kind, marker, e2e] :
        {std::tuple{"shared", "(shared pool)", shared_e2e}, std::tuple{"exclusive", "(exclusive)", exclusive_e2e}}) {
     const Timing t = timingsIn(log, marker);
+    const int updates = nri ? t.narrowed : (std::string(kind) == "exclusive" ? follower_updates : 0);
+    const double files_min = t.files.empty() ? -1 : *std::min_element(t.files.begin(), t.files.end());
+    const double files_max = t.files.empty() ? -1 : *std::max_element(t.files.begin(), t.files.end());
     std::vector<double> without_writes;
     for (size_t i = 0; i < t.inside.size(); ++i) without_writes.push_back(t.inside[i] - t.writes[i]);
     const double p99 = vri::bench::percentile(std::string(kind) == "shared" ? t.inside : without_writes, 0.99);
@@ -325,23 +355,26 @@ std::vector<std::string> measure(const Options& o, const std::string& via) {
     const bool met = !t.inside.empty() && p99 <= 5 && (!nri || vri::bench::percentile(t.inside, 1.0) <= 1000);
     std::printf(
         "%-4s %-9s %3zu creates: inside p50 %.3f p99 %.3f max %.3f ms; without vrid's cgroup writes p50 %.3f p99 "
-        "%.3f ms; vrid's writes p50 %.3f ms; containerd p50 %.1f ms; end to end p50 %.1f p99 %.1f ms; target %s\n",
+        "%.3f ms; vrid's writes p50 %.3f ms for %.0f-%.0f files; runtime updates of shared containers %d; containerd "
+        "p50 %.1f ms; end to end p50 %.1f p99 %.1f ms; target %s\n",
         via.c_str(), kind, t.inside.size(), vri::bench::percentile(t.inside, 0.5),
         vri::bench::percentile(t.inside, 0.99), vri::bench::percentile(t.inside, 1.0),
         vri::bench::percentile(without_writes, 0.5), vri::bench::percentile(without_writes, 0.99),
-        vri::bench::percentile(t.writes, 0.5), vri::bench::percentile(t.containerd, 0.5),
+        vri::bench::percentile(t.writes, 0.5), files_min, files_max, updates, vri::bench::percentile(t.containerd, 0.5),
         vri::bench::percentile(e2e, 0.5), vri::bench::percentile(e2e, 0.99), met ? "met" : "MISSED");
-    char line[704];
+    char line[900];
     std::snprintf(line, sizeof line,
                   "{\"via\":\"%s\",\"kind\":\"%s\",\"tenants\":%d,\"creates\":%zu,\"inside_ms_p50\":%.3f,"
                   "\"inside_ms_p99\":%.3f,\"inside_ms_max\":%.3f,\"without_writes_ms_p50\":%.3f,"
-                  "\"without_writes_ms_p99\":%.3f,\"vrid_writes_ms_p50\":%.3f,\"containerd_ms_p50\":%.1f,"
+                  "\"without_writes_ms_p99\":%.3f,\"vrid_writes_ms_p50\":%.3f,\"cgroup_files_min\":%.0f,"
+                  "\"cgroup_files_max\":%.0f,\"runtime_updates\":%d,\"containerd_ms_p50\":%.1f,"
                   "\"end_to_end_ms_p50\":%.1f,\"end_to_end_ms_p99\":%.1f,\"synchronize_ms\":%.3f,\"target_met\":%s}",
                   via.c_str(), kind, o.tenants, t.inside.size(), vri::bench::percentile(t.inside, 0.5),
                   vri::bench::percentile(t.inside, 0.99), vri::bench::percentile(t.inside, 1.0),
                   vri::bench::percentile(without_writes, 0.5), vri::bench::percentile(without_writes, 0.99),
-                  vri::bench::percentile(t.writes, 0.5), vri::bench::percentile(t.containerd, 0.5),
-                  vri::bench::percentile(e2e, 0.5), vri::bench::percentile(e2e, 0.99), sync_ms, met ? "true" : "false");
+                  vri::bench::percentile(t.writes, 0.5), files_min, files_max, updates,
+                  vri::bench::percentile(t.containerd, 0.5), vri::bench::percentile(e2e, 0.5),
+                  vri::bench::percentile(e2e, 0.99), sync_ms, met ? "true" : "false");
     json.push_back(line);
   }
   for (const pid_t qemu : qemus) {

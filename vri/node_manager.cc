@@ -98,7 +98,10 @@ Result<void> NodeManager::carryOut(Ledger::Writer& writer, const Decision<T>& de
     VRI_TRY(writer.commit(decision.delta, *decision.after).context("commit"));
   const auto writing = Stopwatch::now();
   auto written = sync_.write(writer, decision.before, decision.after, decision.delta);
-  if (stats != nullptr) stats->took = std::chrono::duration_cast<std::chrono::microseconds>(Stopwatch::now() - writing);
+  if (stats != nullptr) {
+    stats->took = std::chrono::duration_cast<std::chrono::microseconds>(Stopwatch::now() - writing);
+    if (written.ok()) stats->writes = *written;
+  }
   if (rule.commitPoint == CommitPoint::kAfterWrites) {
     if (auto committed = writer.commit(decision.delta, *decision.after); !committed.ok()) {
       restoreCgroups(writer, decision, tenant, "a failed commit");  // not taken: as for an undo

@@ -394,6 +394,7 @@ Result<void> VriService::admitContainer(const v1::AdmitContainerRequest& request
   fillContainerAllocation(*pod, *container, *placed, *kubeletNamer_, reply);
   reply.set_is_new(placed->placedNow);
   reply.set_cgroup_write_us(static_cast<uint64_t>(written.took.count()));
+  reply.set_cgroup_writes(written.writes);
   return {};
 }
 

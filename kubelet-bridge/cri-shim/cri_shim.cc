@@ -203,7 +203,8 @@ Result<runtime::v1::CreateContainerResponse> CriShim::createContainer(const Call
   options_.log("CreateContainer " + who + ": " + created->container_id() + " on CPUs " + allocation->cpuset_cpus() +
                (allocation->exclusive() ? " (exclusive)" : " (shared pool)") + "; shim and vrid " +
                millis(std::chrono::steady_clock::now() - start - in_runtime) + " (vrid's cgroup writes " +
-               millis(vrid_writes) + "), runtime " + millis(in_runtime));
+               millis(vrid_writes) + " for " + std::to_string(allocation->cgroup_writes()) + " files), runtime " +
+               millis(in_runtime));
   return created;
 }
 

@@ -102,7 +102,8 @@ Result<api::CreateContainerResponse> NriPlacement::createContainer(const api::Cr
   log_("CreateContainer " + who + ": " + request.container().id() + " on CPUs " + allocation->cpuset_cpus() +
        (allocation->exclusive() ? " (exclusive)" : " (shared pool)") + "; plugin and vrid " +
        millis(std::chrono::steady_clock::now() - start) + " (vrid's cgroup writes " +
-       millis(std::chrono::microseconds(allocation->cgroup_write_us())) + ")" +
+       millis(std::chrono::microseconds(allocation->cgroup_write_us())) + " for " +
+       std::to_string(allocation->cgroup_writes()) + " files)" +
        (response.update_size() > 0 ? "; " + std::to_string(response.update_size()) + " shared containers narrowed"
                                    : ""));
   return response;

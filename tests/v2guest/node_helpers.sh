@@ -38,11 +38,19 @@ XML
   v define "/tmp/$1.xml" >/dev/null || fail "virsh define $1"
 }
 
+# vrid's journal from now on: its last entry's cursor (--since takes whole seconds, and would also
+# take what vrid logged earlier in the same second).
+vrid_cursor() { journalctl -u vrid -n 1 --show-cursor -o cat | sed -n 's/^-- cursor: //p'; }
+
+# vrid's next "reconcile: " line after `cursor` (vrid_cursor), waited for.
+next_reconcile() { # cursor
+  wait_for 120 "a reconcile" sh -c "journalctl -u vrid --after-cursor='$1' -o cat | grep -q 'reconcile: '"
+  journalctl -u vrid --after-cursor="$1" -o cat | grep 'reconcile: ' | head -1
+}
+
 # The next periodic reconcile after now finds nothing to repair.
 quiet_reconcile() {
-  since=$(date '+%Y-%m-%d %H:%M:%S'); sleep 1
-  wait_for 120 "a reconcile after $since" sh -c "journalctl -u vrid --since '$since' -o cat | grep -q 'reconcile: '"
-  line=$(journalctl -u vrid --since "$since" -o cat | grep 'reconcile: ' | head -1)
+  line=$(next_reconcile "$(vrid_cursor)")
   echo "$line" | grep -q 'nothing to repair' || fail "reconcile repaired something: $line"
   # vrictl's tree, compared with the kernel, agrees: no value differs (kubelet's cgroups that nobody
   # made yet may be missing; reconcile has nothing to write for them).

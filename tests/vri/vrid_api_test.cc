@@ -97,6 +97,9 @@ TEST_F(VridApiTest, ExclusiveAdmitShrinksTheSharedPoolInTheCgroupsAndIsIdempoten
   ASSERT_EQ(CpuSet::parse(first.cpuset_cpus())->count(), 2);
   ASSERT_TRUE(vrid_.admin->AdmitContainer(&c3, container(kUid, v1::GUARANTEED, 2000, 2000), &again).ok());
   EXPECT_EQ(again.cpuset_cpus(), first.cpuset_cpus());
+  // The answer counts the files written for it: at least the three below; the retry wrote none.
+  EXPECT_GE(first.cgroup_writes(), 3);
+  EXPECT_EQ(again.cgroup_writes(), 0);
 
   const CpuSet exclusive = *CpuSet::parse(first.cpuset_cpus());
   const std::string rest = (*CpuSet::parse("0-7") - exclusive).format();

@@ -338,7 +338,8 @@ std::vector<std::string> measure(const Options& o, const std::string& via) {
   int follower_updates = 0;
   {
     std::ifstream in(log);
-    for (std::string line; std::getline(in, line);) follower_updates += line.find(" in the runtime too") != std::string::npos;
+    for (std::string line; std::getline(in, line);)
+      follower_updates += line.find(" in the runtime too") != std::string::npos;
   }
   std::vector<std::string> json;
   for (const auto& [kind, marker, e2e] :

@@ -52,9 +52,9 @@ class HookDoor {
   VriService& admin_;
   Logger& log_;
   std::atomic<int> connections_{0};  // accepted and not yet answered
-  std::unique_ptr<WorkerPool> serving_;
-  std::thread acceptor_;
   bool closed_ = false;
+  std::unique_ptr<WorkerPool> serving_;
+  std::thread acceptor_;  // last: it starts once everything it reads is there
 };
 
 }  // namespace vri

@@ -311,6 +311,9 @@ guaranteed_pod big "$n"
 wait_for 300 "big ($n CPUs) running before the VM" running big
 echo "before the VM: big bound to $(k get pod big -o jsonpath='{.spec.nodeName}') on CPUs $(agreed big)"
 k delete pod big --wait=true > /dev/null
+# The pod object goes once kubelet reports it stopped; vrid releases it when the plugin sees the stop
+# (a few seconds later): the VM's start waits for that, as an operator's would.
+wait_for 120 "vrid releasing big" holds_no_pod
 define ded-a "$n" 1
 v start --paused ded-a > /dev/null || fail "virsh start ded-a"
 vm_full() { [ "$(largest_zone_free)" -lt "$n" ]; }

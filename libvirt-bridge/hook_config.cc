@@ -25,6 +25,23 @@ std::string hookSocketBeside(const std::string& adminSocket) {
   return (slash == std::string::npos ? std::string() : adminSocket.substr(0, slash + 1)) + "hook.sock";
 }
 
+Result<void> checkHookValue(std::string_view name, std::string_view value) {
+  // A path with a control character in it is never what was meant (and a NUL would cut it short).
+  for (char c : value) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
+      return Error::invalidArgument(std::string(name) + ": a value without control characters, not " +
+                                    quoteForMessage(value));
+    }
+  }
+  return {};
+}
+
+Result<void> checkHookPath(std::string_view name, std::string_view value) {
+  VRI_TRY(checkHookValue(name, value));
+  if (value.empty() || value.front() != '/') return Error::invalidArgument(std::string(name) + ": an absolute path");
+  return {};
+}
+
 Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file) {
   HookConfig config;
   int line_number = 0;
@@ -35,20 +52,15 @@ Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file)
     ++line_number;
     const std::string_view line = trim(raw);
     if (line.empty() || line.front() == '#') continue;
-    const std::string where = std::string(file) + ":" + std::to_string(line_number) + ": ";
+    const std::string at = std::string(file) + ":" + std::to_string(line_number);
+    const std::string where = at + ": ";
     const size_t eq = line.find('=');
     if (eq == std::string_view::npos) return Error::invalidArgument(where + "expected `name = value`");
     const std::string_view name = trim(line.substr(0, eq));
     const std::string_view value = trim(line.substr(eq + 1));
-    // A path with a control character in it is never what was meant (and a NUL would cut it short).
-    for (char c : value) {
-      if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) {
-        return Error::invalidArgument(where + std::string(name) + ": a value without control characters, not " +
-                                      quoteForMessage(value));
-      }
-    }
+    VRI_TRY(checkHookValue(name, value).context(at));
     if (name == "socket") {
-      if (value.empty() || value.front() != '/') return Error::invalidArgument(where + "socket: an absolute path");
+      VRI_TRY(checkHookPath(name, value).context(at));
       config.socket = value;
     } else if (name == "timeout_ms") {
       int ms = 0;
@@ -67,9 +79,7 @@ Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file)
                                       quoteForMessage(value));
       }
     } else if (name == "qemu_pid_dir") {
-      if (value.empty() || value.front() != '/') {
-        return Error::invalidArgument(where + "qemu_pid_dir: an absolute path");
-      }
+      VRI_TRY(checkHookPath(name, value).context(at));
       config.qemuPidDir = value;
     } else {
       return Error::invalidArgument(where + "unknown option " + quoteForMessage(name));

@@ -30,6 +30,11 @@ struct HookConfig {
 // keeps naming the admin socket, as it always has.
 std::string hookSocketBeside(const std::string& adminSocket);
 
+// A setting's value as hook.conf and vrid's hook socket take it: without control characters; a path
+// also absolute. INVALID_ARGUMENT names the setting.
+Result<void> checkHookValue(std::string_view name, std::string_view value);
+Result<void> checkHookPath(std::string_view name, std::string_view value);
+
 Result<HookConfig> parseHookConfig(std::string_view text, std::string_view file);
 // Reads `path`; a file that does not exist gives the defaults.
 Result<HookConfig> loadHookConfig(const std::string& path);

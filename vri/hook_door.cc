@@ -83,13 +83,8 @@ Result<HookConfig> configOf(const hook::v1::HookCall& call, const std::string& s
   config.socket = socket;  // the messages name where vrid was asked
   config.whenUnreachable = call.refuse_when_unreachable() ? WhenUnreachable::kRefuse : WhenUnreachable::kStartShared;
   if (!call.qemu_pid_dir().empty()) {
-    const std::string& dir = call.qemu_pid_dir();
-    const bool control =
-        std::any_of(dir.begin(), dir.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
-    if (dir.front() != '/' || control) {
-      return Error::invalidArgument("qemu_pid_dir: an absolute path, not " + quoteForMessage(dir));
-    }
-    config.qemuPidDir = dir;
+    VRI_TRY(checkHookPath("qemu_pid_dir", call.qemu_pid_dir()));
+    config.qemuPidDir = call.qemu_pid_dir();
   }
   return config;
 }

@@ -58,10 +58,10 @@ inline double percentile(std::vector<double> v, double p) {
 }
 
 // A vrid of the run's own under `dir` (state, sockets in dir/run, log), on this
-// machine's CPUs, with kubepods and the machine partition under the private
-// cgroup `root` and no libvirt; -1 when it is not ready within 5 s.
+// machine's CPUs, with kubepods (unless `kubeletRoot` puts it elsewhere: "/" for /kubepods) and the
+// machine partition under the private cgroup `root` and no libvirt; -1 when it is not ready within 5 s.
 inline pid_t startVrid(const std::string& binary, const std::string& dir, const std::string& root,
-                       const std::vector<std::string>& extra = {}) {
+                       const std::vector<std::string>& extra = {}, const std::string& kubeletRoot = "") {
   std::filesystem::create_directories(dir + "/run");
   if (FILE* conf = std::fopen((dir + "/vrid.conf").c_str(), "w")) std::fclose(conf);  // every option at its default
   std::vector<std::string> argv = {binary,
@@ -70,7 +70,7 @@ inline pid_t startVrid(const std::string& binary, const std::string& dir, const 
                                    "--state-dir=" + dir + "/state",
                                    "--socket=" + dir + "/run/vri.sock",
                                    "--admin-socket=" + dir + "/run/admin.sock",
-                                   "--kubelet-cgroup-root=/" + root,
+                                   "--kubelet-cgroup-root=" + (kubeletRoot.empty() ? "/" + root : kubeletRoot),
                                    "--machine-partition=" + root + "/machine",
                                    "--libvirt-layout=no-systemd",
                                    "--libvirt-uri=",
@@ -81,11 +81,17 @@ inline pid_t startVrid(const std::string& binary, const std::string& dir, const 
   return waitForPath(dir + "/run/admin.sock") ? pid : -1;
 }
 
-// Removes /sys/fs/cgroup/<every hierarchy>/<root>, deepest first (cgroups refuse rmdir with children).
+// Removes /sys/fs/cgroup/<every hierarchy>/<root> (v1), or /sys/fs/cgroup/<root> (v2), deepest first
+// (cgroups refuse rmdir with children).
 inline void removeCgroupRoot(const std::string& root) {
-  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup")) {
+  std::vector<std::filesystem::path> tops = {std::filesystem::path("/sys/fs/cgroup") / root};
+  if (!std::filesystem::exists("/sys/fs/cgroup/cgroup.controllers")) {
+    tops.clear();
+    for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
+      tops.push_back(hierarchy.path() / root);
+  }
+  for (const std::filesystem::path& top : tops) {
     std::error_code ec;
-    const std::filesystem::path top = hierarchy.path() / root;
     if (!std::filesystem::exists(top, ec)) continue;
     std::vector<std::filesystem::path> dirs;
     for (const auto& e : std::filesystem::recursive_directory_iterator(top, ec))

@@ -56,7 +56,7 @@ smoke cri_passthrough_2 "$build/bench/cri_passthrough" --containerd="$containerd
   --shim="$build/kubelet-bridge/cri-shim/vri-cri-shim" --calls=50 --containers=5
 smoke cri_pool_follow "$build/bench/cri_pool_follow" --containerd="$containerd1" --vrid="$build/vri/vrid" \
   --shim="$build/kubelet-bridge/cri-shim/vri-cri-shim" --containers=1 --rounds=1
-smoke cri_create_scale "$build/bench/cri_create_scale" --tenants=20 --shared=2 --exclusive=1 --via=shim,nri \
+smoke cri_create_scale "$build/bench/cri_create_scale" --tenants=0,20 --shared=2 --exclusive=1 --via=direct,shim,nri \
   --containerd="$containerd2" --vrid="$build/vri/vrid" --shim="$build/kubelet-bridge/cri-shim/vri-cri-shim" \
   --plugin="$build/kubelet-bridge/nri-plugin/vri-nri-plugin"
 smoke nrt_export_latency "$build/bench/nrt_export_latency" --tenants=20 --rate=10 --seconds=2

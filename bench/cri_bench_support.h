@@ -43,9 +43,9 @@ inline void stopChild(pid_t pid) {
   waitpid(pid, nullptr, 0);
 }
 
-// Whether `path` exists within 5 s.
-inline bool waitForPath(const std::string& path) {
-  for (int i = 0; i < 500 && !std::filesystem::exists(path); ++i)
+// Whether `path` exists within `seconds`.
+inline bool waitForPath(const std::string& path, int seconds = 5) {
+  for (int i = 0; i < seconds * 100 && !std::filesystem::exists(path); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   return std::filesystem::exists(path);
 }
@@ -59,7 +59,7 @@ inline double percentile(std::vector<double> v, double p) {
 
 // A vrid of the run's own under `dir` (state, sockets in dir/run, log), on this
 // machine's CPUs, with kubepods (unless `kubeletRoot` puts it elsewhere: "/" for /kubepods) and the
-// machine partition under the private cgroup `root` and no libvirt; -1 when it is not ready within 5 s.
+// machine partition under the private cgroup `root` and no libvirt; -1 when it is not ready within 30 s.
 inline pid_t startVrid(const std::string& binary, const std::string& dir, const std::string& root,
                        const std::vector<std::string>& extra = {}, const std::string& kubeletRoot = "") {
   std::filesystem::create_directories(dir + "/run");
@@ -78,7 +78,7 @@ inline pid_t startVrid(const std::string& binary, const std::string& dir, const 
                                    "--reconcile-interval=0"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   const pid_t pid = spawnLogged(argv, dir + "/vrid.log");
-  return waitForPath(dir + "/run/admin.sock") ? pid : -1;
+  return waitForPath(dir + "/run/admin.sock", 30) ? pid : -1;  // slower under emulation, or traced
 }
 
 // Removes /sys/fs/cgroup/<every hierarchy>/<root> (v1), or /sys/fs/cgroup/<root> (v2), deepest first

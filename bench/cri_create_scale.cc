@@ -21,7 +21,8 @@
 // with the cpuset kubelet's static CPU manager would give (a CPU of their own), timed end to end.
 //
 //   cri_create_scale [--tenants=1000[,N...]] [--shared=50] [--exclusive=20]
-//                    [--via=direct|shim|nri[,...]] [--partitions=auto|on|off]
+//                    [--via=direct|shim|nri[,...]] [--partitions=auto|on|off] [--vrid-timeout-ms=N]
+//                    [--print-windows]
 //                    [--containerd=SOCK] [--nri-socket=SOCK] [--vrid=BINARY] [--shim=BINARY]
 //                    [--plugin=BINARY]
 //
@@ -150,7 +151,9 @@ struct Options {
   std::vector<int> tenants = {1000};
   int shared = 100, exclusive = 20;
   bool settled = true;
-  std::string partitions;  // vrid's cpuset_partitions; empty: its default
+  std::string partitions;     // vrid's cpuset_partitions; empty: its default
+  std::string vridTimeoutMs;  // the shim's and the plugin's deadline for vrid's answers; empty: theirs
+  bool printWindows = false;  // each exclusive create's wall-clock interval, to find its part of a trace
 };
 
 // containerd's own creates (--via=direct), end to end p50 per kind: the baseline of the other ways' lines.
@@ -186,6 +189,11 @@ Figures figuresOf(const Timing& t, const std::vector<double>& e2e) {
   f.writes_p50 = percentile(t.writes, 0.5);
   f.containerd_p50 = percentile(t.containerd, 0.5);
   return f;
+}
+
+// Seconds since the epoch, as strace -ttt prints them.
+double wallClock() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // One way in at one tenant count: through vrid from a fresh vrid with `tenants` shared tenants, or
@@ -235,14 +243,18 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
 
   // The shim in front of containerd, or the plugin on its NRI socket with kubelet's calls going to containerd.
   const std::string log = dir + (nri ? "/plugin.log" : "/shim.log");
+  std::vector<std::string> plugin = {o.plugin, "--nri-socket=" + o.nriSocket, "--vrid=" + dir + "/run/admin.sock"};
+  std::vector<std::string> shim = {o.shim, "--listen=" + dir + "/cri.sock", "--containerd=" + o.containerd,
+                                   "--vrid=" + dir + "/run/admin.sock"};
+  if (!o.vridTimeoutMs.empty()) {
+    plugin.push_back("--vrid-timeout-ms=" + o.vridTimeoutMs);
+    shim.push_back("--vrid-timeout-ms=" + o.vridTimeoutMs);
+  }
   pid_t peer_pid = 0;
   if (nri)
-    peer_pid =
-        vri::bench::spawnLogged({o.plugin, "--nri-socket=" + o.nriSocket, "--vrid=" + dir + "/run/admin.sock"}, log);
+    peer_pid = vri::bench::spawnLogged(plugin, log);
   else if (!direct)
-    peer_pid = vri::bench::spawnLogged(
-        {o.shim, "--listen=" + dir + "/cri.sock", "--containerd=" + o.containerd, "--vrid=" + dir + "/run/admin.sock"},
-        log);
+    peer_pid = vri::bench::spawnLogged(shim, log);
   if (status == 0 && !nri && !direct && !vri::bench::waitForPath(dir + "/cri.sock")) status = 1;
   if (status == 0 && nri) {
     const auto until = Clock::now() + std::chrono::seconds(30);
@@ -300,8 +312,11 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
     cri::LinuxContainerResources resources = kubeletResources(1000, 1000, 64 << 20);
     if (direct) resources.set_cpuset_cpus(own_cpu);
     const auto start = Clock::now();
+    const double wall_start = wallClock();
     const grpc::Status created = client.createContainer(sandbox, pod, containerConfig(pod, "app", resources), &id);
     exclusive_e2e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (o.printWindows)
+      std::printf("%s exclusive create %d: wall clock %.6f to %.6f\n", name.c_str(), i, wall_start, wallClock());
     if (!created.ok()) {
       std::fprintf(stderr, "cri_create_scale: exclusive: %s\n", created.error_message().c_str());
       status = 1;
@@ -317,8 +332,7 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
   if (status == 0 && nri) {
     vri::bench::stopChild(plugin_pid);
     const std::string again = dir + "/plugin-again.log";
-    plugin_pid =
-        vri::bench::spawnLogged({o.plugin, "--nri-socket=" + o.nriSocket, "--vrid=" + dir + "/run/admin.sock"}, again);
+    plugin_pid = vri::bench::spawnLogged(plugin, again);
     const auto until = Clock::now() + std::chrono::seconds(30);
     while (sync_ms < 0 && Clock::now() < until) {
       std::ifstream in(again);
@@ -356,7 +370,7 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
     const Timing t = direct ? Timing() : timingsIn(log, marker);
     Figures f = figuresOf(t, e2e);
     if (nri) f.containerd_p50 = -1;  // the plugin runs inside containerd's call: no share of its own
-    int updates = -1;  // direct: none to count
+    int updates = -1;                // direct: none to count
     if (!direct) updates = nri ? t.narrowed : std::string(kind) == "exclusive" ? follower_updates : 0;
     // No create timed (the log line not found) is a miss, never a pass: shared creates inside the shim or
     // plugin, exclusive ones without vrid's cgroup writes, within 5 ms at p99. Through NRI the whole
@@ -446,6 +460,10 @@ int main(int argc, char** argv) {
       o.exclusive = std::stoi(value(12));
     } else if (arg == "--partitions=auto" || arg == "--partitions=on" || arg == "--partitions=off") {
       o.partitions = value(13);
+    } else if (arg.starts_with("--vrid-timeout-ms=")) {
+      o.vridTimeoutMs = value(18);
+    } else if (arg == "--print-windows") {
+      o.printWindows = true;
     } else if (arg.starts_with("--via=")) {
       ways.clear();
       std::istringstream in(value(6));
@@ -457,8 +475,8 @@ int main(int argc, char** argv) {
                     [](const std::string& w) { return w != "direct" && w != "shim" && w != "nri"; })) {
       std::fprintf(stderr,
                    "usage: cri_create_scale [--tenants=N[,N...]] [--shared=N] [--exclusive=N] [--back-to-back] "
-                   "[--via=direct|shim|nri[,...]] [--partitions=auto|on|off] [--containerd=SOCK] [--nri-socket=SOCK] "
-                   "[--vrid=BINARY] [--shim=BINARY] [--plugin=BINARY]\n");
+                   "[--via=direct|shim|nri[,...]] [--partitions=auto|on|off] [--vrid-timeout-ms=N] [--print-windows] "
+                   "[--containerd=SOCK] [--nri-socket=SOCK] [--vrid=BINARY] [--shim=BINARY] [--plugin=BINARY]\n");
       return 2;
     }
   }

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -234,6 +235,7 @@ int main(int argc, char** argv) {
     if (!row.ok()) return fail(std::to_string(tenants) + " tenants: " + row.error().message());
     rows.push_back(*row);
   }
+  std::filesystem::remove_all(pattern);  // the runs' state and tokens: nothing of them is read afterwards
   std::printf("\n%-8s %10s %9s %11s %6s %10s %10s %8s\n", "tenants", "sampler %", "round ms", "floor ms", "files",
               "scrape ms", "render ms", "top ms");
   for (const Row& r : rows)

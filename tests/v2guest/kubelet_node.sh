@@ -11,11 +11,19 @@ unit() { timeout 180 systemctl "$@" || fail "systemctl $* did not finish"; }
 
 # containerd 2.4 and kubelet from the peers, containerd's unit, containerd started with the test image.
 install_containerd_and_kubelet() {
+  install -m 0755 "$peers/kubernetes/kubelet" /usr/local/bin/ || fail "no kubelet in $peers/kubernetes"
+  mkdir -p /etc/kubernetes /var/lib/kubelet
+  install_containerd systemd shim
+  echo "$(kubelet --version)"
+}
+
+# containerd 2.4 from the peers in place of Debian's (fresh_node puts Debian's back), its unit, and
+# containerd started for a cgroup driver and a way in (containerd_with) with the test image.
+install_containerd() { # systemd|cgroupfs nri|shim
   for program in containerd containerd-shim-runc-v2 ctr; do
     install -m 0755 "$peers/containerd-2.4/$program" /usr/local/bin/ || fail "no $program in $peers/containerd-2.4"
   done
-  install -m 0755 "$peers/kubernetes/kubelet" /usr/local/bin/ || fail "no kubelet in $peers/kubernetes"
-  echo "$(containerd --version); $(kubelet --version); runc $(runc --version | head -1)"
+  echo "$(containerd --version); runc $(runc --version | head -1)"
   cat > /etc/systemd/system/containerd.service <<'EOF2'
 [Unit]
 Description=containerd 2.x
@@ -29,8 +37,7 @@ LimitNOFILE=infinity
 [Install]
 WantedBy=multi-user.target
 EOF2
-  mkdir -p /etc/kubernetes /var/lib/kubelet
-  containerd_with systemd shim
+  containerd_with "$1" "$2"
   systemctl daemon-reload
   systemctl start containerd || fail "containerd does not start"
   wait_for 120 "containerd's CRI" sh -c "ctr plugins ls | grep -q 'io.containerd.grpc.v1 *cri .*ok'"

@@ -3,8 +3,10 @@
 # vrid's partition mode (partitions), then the systemd scenario, where vrid uses cpuset partitions by
 # itself: containerd reports a shared container's cpuset as the wide set VRI writes and the kernel
 # narrows (compared by effective sets), Guaranteed pods' scopes are root partitions, and the shim's
-# pool follower sends containerd nothing for a shared container when another pod takes exclusive CPUs.
-# guest-scenarios: partitions systemd
+# pool follower sends containerd nothing for a shared container when another pod takes exclusive CPUs;
+# then create-scale: an exclusive create through the shim and through NRI on containerd 2.4, whose
+# cgroup writes do not grow with the shared tenants and which sends no shared container an update.
+# guest-scenarios: partitions systemd create-scale
 # guest-kernel: linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1
 # guest-timeout: 1800
 exec sh "$(dirname "$0")/run-scenarios.sh" "$0"

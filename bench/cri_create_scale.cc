@@ -153,7 +153,7 @@ struct Options {
   bool settled = true;
   std::string partitions;     // vrid's cpuset_partitions; empty: its default
   std::string vridTimeoutMs;  // the shim's and the plugin's deadline for vrid's answers; empty: theirs
-  bool printWindows = false;  // each exclusive create's wall-clock interval, to find its part of a trace
+  bool printWindows = false;  // each create's wall-clock interval, to find its part of a trace
 };
 
 // containerd's own creates (--via=direct), end to end p50 per kind: the baseline of the other ways' lines.
@@ -210,6 +210,7 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
     return {};
   }
   std::filesystem::create_directories(dir);
+  vri::bench::makeNodeCgroups(layout);  // kubelet and libvirt made theirs before vrid starts
   // A shared vCPU asks 1m of the pool, as in decision_scale, so that 500 shared VMs fit on 2 CPUs.
   std::vector<std::string> flags = {"--shared-vcpu-request=1m"};
   if (!o.partitions.empty()) flags.push_back("--cpuset-partitions=" + o.partitions);
@@ -290,9 +291,12 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
     cri::LinuxContainerResources resources = kubeletResources(4, 0, 0);
     if (direct) resources.set_cpuset_cpus(every_cpu);
     const auto start = Clock::now();
+    const double wall_start = wallClock();
     if (status == 0 && !client.createContainer(sandbox, pod, containerConfig(pod, "app", resources), &id).ok())
       status = 1;
     shared_e2e.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+    if (o.printWindows)
+      std::printf("%s shared create %d: wall clock %.6f to %.6f\n", name.c_str(), i, wall_start, wallClock());
     if (status == 0 && !client.startContainer(id).ok()) status = 1;  // running: a pool change is runc's work too
     shared_ids.push_back(id);
   }

@@ -63,6 +63,19 @@ inline void makeCgroup(const std::string& hierarchy, const std::vector<std::stri
   }
 }
 
+// The cgroups a node has before any tenant: kubelet's kubepods with its QoS cgroups, and libvirt's machine
+// partition. Made whatever the tenants, so that runs with few tenants and with many differ only in them.
+inline void makeNodeCgroups(const Layout& layout) {
+  for (const std::string& hierarchy : layout.hierarchies()) {
+    for (const char* qos : {"burstable", "besteffort"}) {
+      std::vector<std::string> parts = layout.kubepods();
+      parts.push_back(qos);
+      makeCgroup(hierarchy, parts);
+    }
+    makeCgroup(hierarchy, {layout.root, "machine"});
+  }
+}
+
 // decision_scale's mix, half each: a BestEffort pod with one container ...
 inline grpc::Status addPodTenant(vri::v1::Vri::Stub& admin, const Layout& layout, int n) {
   const std::string uid = layout.root + "-t" + std::to_string(n), id = "tenant" + std::to_string(n);

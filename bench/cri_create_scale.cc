@@ -191,6 +191,16 @@ Figures figuresOf(const Timing& t, const std::vector<double>& e2e) {
   return f;
 }
 
+// A Guaranteed pod's container's cpuset.cpus.partition, where runc makes its cgroup under the cgroupfs
+// driver on v2 ("" when there is none).
+std::string partitionOf(const vri::bench::Layout& layout, const std::string& uid, const std::string& id) {
+  std::ifstream in("/sys/fs/cgroup" + podCgroupParent(layout.kubeletRoot(), PodQos::kGuaranteed, uid) + "/" + id +
+                   "/cpuset.cpus.partition");
+  std::string state;
+  std::getline(in, state);
+  return state;
+}
+
 // Seconds since the epoch, as strace -ttt prints them.
 double wallClock() {
   return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
@@ -277,6 +287,7 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   const std::string every_cpu = "0-" + std::to_string(cpus - 1), own_cpu = std::to_string(cpus - 1);
   std::vector<double> shared_e2e, exclusive_e2e;
+  int partitions_at_start = 0;  // exclusive containers that were root partitions when their start returned
   std::vector<std::string> shared_ids;
   std::vector<std::string> sandboxes;
   // shared: a Burstable pod each (a pod's own cgroups are rewritten with each of its containers, so one pod
@@ -324,6 +335,16 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
     if (!created.ok()) {
       std::fprintf(stderr, "cri_create_scale: exclusive: %s\n", created.error_message().c_str());
       status = 1;
+    }
+    // Started, as kubelet starts it next: the runtime makes its cgroup now. With cpuset partitions the
+    // container must be a root partition as soon as the start returns, or the shared tenants keep its CPU.
+    if (status == 0 && !client.startContainer(id).ok()) status = 1;
+    if (status == 0 && partitions) {
+      const std::string state = partitionOf(layout, uid, id);
+      if (state == "root") ++partitions_at_start;
+      if (state != "root" || o.printWindows)
+        std::printf("%s exclusive container %d: cpuset.cpus.partition \"%s\" once started\n", name.c_str(), i,
+                    state.c_str());
     }
     client.stopPodSandbox(sandbox);
     client.removeContainer(id);
@@ -401,14 +422,12 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
                   "\"without_writes_ms_p99\":%.3f,\"vrid_writes_ms_p50\":%.3f,\"cgroup_files_min\":%.0f,"
                   "\"cgroup_files_max\":%.0f,\"runtime_updates\":%d,\"containerd_ms_p50\":%.1f,"
                   "\"end_to_end_ms_p50\":%.1f,\"end_to_end_ms_p99\":%.1f,\"end_to_end_vs_direct\":%.2f,"
-                  "\"synchronize_ms\":%.3f,\"target_met\":%s}",
+                  "\"synchronize_ms\":%.3f,\"partitions_at_start\":%d,\"target_met\":%s}",
                   via.c_str(), kind, direct ? 0 : tenants, layout.v2 ? "v2" : "v1", partitions ? "true" : "false",
                   f.creates, f.inside_p50, f.inside_p99, f.inside_max, f.without_writes_p50, f.without_writes_p99,
                   f.writes_p50, f.files_min, f.files_max, updates, f.containerd_p50, f.e2e_p50, f.e2e_p99, vs_direct,
-                  sync_ms,
-                  direct ? "null"
-                  : met  ? "true"
-                         : "false");
+                  sync_ms, std::string(kind) == "exclusive" && partitions ? partitions_at_start : -1,
+                  direct ? "null" : (met ? "true" : "false"));
     json.push_back(line);
   }
   for (const pid_t qemu : qemus) {

@@ -62,6 +62,11 @@ for via in shim nri; do
     awk '{exit !(NF == 1 || (NF == 2 && $2 == $1 + 1))}' || fail "$via: the files an exclusive create writes grow with the tenants: $counts"
 done
 
+step "each exclusive container is a root partition as soon as its start returns"
+json 'select(.via != "direct" and .kind == "exclusive") | "\(.via) \(.tenants): \(.partitions_at_start) of \(.creates)"'
+json 'select(.via != "direct" and .kind == "exclusive") | .partitions_at_start == .creates' | grep -q false &&
+  fail "an exclusive container was no root partition when its start returned"
+
 step "no shared container gets a narrowing update from the runtime"
 updates=$(json 'select(.via != "direct" and .kind == "exclusive") | "\(.via) \(.tenants): \(.runtime_updates)"')
 echo "$updates"

@@ -37,7 +37,7 @@ constexpr Method kMethods[] = {
     {"GetNode", false},         {"AdmitPod", true},   {"AdmitContainer", true}, {"ResizeContainer", true},
     {"ReleaseContainer", true}, {"ReleasePod", true}, {"AdmitVm", true},        {"ReserveVm", true},
     {"ResizeVm", true},         {"VmStarted", true},  {"ReleaseVm", true},      {"ListTenants", false},
-    {"GetTenant", false},       {"Reconcile", true},  {"MoveVm", true},
+    {"GetTenant", false},       {"Reconcile", true},  {"MoveVm", true},         {"ContainerStarted", true},
 };
 constexpr size_t kMethodCount = sizeof kMethods / sizeof kMethods[0];
 

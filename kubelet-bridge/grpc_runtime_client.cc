@@ -71,6 +71,13 @@ Result<void> GrpcRuntimeClient::removeContainer(const CallScope& scope, const st
   return {};
 }
 
+Result<void> GrpcRuntimeClient::startContainer(const CallScope& scope, const std::string& containerId) {
+  runtime::v1::StartContainerRequest request;
+  request.set_container_id(containerId);
+  VRI_TRY(call<runtime::v1::StartContainerResponse>(scope, "StartContainer", request));
+  return {};
+}
+
 Result<std::vector<runtime::v1::PodSandbox>> GrpcRuntimeClient::listPodSandboxes(const CallScope& scope) {
   VRI_ASSIGN_OR_RETURN(auto listed, call<runtime::v1::ListPodSandboxResponse>(scope, "ListPodSandbox",
                                                                               runtime::v1::ListPodSandboxRequest()));

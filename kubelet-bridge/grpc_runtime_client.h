@@ -26,6 +26,7 @@ class GrpcRuntimeClient final : public RuntimeClient {
   Result<void> stopPodSandbox(const CallScope& scope, const std::string& sandboxId) override;
   Result<void> removePodSandbox(const CallScope& scope, const std::string& sandboxId) override;
   Result<void> removeContainer(const CallScope& scope, const std::string& containerId) override;
+  Result<void> startContainer(const CallScope& scope, const std::string& containerId) override;
   Result<std::vector<runtime::v1::PodSandbox>> listPodSandboxes(const CallScope& scope) override;
   Result<std::vector<runtime::v1::Container>> listContainers(const CallScope& scope,
                                                              const std::string& podUid) override;

@@ -67,6 +67,13 @@ Result<bool> GrpcVridClient::releaseContainer(const CallScope& scope, const v1::
   return released.released();
 }
 
+Result<v1::ContainerStartedReply> GrpcVridClient::containerStarted(const CallScope& scope,
+                                                                   const std::string& containerId) {
+  v1::ContainerStartedRequest request;
+  request.set_container_id(containerId);
+  return unary<v1::ContainerStartedReply>(*stub_, scope, &v1::Vri::Stub::ContainerStarted, request);
+}
+
 Result<v1::TenantList> GrpcVridClient::listPods(const CallScope& scope) {
   v1::ListTenantsRequest request;
   request.set_kind(v1::ListTenantsRequest::PODS);

@@ -21,6 +21,7 @@ class GrpcVridClient final : public VridClient {
                                                   const v1::AdmitContainerRequest& request) override;
   Result<bool> releasePod(const CallScope& scope, const v1::ReleasePodRequest& request) override;
   Result<bool> releaseContainer(const CallScope& scope, const v1::ReleaseContainerRequest& request) override;
+  Result<v1::ContainerStartedReply> containerStarted(const CallScope& scope, const std::string& containerId) override;
   Result<v1::TenantList> listPods(const CallScope& scope) override;
   Result<v1::Tenant> getPod(const CallScope& scope, const std::string& podUid) override;
   Result<v1::Node> node(const CallScope& scope) override;

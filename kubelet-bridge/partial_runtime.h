@@ -28,6 +28,7 @@ class PartialRuntime : public RuntimeClient {
                                         const runtime::v1::UpdateContainerResourcesRequest&) override {
     return refused("UpdateContainerResources");
   }
+  Result<void> startContainer(const CallScope&, const std::string&) override { return refused("StartContainer"); }
   Result<void> stopPodSandbox(const CallScope&, const std::string&) override { return refused("StopPodSandbox"); }
   Result<void> removePodSandbox(const CallScope&, const std::string&) override { return refused("RemovePodSandbox"); }
   Result<void> removeContainer(const CallScope&, const std::string&) override { return refused("RemoveContainer"); }

@@ -38,6 +38,8 @@ class RuntimeClient {
       const CallScope& scope, const runtime::v1::RunPodSandboxRequest& request) = 0;
   virtual Result<runtime::v1::CreateContainerResponse> createContainer(
       const CallScope& scope, const runtime::v1::CreateContainerRequest& request) = 0;
+  // Start (the runtime makes the container's cgroup and runs its process).
+  virtual Result<void> startContainer(const CallScope& scope, const std::string& containerId) = 0;
   // Update.
   virtual Result<void> updateContainerResources(const CallScope& scope,
                                                 const runtime::v1::UpdateContainerResourcesRequest& request) = 0;

@@ -256,6 +256,7 @@ Result<std::string> PluginSession::stateChange(const std::string& payload) {
     case api::RUN_POD_SANDBOX: VRI_TRY(handler_.runPodSandbox(event.pod())); break;
     case api::STOP_POD_SANDBOX: handler_.stopPodSandbox(event.pod()); break;
     case api::REMOVE_POD_SANDBOX: handler_.removePodSandbox(event.pod()); break;
+    case api::START_CONTAINER: handler_.startContainer(event.pod(), event.container()); break;
     case api::REMOVE_CONTAINER: handler_.removeContainer(event.pod(), event.container()); break;
     default: break;
   }
@@ -275,6 +276,11 @@ Result<std::string> PluginSession::event(const std::string& method, const std::s
   if (method == "UpdateContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::UpdateContainerRequest>(payload, "UpdateContainer's request"));
     return answer(handler_.updateContainer(request));
+  }
+  if (method == "StartContainer") {
+    VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::StartContainerRequest>(payload, "StartContainer's request"));
+    handler_.startContainer(request.pod(), request.container());
+    return api::StartContainerResponse().SerializeAsString();
   }
   if (method == "StopContainer") {
     VRI_ASSIGN_OR_RETURN(const auto request, parsed<api::StopContainerRequest>(payload, "StopContainer's request"));

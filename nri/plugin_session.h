@@ -53,6 +53,8 @@ class PluginHandler {
   virtual void removePodSandbox(const api::PodSandbox& pod) = 0;
   virtual Result<api::CreateContainerResponse> createContainer(const api::CreateContainerRequest& request) = 0;
   virtual Result<api::UpdateContainerResponse> updateContainer(const api::UpdateContainerRequest& request) = 0;
+  // The runtime made the container's task (its cgroup); its process has not run yet. Never fails the start.
+  virtual void startContainer(const api::PodSandbox& pod, const api::Container& container) = 0;
   virtual api::StopContainerResponse stopContainer(const api::StopContainerRequest& request) = 0;
   virtual void removeContainer(const api::PodSandbox& pod, const api::Container& container) = 0;
 

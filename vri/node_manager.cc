@@ -5,6 +5,7 @@
 #include <type_traits>
 
 #include "accounting/ledger_validation.h"
+#include "base/quote.h"
 
 namespace vri {
 
@@ -338,6 +339,30 @@ Result<VcpusOnline> NodeManager::vcpusOnline(const std::string& uuid, const std:
         return detail;
       },
       kNeverQuiet);
+}
+
+// No decision: the ledger already holds the container; its cgroup came into being after it was
+// admitted (the runtime makes it at the start), so the admission's writes skipped it.
+Result<void> NodeManager::containerStarted(const std::string& podUid, const std::string& id, WriteStats* stats) {
+  VRI_TRY(checkNotHalted());
+  const auto start = Stopwatch::now();
+  Ledger::Writer writer(ledger_);
+  const StatePtr now = writer.current();
+  if (now->pod(podUid) == nullptr) return Error::notFound("pod_uid: no pod " + quoteForMessage(podUid));
+  LedgerDelta own;
+  own.pods.insert(podUid);
+  const Result<int> written = sync_.write(writer, now, now, own);
+  const auto took = std::chrono::duration_cast<std::chrono::microseconds>(Stopwatch::now() - start);
+  if (!written.ok()) {
+    log_.warning("pod " + podUid + ": started container " + id + ": " + written.error().message() +
+                 "; reconcile repairs it");
+    return written.error();
+  }
+  if (stats != nullptr) *stats = WriteStats{*written, took};
+  if (*written > 0)
+    log_.info("pod " + podUid + ": started container " + id + ": " + std::to_string(*written) + " cgroup writes (" +
+              millisSince(start) + ")");
+  return {};
 }
 
 // A VM's QEMU process started: its scope, found on the cgroupfs before the writer is taken, bound

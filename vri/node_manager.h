@@ -120,6 +120,11 @@ class NodeManager {
   Result<VmCpuPlacement> admitVm(const VmSpec& vm);
   Result<VmCpuPlacement> reserveVm(const VmSpec& vm);
   Result<VmCpuPlacement> resizeVm(const VmSpec& vm);
+  // A container the runtime has made the cgroup of (`id`: its runtime id, or its pod's sandbox's):
+  // the pod's cgroups written as the ledger holds them, the container's with them (it had none
+  // when it was admitted). Nothing is decided; a write that fails is the caller's to report, and
+  // reconcile's to repair.
+  Result<void> containerStarted(const std::string& podUid, const std::string& id, WriteStats* stats = nullptr);
   // Finds the VM's cgroups through its QEMU pid and writes its placement.
   Result<std::pair<CgroupPath, int>> vmStarted(const std::string& uuid, int qemuPid);
   Result<void> releaseVm(const std::string& uuid);

@@ -240,6 +240,10 @@ VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const Bytes* in, B
   return serve(c, "ResizeVm", in, out, Runs::kDecides, &VriService::resizeVm);
 }
 
+VriService::Reactor* VriService::ContainerStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve(c, "ContainerStarted", in, out, Runs::kDecides, &VriService::containerStarted);
+}
+
 VriService::Reactor* VriService::VmStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
   return serve(c, "VmStarted", in, out, Runs::kDecides, &VriService::vmStarted);
 }
@@ -465,6 +469,20 @@ Result<void> VriService::vmStarted(const v1::VmStartedRequest& request, v1::VmSt
   if (!started.ok()) return started.error();
   reply.set_scope(started->first.str());
   reply.set_cgroup_writes(started->second);
+  return {};
+}
+
+Result<void> VriService::containerStarted(const v1::ContainerStartedRequest& request,
+                                          v1::ContainerStartedReply& reply) {
+  if (request.container_id().empty()) return Error::invalidArgument("container_id: must not be empty");
+  const StatePtr state = node_.state();
+  const RuntimeOwner* owner = state->runtimeOwner(request.container_id());
+  if (owner == nullptr)
+    return Error::notFound("container_id: no container holds runtime id " + quoteForMessage(request.container_id()));
+  WriteStats written;
+  VRI_TRY(node_.containerStarted(owner->podUid, request.container_id(), &written));
+  reply.set_cgroup_writes(written.writes);
+  reply.set_cgroup_write_us(static_cast<uint64_t>(written.took.count()));
   return {};
 }
 

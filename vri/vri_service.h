@@ -35,12 +35,13 @@ enum class SocketAccess { kReadOnly, kAdmin };
 using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCallbackMethod_AdmitPod<
     v1::Vri::WithRawCallbackMethod_AdmitContainer<v1::Vri::WithRawCallbackMethod_ResizeContainer<
         v1::Vri::WithRawCallbackMethod_ReleaseContainer<v1::Vri::WithRawCallbackMethod_ReleasePod<
+            v1::Vri::WithRawCallbackMethod_ContainerStarted<
             v1::Vri::WithRawCallbackMethod_AdmitVm<v1::Vri::WithRawCallbackMethod_ReserveVm<
                 v1::Vri::WithRawCallbackMethod_ResizeVm<v1::Vri::WithRawCallbackMethod_VmStarted<
                     v1::Vri::WithRawCallbackMethod_ReleaseVm<v1::Vri::WithRawCallbackMethod_ListTenants<
                         v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
                             v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::WithRawCallbackMethod_MoveVm<
-                                v1::Vri::WithRawCallbackMethod_GetUsage<v1::Vri::Service>>>>>>>>>>>>>>>>>;
+                                v1::Vri::WithRawCallbackMethod_GetUsage<v1::Vri::Service>>>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -83,6 +84,7 @@ class VriService final : public VriServiceBase {
   Reactor* ResizeContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* ReleaseContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* ReleasePod(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ContainerStarted(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* AdmitVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* ReserveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* ResizeVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
@@ -151,6 +153,7 @@ class VriService final : public VriServiceBase {
   Result<void> releaseContainer(const v1::ReleaseContainerRequest& request, v1::Released& reply);
   Result<void> releasePod(const v1::ReleasePodRequest& request, v1::Released& reply);
   Result<void> vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
+  Result<void> containerStarted(const v1::ContainerStartedRequest& request, v1::ContainerStartedReply& reply);
   Result<void> getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
   // MoveVm's decision: the VM's UUID once its ledger and cgroups moved.
   Result<std::string> moveVm(const v1::MoveVmRequest& request);

@@ -74,6 +74,10 @@ std::map<std::string, UnaryHandler> CriShim::handlers() {
       [this](const CallScope& kubelet, CreateContainerRequest r, grpc::ByteBuffer* reply) {
         return answer(createContainer(kubelet, std::move(r)), reply);
       });
+  out[method("StartContainer")] = handler<StartContainerRequest>(
+      "StartContainer", refusals_, [this](const CallScope& kubelet, StartContainerRequest r, grpc::ByteBuffer* reply) {
+        return answerEmpty<StartContainerResponse>(startContainer(kubelet, r.container_id()), reply);
+      });
   out[method("UpdateContainerResources")] = handler<UpdateContainerResourcesRequest>(
       "UpdateContainerResources", refusals_,
       [this](const CallScope& kubelet, UpdateContainerResourcesRequest r, grpc::ByteBuffer* reply) {
@@ -228,6 +232,28 @@ std::string CriShim::wholeSandboxId(const CallScope& kubelet, const std::string&
 std::string CriShim::wholeContainerId(const CallScope& kubelet, const std::string& id) {
   if (id.size() == kWholeIdLength) return id;
   return wholeIdIn(runtime_.containerStatus(kubelet, id, false), id);
+}
+
+// The runtime makes a container's cgroup when it starts it, not when it creates it, so the
+// admission's writes found none: vrid writes it once the start has returned (with cpuset
+// partitions, an exclusive container's partition forms here; until then the shared tenants keep its
+// CPUs). The container runs either way: a vrid that cannot write it is logged, and reconcile repairs it.
+Result<void> CriShim::startContainer(const CallScope& kubelet, const std::string& containerId) {
+  VRI_TRY(runtime_.startContainer(kubelet, containerId));
+  const auto start = std::chrono::steady_clock::now();
+  const std::string whole = wholeContainerId(kubelet, containerId);
+  auto written = vrid_.containerStarted(vridScope(kubelet), whole);
+  if (!written.ok()) {
+    if (written.error().code() != ErrorCode::kNotFound)  // not one of vrid's: nothing to write
+      options_.log("StartContainer " + whole + ": vrid did not write its cgroups (" + written.error().message() +
+                   "); reconcile repairs them");
+    return {};
+  }
+  if (written->cgroup_writes() > 0)
+    options_.log("StartContainer " + whole + ": shim and vrid " + millis(std::chrono::steady_clock::now() - start) +
+                 " (vrid's cgroup writes " + millis(std::chrono::microseconds(written->cgroup_write_us())) + " for " +
+                 std::to_string(written->cgroup_writes()) + " files)");
+  return {};
 }
 
 Result<void> CriShim::updateContainerResources(const CallScope& kubelet,

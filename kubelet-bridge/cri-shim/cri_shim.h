@@ -62,6 +62,7 @@ class CriShim {
                                                            const runtime::v1::RunPodSandboxRequest& run);
   Result<runtime::v1::CreateContainerResponse> createContainer(const CallScope& kubelet,
                                                                runtime::v1::CreateContainerRequest create);
+  Result<void> startContainer(const CallScope& kubelet, const std::string& containerId);
   Result<void> updateContainerResources(const CallScope& kubelet, runtime::v1::UpdateContainerResourcesRequest update);
   Result<void> removeContainer(const CallScope& kubelet, const std::string& containerId);
   Result<void> stopPodSandbox(const CallScope& kubelet, const std::string& sandboxId);

@@ -39,7 +39,7 @@ nri::PluginSessionOptions sessionOptions(const NriPluginOptions& options) {
 
 std::vector<api::Event> NriPlugin::eventsHandled() {
   return {api::RUN_POD_SANDBOX,  api::STOP_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
-          api::UPDATE_CONTAINER, api::STOP_CONTAINER,   api::REMOVE_CONTAINER};
+          api::START_CONTAINER,  api::UPDATE_CONTAINER, api::STOP_CONTAINER,     api::REMOVE_CONTAINER};
 }
 
 NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)
@@ -182,6 +182,26 @@ Result<api::UpdateContainerResponse> NriPlugin::updateContainer(const api::Updat
   VRI_ASSIGN_OR_RETURN(auto updated, placement_.updateContainer(request));
   withPendingUpdates(runtimeUpdates_, updated, request.container().id());  // its own values are the answer's
   return updated;
+}
+
+// The runtime makes a container's cgroup with its task, after CreateContainer's answer, so the
+// admission's writes found none: vrid writes it here, before the process runs (with cpuset
+// partitions, an exclusive container's partition forms here). Never refused: a vrid that cannot
+// write it is logged, and reconcile repairs it.
+void NriPlugin::startContainer(const api::PodSandbox& pod, const api::Container& container) {
+  const auto start = std::chrono::steady_clock::now();
+  auto written = vrid_.containerStarted(placement_.vridScope(), container.id());
+  if (!written.ok()) {
+    if (written.error().code() != ErrorCode::kNotFound)  // not one of vrid's: nothing to write
+      options_.log("StartContainer " + pod.name() + "/" + container.name() + ": vrid did not write its cgroups (" +
+                   written.error().message() + "); reconcile repairs them");
+    return;
+  }
+  if (written->cgroup_writes() > 0)
+    options_.log("StartContainer " + pod.name() + "/" + container.name() + ": plugin and vrid " +
+                 millis(std::chrono::steady_clock::now() - start) + " (vrid's cgroup writes " +
+                 millis(std::chrono::microseconds(written->cgroup_write_us())) + " for " +
+                 std::to_string(written->cgroup_writes()) + " files)");
 }
 
 api::StopContainerResponse NriPlugin::stopContainer(const api::StopContainerRequest& request) {

@@ -90,6 +90,8 @@ class NriPlugin : private nri::PluginHandler {
       const ::nri::pkg::api::v1alpha1::CreateContainerRequest& request) override;
   Result<::nri::pkg::api::v1alpha1::UpdateContainerResponse> updateContainer(
       const ::nri::pkg::api::v1alpha1::UpdateContainerRequest& request) override;
+  void startContainer(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,
+                      const ::nri::pkg::api::v1alpha1::Container& container) override;
   ::nri::pkg::api::v1alpha1::StopContainerResponse stopContainer(
       const ::nri::pkg::api::v1alpha1::StopContainerRequest& request) override;
   void removeContainer(const ::nri::pkg::api::v1alpha1::PodSandbox& pod,

@@ -42,7 +42,7 @@ TEST_F(NriPluginContainerdTest, AdoptsWhatRanBeforeItSurvivesRestartsAndReleases
   EXPECT_THAT(pluginLog(), HasSubstr("as 90-vri-test"));
   // The runtime's Configure call comes after the registration: its line may follow a moment later.
   EXPECT_TRUE(pluginLogShows("configured by containerd v" + kUnderTest.flavour)) << pluginLog();
-  EXPECT_THAT(pluginLog(), HasSubstr("(events 0x68f)"));
+  EXPECT_THAT(pluginLog(), HasSubstr("(events 0x6af)"));
   // Synchronize adopts it with the CPUs it holds.
   ASSERT_TRUE(testing::eventually([&] { return podInfo(uid).containers_size() == 1; })) << pluginLog() << vrid_->log();
   const v1::PodInfo adopted = podInfo(uid);

@@ -138,6 +138,12 @@ class FakeRuntime final : public RuntimeClient {
     sandboxes_.erase(whole(sandboxes_, id));
     return {};
   }
+  Result<void> startContainer(const CallScope&, const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    VRI_TRY(called("StartContainer"));
+    if (containers_.count(whole(containers_, id)) == 0) return Error::notFound("container " + id + " not found");
+    return {};
+  }
   Result<void> removeContainer(const CallScope&, const std::string& id) override {
     std::lock_guard lock(mutex_);
     VRI_TRY(called("RemoveContainer"));

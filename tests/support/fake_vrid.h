@@ -80,6 +80,11 @@ class FakeVrid final : public VridClient {
     std::lock_guard lock(mutex_);
     return containerReleases_;
   }
+  // The ids ContainerStarted was called with, in order.
+  std::vector<std::string> startedContainers() const {
+    std::lock_guard lock(mutex_);
+    return startedContainers_;
+  }
   bool holds(const std::string& uid) const {
     std::lock_guard lock(mutex_);
     return pods_.count(uid) > 0;
@@ -162,6 +167,16 @@ class FakeVrid final : public VridClient {
       }
     }
     return false;
+  }
+  Result<v1::ContainerStartedReply> containerStarted(const CallScope&, const std::string& id) override {
+    std::lock_guard lock(mutex_);
+    startedContainers_.push_back(id);
+    VRI_TRY(called("ContainerStarted"));
+    for (const auto& [uid, pod] : pods_) {
+      for (const auto& [name, held] : pod.containers)
+        if (held == id) return v1::ContainerStartedReply();
+    }
+    return Error::notFound("container_id: no container holds runtime id " + id);
   }
   Result<v1::TenantList> listPods(const CallScope&) override {
     std::lock_guard lock(mutex_);
@@ -282,6 +297,7 @@ class FakeVrid final : public VridClient {
   std::vector<v1::AdmitPodRequest> podAdmits_;
   std::vector<v1::ReleasePodRequest> podReleases_;
   std::vector<v1::ReleaseContainerRequest> containerReleases_;
+  std::vector<std::string> startedContainers_;
 };
 
 }  // namespace vri::testing

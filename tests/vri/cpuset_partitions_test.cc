@@ -213,5 +213,47 @@ TEST(CpusetPartitionsTest, ACpuAStrangerHoldsExclusivelyIsAClearRefusalThatChang
   for (const CgroupOp& op : p.pendingOps()) EXPECT_THAT(op.describe(), HasSubstr("rmdir :kubepods/stranger"));
 }
 
+// What runc makes under the cgroupfs driver on v2: the cgroup, its parent delegating cpuset and cpu.
+void runcMakes(Pipeline& p, const std::string& path) {
+  const CgroupPath cgroup = *CgroupPath::parse(path);
+  ASSERT_TRUE(p.fixture().write({"", cgroup.parent()}, "cgroup.subtree_control", "+cpu +cpuset").ok()) << path;
+  ASSERT_TRUE(p.fixture().mkdir({"", cgroup}).ok()) << path;
+}
+
+TEST(CpusetPartitionsTest, AContainerWhoseCgroupComesWithItsStartBecomesAPartitionThen) {
+  // kubelet's and the runtime's cgroups (ownership cpusets): kubepods, the QoS cgroups and the pod's
+  // are there before the container's admission; the runtime makes the container's when it starts it.
+  Pipeline p(Ownership::kCpusetsAndMachine, CgroupVersion::kV2, true);
+  for (const std::string& path : {std::string("kubepods"), std::string("kubepods/burstable"),
+                                  std::string("kubepods/besteffort"), "kubepods/pod" + uid(1)})
+    runcMakes(p, path);
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("g1", 2)).ok());
+  const std::string container = "kubepods/pod" + uid(1) + "/g1";
+  ASSERT_FALSE(p.fixture().exists({"", *CgroupPath::parse(container)})) << "the admission makes no container cgroup";
+  const std::string cpus = file(p, "kubepods/pod" + uid(1), "cpuset.cpus.exclusive");
+  EXPECT_EQ(CpuSet::parse(cpus)->count(), 2) << "the pod's exclusive CPUs are set at the admission";
+
+  runcMakes(p, container);  // the start
+  EXPECT_EQ(file(p, container, "cpuset.cpus.partition"), "member");
+  WriteStats written;
+  ASSERT_TRUE(p.node->containerStarted(uid(1), "g1", &written).ok());
+  EXPECT_EQ(file(p, container, "cpuset.cpus.partition"), "root");
+  EXPECT_EQ(file(p, container, "cpuset.cpus.exclusive"), cpus);
+  EXPECT_EQ(file(p, container, "cpuset.cpus"), cpus);
+  EXPECT_GE(written.writes, 3) << "exclusive CPUs, cpuset, partition";
+  for (const CgroupOp& op : p.pendingOps())  // the QoS cgroups, made after vrid started, wait for reconcile
+    EXPECT_THAT(op.describe(), ::testing::Not(HasSubstr(uid(1)))) << "left to write for the pod";
+
+  // Told again (the runtime restarted it): nothing left to write.
+  ASSERT_TRUE(p.node->containerStarted(uid(1), "g1", &written).ok());
+  EXPECT_EQ(written.writes, 0);
+  // A pod the ledger does not hold: NOT_FOUND, and nothing written.
+  const int before = p.fixture().writes();
+  const Result<void> unknown = p.node->containerStarted(uid(9), "x");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_EQ(unknown.error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(p.fixture().writes(), before);
+}
+
 }  // namespace
 }  // namespace vri::testing

@@ -82,6 +82,36 @@ TEST_F(CriShimLogicTest, AContainerIsCreatedWithVridsAllocationAndBoundToItsId) 
   EXPECT_EQ(admits[1].container_id(), created->container_id());
 }
 
+TEST_F(CriShimLogicTest, AStartedContainerIsWrittenByVridOnceTheRuntimeStartedIt) {
+  const auto config = pod("uid-1");
+  const std::string sandbox = run(config);
+  auto created = shim_.createContainer(kubeletCall(), create(sandbox, config, "app"));
+  ASSERT_TRUE(created.ok()) << created.error().message();
+  const std::string id = created->container_id();
+  // By a unique prefix, as crictl start takes it: vrid is told the whole id, after the runtime's start.
+  ASSERT_TRUE(shim_.startContainer(kubeletCall(), id.substr(0, 12)).ok());
+  EXPECT_THAT(vrid_.startedContainers(), ElementsAre(id));
+  const auto calls = runtime_.calls();
+  EXPECT_THAT(calls, Contains("StartContainer"));
+  // A vrid that cannot write it leaves the container running, and says so; reconcile repairs it.
+  vrid_.refuseNext("ContainerStarted", Error(ErrorCode::kUnavailable, "vrid is restarting"));
+  EXPECT_TRUE(shim_.startContainer(kubeletCall(), id).ok());
+  EXPECT_THAT(log(), HasSubstr("vrid did not write its cgroups (vrid is restarting); reconcile repairs them"));
+  // A container vrid does not hold (created before the shim ran): started, nothing said.
+  runtime::v1::CreateContainerRequest foreign = create(sandbox, config, "other");
+  auto made = runtime_.createContainer(kubeletCall(), foreign);
+  ASSERT_TRUE(made.ok());
+  const std::string before = log();
+  EXPECT_TRUE(shim_.startContainer(kubeletCall(), made->container_id()).ok());
+  EXPECT_EQ(log(), before);
+  // One the runtime cannot start: its error, and vrid is not asked.
+  const size_t asked = vrid_.startedContainers().size();
+  const auto missing = shim_.startContainer(kubeletCall(), std::string(64, 'f'));
+  ASSERT_FALSE(missing.ok());
+  EXPECT_EQ(missing.error().code(), ErrorCode::kNotFound);
+  EXPECT_EQ(vrid_.startedContainers().size(), asked);
+}
+
 TEST_F(CriShimLogicTest, VridsRefusalComesBackWithItsCodeAndNothingIsCreated) {
   const auto config = pod("uid-1");
   const std::string sandbox = run(config);

@@ -29,14 +29,14 @@ using testing::nriPod;
 TEST(NriEventMaskTest, ThePodAndContainerEventsAsNrisBitsForEveryRuntime) {
   int32_t handled = 0;
   for (api::Event event : {api::RUN_POD_SANDBOX, api::STOP_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
-                           api::UPDATE_CONTAINER, api::STOP_CONTAINER, api::REMOVE_CONTAINER}) {
+                           api::START_CONTAINER, api::UPDATE_CONTAINER, api::STOP_CONTAINER, api::REMOVE_CONTAINER}) {
     handled |= 1 << (event - 1);
   }
   EXPECT_EQ(nriEventMask(NriPlugin::eventsHandled(), "containerd", "v2.2.9").value(), handled);
   EXPECT_EQ(nriEventMask(NriPlugin::eventsHandled(), "containerd", "2.0.5").value(), handled);
   EXPECT_EQ(nriEventMask(NriPlugin::eventsHandled(), "cri-o", "1.30.0").value(), handled);
   EXPECT_EQ(nriEventMask(NriPlugin::eventsHandled(), "containerd", "v2.4.2", "v0.12.3").value(), handled);
-  EXPECT_EQ(handled, 0x68f);
+  EXPECT_EQ(handled, 0x6af);
 }
 
 TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatIsGone) {
@@ -47,7 +47,7 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
   ASSERT_TRUE(runtime);
   api::ConfigureResponse configured;
   const uint32_t registering = registration(*runtime, configured);
-  EXPECT_EQ(configured.events(), 0x68f);  // the pod and container events NriPlacement handles
+  EXPECT_EQ(configured.events(), 0x6af);  // the pod and container events NriPlacement handles
 
   api::SynchronizeRequest first;
   *first.add_pods() = nriPod("sb1", kUid);
@@ -99,7 +99,7 @@ TEST_F(NriPluginTest, RegistersSynchronizesInPartsAdoptsWhatRunsAndReleasesWhatI
   EXPECT_TRUE(testing::eventually([&] {
     return log().find("registered with the runtime's NRI as 50-vri") != std::string::npos;
   })) << log();
-  EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x68f)"));
+  EXPECT_THAT(log(), HasSubstr("configured by containerd v2.2.9 (events 0x6af)"));
 }
 
 // NRI v0.12 calls RemovePodSandbox and RemoveContainer, and falls back to StateChange only for a
@@ -125,6 +125,23 @@ TEST_F(NriPluginTest, NriV012sRemovalMethodsReleaseByIdAsStateChangeDoes) {
   ASSERT_TRUE(vrid_.holds(kUid)) << log();
   ASSERT_TRUE(vrid_.containerReleases().empty()) << log();
 
+  // Its start (the runtime made its task, the process waits): vrid writes its cgroups, as a method
+  // (NRI v0.12) or in a StateChange (before), and the start is never refused.
+  api::StartContainerRequest started;
+  *started.mutable_pod() = nriPod("sb1", kUid);
+  *started.mutable_container() = *app;
+  ASSERT_TRUE(runtime->request(11, kPlugin, "StartContainer", started.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 11).status().code(), 0);
+  api::StateChangeEvent change;
+  change.set_event(api::START_CONTAINER);
+  *change.mutable_pod() = nriPod("sb1", kUid);
+  *change.mutable_container() = *app;
+  vrid_.refuseNext("ContainerStarted", Error(ErrorCode::kUnavailable, "vrid is restarting"));
+  ASSERT_TRUE(runtime->request(13, kPlugin, "StateChange", change.SerializeAsString()));
+  EXPECT_EQ(replyTo(*runtime, 13).status().code(), 0);
+  EXPECT_THAT(vrid_.startedContainers(), ::testing::ElementsAre("c1", "c1"));
+  EXPECT_THAT(log(), HasSubstr("vrid did not write its cgroups (vrid is restarting); reconcile repairs them"));
+
   api::RemoveContainerRequest container;
   *container.mutable_pod() = nriPod("sb1", kUid);
   container.mutable_container()->set_id("c1");
@@ -145,7 +162,8 @@ TEST_F(NriPluginTest, NriV012sRemovalMethodsReleaseByIdAsStateChangeDoes) {
   EXPECT_THAT(log(), HasSubstr("pod default/p-0a removed by the runtime; released"));
 
   // A method of an event the plugin did not subscribe to is UNIMPLEMENTED, so NRI falls back.
-  ASSERT_TRUE(runtime->request(9, kPlugin, "StartContainer", api::StartContainerRequest().SerializeAsString()));
+  ASSERT_TRUE(
+      runtime->request(9, kPlugin, "PostStartContainer", api::PostStartContainerRequest().SerializeAsString()));
   EXPECT_EQ(replyTo(*runtime, 9).status().code(), 12);  // google.rpc.Code UNIMPLEMENTED
 }
 

@@ -38,7 +38,8 @@ class VridClient {
   virtual Result<bool> releasePod(const CallScope& scope, const v1::ReleasePodRequest& request) = 0;
   virtual Result<bool> releaseContainer(const CallScope& scope, const v1::ReleaseContainerRequest& request) = 0;
   // The runtime made the container's cgroup (it starts): vrid writes it (NOT_FOUND: no container holds the id).
-  virtual Result<v1::ContainerStartedReply> containerStarted(const CallScope& scope, const std::string& containerId) = 0;
+  virtual Result<v1::ContainerStartedReply> containerStarted(const CallScope& scope,
+                                                             const std::string& containerId) = 0;
   // List every pod, get one, the node.
   virtual Result<v1::TenantList> listPods(const CallScope& scope) = 0;
   virtual Result<v1::Tenant> getPod(const CallScope& scope, const std::string& podUid) = 0;

@@ -38,8 +38,8 @@ nri::PluginSessionOptions sessionOptions(const NriPluginOptions& options) {
 }  // namespace
 
 std::vector<api::Event> NriPlugin::eventsHandled() {
-  return {api::RUN_POD_SANDBOX,  api::STOP_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
-          api::START_CONTAINER,  api::UPDATE_CONTAINER, api::STOP_CONTAINER,     api::REMOVE_CONTAINER};
+  return {api::RUN_POD_SANDBOX, api::STOP_POD_SANDBOX, api::REMOVE_POD_SANDBOX, api::CREATE_CONTAINER,
+          api::START_CONTAINER, api::UPDATE_CONTAINER, api::STOP_CONTAINER,     api::REMOVE_CONTAINER};
 }
 
 NriPlugin::NriPlugin(VridClient& vrid, NriPluginOptions options)

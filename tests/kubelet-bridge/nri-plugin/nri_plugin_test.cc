@@ -162,8 +162,7 @@ TEST_F(NriPluginTest, NriV012sRemovalMethodsReleaseByIdAsStateChangeDoes) {
   EXPECT_THAT(log(), HasSubstr("pod default/p-0a removed by the runtime; released"));
 
   // A method of an event the plugin did not subscribe to is UNIMPLEMENTED, so NRI falls back.
-  ASSERT_TRUE(
-      runtime->request(9, kPlugin, "PostStartContainer", api::PostStartContainerRequest().SerializeAsString()));
+  ASSERT_TRUE(runtime->request(9, kPlugin, "PostStartContainer", api::PostStartContainerRequest().SerializeAsString()));
   EXPECT_EQ(replyTo(*runtime, 9).status().code(), 12);  // google.rpc.Code UNIMPLEMENTED
 }
 

@@ -107,6 +107,22 @@ struct Timing {
   std::vector<double> files;  // how many cgroup files vrid wrote for each (none logged: older peers)
   int narrowed = 0;           // shared containers the plugin's answers narrowed (NRI updates)
 };
+// The cgroup files vrid wrote at each container's start (ContainerStarted), from the shim's or the
+// plugin's StartContainer lines; a start that wrote nothing logs none.
+std::vector<double> startFilesIn(const std::string& log) {
+  std::vector<double> files;
+  std::ifstream in(log);
+  for (std::string line; std::getline(in, line);) {
+    const size_t at = line.find("(vrid's cgroup writes ");
+    double ms = 0;
+    int n = 0;
+    if (line.find("StartContainer ") != std::string::npos && at != std::string::npos &&
+        std::sscanf(line.c_str() + at, "(vrid's cgroup writes %lf ms for %d files)", &ms, &n) == 2)
+      files.push_back(n);
+  }
+  return files;
+}
+
 Timing timingsIn(const std::string& log, const char* kind) {
   Timing t;
   std::ifstream in(log);
@@ -338,7 +354,10 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
     }
     // Started, as kubelet starts it next: the runtime makes its cgroup now. With cpuset partitions the
     // container must be a root partition as soon as the start returns, or the shared tenants keep its CPU.
+    const double wall_started = wallClock();
     if (status == 0 && !client.startContainer(id).ok()) status = 1;
+    if (o.printWindows)
+      std::printf("%s exclusive start %d: wall clock %.6f to %.6f\n", name.c_str(), i, wall_started, wallClock());
     if (status == 0 && partitions) {
       const std::string state = partitionOf(layout, uid, id);
       if (state == "root") ++partitions_at_start;
@@ -403,6 +422,11 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
     const double p99 = std::string(kind) == "shared" ? f.inside_p99 : f.without_writes_p99;
     const bool met = f.inside_p50 >= 0 && p99 <= 5 && (!nri || f.inside_max <= 1000);
     const double vs_direct = !direct && base > 0 ? f.e2e_p50 / base : -1;
+    // The starts' own writes (the exclusive containers' partitions; shared starts write nothing).
+    std::vector<double> start_files =
+        direct || std::string(kind) == "shared" ? std::vector<double>{} : startFilesIn(log);
+    const double start_min = start_files.empty() ? -1 : *std::min_element(start_files.begin(), start_files.end());
+    const double start_max = start_files.empty() ? -1 : *std::max_element(start_files.begin(), start_files.end());
     if (direct) {
       std::printf("%-10s %-9s %3zu creates straight to containerd: end to end p50 %.1f p99 %.1f ms\n", name.c_str(),
                   kind, f.creates, f.e2e_p50, f.e2e_p99);
@@ -422,12 +446,13 @@ std::vector<std::string> measure(const Options& o, const std::string& via, int t
                   "\"without_writes_ms_p99\":%.3f,\"vrid_writes_ms_p50\":%.3f,\"cgroup_files_min\":%.0f,"
                   "\"cgroup_files_max\":%.0f,\"runtime_updates\":%d,\"containerd_ms_p50\":%.1f,"
                   "\"end_to_end_ms_p50\":%.1f,\"end_to_end_ms_p99\":%.1f,\"end_to_end_vs_direct\":%.2f,"
-                  "\"synchronize_ms\":%.3f,\"partitions_at_start\":%d,\"target_met\":%s}",
+                  "\"synchronize_ms\":%.3f,\"partitions_at_start\":%d,\"start_cgroup_files_min\":%.0f,"
+                  "\"start_cgroup_files_max\":%.0f,\"starts_with_writes\":%zu,\"target_met\":%s}",
                   via.c_str(), kind, direct ? 0 : tenants, layout.v2 ? "v2" : "v1", partitions ? "true" : "false",
                   f.creates, f.inside_p50, f.inside_p99, f.inside_max, f.without_writes_p50, f.without_writes_p99,
                   f.writes_p50, f.files_min, f.files_max, updates, f.containerd_p50, f.e2e_p50, f.e2e_p99, vs_direct,
-                  sync_ms, std::string(kind) == "exclusive" && partitions ? partitions_at_start : -1,
-                  direct ? "null" : (met ? "true" : "false"));
+                  sync_ms, std::string(kind) == "exclusive" && partitions ? partitions_at_start : -1, start_min,
+                  start_max, start_files.size(), direct ? "null" : (met ? "true" : "false"));
     json.push_back(line);
   }
   for (const pid_t qemu : qemus) {

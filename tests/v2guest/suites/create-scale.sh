@@ -62,10 +62,12 @@ for via in shim nri; do
     awk '{exit !(NF == 1 || (NF == 2 && $2 == $1 + 1))}' || fail "$via: the files an exclusive create writes grow with the tenants: $counts"
 done
 
-step "each exclusive container is a root partition as soon as its start returns"
-json 'select(.via != "direct" and .kind == "exclusive") | "\(.via) \(.tenants): \(.partitions_at_start) of \(.creates)"'
-json 'select(.via != "direct" and .kind == "exclusive") | .partitions_at_start == .creates' | grep -q false &&
-  fail "an exclusive container was no root partition when its start returned"
+step "each exclusive container is a root partition as soon as its start returns, its start's writes the same whatever the tenants"
+json 'select(.via != "direct" and .kind == "exclusive") | "\(.via) \(.tenants): \(.partitions_at_start) of \(.creates) root partitions; each start wrote \(.start_cgroup_files_min)-\(.start_cgroup_files_max) files"'
+json 'select(.via != "direct" and .kind == "exclusive") | .partitions_at_start == .creates and .starts_with_writes == .creates' |
+  grep -q false && fail "an exclusive container was no root partition when its start returned, or its start wrote nothing"
+[ "$(json 'select(.via != "direct" and .kind == "exclusive") | .start_cgroup_files_min, .start_cgroup_files_max' | sort -u | wc -l)" = 1 ] ||
+  fail "the starts' writes vary"
 
 step "no shared container gets a narrowing update from the runtime"
 updates=$(json 'select(.via != "direct" and .kind == "exclusive") | "\(.via) \(.tenants): \(.runtime_updates)"')
@@ -75,7 +77,7 @@ echo "$updates" | awk '$3 != 0 {bad = 1} END {exit bad}' || fail "runtime update
 step "end to end against containerd's own create (information)"
 json 'select(.via != "direct") | "\(.via) \(.kind) \(.tenants) tenants: \(.end_to_end_ms_p50) ms, \(.end_to_end_vs_direct)x containerd'"'"'s own"'
 
-step "the files vrid writes for an exclusive create, with 0 and with 100 tenants, named by strace"
+step "the files vrid writes for an exclusive create and its start, with 0 and with 100 tenants, named by strace"
 cat > /tmp/vrid-traced <<EOF2
 #!/bin/sh
 # vrid under strace (only its writes, with the files they go to), a trace per vrid; stopped as vrid is.
@@ -91,23 +93,27 @@ rm -f /tmp/vrid.trace.*
 "$bench" --via=shim --tenants=0,100 --shared=1 --exclusive=1 --partitions=on --print-windows $peers_at $programs \
   --vrid=/tmp/vrid-traced > /tmp/create-traced.out 2>&1 || { cat /tmp/create-traced.out; fail "the traced run failed"; }
 cat /tmp/vrid.trace.* > /tmp/vrid.trace
+for call in create start; do
 for tenants in 0 100; do
-  window=$(sed -n "s/^shim-$tenants exclusive create 0: wall clock \([0-9.]*\) to \([0-9.]*\)\$/\1 \2/p" /tmp/create-traced.out)
-  [ -n "$window" ] || { cat /tmp/create-traced.out; fail "no window for the exclusive create with $tenants tenants"; }
-  counted=$(grep '^{' /tmp/create-traced.out | jq -r "select(.kind == \"exclusive\" and .tenants == $tenants) | .cgroup_files_max")
+  window=$(sed -n "s/^shim-$tenants exclusive $call 0: wall clock \([0-9.]*\) to \([0-9.]*\)\$/\1 \2/p" /tmp/create-traced.out)
+  [ -n "$window" ] || { cat /tmp/create-traced.out; fail "no window for the exclusive $call with $tenants tenants"; }
+  field=cgroup_files_max
+  [ "$call" = create ] || field=start_cgroup_files_max
+  counted=$(grep '^{' /tmp/create-traced.out | jq -r "select(.kind == \"exclusive\" and .tenants == $tenants) | .$field")
   # strace -y: 812 1795984292.695608 write(22</sys/fs/cgroup/kubepods/.../cpuset.cpus>, "3", 1) = 1; the run's
   # names (its private root, container ids) made alike across runs.
   awk -v from="${window% *}" -v to="${window#* }" '$2 >= from && $2 <= to && $3 ~ /\/sys\/fs\/cgroup\// {
       match($3, /<\/sys\/fs\/cgroup\/[^>]*>/); file = substr($3, RSTART + 16, RLENGTH - 17)
       match($0, /, "[^"]*"/); value = substr($0, RSTART + 3, RLENGTH - 4)
       print file " = " value }' /tmp/vrid.trace |
-    sed -e 's/vri-create-scale-[0-9]*/<run>/g' -e 's/[0-9a-f]\{64\}/<container>/g' > "/tmp/create-files-$tenants.txt"
-  echo "with $tenants tenants, vrid counted $counted files; strace saw these $(wc -l < "/tmp/create-files-$tenants.txt") writes:"
-  sed 's/^/  /' "/tmp/create-files-$tenants.txt"
-  [ "$(wc -l < "/tmp/create-files-$tenants.txt")" = "$counted" ] || fail "vrid counted $counted files, strace saw other writes"
+    sed -e 's/vri-create-scale-[0-9]*/<run>/g' -e 's/[0-9a-f]\{64\}/<container>/g' > "/tmp/$call-files-$tenants.txt"
+  echo "the $call with $tenants tenants: vrid counted $counted files; strace saw these $(wc -l < "/tmp/$call-files-$tenants.txt") writes:"
+  sed 's/^/  /' "/tmp/$call-files-$tenants.txt"
+  [ "$(wc -l < "/tmp/$call-files-$tenants.txt")" = "$counted" ] || fail "vrid counted $counted files, strace saw other writes"
 done
-extra=$(sed 's/ = .*//' /tmp/create-files-0.txt | sort > /tmp/files-0; sed 's/ = .*//' /tmp/create-files-100.txt | sort |
-  comm -13 /tmp/files-0 -)
+done
+extra=$(cat /tmp/create-files-0.txt /tmp/start-files-0.txt | sed 's/ = .*//' | sort > /tmp/files-0
+  cat /tmp/create-files-100.txt /tmp/start-files-100.txt | sed 's/ = .*//' | sort | comm -13 /tmp/files-0 -)
 echo "written with 100 tenants and not with none: ${extra:-nothing}"
 [ -z "$(echo "$extra" | grep -vx '<run>/machine/cpu.weight')" ] || fail "100 tenants add writes besides the machine partition's weight: $extra"
 steps_done create-scale

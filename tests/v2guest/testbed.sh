@@ -6,6 +6,9 @@
 #   tests/v2guest/testbed.sh <build-dir> <suite>     suite: a script in tests/v2guest/suites/
 #   SCENARIOS=a,b tests/v2guest/testbed.sh <build-dir> <suite>
 #                                    of a suite of scenarios, only those (the rest are reported skipped)
+#   GUEST_ARGS='guest.x=y ...' tests/v2guest/testbed.sh <build-dir> <suite>
+#                                    words added to the guest's kernel command line, for a suite's
+#                                    settings by hand (each suite says which it reads)
 #
 # A suite may ask for more than the base guest in its header:
 #   # guest-packages: a,b,c      Debian packages baked into its image (the guest has no apt source)
@@ -137,7 +140,7 @@ stage boot "suite $suite (timeout $timeout s)"
 boot_guest() {
   FORWARD=$forward TIMEOUT=$timeout SMP=${smp:-2} MEM=${mem:-2048} KERNEL="$kernel/vmlinux" INITRD="$kernel/initrd.cpio.gz" \
     "$here/run-guest.sh" "$image/rootfs.img" "$build" "$out" \
-    "guest.in=$build" "guest.run=$build/v2guest/suites/$suite.sh" hugepagesz=2M hugepages=64 $only
+    "guest.in=$build" "guest.run=$build/v2guest/suites/$suite.sh" hugepagesz=2M hugepages=64 $only ${GUEST_ARGS:-}
 }
 set +e
 boot_guest

@@ -6,7 +6,8 @@
 # writes for an exclusive create are as many with 100 tenants as with none, and no shared container
 # gets a narrowing update from the runtime. Then one exclusive create with 100 tenants under strace,
 # to name the files vrid writes for it, which must be as many as it counts.
-# More tenants by hand: VRI_CREATE_TENANTS=0,100,1000 SCENARIOS=create-scale tests/v2guest/testbed.sh build node-6.12
+# More tenants by hand (the guest's command line):
+#   GUEST_ARGS=guest.create_tenants=0,100,1000 SCENARIOS=create-scale tests/v2guest/testbed.sh build node-6.12
 # guest-packages: runc,jq,strace
 # guest-peers: containerd-2.4
 # guest-smp: 4
@@ -32,7 +33,8 @@ programs="--vrid=$GUEST_IN/vri/vrid --shim=$GUEST_IN/kubelet-bridge/cri-shim/vri
 # The way kubelet reaches containerd, the NRI socket at its default; vrid's deadline scaled for the
 # emulation as in the kubelet scenario (1 s -> 5 s).
 peers_at="--containerd=/run/containerd/containerd.sock --nri-socket=/var/run/nri/nri.sock --vrid-timeout-ms=5000"
-tenants=${VRI_CREATE_TENANTS:-0,100}
+tenants=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^guest\.create_tenants=//p')
+tenants=${tenants:-0,100}
 
 step "a fresh node with containerd 2.4, the cgroupfs driver and NRI on"
 fresh_node

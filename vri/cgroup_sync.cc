@@ -377,6 +377,24 @@ Result<DesiredTree> CgroupSync::reconciledTree(const LedgerState& state) const {
   return desired;
 }
 
+Result<int> CgroupSync::handBackToKubelet(const Ledger::Writer& writer, const LedgerState& state,
+                                          const CpuSet& cpus) {
+  (void)writer;  // held: no decision writes meanwhile
+  VRI_ASSIGN_OR_RETURN(DesiredTree desired, reconciledTree(state));
+  std::set<CgroupPath> kubelets{kubeletNamer_->kubepods(), kubeletNamer_->qos(QosClass::kBurstable),
+                                kubeletNamer_->qos(QosClass::kBestEffort)};
+  for (const auto& [uid, pod] : state.pods) {
+    if (Result<CgroupPath> path = kubeletNamer_->pod(pod.spec.qos, uid); path.ok()) kubelets.insert(*path);
+  }
+  for (auto& [path, spec] : desired.cgroups) {
+    // A cgroup without a cpuset of its own (a pod slice systemd keeps) has its parent's.
+    if (kubelets.count(path) > 0 && spec.settings.cpus) spec.settings.cpus = cpus;
+  }
+  CgroupApplier applier(fs_, *backend_);
+  VRI_ASSIGN_OR_RETURN(std::vector<CgroupOp> operations, applier.apply(desired));
+  return static_cast<int>(operations.size());
+}
+
 Result<SyncResult> CgroupSync::reconcile(const Ledger::Writer& writer, const LedgerState& state, bool withDrift,
                                          bool dryRun) {
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, reconciledTree(state));

@@ -89,6 +89,11 @@ class CgroupSync {
   // before writing are reported too; `dryRun` only plans.
   Result<SyncResult> reconcile(const Ledger::Writer& writer, const LedgerState& state, bool withDrift = false,
                                bool dryRun = false);
+  // kubelet's static CPU manager takes the node back: kubepods, its QoS cgroups and every pod's cgroup
+  // get `cpus` (kubelet never narrows them: its static policy sets containers' cpusets only, and a
+  // container's cpuset may not be wider than its parents'), every other value stays as the ledger
+  // holds it, containers' cpusets included. Returns the writes.
+  Result<int> handBackToKubelet(const Ledger::Writer& writer, const LedgerState& state, const CpuSet& cpus);
   // The tree reconcile would hold `state` to; `compare` also reads the kernel's files
   // (callers hold the ledger's writer then, so that no decision writes meanwhile).
   Result<TreeView> view(const LedgerState& state, bool compare) const;

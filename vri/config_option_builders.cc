@@ -84,9 +84,10 @@ ConfigOption stringOption(const char* name, const char* def, const char* help, s
           [member](const DaemonConfig& c) { return c.*member; }};
 }
 
-ConfigOption optionalPathOption(const char* name, const char* help, std::string DaemonConfig::*member) {
+ConfigOption optionalPathOption(const char* name, const char* help, std::string DaemonConfig::*member,
+                                const char* def) {
   return {name,
-          "",
+          def,
           help,
           false,
           [member](DaemonConfig& c, const std::string& v) -> Result<void> {

@@ -23,7 +23,8 @@ ConfigOption takeOption(const char* name, const char* def, const char* help, boo
 ConfigOption stringOption(const char* name, const char* def, const char* help, std::string DaemonConfig::*member,
                           bool absolute);
 // An absolute path, or empty for none.
-ConfigOption optionalPathOption(const char* name, const char* help, std::string DaemonConfig::*member);
+ConfigOption optionalPathOption(const char* name, const char* help, std::string DaemonConfig::*member,
+                                const char* def = "");
 ConfigOption quantityOption(const char* name, const char* def, const char* help, Quantity NodeReservations::*member);
 
 }  // namespace vri::config_option

@@ -75,6 +75,11 @@ std::vector<ConfigOption> buildOptions() {
                                  "kubelet's configuration file: vrid refuses to start while its reservations, "
                                  "eviction, topology manager or cgroup root differ from vrid's; empty: not read",
                                  &DaemonConfig::kubeletConfig));
+  o.push_back(optionalPathOption("kubelet_root_dir",
+                                 "kubelet's --root-dir: vrid refuses to start while kubelet's CPU or memory manager "
+                                 "checkpoint there names a policy other than none (kubelet's manager holds the node); "
+                                 "empty: not read",
+                                 &DaemonConfig::kubeletRootDir, "/var/lib/kubelet"));
   o.push_back({"libvirt_layout", "systemd-libvirt-level",
                "how libvirt lays out VM cgroups: systemd (libvirt < 7.1), systemd-libvirt-level, no-systemd", false,
                [](DaemonConfig& c, const std::string& v) -> Result<void> {

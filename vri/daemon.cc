@@ -156,6 +156,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_ASSIGN_OR_RETURN(NodeAllocatable allocatable, computeAllocatable(*topology, config.reservations));
   // Before anything is claimed: a vrid that disagrees with kubelet changes nothing.
   VRI_TRY(checkKubeletConfig(config));
+  VRI_TRY(checkKubeletCheckpoints(config));
   // Read before anything starts, so that a missing or careless token file refuses the start.
   std::string metricsToken;
   if (config.metricsPort != 0) {

@@ -53,6 +53,8 @@ struct DaemonConfig {
   int systemdTimeoutMs = 500;
   // kubelet's configuration file, checked against the options below at start (vri/kubelet_config.h); empty: not read.
   std::string kubeletConfig;
+  // kubelet's --root-dir, where its CPU and memory managers keep their checkpoints; empty: not read.
+  std::string kubeletRootDir = "/var/lib/kubelet";
   // Topology and reservations.
   std::string topology;  // live | xml:PATH | synthetic:DESCRIPTION
   ReservedCpusConfig reservedCpus;

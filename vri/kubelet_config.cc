@@ -3,10 +3,13 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include <unistd.h>
+
 #include <set>
 
 #include "base/owned_path.h"
 #include "base/quote.h"
+#include "vri/kubelet_checkpoint.h"
 
 namespace vri {
 
@@ -203,6 +206,18 @@ std::vector<std::string> kubeletMismatches(const DaemonConfig& config, const Kub
   return out;
 }
 
+std::string takeoverSteps(const DaemonConfig& config) {
+  const std::string file = config.kubeletConfig.empty() ? std::string("kubelet's configuration file")
+                                                        : config.kubeletConfig;
+  const std::string root = config.kubeletRootDir.empty() ? std::string("/var/lib/kubelet") : config.kubeletRootDir;
+  return "To take the node over with its pods running: stop kubelet; in " + file +
+         " set cpuManagerPolicy: none and memoryManagerPolicy: None; remove " + root + "/cpu_manager_state and " +
+         root +
+         "/memory_manager_state; start vrid, which adopts every running container on the CPUs and memory nodes "
+         "it holds; point kubelet at vri-cri-shim or enable vri-nri-plugin; start kubelet (docs/operating.md, "
+         "\"Taking a node over from kubelet's CPU manager\")";
+}
+
 Result<void> checkKubeletConfig(const DaemonConfig& config) {
   if (config.kubeletConfig.empty()) return {};
   // Read as vrid's own configuration is: what kubelet reserves decides what vrid admits.
@@ -214,7 +229,33 @@ Result<void> checkKubeletConfig(const DaemonConfig& config) {
   std::string message = "kubelet_config " + config.kubeletConfig + " disagrees with vrid's configuration (" +
                         std::to_string(mismatches.size()) + "): ";
   for (size_t i = 0; i < mismatches.size(); ++i) message += (i ? "; " : "") + mismatches[i];
+  // kubelet's own managers hold the node: the differences are the procedure's second step, not a typo.
+  if (kubelet.cpuManagerPolicy != "none" || kubelet.memoryManagerPolicy != "None")
+    return Error::failedPrecondition(message + ". " + takeoverSteps(config));
   return Error::failedPrecondition(message + ". Set both alike: vrid admits pods against what kubelet reserves");
+}
+
+Result<void> checkKubeletCheckpoints(const DaemonConfig& config) {
+  if (config.kubeletRootDir.empty()) return {};
+  struct Manager {
+    const char* file;
+    const char* none;  // the policy that leaves the node to VRI, as kubelet spells it
+    const char* what;
+  };
+  for (const Manager& m : {Manager{"cpu_manager_state", "none", "CPU manager"},
+                           Manager{"memory_manager_state", "None", "memory manager"}}) {
+    const std::string path = config.kubeletRootDir + "/" + m.file;
+    if (::access(path.c_str(), F_OK) != 0) continue;
+    VRI_ASSIGN_OR_RETURN(std::string text, readOwnedFile(path, std::string("kubelet's ") + m.what + " checkpoint",
+                                                         kMaxFileBytes));
+    VRI_ASSIGN_OR_RETURN(std::string policy, checkpointPolicyName(text, path).context("kubelet_root_dir"));
+    if (policy.empty() || policy == m.none) continue;
+    return Error::failedPrecondition(
+        "kubelet's " + std::string(m.what) + " holds this node: its checkpoint " + path + " says policy " +
+        quoteForMessage(policy) + " (kubelet started with that policy, or VRI handed the node back to it), and " +
+        "kubelet would refuse to start with policy " + m.none + " while it is there. " + takeoverSteps(config));
+  }
+  return {};
 }
 
 }  // namespace vri

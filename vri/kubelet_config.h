@@ -48,7 +48,15 @@ Result<KubeletSettings> parseKubeletConfig(std::string_view text, const std::str
 // Every setting where vrid and kubelet differ, one sentence each; empty when they agree.
 std::vector<std::string> kubeletMismatches(const DaemonConfig& config, const KubeletSettings& kubelet);
 
-// Reads config.kubeletConfig (when set) and refuses a mismatch, listing every difference.
+// Reads config.kubeletConfig (when set) and refuses a mismatch, listing every difference; while
+// kubelet's CPU or memory manager is on, the refusal names the takeover's steps.
 Result<void> checkKubeletConfig(const DaemonConfig& config);
+
+// The steps that take a node over from kubelet's CPU and memory managers, in the order that works.
+std::string takeoverSteps(const DaemonConfig& config);
+
+// Refuses while a checkpoint of kubelet's CPU or memory manager under config.kubeletRootDir names a
+// policy other than none: kubelet's manager holds the node (and kubelet, set to none, would not start).
+Result<void> checkKubeletCheckpoints(const DaemonConfig& config);
 
 }  // namespace vri

@@ -183,6 +183,10 @@ Result<T> NodeManager::finish(const DecisionRule& rule, const std::string& tenan
 }
 
 Result<void> NodeManager::checkNotHalted() const {
+  if (handedBack())
+    return Error::failedPrecondition(
+        "vrid handed this node back to kubelet's CPU manager (vrictl handback): it decides nothing more; stop "
+        "vrid and remove VRI (docs/operating.md, \"Handing a node back to kubelet's CPU manager\")");
   if (!halted()) return {};
   return Error(ErrorCode::kUnavailable,
                "vrid takes no decisions: an undo could not be committed and the ledger could not be reloaded; "
@@ -452,6 +456,8 @@ Result<ReconcileReport> NodeManager::reconcile(bool dryRun) {
 }
 
 Result<ReconcileReport> NodeManager::reconcileLocked(Ledger::Writer& writer, bool dryRun) {
+  // kubelet's now: the cgroups VRI would write back are its to write.
+  if (handedBack()) return checkNotHalted().error();
   const auto start = Stopwatch::now();
   bool landed = false;
   auto attempt = [&]() VRI_REQUIRES(ledger_.writerMutex()) -> Result<ReconcileReport> {

@@ -31,6 +31,7 @@
 #include "base/thread_annotations.h"
 #include "vri/cgroup_sync.h"
 #include "vri/event_hub.h"
+#include "vri/kubelet_checkpoint.h"
 #include "vri/logger.h"
 #include "vri/vanished_tenants.h"
 #include "vri/write_retry.h"
@@ -54,6 +55,14 @@ struct ReconcileReport {
 };
 
 // What a decision's cgroup writes cost: how many, and how long they took.
+// What handBack() wrote (or, as a dry run, would write).
+struct KubeletHandBack {
+  std::string checkpointPath;
+  CpuManagerCheckpoint checkpoint;
+  std::string checkpointText;  // the file as written
+  int cgroupWrites = 0;
+};
+
 struct WriteStats {
   int writes = 0;
   std::chrono::microseconds took{0};
@@ -133,6 +142,14 @@ class NodeManager {
   Result<VmCpuPlacement> moveVm(const std::string& uuid, const std::vector<VmThreadMove>& moves);
   // vCPUs brought online or offline in a running VM (Ledger::decideVcpusOnline); its cgroups written.
   Result<VcpusOnline> vcpusOnline(const std::string& uuid, const std::vector<int>& online);
+
+  // The node handed back to kubelet's static CPU manager (node_manager_handback.cc): kubelet's
+  // checkpoint written from the ledger to `kubeletRootDir`/cpu_manager_state (`dryRun`: only
+  // composed), kubelet's QoS and pod cgroups given every CPU, and from then on every decision
+  // refused and no reconcile written. Refused while a VM holds exclusive CPUs (kubelet's static
+  // policy would give them to pods) or writes wait to land.
+  Result<KubeletHandBack> handBack(const std::string& kubeletRootDir, bool dryRun);
+  bool handedBack() const { return handedBack_.load(); }
 
   // Start-up: the ledger against a scan (release what is gone, adopt what
   // runs), then a full reconcile.
@@ -257,6 +274,8 @@ class NodeManager {
   // reported: a warning is logged when they change, not every interval.
   std::vector<std::string> unrepaired_ VRI_GUARDED_BY(ledger_.writerMutex());
   std::atomic<uint64_t> reconciles_{0};
+  // Set once by handBack(), under the writer: the node is kubelet's again.
+  std::atomic<bool> handedBack_{false};
   struct {
     std::atomic<uint64_t> clean{0}, repaired{0}, failed{0}, differences{0};
   } reconcileOutcomes_;

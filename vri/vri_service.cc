@@ -240,6 +240,10 @@ VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const Bytes* in, B
   return serve(c, "ResizeVm", in, out, Runs::kDecides, &VriService::resizeVm);
 }
 
+VriService::Reactor* VriService::HandBack(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve(c, "HandBack", in, out, Runs::kDecides, &VriService::handBack);
+}
+
 VriService::Reactor* VriService::ContainerStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
   return serve(c, "ContainerStarted", in, out, Runs::kDecides, &VriService::containerStarted);
 }
@@ -483,6 +487,22 @@ Result<void> VriService::containerStarted(const v1::ContainerStartedRequest& req
   VRI_TRY(node_.containerStarted(owner->podUid, request.container_id(), &written));
   reply.set_cgroup_writes(written.writes);
   reply.set_cgroup_write_us(static_cast<uint64_t>(written.took.count()));
+  return {};
+}
+
+Result<void> VriService::handBack(const v1::HandBackRequest& request, v1::HandBackReply& reply) {
+  std::string rootDir = request.kubelet_root_dir();
+  if (rootDir.empty()) rootDir = node_.facts().options["kubelet_root_dir"];
+  if (rootDir.empty())
+    return Error::invalidArgument("kubelet_root_dir: vrid's is empty; name kubelet's --root-dir in the request");
+  VRI_ASSIGN_OR_RETURN(KubeletHandBack handed, node_.handBack(rootDir, request.dry_run()));
+  reply.set_checkpoint_path(handed.checkpointPath);
+  reply.set_checkpoint(handed.checkpointText);
+  reply.set_default_cpus(handed.checkpoint.defaultCpuSet);
+  int exclusive = 0;
+  for (const auto& [pod, containers] : handed.checkpoint.entries) exclusive += static_cast<int>(containers.size());
+  reply.set_exclusive_containers(exclusive);
+  reply.set_cgroup_writes(handed.cgroupWrites);
   return {};
 }
 

@@ -41,7 +41,8 @@ using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
                         v1::Vri::WithRawCallbackMethod_ReleaseVm<v1::Vri::WithRawCallbackMethod_ListTenants<
                             v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
                                 v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::WithRawCallbackMethod_MoveVm<
-                                    v1::Vri::WithRawCallbackMethod_GetUsage<v1::Vri::Service>>>>>>>>>>>>>>>>>>;
+                                    v1::Vri::WithRawCallbackMethod_GetUsage<
+                                        v1::Vri::WithRawCallbackMethod_HandBack<v1::Vri::Service>>>>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -95,6 +96,7 @@ class VriService final : public VriServiceBase {
   Reactor* Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* GetTree(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* HandBack(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
   Reactor* GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status WatchUsage(Context* context, const v1::WatchUsageRequest* request,
@@ -154,6 +156,7 @@ class VriService final : public VriServiceBase {
   Result<void> releasePod(const v1::ReleasePodRequest& request, v1::Released& reply);
   Result<void> vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
   Result<void> containerStarted(const v1::ContainerStartedRequest& request, v1::ContainerStartedReply& reply);
+  Result<void> handBack(const v1::HandBackRequest& request, v1::HandBackReply& reply);
   Result<void> getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
   // MoveVm's decision: the VM's UUID once its ledger and cgroups moved.
   Result<std::string> moveVm(const v1::MoveVmRequest& request);

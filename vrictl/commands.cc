@@ -33,6 +33,7 @@ struct Choices {
   unsigned recent = 20;
   bool dryRun = false;
   bool noCompare = false;
+  std::string kubeletRootDir;  // handback
   PinChoices pins;  // vcpupin, emulatorpin, numatune
   TopChoices top;
 };
@@ -202,6 +203,22 @@ struct Parser {
           return show(c, o, *reply, formatReconcile(printable(*reply), o.dryRun));
         })
         ->add_flag("--dry-run,-n", choices.dryRun, "show what reconcile would do, and do nothing");
+    CLI::App* handback =
+        add("handback",
+            "hand the node back to kubelet's static CPU manager (admin socket): write kubelet's cpu_manager_state "
+            "from the ledger, give kubelet's QoS and pod cgroups every CPU, and refuse every decision from then on; "
+            "--dry-run only shows the checkpoint",
+            [](CommandContext& c, const Choices& o) {
+              v1::HandBackRequest request;
+              request.set_kubelet_root_dir(o.kubeletRootDir);
+              request.set_dry_run(o.dryRun);
+              auto reply = c.vrid().handBack(request);
+              if (!reply.ok()) return failed(c, reply.error());
+              return show(c, o, *reply, formatHandBack(*reply, o.dryRun));
+            });
+    handback->add_option("--kubelet-root-dir", choices.kubeletRootDir,
+                         "kubelet's --root-dir (default: vrid's kubelet_root_dir)");
+    handback->add_flag("--dry-run,-n", choices.dryRun, "show the checkpoint, and do nothing");
   }
 
   // vcpupin, emulatorpin, numatune: where one VM runs, shown or moved.

@@ -114,4 +114,15 @@ std::string fieldsAsJson(const google::protobuf::Message& message, const std::ve
   return toJson(some);
 }
 
+std::string formatHandBack(const v1::HandBackReply& reply, bool dryRun) {
+  std::string out = std::string(dryRun ? "Would write " : "Wrote ") + reply.checkpoint_path() + ": " +
+                    std::to_string(reply.exclusive_containers()) + " exclusive containers, default set " +
+                    reply.default_cpus() + "\n" + reply.checkpoint() + "\n";
+  if (dryRun) return out;
+  return out + std::to_string(reply.cgroup_writes()) +
+         " cgroup writes gave kubelet's QoS and pod cgroups every CPU. vrid now refuses every decision.\n"
+         "Next: stop vrid and remove VRI; set kubelet's cpuManagerPolicy to static; point kubelet at the "
+         "runtime's own socket (or disable the NRI plugin); start kubelet.\n";
+}
+
 }  // namespace vri::ctl

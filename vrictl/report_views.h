@@ -13,6 +13,8 @@ namespace vri::ctl {
 // "2026-11-26 07:01:02.345 UTC  ADMITTED  pod/<uid>/app  detail"
 std::string formatEvent(const v1::Event& event, const TerminalStyle& style);
 std::string formatReconcile(const v1::ReconcileReply& reply, bool dryRun);
+// What a hand-back to kubelet's CPU manager wrote (or would write), and the steps left.
+std::string formatHandBack(const v1::HandBackReply& reply, bool dryRun);
 std::string formatTopology(const v1::Node& node);
 
 // The API's message as JSON, with the proto's field names and every field shown; maps sorted by key.

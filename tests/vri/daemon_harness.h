@@ -41,6 +41,7 @@ class DaemonHarness {
     config.cgroupRoot = tmp_.sub("fx/cgroup");
     config.topology = "synthetic:" + topology;
     config.stateDir = tmp_.sub("state");
+    config.kubeletRootDir = tmp_.sub("kubelet");  // kubelet's checkpoints: none, whatever this host runs
     config.socket = tmp_.sub("run/vri.sock");
     config.adminSocket = tmp_.sub("run/admin.sock");
     config.layout.libvirt = LibvirtLayout::kNoSystemd;

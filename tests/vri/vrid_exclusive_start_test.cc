@@ -173,6 +173,11 @@ TEST_F(VridExclusiveStartTest, AVridThatDisagreesWithKubeletsConfigurationDoesNo
   EXPECT_THAT(refused, HasSubstr("kubelet_config " + config.kubeletConfig + " disagrees"));
   EXPECT_THAT(refused, HasSubstr("kubelet's systemReserved.cpu is 250m, vrid's system_reserved_cpu is 1"));
   EXPECT_THAT(refused, HasSubstr("kubelet's cpuManagerPolicy is \"static\""));
+  // kubelet's own CPU manager holds the node: the refusal names the takeover's steps, in order.
+  EXPECT_THAT(refused, HasSubstr("To take the node over with its pods running: stop kubelet; in " +
+                                 config.kubeletConfig + " set cpuManagerPolicy: none and memoryManagerPolicy: None; "
+                                 "remove " + config.kubeletRootDir + "/cpu_manager_state and " +
+                                 config.kubeletRootDir + "/memory_manager_state; start vrid"));
   EXPECT_FALSE(std::filesystem::exists(config.stateDir));
   EXPECT_TRUE(firstAnswers());
   // Agreeing, it gets as far as the sockets the first one holds.
@@ -278,6 +283,37 @@ TEST_F(VridExclusiveStartTest, InitLedgerKeepsASoundLedgerThatIsOnlyBusyAndEvery
     vrid_.stop();
   }
   EXPECT_EQ(damagedCopies(), 2);
+}
+
+// A checkpoint of kubelet's CPU or memory manager that names a policy other than none: kubelet's
+// manager holds the node (or kubelet, set to none, would refuse to start on it), so vrid does not
+// start either, and says what to do. kubelet's own file for policy none does not stop it.
+TEST_F(VridExclusiveStartTest, AKubeletCheckpointOfTheStaticPolicyStopsVridWithTheNextStep) {
+  DaemonConfig config = vrid_.config;
+  config.stateDir = vrid_.tmp().sub("second-state");
+  config.kubeletRootDir = vrid_.tmp().sub("kubelet");
+  std::filesystem::create_directories(config.kubeletRootDir);
+  const std::string cpuState = config.kubeletRootDir + "/cpu_manager_state";
+  std::ofstream(cpuState) << R"({"policyName":"static","defaultCpuSet":"0-3","checksum":0})";
+  std::string refused = startSecond(config);
+  EXPECT_THAT(refused, HasSubstr("kubelet's CPU manager holds this node: its checkpoint " + cpuState +
+                                 " says policy \"static\""));
+  EXPECT_THAT(refused, HasSubstr("remove " + cpuState));
+  EXPECT_FALSE(std::filesystem::exists(config.stateDir));
+
+  std::ofstream(cpuState, std::ios::trunc) << R"({"policyName":"none","defaultCpuSet":"","checksum":0})";
+  const std::string memoryState = config.kubeletRootDir + "/memory_manager_state";
+  std::ofstream(memoryState) << R"({"policyName":"Static","machineState":{},"checksum":0})";
+  refused = startSecond(config);
+  EXPECT_THAT(refused, HasSubstr("kubelet's memory manager holds this node: its checkpoint " + memoryState +
+                                 " says policy \"Static\""));
+  // Not JSON: named, not guessed at.
+  std::ofstream(memoryState, std::ios::trunc) << "{policyName";
+  EXPECT_THAT(startSecond(config), HasSubstr(memoryState + ": not JSON"));
+  // kubelet's files for policy none: it gets as far as the sockets the first one holds.
+  std::ofstream(memoryState, std::ios::trunc) << R"({"policyName":"None","machineState":{},"checksum":0})";
+  EXPECT_THAT(startSecond(config), HasSubstr("another process serves on"));
+  EXPECT_TRUE(firstAnswers());
 }
 
 }  // namespace

@@ -1,0 +1,135 @@
+// HandBack (vrictl handback): the node returned to kubelet's static CPU manager. kubelet's
+// cpu_manager_state written from the ledger with kubelet's checksum, kubelet's QoS and pod cgroups
+// given every CPU while every container keeps its cpuset, and no decision or reconcile after it.
+// Refused, changing nothing, while a VM holds exclusive CPUs or kubelet's file holds another
+// static checkpoint. The guest's takeover scenario has a real kubelet start on the file.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "tests/vri/vrid_api_fixture.h"
+#include "vri/kubelet_checkpoint.h"
+
+namespace vri::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+class VridHandBackTest : public VridApiTest {
+ protected:
+  void SetUp() override {
+    VridApiTest::SetUp();
+    std::filesystem::create_directories(vrid_.config.kubeletRootDir);
+  }
+  std::string statePath() const { return vrid_.config.kubeletRootDir + "/cpu_manager_state"; }
+  std::string fileText(const std::string& path) {
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  grpc::Status handBack(bool dryRun, v1::HandBackReply* reply, bool admin = true) {
+    grpc::ClientContext context;
+    v1::HandBackRequest request;
+    request.set_dry_run(dryRun);
+    return (admin ? vrid_.admin : vrid_.readOnly)->HandBack(&context, request, reply);
+  }
+  // A Guaranteed container on two exclusive CPUs and a Burstable one on the shared pool.
+  void twoPods() {
+    grpc::ClientContext c1, c2;
+    v1::ContainerAllocation placed;
+    ASSERT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 2000, 2000, "c1c1"), &placed).ok());
+    ASSERT_TRUE(placed.exclusive());
+    exclusive_ = placed.cpuset_cpus();
+    ASSERT_TRUE(
+        vrid_.admin->AdmitContainer(&c2, container(kUid2, v1::BURSTABLE, 500, 1000, "c2c2", "web"), &placed).ok());
+    shared_ = placed.cpuset_cpus();
+  }
+  std::string exclusive_, shared_;
+};
+
+TEST_F(VridHandBackTest, KubeletsCheckpointHoldsWhatTheLedgerHoldsAndItsCgroupsGetEveryCpu) {
+  twoPods();
+  const std::string guaranteedPod = "kubepods/pod" + std::string(kUid);
+  const std::string burstablePod = "kubepods/burstable/pod" + std::string(kUid2);
+  ASSERT_EQ(cpus("cpuset", "kubepods/burstable"), shared_);  // VRI narrowed it
+  ASSERT_EQ(cpus("cpuset", burstablePod), shared_);
+
+  // A dry run composes the file and changes nothing.
+  v1::HandBackReply dry;
+  ASSERT_TRUE(handBack(true, &dry).ok());
+  EXPECT_EQ(dry.checkpoint_path(), statePath());
+  EXPECT_EQ(dry.exclusive_containers(), 1);
+  EXPECT_FALSE(std::filesystem::exists(statePath()));
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), shared_);
+  auto composed = parseCpuManagerCheckpoint(dry.checkpoint(), "reply");
+  ASSERT_TRUE(composed.ok()) << composed.error().message();
+  EXPECT_EQ(composed->policyName, "static");
+  EXPECT_EQ(composed->entries, (std::map<std::string, std::map<std::string, std::string>>{{kUid, {{"app", exclusive_}}}}));
+  // Every other online CPU, the reserved one among them: kubelet's static policy shares those too.
+  EXPECT_EQ(composed->defaultCpuSet, (*CpuSet::parse("0-7") - *CpuSet::parse(exclusive_)).format());
+  EXPECT_EQ(composed->defaultCpuSet, shared_);
+  EXPECT_EQ(composed->checksum, kubeletChecksum(*composed));
+
+  v1::HandBackReply handed;
+  const grpc::Status status = handBack(false, &handed);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(fileText(statePath()), dry.checkpoint());
+  EXPECT_EQ(std::filesystem::status(statePath()).permissions() & std::filesystem::perms::all,
+            std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                std::filesystem::perms::group_read | std::filesystem::perms::others_read);
+  EXPECT_GT(handed.cgroup_writes(), 0);
+  for (const std::string& path : {std::string("kubepods"), std::string("kubepods/burstable"),
+                                  std::string("kubepods/besteffort"), guaranteedPod, burstablePod})
+    EXPECT_EQ(cpus("cpuset", path), "0-7") << path;
+  // Containers keep theirs: kubelet writes the same values at its first reconcile.
+  EXPECT_EQ(cpus("cpuset", guaranteedPod + "/c1c1"), exclusive_);
+  EXPECT_EQ(cpus("cpuset", burstablePod + "/c2c2"), shared_);
+
+  // From now on vrid decides nothing and writes nothing back.
+  grpc::ClientContext c1, c2;
+  v1::ContainerAllocation placed;
+  const grpc::Status refused =
+      vrid_.admin->AdmitContainer(&c1, container(kUid2, v1::BURSTABLE, 500, 1000, "c3c3", "side"), &placed);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("handed this node back to kubelet's CPU manager"));
+  v1::ReconcileRequest reconcile;
+  v1::ReconcileReply reconciled;
+  EXPECT_EQ(vrid_.admin->Reconcile(&c2, reconcile, &reconciled).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), "0-7");
+  // A second hand-back (the first one's writes failed, or the operator is unsure) finds its own file.
+  EXPECT_TRUE(handBack(false, &handed).ok());
+}
+
+TEST_F(VridHandBackTest, RefusedWhileAVmHoldsExclusiveCpusOrKubeletHoldsAnotherCheckpoint) {
+  twoPods();
+  v1::HandBackReply reply;
+  EXPECT_EQ(handBack(false, &reply, false).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+
+  grpc::ClientContext c1, c2;
+  v1::VmAllocation vmPlaced;
+  ASSERT_TRUE(vrid_.admin->AdmitVm(&c1, vm(kVmUuid, "db", 2, v1::DEDICATED), &vmPlaced).ok());
+  grpc::Status refused = handBack(false, &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("VMs hold exclusive CPUs: db ("));
+  EXPECT_THAT(refused.error_message(), HasSubstr("stop those VMs"));
+  v1::ReleaseVmRequest release;
+  release.set_uuid(kVmUuid);
+  v1::Released released;
+  ASSERT_TRUE(vrid_.admin->ReleaseVm(&c2, release, &released).ok());
+
+  // A static checkpoint of someone else's: kubelet ran with the static policy since.
+  std::ofstream(statePath()) << R"({"policyName":"static","defaultCpuSet":"0-7","checksum":14413152})";
+  refused = handBack(false, &reply);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("already holds a checkpoint of policy \"static\""));
+  EXPECT_EQ(fileText(statePath()), R"({"policyName":"static","defaultCpuSet":"0-7","checksum":14413152})");
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), shared_);
+  // kubelet's own file for policy none is replaced.
+  std::ofstream(statePath(), std::ios::trunc) << R"({"policyName":"none","defaultCpuSet":"","checksum":1353318690})";
+  ASSERT_TRUE(handBack(false, &reply).ok());
+  EXPECT_THAT(fileText(statePath()), HasSubstr(R"("policyName":"static")"));
+}
+
+}  // namespace
+}  // namespace vri::testing

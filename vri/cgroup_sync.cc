@@ -386,9 +386,21 @@ Result<int> CgroupSync::handBackToKubelet(const Ledger::Writer& writer, const Le
   for (const auto& [uid, pod] : state.pods) {
     if (Result<CgroupPath> path = kubeletNamer_->pod(pod.spec.qos, uid); path.ok()) kubelets.insert(*path);
   }
+  // Containers on the shared pool get the pool itself, kubelet's default set, also where cpuset
+  // partitions had them hold the wide set: kubelet's first reconcile then writes what they hold.
+  std::set<CgroupPath> shared;
+  for (const auto& [uid, pod] : state.pods) {
+    for (const auto& [name, container] : pod.containers) {
+      if (!container.exclusive.empty() || container.spec.id.empty()) continue;
+      if (Result<CgroupPath> path = kubeletNamer_->container(pod.spec.qos, uid, container.spec.id); path.ok())
+        shared.insert(*path);
+    }
+  }
   for (auto& [path, spec] : desired.cgroups) {
     // A cgroup without a cpuset of its own (a pod slice systemd keeps) has its parent's.
-    if (kubelets.count(path) > 0 && spec.settings.cpus) spec.settings.cpus = cpus;
+    if (!spec.settings.cpus) continue;
+    if (kubelets.count(path) > 0) spec.settings.cpus = cpus;
+    if (shared.count(path) > 0) spec.settings.cpus = state.shared();
   }
   CgroupApplier applier(fs_, *backend_);
   VRI_ASSIGN_OR_RETURN(std::vector<CgroupOp> operations, applier.apply(desired));

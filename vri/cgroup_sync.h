@@ -91,8 +91,9 @@ class CgroupSync {
                                bool dryRun = false);
   // kubelet's static CPU manager takes the node back: kubepods, its QoS cgroups and every pod's cgroup
   // get `cpus` (kubelet never narrows them: its static policy sets containers' cpusets only, and a
-  // container's cpuset may not be wider than its parents'), every other value stays as the ledger
-  // holds it, containers' cpusets included. Returns the writes.
+  // container's cpuset may not be wider than its parents'), containers on the shared pool get the
+  // pool (kubelet's default set, which cpuset partitions' wide set is not), every other value stays
+  // as the ledger holds it. Returns the writes.
   Result<int> handBackToKubelet(const Ledger::Writer& writer, const LedgerState& state, const CpuSet& cpus);
   // The tree reconcile would hold `state` to; `compare` also reads the kernel's files
   // (callers hold the ledger's writer then, so that no decision writes meanwhile).

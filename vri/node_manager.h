@@ -55,11 +55,11 @@ struct ReconcileReport {
 };
 
 // What a decision's cgroup writes cost: how many, and how long they took.
-// What handBack() wrote (or, as a dry run, would write).
+// What handBack() composed and wrote.
 struct KubeletHandBack {
   std::string checkpointPath;
   CpuManagerCheckpoint checkpoint;
-  std::string checkpointText;  // the file as written
+  std::string checkpointText;  // the file's text
   int cgroupWrites = 0;
 };
 
@@ -144,11 +144,12 @@ class NodeManager {
   Result<VcpusOnline> vcpusOnline(const std::string& uuid, const std::vector<int>& online);
 
   // The node handed back to kubelet's static CPU manager (node_manager_handback.cc): kubelet's
-  // checkpoint written from the ledger to `kubeletRootDir`/cpu_manager_state (`dryRun`: only
-  // composed), kubelet's QoS and pod cgroups given every CPU, and from then on every decision
-  // refused and no reconcile written. Refused while a VM holds exclusive CPUs (kubelet's static
-  // policy would give them to pods) or writes wait to land.
-  Result<KubeletHandBack> handBack(const std::string& kubeletRootDir, bool dryRun);
+  // checkpoint for `kubeletRootDir`/cpu_manager_state composed from the ledger; unless `dryRun`,
+  // once `written` (what the caller wrote there) is that checkpoint, kubelet's QoS and pod cgroups
+  // given every CPU, and from then on every decision refused and no reconcile written. Refused
+  // while a VM holds exclusive CPUs (kubelet's static policy would give them to pods), writes wait
+  // to land, or the file holds another static checkpoint.
+  Result<KubeletHandBack> handBack(const std::string& kubeletRootDir, bool dryRun, const std::string& written);
   bool handedBack() const { return handedBack_.load(); }
 
   // Start-up: the ledger against a scan (release what is gone, adopt what

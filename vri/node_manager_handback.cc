@@ -3,7 +3,6 @@
 // CPU in the default set or one container's, the reserved CPUs in the default set, no overlap) and
 // from then on writes each container's cpuset from it every reconcile period: exclusive containers
 // their CPUs, all others the default set, which equals VRI's shared pool when no VM holds CPUs.
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,39 +63,10 @@ Result<void> checkExistingCheckpoint(const std::string& path, const std::string&
                                    "remove it (with kubelet stopped) if it is stale");
 }
 
-// Written whole or not at all: a kubelet that finds half a file refuses to start.
-Result<void> replaceFile(const std::string& path, const std::string& text) {
-  const std::string partial = path + ".vri-partial";
-  const int fd = ::open(partial.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd < 0) return Error::fromErrno(errno, "create " + partial);
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      ::unlink(partial.c_str());
-      return Error::fromErrno(err, "write " + partial);
-    }
-    done += static_cast<size_t>(n);
-  }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
-    ::unlink(partial.c_str());
-    return Error::fromErrno(err, "sync " + partial);
-  }
-  if (::rename(partial.c_str(), path.c_str()) != 0) {
-    const int err = errno;
-    ::unlink(partial.c_str());
-    return Error::fromErrno(err, "rename " + partial + " to " + path);
-  }
-  return {};
-}
-
 }  // namespace
 
-Result<KubeletHandBack> NodeManager::handBack(const std::string& kubeletRootDir, bool dryRun) {
+Result<KubeletHandBack> NodeManager::handBack(const std::string& kubeletRootDir, bool dryRun,
+                                              const std::string& written) {
   // Not refused once handed back: a hand-back whose cgroup writes failed is tried again whole.
   if (halted()) return Error(ErrorCode::kUnavailable, "vrid takes no decisions: see vrid's log (halted)");
   if (kubeletRootDir.empty() || kubeletRootDir.front() != '/')
@@ -112,20 +82,25 @@ Result<KubeletHandBack> NodeManager::handBack(const std::string& kubeletRootDir,
   VRI_ASSIGN_OR_RETURN(out.checkpoint, checkpointOf(*now));
   out.checkpointPath = kubeletRootDir + "/cpu_manager_state";
   out.checkpointText = encodeCheckpoint(out.checkpoint);
+  // The caller writes the checkpoint before the commit (vrid's unit may not write kubelet's
+  // directory): a hand-back that stops after it has changed no cgroup, and a second one finds the
+  // same file.
+  if (!dryRun && written != out.checkpointText)
+    return Error(ErrorCode::kAborted, "the checkpoint written is not what the ledger holds now (a decision came "
+                                      "between): compose it again");
   VRI_TRY(checkExistingCheckpoint(out.checkpointPath, out.checkpointText));
   if (dryRun) return out;
-  // The checkpoint first: a hand-back that stops after it has changed no cgroup, and a second
-  // one finds the same file and goes on.
-  VRI_TRY(replaceFile(out.checkpointPath, out.checkpointText));
+  VRI_ASSIGN_OR_RETURN(std::string onDisk,
+                       readOwnedFile(out.checkpointPath, "kubelet's CPU manager checkpoint", kMaxCheckpointBytes));
+  if (onDisk != written)
+    return Error::failedPrecondition(out.checkpointPath + " does not hold the checkpoint: write it there first");
   handedBack_ = true;
-  const Result<int> written = sync_.handBackToKubelet(writer, *now, now->pool.topology().onlineCpus());
-  if (!written.ok()) {
-    log_.warning("hand-back: " + out.checkpointPath + " written, but kubelet's cgroups kept VRI's cpusets: " +
-                 written.error().message());
-    return Error(written.error().code(),
-                 out.checkpointPath + " is written; kubelet's cgroups kept VRI's cpusets: " + written.error().message());
+  const Result<int> writes = sync_.handBackToKubelet(writer, *now, now->pool.topology().onlineCpus());
+  if (!writes.ok()) {
+    log_.warning("hand-back: kubelet's cgroups kept VRI's cpusets: " + writes.error().message());
+    return Error(writes.error().code(), "kubelet's cgroups kept VRI's cpusets: " + writes.error().message());
   }
-  out.cgroupWrites = *written;
+  out.cgroupWrites = *writes;
   log_.info("handed the node back to kubelet's CPU manager: " + out.checkpointPath + " (" +
             std::to_string(out.checkpoint.entries.size()) + " pods with exclusive CPUs, default set " +
             out.checkpoint.defaultCpuSet + "), " + std::to_string(out.cgroupWrites) +

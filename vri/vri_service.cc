@@ -495,7 +495,7 @@ Result<void> VriService::handBack(const v1::HandBackRequest& request, v1::HandBa
   if (rootDir.empty()) rootDir = node_.facts().options["kubelet_root_dir"];
   if (rootDir.empty())
     return Error::invalidArgument("kubelet_root_dir: vrid's is empty; name kubelet's --root-dir in the request");
-  VRI_ASSIGN_OR_RETURN(KubeletHandBack handed, node_.handBack(rootDir, request.dry_run()));
+  VRI_ASSIGN_OR_RETURN(KubeletHandBack handed, node_.handBack(rootDir, request.dry_run(), request.checkpoint()));
   reply.set_checkpoint_path(handed.checkpointPath);
   reply.set_checkpoint(handed.checkpointText);
   reply.set_default_cpus(handed.checkpoint.defaultCpuSet);

@@ -10,6 +10,7 @@
 #include "vrictl/completion.h"
 #include "vrictl/map_view.h"
 #include "vrictl/node_views.h"
+#include "vrictl/handback_command.h"
 #include "vrictl/pin_commands.h"
 #include "vrictl/report_views.h"
 #include "vrictl/top_command.h"
@@ -209,10 +210,7 @@ struct Parser {
             "from the ledger, give kubelet's QoS and pod cgroups every CPU, and refuse every decision from then on; "
             "--dry-run only shows the checkpoint",
             [](CommandContext& c, const Choices& o) {
-              v1::HandBackRequest request;
-              request.set_kubelet_root_dir(o.kubeletRootDir);
-              request.set_dry_run(o.dryRun);
-              auto reply = c.vrid().handBack(request);
+              auto reply = handBackToKubelet(c.vrid(), o.kubeletRootDir, o.dryRun);
               if (!reply.ok()) return failed(c, reply.error());
               return show(c, o, *reply, formatHandBack(*reply, o.dryRun));
             });

@@ -10,7 +10,9 @@
 #include <fstream>
 
 #include "tests/vri/vrid_api_fixture.h"
+#include "base/rpc_code.h"
 #include "vri/kubelet_checkpoint.h"
+#include "vrictl/handback_command.h"
 
 namespace vri::testing {
 namespace {
@@ -28,11 +30,15 @@ class VridHandBackTest : public VridApiTest {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
+  // As vrictl handback does it: composed by vrid, written by the caller, handed back by vrid.
   grpc::Status handBack(bool dryRun, v1::HandBackReply* reply, bool admin = true) {
-    grpc::ClientContext context;
-    v1::HandBackRequest request;
-    request.set_dry_run(dryRun);
-    return (admin ? vrid_.admin : vrid_.readOnly)->HandBack(&context, request, reply);
+    const std::unique_ptr<ctl::VridApi> vrid =
+        ctl::connectToVrid(admin ? vrid_.config.adminSocket : vrid_.config.socket);
+    Result<v1::HandBackReply> handed = ctl::handBackToKubelet(*vrid, "", dryRun);
+    if (!handed.ok()) return grpc::Status(static_cast<grpc::StatusCode>(toRpcCode(handed.error().code())),
+                                          handed.error().message());
+    *reply = *handed;
+    return grpc::Status::OK;
   }
   // A Guaranteed container on two exclusive CPUs and a Burstable one on the shared pool.
   void twoPods() {
@@ -129,6 +135,42 @@ TEST_F(VridHandBackTest, RefusedWhileAVmHoldsExclusiveCpusOrKubeletHoldsAnotherC
   std::ofstream(statePath(), std::ios::trunc) << R"({"policyName":"none","defaultCpuSet":"","checksum":1353318690})";
   ASSERT_TRUE(handBack(false, &reply).ok());
   EXPECT_THAT(fileText(statePath()), HasSubstr(R"("policyName":"static")"));
+}
+
+// The commit is taken only for the checkpoint the ledger holds now, and found in kubelet's file.
+TEST_F(VridHandBackTest, HandedBackOnlyWithTheLedgersCheckpointInKubeletsFile) {
+  twoPods();
+  const auto commit = [&](const std::string& checkpoint) {
+    grpc::ClientContext context;
+    v1::HandBackRequest request;
+    request.set_checkpoint(checkpoint);
+    v1::HandBackReply reply;
+    return vrid_.admin->HandBack(&context, request, &reply);
+  };
+  v1::HandBackReply composed;
+  ASSERT_TRUE(handBack(true, &composed).ok());
+  // Not written to kubelet's directory yet.
+  grpc::Status refused = commit(composed.checkpoint());
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::NOT_FOUND) << refused.error_message();
+  // A decision came between: the ledger's checkpoint is another.
+  grpc::ClientContext c1;
+  v1::ReleasePodRequest release;
+  release.set_pod_uid(kUid);
+  v1::Released released;
+  ASSERT_TRUE(vrid_.admin->ReleasePod(&c1, release, &released).ok());
+  std::ofstream(statePath()) << composed.checkpoint();
+  refused = commit(composed.checkpoint());
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::ABORTED);
+  EXPECT_THAT(refused.error_message(), HasSubstr("compose it again"));
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), "0-7");  // the pool, now that kUid's CPUs are back
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable/pod" + std::string(kUid2) + "/c2c2"), "0-7");
+  // vrictl's way (which puts back what the file held after a refusal): composed again, written,
+  // handed back; the file holds what the ledger holds.
+  std::filesystem::remove(statePath());
+  v1::HandBackReply handed;
+  ASSERT_TRUE(handBack(false, &handed).ok());
+  EXPECT_EQ(handed.exclusive_containers(), 0);
+  EXPECT_EQ(fileText(statePath()), R"({"policyName":"static","defaultCpuSet":"0-7","checksum":14413152})");
 }
 
 }  // namespace

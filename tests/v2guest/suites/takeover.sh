@@ -1,0 +1,216 @@
+#!/bin/sh
+# A node changes hands with every workload running, both ways, as docs/operating.md has it. kubelet
+# 1.35 with its static CPU manager places a Guaranteed and a Burstable pod; VRI's package, installed
+# then, refuses to start and names the steps; the steps taken, vrid adopts both pods where they run
+# (same containers, same cpusets) and places a new one; then vrictl handback writes kubelet's
+# checkpoint, VRI is removed, and kubelet starts with its static policy on that file, keeping every
+# container on its CPUs over two of its reconcile periods, and placing a new pod itself.
+# guest-packages: systemd-container,runc,curl,jq
+# guest-package-depends: yes
+# guest-peers: kubernetes,containerd-2.4
+# guest-smp: 4
+# guest-mem: 4096
+# guest-timeout: 1800
+set -eu
+cd /
+fail() {
+  step_failed "$*"
+  echo "takeover: FAIL: $*"
+  cat /var/lib/kubelet/cpu_manager_state 2> /dev/null || true
+  journalctl -u kubelet --no-pager -o short-monotonic | grep -v ' I[0-9]' | tail -n 40
+  journalctl -u vrid -u vri-cri-shim -u containerd --no-pager -o short-monotonic | tail -n 60
+  exit 1
+}
+uuid_prefix=9a1b2c3d-4e5f-4a6b-8c7d-
+. "$(dirname "$0")/node_helpers.sh"
+. "$(dirname "$0")/kubelet_node.sh"
+fresh_node
+here=$(dirname "$0")
+manifests=/etc/kubernetes/manifests
+node=v2guest
+state=/var/lib/kubelet/cpu_manager_state
+pods_json() { curl -sf --max-time 10 http://127.0.0.1:10265/pods; }
+kubelet_view() { # pod: "<state> <containerd id> <restarts>"
+  pods_json | jq -r --arg pod "$1-$node" '(.items // [])[] | select(.metadata.name == $pod)
+    | (.status.containerStatuses // [])[] | select(.name == "app")
+    | if .state.running then "running \(.containerID | sub("containerd://"; "")) \(.restartCount)"
+      elif .state.waiting then "waiting \(.state.waiting.reason): \(.state.waiting.message // "")"
+      else "terminated \(.state.terminated.reason)" end'
+}
+running() { kubelet_view "$1" | grep -q '^running '; }
+container_of() { kubelet_view "$1" | awk '$1 == "running" {print $2}'; }
+cgroup_of() { find $cg/kubepods* -type d -name "cri-containerd-$1.scope" | head -1; }  # containerd id
+# A pod's container as the kernel holds it: id, restarts, cpuset.cpus, effective CPUs and memory nodes.
+holds() { # pod
+  id=$(container_of "$1")
+  dir=$(cgroup_of "$id")
+  [ -n "$dir" ] || { echo "$1 no cgroup ($(kubelet_view "$1"))"; return 0; }
+  echo "$1 $(kubelet_view "$1" | awk '{print $2, $3}') cpus=$(cat "$dir/cpuset.cpus") effective=$(cat "$dir/cpuset.cpus.effective") mems=$(cat "$dir/cpuset.mems.effective")"
+}
+manifest() { # name cpu: Guaranteed with whole CPUs, Burstable with a share
+  case $2 in
+    *m) resources="requests: {cpu: \"$2\", memory: 16Mi}" ;;
+    *) resources="requests: {cpu: \"$2\", memory: 32Mi}
+        limits: {cpu: \"$2\", memory: 32Mi}" ;;
+  esac
+  cat > "/tmp/$1.yaml" <<EOF2
+apiVersion: v1
+kind: Pod
+metadata: {name: $1, namespace: default}
+spec:
+  hostNetwork: true
+  terminationGracePeriodSeconds: 2
+  containers:
+    - name: app
+      image: localhost/vri/pause:1.0
+      imagePullPolicy: Never
+      command: ["/sleeper"]
+      resources:
+        $resources
+EOF2
+  mv "/tmp/$1.yaml" "$manifests/$1.yaml"
+}
+kubelet_started() { # since
+  unit start kubelet
+  wait_for 300 "kubelet's healthz" curl -sf --max-time 5 http://127.0.0.1:10258/healthz
+  if journalctl -u kubelet --since "$1" -o cat | grep -E 'could not restore state|checkpoint is corrupted|differs from state checkpoint'; then
+    fail "kubelet refused its CPU manager's checkpoint"
+  fi
+}
+# Every container's cpuset, sampled once a second for `seconds`: prints the samples that differ from the first.
+cpusets_steady() { # seconds pods...
+  seconds=$1
+  shift
+  first=$(for pod in "$@"; do holds "$pod"; done)
+  for i in $(seq 1 "$seconds"); do
+    now=$(for pod in "$@"; do holds "$pod"; done)
+    [ "$now" = "$first" ] || { echo "changed after $i s:"; echo "$first"; echo "$now"; return 1; }
+    sleep 1
+  done
+}
+
+step "the node: containerd 2.4 and kubelet 1.35 with its static CPU manager, straight to containerd (systemd driver)"
+modprobe dummy 2>/dev/null || true
+ip link add vri0 type dummy && ip addr add 10.254.0.1/24 dev vri0 && ip link set vri0 up &&
+  ip route add default dev vri0 || fail "the dummy interface"
+install_containerd_and_kubelet
+mkdir -p $manifests
+sed -e 's|^containerRuntimeEndpoint:.*|containerRuntimeEndpoint: unix:///run/containerd/containerd.sock|' \
+  -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: static|' "$here/kubelet/config.yaml" > /etc/kubernetes/kubelet.yaml
+kubelet_unit "standalone (static pods)" --hostname-override=$node --node-ip=10.254.0.1 --v=2
+kubelet_started "$(date '+%Y-%m-%d %H:%M:%S')"
+
+step "kubelet's static policy places a Guaranteed pod on an exclusive CPU, a Burstable one on its default set"
+manifest g1 1
+manifest b1 250m
+for pod in g1 b1; do wait_for 300 "$pod running ($(kubelet_view $pod))" running $pod; done
+g1_uid=$(pods_json | jq -r --arg p "g1-$node" '.items[] | select(.metadata.name == $p) | .metadata.uid')
+wait_for 60 "kubelet's checkpoint holding g1" sh -c "jq -e --arg u '$g1_uid' '.entries[\$u].app' $state"
+g=$(jq -r --arg u "$g1_uid" '.entries[$u].app' $state)
+default=$(jq -r .defaultCpuSet $state)
+holds g1 > /tmp/kubelets.txt
+holds b1 >> /tmp/kubelets.txt
+cat /tmp/kubelets.txt
+echo "kubelet's checkpoint: $(cat $state)"
+grep -q "^g1 .* cpus=$g effective=$g " /tmp/kubelets.txt || fail "g1 is not on kubelet's CPU $g"
+grep -q "^b1 .* effective=$default " /tmp/kubelets.txt || fail "b1 is not on kubelet's default set $default"
+
+step "VRI's package installed on it: vrid refuses to start while kubelet's CPU manager holds the node, and names the steps"
+deb=$(ls "$GUEST_IN"/package/vri_*.deb)
+if dpkg -i "$deb" > /tmp/dpkg.out 2>&1; then
+  systemctl is-active -q vrid && fail "vrid runs beside kubelet's static CPU manager"
+fi
+journalctl -u vrid -o cat | grep -q "kubelet's CPU manager holds this node: its checkpoint $state says policy \"static\"" ||
+  fail "vrid did not say why it refused: $(journalctl -u vrid -o cat | tail -5)"
+journalctl -u vrid -o cat | grep -o 'To take the node over.*' | head -1
+
+step "the takeover as docs/operating.md has it: kubelet stopped, its policies none, its checkpoints removed, vrid started, kubelet through the shim"
+unit stop kubelet
+sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: none|' -e 's|^memoryManagerPolicy:.*|memoryManagerPolicy: None|' \
+  /etc/kubernetes/kubelet.yaml
+rm -f /var/lib/kubelet/cpu_manager_state /var/lib/kubelet/memory_manager_state
+vrid_with systemd
+set_conf reconcile_interval 5
+dpkg --configure -a > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg --configure -a"; }
+wait_for 120 "vrid" vrictl nodeinfo
+journalctl -u vrid -o cat | grep -q "kubelet_config /etc/kubernetes/kubelet.yaml agrees" ||
+  fail "vrid did not check kubelet's configuration"
+way_in shim
+placer_started shim
+kubelet_started "$(date '+%Y-%m-%d %H:%M:%S')"
+
+step "every container kept its id, its CPUs and its memory nodes; the ledger holds what kubelet had assigned"
+wait_for 120 "vrid holding g1" sh -c "vrictl list --pods | grep -q 'g1-$node'"
+holds g1 > /tmp/vris.txt
+holds b1 >> /tmp/vris.txt
+cat /tmp/vris.txt
+# With cpuset partitions (6.7+) a shared container holds the wide set VRI writes; its effective set is the same.
+sed 's/ cpus=[^ ]*//' /tmp/kubelets.txt > /tmp/a.txt
+sed 's/ cpus=[^ ]*//' /tmp/vris.txt > /tmp/b.txt
+diff /tmp/a.txt /tmp/b.txt || fail "a container moved or was recreated"
+grep -q "^g1 .* cpus=$g " /tmp/vris.txt || fail "g1's cpuset.cpus is no longer $g"
+vrictl list --pods | grep "g1-$node" | grep -q " $g " || fail "vrictl does not show g1 on CPU $g: $(vrictl list --pods)"
+[ "$(shared_pool)" = "$default" ] || fail "VRI's shared pool $(shared_pool) is not kubelet's default set $default"
+echo "vrictl: $(vrictl list --pods | grep -- "-$node" | tr -s ' ' | tr '\n' ';')"
+quiet_reconcile
+echo "the next reconcile repaired nothing"
+
+step "a new Guaranteed pod is placed by VRI; one that kubelet's static policy would refuse at admission, VRI refuses its container"
+manifest g3 1
+wait_for 300 "g3 running ($(kubelet_view g3))" running g3
+holds g3
+g3=$(holds g3 | sed -n 's/.* effective=\([^ ]*\) .*/\1/p')
+case "$g3" in *,*|*-*|"") fail "g3 is not on one CPU: $g3";; esac
+[ "$g3" != "$g" ] && [ "$g3" != 0 ] || fail "g3 on CPU $g3: g1's or the reserved one"
+manifest g4 2  # one unreserved CPU is left: kubelet's static policy would fail the pod (not enough CPUs)
+for i in $(seq 1 300); do
+  refusal=$(kubelet_view g4 | grep 'vri: ' || true)
+  [ -n "$refusal" ] && break
+  sleep 1
+done
+[ -n "$refusal" ] || fail "VRI did not refuse g4: $(kubelet_view g4)"
+echo "kubelet shows: $refusal"
+rm $manifests/g4.yaml
+wait_for 300 "vrid releasing g4" sh -c "! vrictl list --pods | grep -q 'g4-$node'"
+
+step "the hand-back as docs/operating.md has it: kubelet stopped, vrictl handback, VRI removed, kubelet's static policy on VRI's checkpoint"
+holds g1 > /tmp/before.txt
+holds b1 >> /tmp/before.txt
+holds g3 >> /tmp/before.txt
+unit stop kubelet
+vrictl handback --dry-run | tee /tmp/handback.txt
+[ ! -e $state ] || grep -q '"policyName":"none"' $state || fail "the dry run wrote $state"
+vrictl handback | tee /tmp/handback.txt || fail "vrictl handback"
+echo "kubelet's checkpoint from VRI: $(cat $state)"
+g3_uid=$(pods_json 2> /dev/null | jq -r --arg p "g3-$node" '.items[] | select(.metadata.name == $p) | .metadata.uid' || true)
+jq -e --arg u "$g1_uid" --arg c "$g" '.policyName == "static" and .entries[$u].app == $c' $state > /dev/null ||
+  fail "$state does not hold g1 on $g"
+[ "$(jq '.entries | length' $state)" = 2 ] || fail "$state holds $(jq '.entries | length' $state) pods, not g1 and g3"
+apt-get purge -y -q vri > /tmp/purge.out 2>&1 || { cat /tmp/purge.out; fail "apt-get purge vri"; }
+sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: static|' \
+  -e 's|^containerRuntimeEndpoint:.*|containerRuntimeEndpoint: unix:///run/containerd/containerd.sock|' \
+  /etc/kubernetes/kubelet.yaml
+since=$(date '+%Y-%m-%d %H:%M:%S')
+kubelet_started "$since"
+wait_for 120 "kubelet's CPU manager starting" sh -c \
+  "journalctl -u kubelet --since '$since' -o cat | grep -q 'Starting CPU manager.*static'"
+echo "kubelet: $(journalctl -u kubelet --since "$since" -o cat | grep -m1 'Starting CPU manager' | cut -c1-160)"
+
+step "kubelet keeps every container on its CPUs over two of its reconcile periods (10 s)"
+for pod in g1 b1 g3; do wait_for 120 "kubelet reporting $pod running" running $pod; done
+cpusets_steady 25 g1 b1 g3 || fail "kubelet moved a container"
+holds g1 > /tmp/after.txt
+holds b1 >> /tmp/after.txt
+holds g3 >> /tmp/after.txt
+cat /tmp/after.txt
+diff /tmp/before.txt /tmp/after.txt || fail "a container changed hands with its cpuset or its id changed"
+jq -e --arg u "$g1_uid" --arg c "$g" '.entries[$u].app == $c' $state > /dev/null ||
+  fail "kubelet's own checkpoint lost g1: $(cat $state)"
+
+step "kubelet's static policy places a new Guaranteed pod on the CPU left"
+manifest g5 1
+wait_for 300 "g5 running ($(kubelet_view g5))" running g5
+holds g5
+g5=$(holds g5 | sed -n 's/.* cpus=\([^ ]*\) .*/\1/p')
+case ",$g,$g3,0," in *",$g5,"*) fail "kubelet put g5 on $g5, a CPU taken or reserved";; esac
+steps_done takeover

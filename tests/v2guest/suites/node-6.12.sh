@@ -5,8 +5,10 @@
 # narrows (compared by effective sets), Guaranteed pods' scopes are root partitions, and the shim's
 # pool follower sends containerd nothing for a shared container when another pod takes exclusive CPUs;
 # then create-scale: an exclusive create through the shim and through NRI on containerd 2.4, whose
-# cgroup writes do not grow with the shared tenants and which sends no shared container an update.
-# guest-scenarios: partitions systemd create-scale
+# cgroup writes do not grow with the shared tenants and which sends no shared container an update;
+# then takeover: a real kubelet's node taken over from its static CPU manager with its pods running,
+# and handed back to it.
+# guest-scenarios: partitions systemd create-scale takeover
 # guest-kernel: linux-image-6.12.117+deb12-amd64=6.12.117-1~deb12u1
-# guest-timeout: 1800
+# guest-timeout: 2400
 exec sh "$(dirname "$0")/run-scenarios.sh" "$0"

@@ -128,9 +128,8 @@ step "the takeover as docs/operating.md has it: kubelet stopped, its policies no
 unit stop kubelet
 sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: none|' -e 's|^memoryManagerPolicy:.*|memoryManagerPolicy: None|' \
   /etc/kubernetes/kubelet.yaml
-rm -f /var/lib/kubelet/cpu_manager_state /var/lib/kubelet/memory_manager_state
 vrid_with systemd
-set_conf reconcile_interval 5
+rm -f /var/lib/kubelet/cpu_manager_state /var/lib/kubelet/memory_manager_state
 dpkg --configure -a > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg --configure -a"; }
 wait_for 120 "vrid" vrictl nodeinfo
 journalctl -u vrid -o cat | grep -q "kubelet_config /etc/kubernetes/kubelet.yaml agrees" ||

@@ -38,6 +38,7 @@ constexpr Method kMethods[] = {
     {"ReleaseContainer", true}, {"ReleasePod", true}, {"AdmitVm", true},        {"ReserveVm", true},
     {"ResizeVm", true},         {"VmStarted", true},  {"ReleaseVm", true},      {"ListTenants", false},
     {"GetTenant", false},       {"Reconcile", true},  {"MoveVm", true},         {"ContainerStarted", true},
+    {"HandBack", true},
 };
 constexpr size_t kMethodCount = sizeof kMethods / sizeof kMethods[0];
 
@@ -111,6 +112,7 @@ DaemonConfig configIn(const std::string& dir) {
   config.cgroupRoot = dir + "/fx/cgroup";
   config.topology = kTopology;
   config.stateDir = dir + "/state";
+  config.kubeletRootDir = dir + "/kubelet";  // absent: HandBack finds no kubelet to hand back to
   config.socket = dir + "/run/vri.sock";
   config.adminSocket = dir + "/run/admin.sock";
   config.layout.libvirt = LibvirtLayout::kNoSystemd;

@@ -377,8 +377,7 @@ Result<DesiredTree> CgroupSync::reconciledTree(const LedgerState& state) const {
   return desired;
 }
 
-Result<int> CgroupSync::handBackToKubelet(const Ledger::Writer& writer, const LedgerState& state,
-                                          const CpuSet& cpus) {
+Result<int> CgroupSync::handBackToKubelet(const Ledger::Writer& writer, const LedgerState& state, const CpuSet& cpus) {
   (void)writer;  // held: no decision writes meanwhile
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, reconciledTree(state));
   std::set<CgroupPath> kubelets{kubeletNamer_->kubepods(), kubeletNamer_->qos(QosClass::kBurstable),

@@ -17,8 +17,8 @@ namespace {
 // `Name:(type)value`; inside a map neither keys nor values carry their type, strings are bare,
 // and string keys sort bytewise.
 std::string spewText(const CpuManagerCheckpoint& cp) {
-  std::string out = "(*state.CPUManagerCheckpoint){PolicyName:(string)" + cp.policyName +
-                    " DefaultCPUSet:(string)" + cp.defaultCpuSet + " Entries:(map[string]map[string]string)map[";
+  std::string out = "(*state.CPUManagerCheckpoint){PolicyName:(string)" + cp.policyName + " DefaultCPUSet:(string)" +
+                    cp.defaultCpuSet + " Entries:(map[string]map[string]string)map[";
   bool firstPod = true;
   for (const auto& [pod, containers] : cp.entries) {
     if (!firstPod) out += ' ';
@@ -51,21 +51,11 @@ std::string goJsonString(std::string_view text) {
   std::string out = "\"";
   for (unsigned char c : text) {
     switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
       default:
         if (c < 0x20 || c == '<' || c == '>' || c == '&') {
           out += "\\u00";
@@ -150,8 +140,9 @@ Result<CpuManagerCheckpoint> parseCpuManagerCheckpoint(std::string_view text, co
       return Error::invalidArgument(origin + ": checksum " + quoteForMessage(digits) + " is not a whole number");
   }
   if (cp.checksum != 0 && cp.checksum != kubeletChecksum(cp))
-    return Error(ErrorCode::kDataLoss, origin + ": its checksum " + std::to_string(cp.checksum) + " is not its contents' (" +
-                           std::to_string(kubeletChecksum(cp)) + "): kubelet refuses it as corrupted");
+    return Error(ErrorCode::kDataLoss, origin + ": its checksum " + std::to_string(cp.checksum) +
+                                           " is not its contents' (" + std::to_string(kubeletChecksum(cp)) +
+                                           "): kubelet refuses it as corrupted");
   return cp;
 }
 

@@ -207,8 +207,8 @@ std::vector<std::string> kubeletMismatches(const DaemonConfig& config, const Kub
 }
 
 std::string takeoverSteps(const DaemonConfig& config) {
-  const std::string file = config.kubeletConfig.empty() ? std::string("kubelet's configuration file")
-                                                        : config.kubeletConfig;
+  const std::string file =
+      config.kubeletConfig.empty() ? std::string("kubelet's configuration file") : config.kubeletConfig;
   const std::string root = config.kubeletRootDir.empty() ? std::string("/var/lib/kubelet") : config.kubeletRootDir;
   return "To take the node over with its pods running: stop kubelet; in " + file +
          " set cpuManagerPolicy: none and memoryManagerPolicy: None; remove " + root + "/cpu_manager_state and " +
@@ -246,8 +246,8 @@ Result<void> checkKubeletCheckpoints(const DaemonConfig& config) {
                            Manager{"memory_manager_state", "None", "memory manager"}}) {
     const std::string path = config.kubeletRootDir + "/" + m.file;
     if (::access(path.c_str(), F_OK) != 0) continue;
-    VRI_ASSIGN_OR_RETURN(std::string text, readOwnedFile(path, std::string("kubelet's ") + m.what + " checkpoint",
-                                                         kMaxFileBytes));
+    VRI_ASSIGN_OR_RETURN(std::string text,
+                         readOwnedFile(path, std::string("kubelet's ") + m.what + " checkpoint", kMaxFileBytes));
     VRI_ASSIGN_OR_RETURN(std::string policy, checkpointPolicyName(text, path).context("kubelet_root_dir"));
     if (policy.empty() || policy == m.none) continue;
     return Error::failedPrecondition(

@@ -55,7 +55,8 @@ Result<CpuManagerCheckpoint> checkpointOf(const LedgerState& state) {
 // says what this hand-back would (an earlier one); any other static checkpoint is refused.
 Result<void> checkExistingCheckpoint(const std::string& path, const std::string& text) {
   if (::access(path.c_str(), F_OK) != 0) return {};
-  VRI_ASSIGN_OR_RETURN(std::string existing, readOwnedFile(path, "kubelet's CPU manager checkpoint", kMaxCheckpointBytes));
+  VRI_ASSIGN_OR_RETURN(std::string existing,
+                       readOwnedFile(path, "kubelet's CPU manager checkpoint", kMaxCheckpointBytes));
   VRI_ASSIGN_OR_RETURN(std::string policy, checkpointPolicyName(existing, path));
   if (policy.empty() || policy == "none" || existing == text) return {};
   return Error::failedPrecondition(path + " already holds a checkpoint of policy " + quoteForMessage(policy) +
@@ -86,8 +87,9 @@ Result<KubeletHandBack> NodeManager::handBack(const std::string& kubeletRootDir,
   // directory): a hand-back that stops after it has changed no cgroup, and a second one finds the
   // same file.
   if (!dryRun && written != out.checkpointText)
-    return Error(ErrorCode::kAborted, "the checkpoint written is not what the ledger holds now (a decision came "
-                                      "between): compose it again");
+    return Error(ErrorCode::kAborted,
+                 "the checkpoint written is not what the ledger holds now (a decision came "
+                 "between): compose it again");
   VRI_TRY(checkExistingCheckpoint(out.checkpointPath, out.checkpointText));
   if (dryRun) return out;
   VRI_ASSIGN_OR_RETURN(std::string onDisk,

@@ -8,9 +8,9 @@
 
 #include "base/version.h"
 #include "vrictl/completion.h"
+#include "vrictl/handback_command.h"
 #include "vrictl/map_view.h"
 #include "vrictl/node_views.h"
-#include "vrictl/handback_command.h"
 #include "vrictl/pin_commands.h"
 #include "vrictl/report_views.h"
 #include "vrictl/top_command.h"
@@ -35,7 +35,7 @@ struct Choices {
   bool dryRun = false;
   bool noCompare = false;
   std::string kubeletRootDir;  // handback
-  PinChoices pins;  // vcpupin, emulatorpin, numatune
+  PinChoices pins;             // vcpupin, emulatorpin, numatune
   TopChoices top;
 };
 

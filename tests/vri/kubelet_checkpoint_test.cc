@@ -27,16 +27,16 @@ TEST(KubeletCheckpointTest, ChecksumsAreKubeletsOwn) {
   EXPECT_EQ(kubeletChecksum(staticCheckpoint("0,3", {{"3f1c1d7e-aaaa-4bbb-8ccc-123456789abc", {{"app", "1-2"}}}})),
             2256934842u);
   // Pods and containers in byte order, as go-spew sorts string keys.
-  EXPECT_EQ(kubeletChecksum(staticCheckpoint("0-1,6-7", {{"b-pod", {{"z", "5"}, {"a", "4"}}},
-                                                          {"a-pod", {{"main", "2-3"}}}})),
-            1662970070u);
+  EXPECT_EQ(
+      kubeletChecksum(staticCheckpoint("0-1,6-7", {{"b-pod", {{"z", "5"}, {"a", "4"}}}, {"a-pod", {{"main", "2-3"}}}})),
+      1662970070u);
 }
 
 TEST(KubeletCheckpointTest, TheFileIsWhatKubeletWrites) {
   EXPECT_EQ(encodeCheckpoint(staticCheckpoint("0-7", {})),
             R"({"policyName":"static","defaultCpuSet":"0-7","checksum":14413152})");  // empty entries left out
-  EXPECT_EQ(encodeCheckpoint(staticCheckpoint("0-1,6-7", {{"b-pod", {{"z", "5"}, {"a", "4"}}},
-                                                          {"a-pod", {{"main", "2-3"}}}})),
+  EXPECT_EQ(encodeCheckpoint(
+                staticCheckpoint("0-1,6-7", {{"b-pod", {{"z", "5"}, {"a", "4"}}}, {"a-pod", {{"main", "2-3"}}}})),
             R"({"policyName":"static","defaultCpuSet":"0-1,6-7","entries":{"a-pod":{"main":"2-3"},)"
             R"("b-pod":{"a":"4","z":"5"}},"checksum":1662970070})");
 }

@@ -174,10 +174,12 @@ TEST_F(VridExclusiveStartTest, AVridThatDisagreesWithKubeletsConfigurationDoesNo
   EXPECT_THAT(refused, HasSubstr("kubelet's systemReserved.cpu is 250m, vrid's system_reserved_cpu is 1"));
   EXPECT_THAT(refused, HasSubstr("kubelet's cpuManagerPolicy is \"static\""));
   // kubelet's own CPU manager holds the node: the refusal names the takeover's steps, in order.
-  EXPECT_THAT(refused, HasSubstr("To take the node over with its pods running: stop kubelet; in " +
-                                 config.kubeletConfig + " set cpuManagerPolicy: none and memoryManagerPolicy: None; "
-                                 "remove " + config.kubeletRootDir + "/cpu_manager_state and " +
-                                 config.kubeletRootDir + "/memory_manager_state; start vrid"));
+  EXPECT_THAT(refused,
+              HasSubstr("To take the node over with its pods running: stop kubelet; in " + config.kubeletConfig +
+                        " set cpuManagerPolicy: none and memoryManagerPolicy: None; "
+                        "remove " +
+                        config.kubeletRootDir + "/cpu_manager_state and " + config.kubeletRootDir +
+                        "/memory_manager_state; start vrid"));
   EXPECT_FALSE(std::filesystem::exists(config.stateDir));
   EXPECT_TRUE(firstAnswers());
   // Agreeing, it gets as far as the sockets the first one holds.

@@ -9,8 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "tests/vri/vrid_api_fixture.h"
 #include "base/rpc_code.h"
+#include "tests/vri/vrid_api_fixture.h"
 #include "vri/kubelet_checkpoint.h"
 #include "vrictl/handback_command.h"
 
@@ -35,8 +35,8 @@ class VridHandBackTest : public VridApiTest {
     const std::unique_ptr<ctl::VridApi> vrid =
         ctl::connectToVrid(admin ? vrid_.config.adminSocket : vrid_.config.socket);
     Result<v1::HandBackReply> handed = ctl::handBackToKubelet(*vrid, "", dryRun);
-    if (!handed.ok()) return grpc::Status(static_cast<grpc::StatusCode>(toRpcCode(handed.error().code())),
-                                          handed.error().message());
+    if (!handed.ok())
+      return grpc::Status(static_cast<grpc::StatusCode>(toRpcCode(handed.error().code())), handed.error().message());
     *reply = *handed;
     return grpc::Status::OK;
   }
@@ -71,7 +71,8 @@ TEST_F(VridHandBackTest, KubeletsCheckpointHoldsWhatTheLedgerHoldsAndItsCgroupsG
   auto composed = parseCpuManagerCheckpoint(dry.checkpoint(), "reply");
   ASSERT_TRUE(composed.ok()) << composed.error().message();
   EXPECT_EQ(composed->policyName, "static");
-  EXPECT_EQ(composed->entries, (std::map<std::string, std::map<std::string, std::string>>{{kUid, {{"app", exclusive_}}}}));
+  EXPECT_EQ(composed->entries,
+            (std::map<std::string, std::map<std::string, std::string>>{{kUid, {{"app", exclusive_}}}}));
   // Every other online CPU, the reserved one among them: kubelet's static policy shares those too.
   EXPECT_EQ(composed->defaultCpuSet, (*CpuSet::parse("0-7") - *CpuSet::parse(exclusive_)).format());
   EXPECT_EQ(composed->defaultCpuSet, shared_);

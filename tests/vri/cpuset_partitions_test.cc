@@ -5,6 +5,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
+
+#include "tests/support/temp_dir.h"
 #include "tests/vri/decision_pipeline_harness.h"
 
 namespace vri::testing {
@@ -253,6 +256,33 @@ TEST(CpusetPartitionsTest, AContainerWhoseCgroupComesWithItsStartBecomesAPartiti
   ASSERT_FALSE(unknown.ok());
   EXPECT_EQ(unknown.error().code(), ErrorCode::kNotFound);
   EXPECT_EQ(p.fixture().writes(), before);
+}
+
+// Handed back to kubelet's static policy, which knows no partitions: the exclusive container keeps
+// its CPUs (and stays a root partition), each shared container gets the pool itself, kubelet's
+// default set, in place of the wide set the kernel narrowed, so that kubelet's first reconcile
+// writes what it holds; what they run on does not change.
+TEST(CpusetPartitionsTest, HandedBackTheSharedContainersHoldKubeletsDefaultSet) {
+  Pipeline p(Ownership::kEverything, CgroupVersion::kV2, true);
+  fillPool(p, 1);
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(1), QosClass::kGuaranteed), exclusive("g1", 2)).ok());
+  const std::string besteffort = "kubepods/besteffort/pod" + uid(100) + "/s0";
+  const std::string container = "kubepods/pod" + uid(1) + "/g1";
+  const std::string cpus = file(p, container, "cpuset.cpus");
+  const StatePtr now = p.ledger->state();
+  const std::string pool = now->shared().format();
+  ASSERT_NE(file(p, besteffort, "cpuset.cpus"), pool) << "the wide set";
+  TempDir kubelet;
+  auto composed = p.node->handBack(kubelet.path(), true, "");
+  ASSERT_TRUE(composed.ok()) << composed.error().message();
+  EXPECT_EQ(composed->checkpoint.defaultCpuSet, pool);
+  std::ofstream(kubelet.sub("cpu_manager_state")) << composed->checkpointText;
+  auto handed = p.node->handBack(kubelet.path(), false, composed->checkpointText);
+  ASSERT_TRUE(handed.ok()) << handed.error().message();
+  EXPECT_EQ(file(p, besteffort, "cpuset.cpus"), pool);
+  EXPECT_EQ(file(p, container, "cpuset.cpus"), cpus);
+  EXPECT_EQ(file(p, container, "cpuset.cpus.partition"), "root");
+  EXPECT_EQ(file(p, "kubepods/besteffort", "cpuset.cpus"), file(p, "kubepods", "cpuset.cpus"));
 }
 
 }  // namespace

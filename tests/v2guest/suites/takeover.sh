@@ -38,6 +38,11 @@ kubelet_view() { # pod: "<state> <containerd id> <restarts>"
       else "terminated \(.state.terminated.reason)" end'
 }
 running() { kubelet_view "$1" | grep -q '^running '; }
+# The exclusive CPUs vrid's ledger holds for a pod's app (vrictl's JSON is the API's message).
+vri_exclusive() { # pod
+  vrictl list --pods --json | jq -r --arg p "$1-$node" '.tenants[].pod | select(.name | endswith($p))
+    | .containers[] | select(.resources.name == "app") | .exclusiveCpus // ""'
+}
 container_of() { kubelet_view "$1" | awk '$1 == "running" {print $2}'; }
 cgroup_of() { find $cg/kubepods* -type d -name "cri-containerd-$1.scope" | head -1; }  # containerd id
 # A pod's container as the kernel holds it: id, restarts, cpuset.cpus, effective CPUs and memory nodes.
@@ -117,11 +122,10 @@ grep -q "^b1 .* effective=$default " /tmp/kubelets.txt || fail "b1 is not on kub
 
 step "VRI's package installed on it: vrid refuses to start while kubelet's CPU manager holds the node, and names the steps"
 deb=$(ls "$GUEST_IN"/package/vri_*.deb)
-if dpkg -i "$deb" > /tmp/dpkg.out 2>&1; then
-  systemctl is-active -q vrid && fail "vrid runs beside kubelet's static CPU manager"
-fi
-journalctl -u vrid -o cat | grep -q "kubelet's CPU manager holds this node: its checkpoint $state says policy \"static\"" ||
-  fail "vrid did not say why it refused: $(journalctl -u vrid -o cat | tail -5)"
+dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || echo "dpkg -i: $(tail -1 /tmp/dpkg.out)"
+refusal="kubelet's CPU manager holds this node: its checkpoint $state says policy \"static\""
+wait_for 120 "vrid's refusal in its journal" sh -c "journalctl -u vrid -o cat | grep -qF '$refusal'"
+systemctl is-active -q vrid && fail "vrid runs beside kubelet's static CPU manager"
 journalctl -u vrid -o cat | grep -o 'To take the node over.*' | head -1
 
 step "the takeover as docs/operating.md has it: kubelet stopped, its policies none, its checkpoints removed, vrid started, kubelet through the shim"
@@ -131,6 +135,8 @@ sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: none|' -e 's|^memoryManagerP
 vrid_with systemd
 rm -f /var/lib/kubelet/cpu_manager_state /var/lib/kubelet/memory_manager_state
 dpkg --configure -a > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg --configure -a"; }
+systemctl reset-failed vrid
+unit restart vrid
 wait_for 120 "vrid" vrictl nodeinfo
 journalctl -u vrid -o cat | grep -q "kubelet_config /etc/kubernetes/kubelet.yaml agrees" ||
   fail "vrid did not check kubelet's configuration"
@@ -148,9 +154,10 @@ sed 's/ cpus=[^ ]*//' /tmp/kubelets.txt > /tmp/a.txt
 sed 's/ cpus=[^ ]*//' /tmp/vris.txt > /tmp/b.txt
 diff /tmp/a.txt /tmp/b.txt || fail "a container moved or was recreated"
 grep -q "^g1 .* cpus=$g " /tmp/vris.txt || fail "g1's cpuset.cpus is no longer $g"
-vrictl list --pods | grep "g1-$node" | grep -q " $g " || fail "vrictl does not show g1 on CPU $g: $(vrictl list --pods)"
+[ "$(vri_exclusive g1)" = "$g" ] || fail "vrid's ledger holds $(vri_exclusive g1) for g1, not CPU $g: $(vrictl list --pods)"
+[ -z "$(vri_exclusive b1)" ] || fail "vrid's ledger holds exclusive CPUs for b1: $(vri_exclusive b1)"
 [ "$(shared_pool)" = "$default" ] || fail "VRI's shared pool $(shared_pool) is not kubelet's default set $default"
-echo "vrictl: $(vrictl list --pods | grep -- "-$node" | tr -s ' ' | tr '\n' ';')"
+vrictl list --pods
 quiet_reconcile
 echo "the next reconcile repaired nothing"
 
@@ -161,6 +168,7 @@ holds g3
 g3=$(holds g3 | sed -n 's/.* effective=\([^ ]*\) .*/\1/p')
 case "$g3" in *,*|*-*|"") fail "g3 is not on one CPU: $g3";; esac
 [ "$g3" != "$g" ] && [ "$g3" != 0 ] || fail "g3 on CPU $g3: g1's or the reserved one"
+[ "$(vri_exclusive g3)" = "$g3" ] || fail "vrid's ledger holds $(vri_exclusive g3) for g3, not CPU $g3"
 manifest g4 2  # one unreserved CPU is left: kubelet's static policy would fail the pod (not enough CPUs)
 for i in $(seq 1 300); do
   refusal=$(kubelet_view g4 | grep 'vri: ' || true)

@@ -206,9 +206,8 @@ struct Parser {
         ->add_flag("--dry-run,-n", choices.dryRun, "show what reconcile would do, and do nothing");
     CLI::App* handback =
         add("handback",
-            "hand the node back to kubelet's static CPU manager (admin socket): write kubelet's cpu_manager_state "
-            "from the ledger, give kubelet's QoS and pod cgroups every CPU, and refuse every decision from then on; "
-            "--dry-run only shows the checkpoint",
+            "hand the node back to kubelet's static CPU manager (admin socket); --dry-run only shows kubelet's "
+            "checkpoint",
             [](CommandContext& c, const Choices& o) {
               auto reply = handBackToKubelet(c.vrid(), o.kubeletRootDir, o.dryRun);
               if (!reply.ok()) return failed(c, reply.error());

@@ -138,7 +138,7 @@ TEST_F(VrictlGoldenTest, RefusalsAndUsageErrorsHaveTheirExitCodes) {
 TEST_F(VrictlGoldenTest, EveryCommandHasHelp) {
   EXPECT_TRUE(matchesGolden("help.txt", vrictl_.run({"--help"})));
   for (const char* command : {"nodeinfo", "topology", "capacity", "pool", "list", "dominfo", "podinfo", "vcpupin",
-                              "emulatorpin", "numatune", "tree", "map", "top", "events", "reconcile"}) {
+                              "emulatorpin", "numatune", "tree", "map", "top", "events", "reconcile", "handback"}) {
     SCOPED_TRACE(command);
     EXPECT_TRUE(matchesGolden(std::string("help-") + command + ".txt", vrictl_.run({command, "--help"})));
   }

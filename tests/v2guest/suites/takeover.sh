@@ -124,7 +124,8 @@ step "VRI's package installed on it: vrid refuses to start while kubelet's CPU m
 deb=$(ls "$GUEST_IN"/package/vri_*.deb)
 dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || echo "dpkg -i: $(tail -1 /tmp/dpkg.out)"
 refusal="kubelet's CPU manager holds this node: its checkpoint $state says policy \"static\""
-wait_for 120 "vrid's refusal in its journal" sh -c "journalctl -u vrid -o cat | grep -qF '$refusal'"
+refused_in_journal() { journalctl -u vrid -o cat | grep -qF "$refusal"; }
+wait_for 120 "vrid's refusal in its journal" refused_in_journal
 systemctl is-active -q vrid && fail "vrid runs beside kubelet's static CPU manager"
 journalctl -u vrid -o cat | grep -o 'To take the node over.*' | head -1
 

@@ -192,21 +192,54 @@ Result<void> Ledger::checkRuntimeIdFree(const LedgerState& state, const std::str
   return Error::failedPrecondition("runtime id " + quoteForMessage(id) + " belongs to " + what);
 }
 
+namespace {
+
+// A container adopted from its cgroup alone (vrid's start-up, --init-ledger) is named by its runtime
+// id, and its pod "adopted/<uid>": what the runtime later says of them names them.
+bool namedByItsId(const ContainerRecord& c) { return !c.spec.id.empty() && c.spec.name == c.spec.id; }
+bool adoptedFromCgroups(const PodRecord& pod) { return pod.spec.name == "adopted/" + pod.spec.uid; }
+
+// The record of `pod` adopted from its cgroups that holds runtime id `id` under that id as its name.
+const ContainerRecord* adoptedUnderItsId(const PodRecord* pod, const std::string& id) {
+  if (pod == nullptr || id.empty()) return nullptr;
+  const auto found = pod->containers.find(id);
+  return found != pod->containers.end() && namedByItsId(found->second) ? &found->second : nullptr;
+}
+
+// Takes the container `name` out of `pod` and its CPUs and memory out of the books, within `n`.
+Result<void> dropContainer(NextState& n, PodRecord& pod, const std::string& name) {
+  const auto found = pod.containers.find(name);
+  if (found == pod.containers.end()) return {};
+  const std::string owner = containerTenant(pod.spec.uid, name);
+  n.pool().releaseOwner(owner);
+  if (!found->second.memory.empty()) VRI_TRY(n.numa().release(owner));
+  pod.containers.erase(found);
+  return {};
+}
+
+}  // namespace
+
 Result<Decision<bool>> Ledger::decideBindSandbox(const StatePtr& from, const PodSpec& pod,
                                                  const std::string& sandboxId) const {
   VRI_TRY(validatePodUid(pod.uid));
+  const PodRecord* existing = from->pod(pod.uid);
+  // A pod adopted from its cgroups, whose sandbox was taken for a container: the runtime names both.
+  const ContainerRecord* sandboxAsContainer =
+      existing != nullptr && adoptedFromCgroups(*existing) ? adoptedUnderItsId(existing, sandboxId) : nullptr;
   if (!sandboxId.empty()) {
     VRI_TRY(validateContainerId(sandboxId).context("sandbox id"));
-    VRI_TRY(checkRuntimeIdFree(*from, sandboxId, RuntimeOwner{pod.uid, ""}));
+    if (sandboxAsContainer == nullptr) VRI_TRY(checkRuntimeIdFree(*from, sandboxId, RuntimeOwner{pod.uid, ""}));
   }
   VRI_TRY(checkPodAmounts(pod));
-  const PodRecord* existing = from->pod(pod.uid);
   if (existing != nullptr) {
     VRI_TRY(checkSameQos(*existing, pod));
-    if (sandboxId.empty() || existing->sandboxId == sandboxId) return unchanged(from, false);
+    const bool renamed = adoptedFromCgroups(*existing) && !sandboxId.empty() && !pod.name.empty();
+    if (!renamed && (sandboxId.empty() || existing->sandboxId == sandboxId)) return unchanged(from, false);
     NextState n = next(from);
     PodRecord updated = *existing;
     updated.sandboxId = sandboxId;  // a re-created sandbox: the pod keeps what it holds
+    if (renamed) updated.spec.name = pod.name;
+    if (sandboxAsContainer != nullptr) VRI_TRY(dropContainer(n, updated, sandboxId));
     n.putPod(std::move(updated));
     return n.finish(false);
   }
@@ -387,17 +420,21 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
   VRI_TRY(checkPodAmounts(pod));
   VRI_TRY(checkContainerAmounts(container));
   VRI_TRY(validateContainerName(container.name));
+  const PodRecord* known = from->pod(pod.uid);
+  // Adopted from its cgroup under its id before: taken again under the name the runtime gives it, on
+  // the same CPUs, in one decision (its grant moves to the new name; nothing is written).
+  const ContainerRecord* underItsId = container.name != container.id ? adoptedUnderItsId(known, container.id) : nullptr;
   if (!container.id.empty()) {
     VRI_TRY(validateContainerId(container.id));
-    VRI_TRY(checkRuntimeIdFree(*from, container.id, RuntimeOwner{pod.uid, container.name}));
+    if (underItsId == nullptr) VRI_TRY(checkRuntimeIdFree(*from, container.id, RuntimeOwner{pod.uid, container.name}));
   }
-  const PodRecord* known = from->pod(pod.uid);
   if (known != nullptr) VRI_TRY(checkSameQos(*known, pod));
   PodRecord updated = known != nullptr ? *known : PodRecord{pod, {}, {}};
   if (updated.containers.count(container.name)) {
     return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");
   }
   NextState n = next(from);
+  if (underItsId != nullptr) VRI_TRY(dropContainer(n, updated, container.id));
   const std::string owner = containerTenant(pod.uid, container.name);
   if (!exclusive.empty()) VRI_TRY(n.pool().assign(owner, {exclusive, {}}));
   // Its hugepages are taken from the books as an admission takes them: on its CPUs' NUMA nodes when it

@@ -192,11 +192,18 @@ std::unique_ptr<LedgerSync> LedgerSync::plan(const LedgerSyncCalls& calls, v1::T
   for (const auto& s : *sandboxes) present.insert(s.id());
   for (const auto& c : *containers) present.insert(c.id());
   Known& known = work->known;
+  // What vrid adopted from the cgroups alone (its start-up, --init-ledger) is named by ids: the pod
+  // "adopted/<uid>", each container (the sandbox's among them) by its runtime id. Adopted again here,
+  // under the runtime's names, on the same CPUs.
+  std::set<std::string> podsFromCgroups, containersUnderTheirIds;
   for (const v1::Tenant& tenant : work->tenants.tenants()) {
     const v1::PodInfo& pod = tenant.pod();
     known.pods[pod.uid()] = &pod;
+    if (pod.sandbox_id().empty() && pod.name() == "adopted/" + pod.uid()) podsFromCgroups.insert(pod.uid());
     for (const v1::ContainerInfo& c : pod.containers()) {
       if (!c.resources().id().empty()) known.ids.insert(c.resources().id());
+      if (!c.resources().id().empty() && c.resources().name() == c.resources().id())
+        containersUnderTheirIds.insert(c.resources().id());
     }
     if (pod.sandbox_id().empty()) continue;  // not run by a shim: not ours to judge
     known.ids.insert(pod.sandbox_id());
@@ -214,11 +221,13 @@ std::unique_ptr<LedgerSync> LedgerSync::plan(const LedgerSyncCalls& calls, v1::T
     }
   }
   for (runtime::v1::PodSandbox& sandbox : *sandboxes) {
-    if (sandbox.state() == runtime::v1::SANDBOX_READY && !known.ids.count(sandbox.id()))
+    if (sandbox.state() == runtime::v1::SANDBOX_READY &&
+        (!known.ids.count(sandbox.id()) || podsFromCgroups.count(sandbox.metadata().uid())))
       work->sandboxes.push_back(std::move(sandbox));
   }
   for (runtime::v1::Container& container : *containers) {
-    if (container.state() == runtime::v1::CONTAINER_RUNNING && !known.ids.count(container.id()))
+    if (container.state() == runtime::v1::CONTAINER_RUNNING &&
+        (!known.ids.count(container.id()) || containersUnderTheirIds.count(container.id())))
       work->containers.push_back(std::move(container));
   }
   return std::unique_ptr<LedgerSync>(new LedgerSync(std::move(work)));

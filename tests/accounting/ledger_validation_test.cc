@@ -123,6 +123,54 @@ TEST(LedgerValidationTest, ReleasesWhatIsGoneAndAdoptsWhatRuns) {
   EXPECT_EQ(now->grants().size(), s->grants().size());
 }
 
+// A node taken over with its pods running: vrid's start-up adopts them from the cgroups, by ids (the
+// sandbox's cgroup among the containers); the runtime's names come later, through the shim's or the
+// plugin's sync, and the same CPUs stay with the same containers under those names.
+TEST(LedgerValidationTest, WhatTheCgroupsAdoptedTheRuntimeNamesOnTheSameCpus) {
+  testing::TempDir tmp;
+  const auto topo = fourCpus();
+  LedgerConfig config;
+  config.pool.reserved.cpus = CpuSet{0};
+  auto ledger =
+      std::move(
+          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0})).value();
+  makeGroup(fs, path("kubepods/podg1/aaa1"), CpuSet{3});  // kubelet's static policy: the app on CPU 3
+  makeGroup(fs, path("kubepods/podg1/5a5a1"), CpuSet::parse("0-2").value());  // its sandbox, on the default set
+  makeGroup(fs, path("kubepods/burstable/podb1/bbb1"), CpuSet::parse("0-2").value());
+  const auto backend = makeV1Backend({{"cpuset", "cpuset"}});
+  auto scan = scanNode(fs, *backend, TreeLayout{});
+  ASSERT_TRUE(scan.ok()) << scan.error().message();
+  const ValidationReport report = validateLedger(*ledger, *scan);
+  EXPECT_THAT(report.adopted, Contains("container aaa1 of pod g1: adopted with CPUs 3"));
+  StatePtr s = ledger->state();
+  EXPECT_EQ(s->pods.at("g1").spec.name, "adopted/g1");
+
+  // The runtime names the pod and its sandbox: the sandbox is no container; the app keeps CPU 3.
+  const PodSpec g1{"g1", "default/g1-node", QosClass::kGuaranteed, 0, 0};
+  ASSERT_TRUE(ledger->apply(&Ledger::decideBindSandbox, g1, std::string("5a5a1")).ok());
+  s = ledger->state();
+  EXPECT_EQ(s->pods.at("g1").spec.name, "default/g1-node");
+  EXPECT_EQ(s->pods.at("g1").sandboxId, "5a5a1");
+  EXPECT_FALSE(s->pods.at("g1").containers.count("5a5a1"));
+  ASSERT_NE(s->runtimeOwner("5a5a1"), nullptr);
+  EXPECT_TRUE(s->runtimeOwner("5a5a1")->isSandbox());
+  auto adopted = ledger->apply(&Ledger::decideAdoptContainer, g1,
+                               ContainerSpec{"app", "aaa1", false, 1000, 1000, std::nullopt, std::nullopt}, CpuSet{3});
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message();
+  s = ledger->state();
+  EXPECT_FALSE(s->pods.at("g1").containers.count("aaa1"));
+  EXPECT_EQ(s->pods.at("g1").containers.at("app").exclusive, CpuSet{3});
+  EXPECT_EQ(s->runtimeOwner("aaa1")->container, "app");
+  EXPECT_EQ(s->grants().count("pod/g1/aaa1"), 0u);
+  EXPECT_EQ(s->shared(), CpuSet::parse("0-2").value());
+  auto checked = checkLedgerInvariants(*s, *topo, config);
+  ASSERT_TRUE(checked.ok()) << checked.error().message();
+  // A pod the runtime made (not from the cgroups) keeps its sandbox: a second one is refused as before.
+  EXPECT_FALSE(ledger->apply(&Ledger::decideBindSandbox, g1, std::string("aaa1")).ok());
+}
+
 TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {
   testing::TempDir tmp;
   const auto topo = fourCpus();

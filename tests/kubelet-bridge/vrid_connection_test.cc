@@ -87,6 +87,29 @@ TEST_F(VridConnectionTest, EachStreamReleasesWhatIsGoneAndAdoptsWhatRunsUnknown)
   EXPECT_THAT(vrid_.containerAdmits(), SizeIs(1));  // known now: nothing adopted twice
 }
 
+// A node taken over: vrid adopted the running pod from its cgroups, by ids. The runtime names it: its
+// sandbox is bound (it was taken for a container) and its app adopted under its name, on its CPUs.
+TEST_F(VridConnectionTest, APodVridAdoptedFromItsCgroupsIsNamedByTheRuntime) {
+  const auto config =
+      kubelet::sandboxConfig("uid-4", "taken", kubelet::podCgroupParent("/", kubelet::PodQos::kGuaranteed, "uid-4"));
+  const std::string sandbox = runtime_.addSandbox(config);
+  auto app = kubelet::containerConfig(config, "app", kubelet::kubeletResources(1000, 1000, 64 << 20));
+  app.mutable_linux()->mutable_resources()->set_cpuset_cpus("1");
+  const std::string container = runtime_.addContainer(sandbox, app, runtime::v1::CONTAINER_RUNNING);
+  vrid_.holdPodFromCgroups("uid-4", {sandbox, container});
+  start();
+  ASSERT_TRUE(testing::eventually([&] { return connection_->passes() >= 1; }));
+  ASSERT_THAT(vrid_.podAdmits(), SizeIs(1));
+  EXPECT_EQ(vrid_.podAdmits()[0].sandbox_id(), sandbox);
+  EXPECT_EQ(vrid_.podAdmits()[0].pod_name(), "default/taken");
+  const auto admits = vrid_.containerAdmits();
+  ASSERT_THAT(admits, SizeIs(1));
+  EXPECT_EQ(admits[0].container_id(), container);
+  EXPECT_EQ(admits[0].container_name(), "app");
+  EXPECT_EQ(admits[0].running_cpus(), "1");
+  EXPECT_THAT(vrid_.podReleases(), SizeIs(0));
+}
+
 TEST_F(VridConnectionTest, APoolChangeBringsTheRuntimeInLine) {
   const auto config =
       kubelet::sandboxConfig("uid-1", "web", kubelet::podCgroupParent("/", kubelet::PodQos::kBurstable, "uid-1"));

@@ -42,6 +42,15 @@ class FakeVrid final : public VridClient {
     for (const auto& [name, id] : containers) pod.containers[name] = id;
     ++sequence_;
   }
+  // A pod as vrid's start-up adopts it from its cgroups alone: "adopted/<uid>", no sandbox bound,
+  // every container (the sandbox's cgroup among them) named by its runtime id.
+  void holdPodFromCgroups(const std::string& uid, const std::vector<std::string>& ids) {
+    std::lock_guard lock(mutex_);
+    Pod& pod = pods_[uid];
+    pod.fromCgroups = true;
+    for (const std::string& id : ids) pod.containers[id] = id;
+    ++sequence_;
+  }
   // Events for the current stream; end() ends it (vrid going away).
   void push(v1::Event::Kind kind) {
     {
@@ -223,6 +232,7 @@ class FakeVrid final : public VridClient {
     int skip = 0;
   };
   struct Pod {
+    bool fromCgroups = false;
     std::string sandboxId;
     std::map<std::string, std::string> containers;  // name -> runtime id ("" until bound)
   };
@@ -272,7 +282,7 @@ class FakeVrid final : public VridClient {
     v1::Tenant out;
     v1::PodInfo& info = *out.mutable_pod();
     info.set_uid(uid);
-    info.set_name("default/" + uid);
+    info.set_name(pod.fromCgroups ? "adopted/" + uid : "default/" + uid);
     info.set_sandbox_id(pod.sandboxId);
     for (const auto& [name, id] : pod.containers) {
       v1::ContainerInfo& c = *info.add_containers();

@@ -41,7 +41,7 @@ running() { kubelet_view "$1" | grep -q '^running '; }
 # The exclusive CPUs vrid's ledger holds for a pod's app (vrictl's JSON is the API's message).
 vri_exclusive() { # pod
   vrictl list --pods --json | jq -r --arg p "$1-$node" '.tenants[].pod | select(.name | endswith($p))
-    | .containers[] | select(.resources.name == "app") | .exclusiveCpus // ""'
+    | .containers[] | select(.resources.name == "app") | .exclusive_cpus'
 }
 container_of() { kubelet_view "$1" | awk '$1 == "running" {print $2}'; }
 cgroup_of() { find $cg/kubepods* -type d -name "cri-containerd-$1.scope" | head -1; }  # containerd id

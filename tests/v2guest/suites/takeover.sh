@@ -147,6 +147,7 @@ kubelet_started "$(date '+%Y-%m-%d %H:%M:%S')"
 
 step "every container kept its id, its CPUs and its memory nodes; the ledger holds what kubelet had assigned"
 wait_for 120 "vrid holding g1" sh -c "vrictl list --pods | grep -q 'g1-$node'"
+for pod in g1 b1; do wait_for 300 "kubelet reporting $pod running ($(kubelet_view $pod))" running $pod; done
 holds g1 > /tmp/vris.txt
 holds b1 >> /tmp/vris.txt
 cat /tmp/vris.txt

@@ -26,6 +26,9 @@ TEST(KubeletCheckpointTest, ChecksumsAreKubeletsOwn) {
   EXPECT_EQ(kubeletChecksum(staticCheckpoint("0-7", {})), 14413152u);
   EXPECT_EQ(kubeletChecksum(staticCheckpoint("0,3", {{"3f1c1d7e-aaaa-4bbb-8ccc-123456789abc", {{"app", "1-2"}}}})),
             2256934842u);
+  // What kubelet 1.35 wrote in the guest's takeover scenario for a static pod on CPU 1.
+  EXPECT_EQ(kubeletChecksum(staticCheckpoint("0,2-3", {{"f12031115293cafe62c34285dc103d2e", {{"app", "1"}}}})),
+            2805366700u);
   // Pods and containers in byte order, as go-spew sorts string keys.
   EXPECT_EQ(
       kubeletChecksum(staticCheckpoint("0-1,6-7", {{"b-pod", {{"z", "5"}, {"a", "4"}}}, {"a-pod", {{"main", "2-3"}}}})),

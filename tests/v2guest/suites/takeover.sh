@@ -177,9 +177,11 @@ holds g1 > /tmp/before.txt
 holds b1 >> /tmp/before.txt
 holds g3 >> /tmp/before.txt
 unit stop kubelet
-vrictl handback --dry-run | tee /tmp/handback.txt
+vrictl --socket /run/vri/admin.sock handback --dry-run > /tmp/handback.txt || fail "vrictl handback --dry-run: $(cat /tmp/handback.txt)"
+cat /tmp/handback.txt
 [ ! -e $state ] || grep -q '"policyName":"none"' $state || fail "the dry run wrote $state"
-vrictl handback | tee /tmp/handback.txt || fail "vrictl handback"
+vrictl --socket /run/vri/admin.sock handback > /tmp/handback.txt || fail "vrictl handback: $(cat /tmp/handback.txt)"
+cat /tmp/handback.txt
 echo "kubelet's checkpoint from VRI: $(cat $state)"
 g3_uid=$(pods_json 2> /dev/null | jq -r --arg p "g3-$node" '.items[] | select(.metadata.name == $p) | .metadata.uid' || true)
 jq -e --arg u "$g1_uid" --arg c "$g" '.policyName == "static" and .entries[$u].app == $c' $state > /dev/null ||

@@ -193,9 +193,9 @@ sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: static|' \
   /etc/kubernetes/kubelet.yaml
 since=$(date '+%Y-%m-%d %H:%M:%S')
 kubelet_started "$since"
-wait_for 120 "kubelet's CPU manager starting" sh -c \
-  "journalctl -u kubelet --since '$since' -o cat | grep -q 'Starting CPU manager.*static'"
-echo "kubelet: $(journalctl -u kubelet --since "$since" -o cat | grep -m1 'Starting CPU manager' | cut -c1-160)"
+wait_for 120 "kubelet's CPU manager restoring VRI's checkpoint" sh -c \
+  "journalctl -u kubelet --since '$since' -o cat | grep -q 'restored state from checkpoint.*CPUManager'"
+echo "kubelet: $(journalctl -u kubelet --since "$since" -o cat | grep -m1 'restored state from checkpoint.*CPUManager' | cut -c1-160)"
 
 step "kubelet keeps every container on its CPUs over two of its reconcile periods (10 s)"
 for pod in g1 b1 g3; do wait_for 120 "kubelet reporting $pod running" running $pod; done

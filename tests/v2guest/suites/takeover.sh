@@ -132,7 +132,7 @@ dpkg -i "$deb" > /tmp/dpkg.out 2>&1 || echo "dpkg -i: $(tail -1 /tmp/dpkg.out)"
 refusal="kubelet's CPU manager holds this node: its checkpoint $state says policy \"static\""
 refused_in_journal() { journalctl -u vrid -o cat | grep -qF "$refusal"; }
 wait_for 120 "vrid's refusal in its journal" refused_in_journal
-systemctl is-active -q vrid && fail "vrid runs beside kubelet's static CPU manager"
+! timeout 10 /usr/bin/vrictl nodeinfo > /dev/null 2>&1 || fail "vrid serves beside kubelet's static CPU manager"
 journalctl -u vrid -o cat | grep -o 'To take the node over.*' | head -1
 
 step "the takeover as docs/operating.md has it: kubelet stopped, its policies none, its checkpoints removed, vrid started, kubelet through the shim"

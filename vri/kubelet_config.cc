@@ -48,6 +48,35 @@ Result<void> reservation(const YAML::Node& node, const std::string& field, Quant
   return {};
 }
 
+// reservedMemory: a list of {numaNode, limits: {resource: quantity}}, each node and resource once.
+Result<KubeletReservedMemory> reservedMemoryOf(const YAML::Node& node) {
+  KubeletReservedMemory out;
+  if (!node || node.IsNull()) return out;
+  if (!node.IsSequence()) return Error::invalidArgument("reservedMemory: want a list of {numaNode, limits}");
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string where = "reservedMemory[" + std::to_string(i) + "]";
+    const YAML::Node entry = node[i];
+    if (!entry.IsMap() || !entry["numaNode"] || !entry["limits"] || !entry["limits"].IsMap())
+      return Error::invalidArgument(where + ": want {numaNode: N, limits: {memory: Q}}");
+    VRI_ASSIGN_OR_RETURN(Quantity numa, quantity(entry["numaNode"], where + ".numaNode"));
+    if (numa.milliValue() % 1000 != 0 || numa.value() < 0 || numa.value() > 1024)
+      return Error::invalidArgument(where + ".numaNode: want a NUMA node's number, got " + numa.toString());
+    auto& limits = out[static_cast<int>(numa.value())];
+    for (const auto& limit : entry["limits"]) {
+      const std::string resource = limit.first.Scalar();
+      if (resource != "memory" && !resource.starts_with("hugepages-"))
+        return Error::invalidArgument(where + ".limits: " + quoteForMessage(resource) +
+                                      " is neither memory nor hugepages-<size>");
+      VRI_ASSIGN_OR_RETURN(Quantity amount, quantity(limit.second, where + ".limits." + resource));
+      if (amount.value() <= 0) return Error::invalidArgument(where + ".limits." + resource + ": may not be zero");
+      if (!limits.emplace(resource, static_cast<uint64_t>(amount.value())).second)
+        return Error::invalidArgument(where + ": NUMA node " + numa.toString() + "'s " + resource +
+                                      " is reserved twice");
+    }
+  }
+  return out;
+}
+
 Result<KubeletSettings> settingsOf(const YAML::Node& root) {
   if (!root.IsMap()) return Error::invalidArgument("want a KubeletConfiguration, a map");
   const YAML::Node kind = root["kind"];
@@ -96,6 +125,7 @@ Result<KubeletSettings> settingsOf(const YAML::Node& root) {
     }
     return {};
   };
+  VRI_ASSIGN_OR_RETURN(s.reservedMemory, reservedMemoryOf(root["reservedMemory"]));
   VRI_TRY(text("cpuManagerPolicy", &s.cpuManagerPolicy));
   VRI_TRY(text("memoryManagerPolicy", &s.memoryManagerPolicy));
   VRI_TRY(text("topologyManagerPolicy", &s.topologyManagerPolicy));

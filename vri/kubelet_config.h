@@ -21,6 +21,7 @@
 #include "base/quantity.h"
 #include "base/result.h"
 #include "vri/daemon_config.h"
+#include "vri/kubelet_memory_checkpoint.h"
 
 namespace vri {
 
@@ -32,6 +33,8 @@ struct KubeletSettings {
   // evictionHard's memory.available; nullopt: a percentage, which vrid, holding an amount, cannot match.
   std::optional<Quantity> evictionHardMemory;
   std::string evictionHardMemoryText;  // as the file says it, for messages
+  // reservedMemory: what the memory manager's static policy keeps back on each NUMA node.
+  KubeletReservedMemory reservedMemory;
   std::string cpuManagerPolicy = "none";
   std::string memoryManagerPolicy = "None";
   std::string topologyManagerPolicy = "none";

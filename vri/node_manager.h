@@ -32,6 +32,7 @@
 #include "vri/cgroup_sync.h"
 #include "vri/event_hub.h"
 #include "vri/kubelet_checkpoint.h"
+#include "vri/kubelet_memory_checkpoint.h"
 #include "vri/logger.h"
 #include "vri/vanished_tenants.h"
 #include "vri/write_retry.h"
@@ -55,11 +56,26 @@ struct ReconcileReport {
 };
 
 // What a decision's cgroup writes cost: how many, and how long they took.
+// What handBack() is asked: where kubelet keeps its checkpoints, the configuration it will start
+// with (empty: none known, the CPU manager's checkpoint alone), and, to commit, what the caller wrote.
+struct KubeletHandBackRequest {
+  // Each initialised, so that a designated list may leave any out.
+  std::string kubeletRootDir = {};
+  std::string kubeletConfig = {};
+  bool dryRun = true;
+  std::string writtenCpu = {};     // what the caller wrote to cpu_manager_state
+  std::string writtenMemory = {};  // ... and to memory_manager_state, when there is one to write
+};
+
 // What handBack() composed and wrote.
 struct KubeletHandBack {
   std::string checkpointPath;
   CpuManagerCheckpoint checkpoint;
   std::string checkpointText;  // the file's text
+  // With the configuration's memoryManagerPolicy Static: the memory manager's; paths empty otherwise.
+  std::string memoryCheckpointPath;
+  MemoryManagerCheckpoint memoryCheckpoint;
+  std::string memoryCheckpointText;
   int cgroupWrites = 0;
 };
 
@@ -144,12 +160,13 @@ class NodeManager {
   Result<VcpusOnline> vcpusOnline(const std::string& uuid, const std::vector<int>& online);
 
   // The node handed back to kubelet's static CPU manager (node_manager_handback.cc): kubelet's
-  // checkpoint for `kubeletRootDir`/cpu_manager_state composed from the ledger; unless `dryRun`,
-  // once `written` (what the caller wrote there) is that checkpoint, kubelet's QoS and pod cgroups
-  // given every CPU, and from then on every decision refused and no reconcile written. Refused
-  // while a VM holds exclusive CPUs (kubelet's static policy would give them to pods), writes wait
-  // to land, or the file holds another static checkpoint.
-  Result<KubeletHandBack> handBack(const std::string& kubeletRootDir, bool dryRun, const std::string& written);
+  // checkpoints under `kubeletRootDir` composed from the ledger (vri/kubelet_handback_checkpoints.h),
+  // checked against the configuration kubelet will start with; unless `dryRun`, once the caller has
+  // written them there, kubelet's QoS and pod cgroups given every CPU, and from then on every
+  // decision refused and no reconcile written. Refused while a VM holds exclusive CPUs, writes
+  // wait to land, the files hold another static checkpoint, or kubelet's configuration would
+  // not start on them.
+  Result<KubeletHandBack> handBack(const KubeletHandBackRequest& request);
   bool handedBack() const { return handedBack_.load(); }
 
   // Start-up: the ledger against a scan (release what is gone, adopt what

@@ -491,11 +491,17 @@ Result<void> VriService::containerStarted(const v1::ContainerStartedRequest& req
 }
 
 Result<void> VriService::handBack(const v1::HandBackRequest& request, v1::HandBackReply& reply) {
-  std::string rootDir = request.kubelet_root_dir();
-  if (rootDir.empty()) rootDir = node_.facts().options["kubelet_root_dir"];
-  if (rootDir.empty())
+  KubeletHandBackRequest handBack;
+  handBack.kubeletRootDir = request.kubelet_root_dir();
+  if (handBack.kubeletRootDir.empty()) handBack.kubeletRootDir = node_.facts().options["kubelet_root_dir"];
+  if (handBack.kubeletRootDir.empty())
     return Error::invalidArgument("kubelet_root_dir: vrid's is empty; name kubelet's --root-dir in the request");
-  VRI_ASSIGN_OR_RETURN(KubeletHandBack handed, node_.handBack(rootDir, request.dry_run(), request.checkpoint()));
+  handBack.kubeletConfig = request.kubelet_config();
+  if (handBack.kubeletConfig.empty()) handBack.kubeletConfig = node_.facts().options["kubelet_config"];
+  handBack.dryRun = request.dry_run();
+  handBack.writtenCpu = request.checkpoint();
+  handBack.writtenMemory = request.memory_checkpoint();
+  VRI_ASSIGN_OR_RETURN(KubeletHandBack handed, node_.handBack(handBack));
   reply.set_checkpoint_path(handed.checkpointPath);
   reply.set_checkpoint(handed.checkpointText);
   reply.set_default_cpus(handed.checkpoint.defaultCpuSet);
@@ -503,6 +509,13 @@ Result<void> VriService::handBack(const v1::HandBackRequest& request, v1::HandBa
   for (const auto& [pod, containers] : handed.checkpoint.entries) exclusive += static_cast<int>(containers.size());
   reply.set_exclusive_containers(exclusive);
   reply.set_cgroup_writes(handed.cgroupWrites);
+  reply.set_memory_checkpoint_path(handed.memoryCheckpointPath);
+  reply.set_memory_checkpoint(handed.memoryCheckpointText);
+  int withMemory = 0;
+  for (const auto& [pod, containers] : handed.memoryCheckpoint.entries)
+    withMemory += static_cast<int>(containers.size());
+  reply.set_memory_containers(withMemory);
+  reply.set_kubelet_config(handBack.kubeletConfig);
   return {};
 }
 

@@ -34,8 +34,8 @@ struct Choices {
   unsigned recent = 20;
   bool dryRun = false;
   bool noCompare = false;
-  std::string kubeletRootDir;  // handback
-  PinChoices pins;             // vcpupin, emulatorpin, numatune
+  HandBackChoices handBack;
+  PinChoices pins;  // vcpupin, emulatorpin, numatune
   TopChoices top;
 };
 
@@ -206,16 +206,22 @@ struct Parser {
         ->add_flag("--dry-run,-n", choices.dryRun, "show what reconcile would do, and do nothing");
     CLI::App* handback =
         add("handback",
-            "hand the node back to kubelet's static CPU manager (admin socket); --dry-run only shows kubelet's "
-            "checkpoint",
+            "hand the node back to kubelet's static CPU and memory managers (admin socket); --dry-run only shows "
+            "kubelet's checkpoints",
             [](CommandContext& c, const Choices& o) {
-              auto reply = handBackToKubelet(c.vrid(), o.kubeletRootDir, o.dryRun);
+              HandBackChoices handBack = o.handBack;
+              handBack.dryRun = o.dryRun;
+              auto reply = handBackToKubelet(c.vrid(), handBack);
               if (!reply.ok()) return failed(c, reply.error());
               return show(c, o, *reply, formatHandBack(*reply, o.dryRun));
             });
-    handback->add_option("--kubelet-root-dir", choices.kubeletRootDir,
+    handback->add_option("--kubelet-root-dir", choices.handBack.kubeletRootDir,
                          "kubelet's --root-dir (default: vrid's kubelet_root_dir)");
-    handback->add_flag("--dry-run,-n", choices.dryRun, "show the checkpoint, and do nothing");
+    handback->add_option("--kubelet-config", choices.handBack.kubeletConfig,
+                         "the configuration kubelet will start with, cpuManagerPolicy static (default: vrid's "
+                         "kubelet_config); with memoryManagerPolicy Static the memory manager's checkpoint is "
+                         "written too");
+    handback->add_flag("--dry-run,-n", choices.dryRun, "show the checkpoints, and do nothing");
   }
 
   // vcpupin, emulatorpin, numatune: where one VM runs, shown or moved.

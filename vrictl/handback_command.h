@@ -1,5 +1,5 @@
-// vrictl handback: the node handed back to kubelet's static CPU manager. vrid composes kubelet's
-// checkpoint from the ledger; vrictl writes it (vrid's unit may not write kubelet's directory);
+// vrictl handback: the node handed back to kubelet's static CPU manager (and memory manager). vrid
+// composes kubelet's checkpoints from the ledger; vrictl writes them (vrid's unit may not write kubelet's directory);
 // vrid, finding the same checkpoint there, gives kubelet's cgroups back and decides nothing more.
 #pragma once
 
@@ -11,8 +11,14 @@
 
 namespace vri::ctl {
 
-// `kubeletRootDir` empty: vrid's kubelet_root_dir. A hand-back vrid refuses after the file was
-// written puts back what the file held before (or removes it).
-Result<v1::HandBackReply> handBackToKubelet(VridApi& vrid, const std::string& kubeletRootDir, bool dryRun);
+struct HandBackChoices {
+  std::string kubeletRootDir = {};  // empty: vrid's kubelet_root_dir
+  std::string kubeletConfig = {};   // the configuration kubelet will start with; empty: vrid's kubelet_config
+  bool dryRun = false;
+};
+
+// A hand-back vrid refuses after the files were written puts back what they held before (or
+// removes them).
+Result<v1::HandBackReply> handBackToKubelet(VridApi& vrid, const HandBackChoices& choices);
 
 }  // namespace vri::ctl

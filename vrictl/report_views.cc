@@ -115,14 +115,22 @@ std::string fieldsAsJson(const google::protobuf::Message& message, const std::ve
 }
 
 std::string formatHandBack(const v1::HandBackReply& reply, bool dryRun) {
-  std::string out = std::string(dryRun ? "Would write " : "Wrote ") + reply.checkpoint_path() + ": " +
-                    std::to_string(reply.exclusive_containers()) + " exclusive containers, default set " +
-                    reply.default_cpus() + "\n" + reply.checkpoint() + "\n";
+  const std::string verb = dryRun ? "Would write " : "Wrote ";
+  std::string out = verb + reply.checkpoint_path() + ": " + std::to_string(reply.exclusive_containers()) +
+                    " exclusive containers, default set " + reply.default_cpus() + "\n" + reply.checkpoint() + "\n";
+  if (!reply.memory_checkpoint_path().empty())
+    out += verb + reply.memory_checkpoint_path() + ": " + std::to_string(reply.memory_containers()) +
+           " containers of Guaranteed pods\n" + reply.memory_checkpoint() + "\n";
+  else
+    out += "kubelet's memory manager stays None" +
+           (reply.kubelet_config().empty() ? std::string(" (no kubelet configuration named)")
+                                           : " (" + reply.kubelet_config() + " says so)") +
+           ": no memory_manager_state is written\n";
   if (dryRun) return out;
   return out + std::to_string(reply.cgroup_writes()) +
          " cgroup writes gave kubelet's QoS and pod cgroups every CPU. vrid now refuses every decision.\n"
-         "Next: stop vrid and remove VRI; set kubelet's cpuManagerPolicy to static; point kubelet at the "
-         "runtime's own socket (or disable the NRI plugin); start kubelet.\n";
+         "Next: stop vrid and remove VRI; point kubelet at the runtime's own socket (or disable the NRI plugin); "
+         "start kubelet with the configuration the checkpoints were checked against.\n";
 }
 
 }  // namespace vri::ctl

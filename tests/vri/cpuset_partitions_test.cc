@@ -273,11 +273,12 @@ TEST(CpusetPartitionsTest, HandedBackTheSharedContainersHoldKubeletsDefaultSet) 
   const std::string pool = now->shared().format();
   ASSERT_NE(file(p, besteffort, "cpuset.cpus"), pool) << "the wide set";
   TempDir kubelet;
-  auto composed = p.node->handBack(kubelet.path(), true, "");
+  auto composed = p.node->handBack({.kubeletRootDir = kubelet.path()});
   ASSERT_TRUE(composed.ok()) << composed.error().message();
   EXPECT_EQ(composed->checkpoint.defaultCpuSet, pool);
   std::ofstream(kubelet.sub("cpu_manager_state")) << composed->checkpointText;
-  auto handed = p.node->handBack(kubelet.path(), false, composed->checkpointText);
+  auto handed =
+      p.node->handBack({.kubeletRootDir = kubelet.path(), .dryRun = false, .writtenCpu = composed->checkpointText});
   ASSERT_TRUE(handed.ok()) << handed.error().message();
   EXPECT_EQ(file(p, besteffort, "cpuset.cpus"), pool);
   EXPECT_EQ(file(p, container, "cpuset.cpus"), cpus);

@@ -119,6 +119,27 @@ TEST(KubeletConfigTest, JsonIsReadAsKubeletReadsIt) {
   EXPECT_THAT(kubeletMismatches(config, *kubelet), IsEmpty());
 }
 
+// reservedMemory, which the static memory manager's checkpoint is computed against (vrictl handback).
+TEST(KubeletConfigTest, ReservedMemoryIsReadPerNumaNodeAndResource) {
+  auto kubelet = parseKubeletConfig(std::string(kHeader) +
+                                        "reservedMemory:\n"
+                                        "  - numaNode: 0\n"
+                                        "    limits: {memory: 420Mi, hugepages-2Mi: 4Mi}\n"
+                                        "  - numaNode: 1\n"
+                                        "    limits: {memory: \"1073741824\"}\n",
+                                    "config.yaml");
+  ASSERT_TRUE(kubelet.ok()) << kubelet.error().message();
+  EXPECT_EQ(kubelet->reservedMemory,
+            (KubeletReservedMemory{{0, {{"memory", 420ULL << 20}, {"hugepages-2Mi", 4ULL << 20}}},
+                                   {1, {{"memory", 1ULL << 30}}}}));
+  for (const char* wrong :
+       {"reservedMemory: {numaNode: 0}\n", "reservedMemory: [{numaNode: 0}]\n",
+        "reservedMemory: [{numaNode: -1, limits: {memory: 1Mi}}]\n",
+        "reservedMemory: [{numaNode: 0, limits: {cpu: 1}}]\n", "reservedMemory: [{numaNode: 0, limits: {memory: 0}}]\n",
+        "reservedMemory: [{numaNode: 0, limits: {memory: 1Mi}}, {numaNode: 0, limits: {memory: 1Mi}}]\n"})
+    EXPECT_FALSE(parseKubeletConfig(std::string(kHeader) + wrong, "config.yaml").ok()) << wrong;
+}
+
 TEST(KubeletConfigTest, WhatIsNotAKubeletConfigurationIsRefusedWithTheReason) {
   const auto refusal = [](const std::string& text) {
     auto parsed = parseKubeletConfig(text, "/etc/kubelet.yaml");

@@ -12,6 +12,7 @@
 #include "base/rpc_code.h"
 #include "tests/vri/vrid_api_fixture.h"
 #include "vri/kubelet_checkpoint.h"
+#include "vri/kubelet_memory_checkpoint.h"
 #include "vrictl/handback_command.h"
 
 namespace vri::testing {
@@ -26,15 +27,36 @@ class VridHandBackTest : public VridApiTest {
     std::filesystem::create_directories(vrid_.config.kubeletRootDir);
   }
   std::string statePath() const { return vrid_.config.kubeletRootDir + "/cpu_manager_state"; }
+  std::string memoryStatePath() const { return vrid_.config.kubeletRootDir + "/memory_manager_state"; }
+  // The configuration kubelet will start with: the guest's, with both static policies and `extra`.
+  std::string kubeletConfig(const std::string& cpuPolicy, const std::string& reservedMemory,
+                            const std::string& extra = "") {
+    const std::string path = vrid_.config.kubeletRootDir + "/config.yaml";
+    std::ofstream(path, std::ios::trunc) << "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                                            "kind: KubeletConfiguration\n"
+                                            "cpuManagerPolicy: "
+                                         << cpuPolicy
+                                         << "\n"
+                                            "memoryManagerPolicy: Static\n"
+                                            "systemReserved: {memory: 256Mi}\n"
+                                            "kubeReserved: {memory: 64Mi}\n"
+                                            "evictionHard: {memory.available: 100Mi}\n"
+                                            "reservedMemory: [{numaNode: 0, limits: {memory: "
+                                         << reservedMemory << "}}]\n"
+                                         << extra;
+    return path;
+  }
   std::string fileText(const std::string& path) {
     std::ifstream in(path);
     return std::string(std::istreambuf_iterator<char>(in), {});
   }
   // As vrictl handback does it: composed by vrid, written by the caller, handed back by vrid.
-  grpc::Status handBack(bool dryRun, v1::HandBackReply* reply, bool admin = true) {
+  grpc::Status handBack(bool dryRun, v1::HandBackReply* reply, bool admin = true,
+                        const std::string& kubeletConfig = "") {
     const std::unique_ptr<ctl::VridApi> vrid =
         ctl::connectToVrid(admin ? vrid_.config.adminSocket : vrid_.config.socket);
-    Result<v1::HandBackReply> handed = ctl::handBackToKubelet(*vrid, "", dryRun);
+    Result<v1::HandBackReply> handed =
+        ctl::handBackToKubelet(*vrid, {.kubeletRootDir = "", .kubeletConfig = kubeletConfig, .dryRun = dryRun});
     if (!handed.ok())
       return grpc::Status(static_cast<grpc::StatusCode>(toRpcCode(handed.error().code())), handed.error().message());
     *reply = *handed;
@@ -162,7 +184,7 @@ TEST_F(VridHandBackTest, HandedBackOnlyWithTheLedgersCheckpointInKubeletsFile) {
   std::ofstream(statePath()) << composed.checkpoint();
   refused = commit(composed.checkpoint());
   EXPECT_EQ(refused.error_code(), grpc::StatusCode::ABORTED);
-  EXPECT_THAT(refused.error_message(), HasSubstr("compose it again"));
+  EXPECT_THAT(refused.error_message(), HasSubstr("compose them again"));
   EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), "0-7");  // the pool, now that kUid's CPUs are back
   EXPECT_EQ(cpus("cpuset", "kubepods/burstable/pod" + std::string(kUid2) + "/c2c2"), "0-7");
   // vrictl's way (which puts back what the file held after a refusal): composed again, written,
@@ -172,6 +194,80 @@ TEST_F(VridHandBackTest, HandedBackOnlyWithTheLedgersCheckpointInKubeletsFile) {
   ASSERT_TRUE(handBack(false, &handed).ok());
   EXPECT_EQ(handed.exclusive_containers(), 0);
   EXPECT_EQ(fileText(statePath()), R"({"policyName":"static","defaultCpuSet":"0-7","checksum":14413152})");
+}
+
+// With kubelet's static memory policy in the configuration it will start with, its memory manager's
+// checkpoint too: every container of a Guaranteed pod with its memory limit on the NUMA nodes its
+// cpuset.mems holds (every node: VRI pins no memory by default), and the machine state kubelet
+// computes for the node against that configuration.
+TEST_F(VridHandBackTest, WithKubeletsStaticMemoryPolicyItsCheckpointHoldsTheGuaranteedPodsMemory) {
+  twoPods();
+  v1::HandBackReply handed;
+  const grpc::Status status = handBack(false, &handed, true, kubeletConfig("static", "420Mi"));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(handed.memory_checkpoint_path(), memoryStatePath());
+  EXPECT_EQ(handed.memory_containers(), 1);
+  EXPECT_EQ(fileText(memoryStatePath()), handed.memory_checkpoint());
+  auto memory = parseMemoryManagerCheckpoint(fileText(memoryStatePath()), "memory_manager_state");
+  ASSERT_TRUE(memory.ok()) << memory.error().message();
+  EXPECT_EQ(memory->policyName, "Static");
+  ASSERT_EQ(memory->entries.size(), 1u);  // the Burstable pod has none
+  EXPECT_TRUE(memory->entries.at(kUid).at("app") ==
+              (std::vector<KubeletMemoryBlock>{{{0, 1}, "memory", 256ULL << 20}}));
+  const KubeletMemoryTable& reserved = memory->machineState.at(0).memoryMap.at("memory");
+  EXPECT_EQ(reserved.systemReserved, 420ULL << 20);
+  EXPECT_EQ(reserved.allocatable, reserved.total - (420ULL << 20));
+  EXPECT_EQ(reserved.reserved, 256ULL << 20);  // node 0 first, as kubelet fills a group
+  for (int numa : {0, 1}) {
+    EXPECT_EQ(memory->machineState.at(numa).assignments, 1);
+    EXPECT_EQ(memory->machineState.at(numa).cells, (std::vector<int>{0, 1}));
+  }
+}
+
+class VridHandBackPinnedTest : public VridHandBackTest {
+ protected:
+  void SetUp() override {
+    vrid_.config.pinGuaranteedMemory = true;
+    VridHandBackTest::SetUp();
+  }
+};
+
+// pin_guaranteed_memory: the container's memory on its CPUs' NUMA node, and kubelet's too.
+TEST_F(VridHandBackPinnedTest, AContainersPinnedMemoryStaysOnItsNode) {
+  twoPods();
+  v1::HandBackReply handed;
+  const grpc::Status status = handBack(true, &handed, true, kubeletConfig("static", "420Mi"));
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  auto memory = parseMemoryManagerCheckpoint(handed.memory_checkpoint(), "memory_manager_state");
+  ASSERT_TRUE(memory.ok()) << memory.error().message();
+  const int numa = CpuSet::parse(exclusive_)->first() < 4 ? 0 : 1;  // CPUs 0-3 on node 0, 4-7 on node 1
+  EXPECT_TRUE(memory->entries.at(kUid).at("app") ==
+              (std::vector<KubeletMemoryBlock>{{{numa}, "memory", 256ULL << 20}}));
+  EXPECT_EQ(memory->machineState.at(numa).memoryMap.at("memory").reserved, 256ULL << 20);
+  EXPECT_EQ(memory->machineState.at(numa).assignments, 1);
+  EXPECT_EQ(memory->machineState.at(1 - numa).assignments, 0);
+  EXPECT_EQ(memory->machineState.at(1 - numa).cells, std::vector<int>{1 - numa});
+  EXPECT_FALSE(std::filesystem::exists(memoryStatePath()));  // a dry run
+}
+
+// A configuration kubelet would not start on as the hand-back leaves the node is refused, naming
+// what to change, and writes nothing.
+TEST_F(VridHandBackTest, RefusedForAConfigurationKubeletWouldNotStartOn) {
+  twoPods();
+  v1::HandBackReply reply;
+  grpc::Status refused = handBack(false, &reply, true, kubeletConfig("none", "420Mi"));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("says cpuManagerPolicy \"none\""));
+  refused = handBack(false, &reply, true, kubeletConfig("static", "100Mi"));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("reservedMemory adds up to 100Mi of memory, but its systemReserved, "
+                                                 "kubeReserved and evictionHard hold back 420Mi"));
+  refused = handBack(false, &reply, true, kubeletConfig("static", "420Mi", "reservedSystemCPUs: " + exclusive_ + "\n"));
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(refused.error_message(), HasSubstr("hold CPUs that containers hold exclusively: default/0a app"));
+  EXPECT_FALSE(std::filesystem::exists(statePath()));
+  EXPECT_FALSE(std::filesystem::exists(memoryStatePath()));
+  EXPECT_EQ(cpus("cpuset", "kubepods/burstable"), shared_);
 }
 
 }  // namespace

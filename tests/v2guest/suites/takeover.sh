@@ -1,10 +1,10 @@
 #!/bin/sh
 # A node changes hands with every workload running, both ways, as docs/operating.md has it. kubelet
-# 1.35 with its static CPU manager places a Guaranteed and a Burstable pod; VRI's package, installed
-# then, refuses to start and names the steps; the steps taken, vrid adopts both pods where they run
-# (same containers, same cpusets) and places a new one; then vrictl handback writes kubelet's
-# checkpoint, VRI is removed, and kubelet starts with its static policy on that file, keeping every
-# container on its CPUs over two of its reconcile periods, and placing a new pod itself.
+# 1.35 with its static CPU and memory managers places a Guaranteed and a Burstable pod; VRI's package,
+# installed then, refuses to start and names the steps; the steps taken, vrid adopts both pods where
+# they run (same containers, same cpusets) and places a new one; then vrictl handback writes kubelet's
+# checkpoints, VRI is removed, and kubelet starts with its static policies on those files, keeping
+# every container on its CPUs over two of its reconcile periods, and placing a new pod itself.
 # guest-packages: systemd-container,runc,curl,jq
 # guest-package-depends: yes
 # guest-peers: kubernetes,containerd-2.4
@@ -16,7 +16,7 @@ cd /
 fail() {
   step_failed "$*"
   echo "takeover: FAIL: $*"
-  cat /var/lib/kubelet/cpu_manager_state 2> /dev/null || true
+  cat /var/lib/kubelet/cpu_manager_state /var/lib/kubelet/memory_manager_state 2> /dev/null || true
   journalctl -u kubelet --no-pager -o short-monotonic | grep -v ' I[0-9]' | tail -n 40
   journalctl -u vrid -u vri-cri-shim -u containerd --no-pager -o short-monotonic | tail -n 60
   exit 1
@@ -29,6 +29,7 @@ here=$(dirname "$0")
 manifests=/etc/kubernetes/manifests
 node=v2guest
 state=/var/lib/kubelet/cpu_manager_state
+memory_state=/var/lib/kubelet/memory_manager_state
 pods_json() { curl -sf --max-time 10 http://127.0.0.1:10265/pods; }
 kubelet_view() { # pod: "<state> <containerd id> <restarts>"
   pods_json | jq -r --arg pod "$1-$node" '(.items // [])[] | select(.metadata.name == $pod)
@@ -78,8 +79,9 @@ EOF2
 kubelet_started() { # since
   unit start kubelet
   wait_for 300 "kubelet's healthz" curl -sf --max-time 5 http://127.0.0.1:10258/healthz
-  if journalctl -u kubelet --since "$1" -o cat | grep -E 'could not restore state|checkpoint is corrupted|differs from state checkpoint'; then
-    fail "kubelet refused its CPU manager's checkpoint"
+  if journalctl -u kubelet --since "$1" -o cat |
+    grep -E 'could not restore state|checkpoint is corrupted|differs from state checkpoint|expected machine state is different|Invalid state, please drain'; then
+    fail "kubelet refused its CPU or memory manager's checkpoint"
   fi
 }
 # What a pod's container runs on: `holds` without a shared container's cpuset.cpus, which with cpuset
@@ -100,18 +102,27 @@ cpusets_steady() { # seconds pods...
   done
 }
 
-step "the node: containerd 2.4 and kubelet 1.35 with its static CPU manager, straight to containerd (systemd driver)"
+step "the node: containerd 2.4 and kubelet 1.35 with its static CPU and memory managers, straight to containerd (systemd driver)"
 modprobe dummy 2>/dev/null || true
 ip link add vri0 type dummy && ip addr add 10.254.0.1/24 dev vri0 && ip link set vri0 up &&
   ip route add default dev vri0 || fail "the dummy interface"
 install_containerd_and_kubelet
 mkdir -p $manifests
-sed -e 's|^containerRuntimeEndpoint:.*|containerRuntimeEndpoint: unix:///run/containerd/containerd.sock|' \
-  -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: static|' "$here/kubelet/config.yaml" > /etc/kubernetes/kubelet.yaml
+# The static memory policy reserves on NUMA node 0 what systemReserved, kubeReserved and evictionHard
+# hold back (256 + 64 + 100 MiB), as kubelet requires.
+kubelet_static() {
+  sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: static|' -e 's|^memoryManagerPolicy:.*|memoryManagerPolicy: Static|' \
+    -e 's|^containerRuntimeEndpoint:.*|containerRuntimeEndpoint: unix:///run/containerd/containerd.sock|' \
+    /etc/kubernetes/kubelet.yaml
+  grep -q '^reservedMemory:' /etc/kubernetes/kubelet.yaml ||
+    echo 'reservedMemory: [{numaNode: 0, limits: {memory: 420Mi}}]' >> /etc/kubernetes/kubelet.yaml
+}
+cp "$here/kubelet/config.yaml" /etc/kubernetes/kubelet.yaml
+kubelet_static
 kubelet_unit "standalone (static pods)" --hostname-override=$node --node-ip=10.254.0.1 --v=2
 kubelet_started "$(date '+%Y-%m-%d %H:%M:%S')"
 
-step "kubelet's static policy places a Guaranteed pod on an exclusive CPU, a Burstable one on its default set"
+step "kubelet's static policies place a Guaranteed pod on an exclusive CPU and its memory, a Burstable one on the default set"
 manifest g1 1
 manifest b1 250m
 for pod in g1 b1; do wait_for 300 "$pod running ($(kubelet_view $pod))" running $pod; done
@@ -123,6 +134,8 @@ holds g1 > /tmp/kubelets.txt
 holds b1 >> /tmp/kubelets.txt
 cat /tmp/kubelets.txt
 echo "kubelet's checkpoint: $(cat $state)"
+wait_for 60 "kubelet's memory checkpoint holding g1" sh -c "jq -e --arg u '$g1_uid' '.entries[\$u].app' $memory_state"
+echo "kubelet's memory checkpoint: $(cat $memory_state)"
 grep -q "^g1 .* cpus=$g effective=$g " /tmp/kubelets.txt || fail "g1 is not on kubelet's CPU $g"
 grep -q "^b1 .* effective=$default " /tmp/kubelets.txt || fail "b1 is not on kubelet's default set $default"
 
@@ -178,25 +191,29 @@ case "$g3" in *,*|*-*|"") fail "g3 is not on one CPU: $g3";; esac
 [ "$g3" != "$g" ] && [ "$g3" != 0 ] || fail "g3 on CPU $g3: g1's or the reserved one"
 [ "$(vri_exclusive g3)" = "$g3" ] || fail "vrid's ledger holds $(vri_exclusive g3) for g3, not CPU $g3"
 
-step "the hand-back as docs/operating.md has it: kubelet stopped, vrictl handback, VRI removed, kubelet's static policy on VRI's checkpoint"
+step "the hand-back as docs/operating.md has it: kubelet stopped and set to its static policies, vrictl handback, VRI removed, kubelet started on VRI's checkpoints"
 holds g1 > /tmp/before.txt
 runs_on b1 >> /tmp/before.txt
 holds g3 >> /tmp/before.txt
 unit stop kubelet
+kubelet_static
 vrictl --socket /run/vri/admin.sock handback --dry-run > /tmp/handback.txt || fail "vrictl handback --dry-run: $(cat /tmp/handback.txt)"
 cat /tmp/handback.txt
 [ ! -e $state ] || grep -q '"policyName":"none"' $state || fail "the dry run wrote $state"
+[ ! -e $memory_state ] || grep -q '"policyName":"None"' $memory_state || fail "the dry run wrote $memory_state"
 vrictl --socket /run/vri/admin.sock handback > /tmp/handback.txt || fail "vrictl handback: $(cat /tmp/handback.txt)"
 cat /tmp/handback.txt
 echo "kubelet's checkpoint from VRI: $(cat $state)"
+echo "kubelet's memory checkpoint from VRI: $(cat $memory_state)"
 g3_uid=$(pods_json 2> /dev/null | jq -r --arg p "g3-$node" '.items[] | select(.metadata.name == $p) | .metadata.uid' || true)
 jq -e --arg u "$g1_uid" --arg c "$g" '.policyName == "static" and .entries[$u].app == $c' $state > /dev/null ||
   fail "$state does not hold g1 on $g"
 [ "$(jq '.entries | length' $state)" = 2 ] || fail "$state holds $(jq '.entries | length' $state) pods, not g1 and g3"
+# The Guaranteed pods' containers with their 32 MiB on node 0; the Burstable one has none.
+jq -e --arg u "$g1_uid" '.policyName == "Static" and .entries[$u].app == [{"numaAffinity":[0],"type":"memory","size":33554432}]
+  and (.entries | length) == 2 and .machineState["0"].memoryMap.memory.reserved == 67108864' $memory_state > /dev/null ||
+  fail "$memory_state does not hold g1 and g3 with their memory"
 apt-get purge -y -q vri > /tmp/purge.out 2>&1 || { cat /tmp/purge.out; fail "apt-get purge vri"; }
-sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: static|' \
-  -e 's|^containerRuntimeEndpoint:.*|containerRuntimeEndpoint: unix:///run/containerd/containerd.sock|' \
-  /etc/kubernetes/kubelet.yaml
 since=$(date '+%Y-%m-%d %H:%M:%S')
 kubelet_started "$since"
 wait_for 120 "kubelet's CPU manager restoring VRI's checkpoint" sh -c \
@@ -214,11 +231,17 @@ cat /tmp/after.txt
 diff /tmp/before.txt /tmp/after.txt || fail "a container changed hands with its cpuset or its id changed"
 jq -e --arg u "$g1_uid" --arg c "$g" '.entries[$u].app == $c' $state > /dev/null ||
   fail "kubelet's own checkpoint lost g1: $(cat $state)"
+jq -e --arg u "$g1_uid" '.entries[$u].app[0].size == 33554432' $memory_state > /dev/null ||
+  fail "kubelet's own memory checkpoint lost g1: $(cat $memory_state)"
 
-step "kubelet's static policy places a new Guaranteed pod on the CPU left"
+step "kubelet's static policies place a new Guaranteed pod on the CPU left, with its memory in the same books"
 manifest g5 1
 wait_for 300 "g5 running ($(kubelet_view g5))" running g5
 holds g5
 g5=$(holds g5 | sed -n 's/.* cpus=\([^ ]*\) .*/\1/p')
 case ",$g,$g3,0," in *",$g5,"*) fail "kubelet put g5 on $g5, a CPU taken or reserved";; esac
+g5_uid=$(pods_json | jq -r --arg p "g5-$node" '.items[] | select(.metadata.name == $p) | .metadata.uid')
+wait_for 60 "kubelet's memory checkpoint holding g5" sh -c "jq -e --arg u '$g5_uid' '.entries[\$u].app' $memory_state"
+jq -e '.machineState["0"].memoryMap.memory.reserved == 100663296' $memory_state > /dev/null ||
+  fail "kubelet's memory books do not hold g1, g3 and g5: $(cat $memory_state)"
 steps_done takeover

@@ -9,12 +9,19 @@
 #include "base/version.h"
 #include "cgroup-model/kernel_cgroupfs.h"
 #include "vri/daemon.h"
+#include "vri/kubelet_config.h"
 
 namespace {
 
-int fail(const std::string& message) {
+// sysexits.h's EX_CONFIG: a refusal only the operator can lift (a configuration that does not parse,
+// kubelet's settings or checkpoints that say kubelet's managers hold the node). vrid.service names it
+// in RestartPreventExitStatus=, so systemd does not start vrid again every RestartSec= to be refused
+// the same way; `systemctl restart vrid` after the fix does.
+constexpr int kExitConfiguration = 78;
+
+int fail(const std::string& message, int status = 1) {
   std::fprintf(stderr, "vrid: %s\n", message.c_str());
-  return 1;
+  return status;
 }
 
 }  // namespace
@@ -45,10 +52,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   auto config = vri::loadDaemonConfig(*command);
-  if (!config.ok()) return fail(config.error().message());
+  if (!config.ok()) return fail(config.error().message(), kExitConfiguration);
   if (command->printConfig) {
     std::cout << vri::formatConfig(*config);
     return 0;
+  }
+  // Daemon::start checks these again, among the things that may pass on a later try.
+  for (const auto& check : {vri::checkKubeletConfig, vri::checkKubeletCheckpoints}) {
+    if (const vri::Result<void> agreed = check(*config); !agreed.ok())
+      return fail(agreed.error().message(), kExitConfiguration);
   }
   vri::Logger log(config->logLevel);
   auto fs = vri::KernelCgroupFs::create(config->cgroupRoot);

@@ -101,15 +101,32 @@ TEST(VridProcessTest, BadConfigurationIsRefusedWithFileAndLine) {
   testing::TempDir tmp;
   std::ofstream(tmp.sub("bad.conf")) << "# comment\nreserved_cpus = 3-1\n";
   std::string out;
-  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("bad.conf"), "--print-config"}, &out, tmp.sub("out")), 1);
+  // 78 (EX_CONFIG): what only the operator can mend, which vrid.service does not restart.
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("bad.conf"), "--print-config"}, &out, tmp.sub("out")), 78);
   EXPECT_THAT(out, HasSubstr("bad.conf:2: reserved_cpus"));
   EXPECT_THAT(out, HasSubstr("3-1"));
   std::ofstream(tmp.sub("unknown.conf")) << "reserverd_cpus = 1\n";
-  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("unknown.conf")}, &out, tmp.sub("out")), 1);
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("unknown.conf")}, &out, tmp.sub("out")), 78);
   EXPECT_THAT(out, HasSubstr("unknown option \"reserverd_cpus\""));
   EXPECT_EQ(runCommand({VRID_BINARY, "--no-such-flag=1"}, &out, tmp.sub("out")), 1);
   EXPECT_THAT(out, HasSubstr("unknown flag"));
-  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("absent.conf")}, &out, tmp.sub("out")), 1);
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("absent.conf")}, &out, tmp.sub("out")), 78);
+}
+
+// kubelet's static CPU manager holds the node: refused with the steps, as a configuration is (78).
+TEST(VridProcessTest, AKubeletWhoseCpuManagerHoldsTheNodeIsRefusedWithTheConfigurationsStatus) {
+  testing::TempDir tmp;
+  ASSERT_EQ(::mkdir(tmp.sub("kubelet").c_str(), 0755), 0);
+  std::ofstream(tmp.sub("kubelet/cpu_manager_state"))
+      << R"({"policyName":"static","defaultCpuSet":"0-7","checksum":14413152})";
+  std::ofstream(tmp.sub("vrid.conf")) << "kubelet_root_dir = " << tmp.sub("kubelet") << "\n";
+  std::string out;
+  EXPECT_EQ(runCommand({VRID_BINARY, "--config=" + tmp.sub("vrid.conf"), "--state-dir=" + tmp.sub("state")}, &out,
+                       tmp.sub("out")),
+            78);
+  EXPECT_THAT(out, HasSubstr("kubelet's CPU manager holds this node"));
+  EXPECT_THAT(out, HasSubstr("To take the node over"));
+  EXPECT_NE(::access(tmp.sub("state").c_str(), F_OK), 0) << "the state directory was made";
 }
 
 // Whoever may write vrid's configuration or its sockets' directory could move placement: vrid refuses

@@ -146,6 +146,13 @@ refusal="kubelet's CPU manager holds this node: its checkpoint $state says polic
 refused_in_journal() { journalctl -u vrid -o cat | grep -qF "$refusal"; }
 wait_for 120 "vrid's refusal in its journal" refused_in_journal
 ! timeout 10 /usr/bin/vrictl nodeinfo > /dev/null 2>&1 || fail "vrid serves beside kubelet's static CPU manager"
+# Refused with the configuration's exit status, which the unit does not restart.
+restarts=$(systemctl show -p NRestarts --value vrid)
+sleep 5
+[ "$(systemctl show -p NRestarts --value vrid)" = "$restarts" ] ||
+  fail "systemd keeps starting the refused vrid ($restarts restarts, then $(systemctl show -p NRestarts --value vrid))"
+[ "$(systemctl show -p ExecMainStatus --value vrid)" = 78 ] ||
+  fail "vrid's refusal exited $(systemctl show -p ExecMainStatus --value vrid), not 78"
 journalctl -u vrid -o cat | grep -o 'To take the node over.*' | head -1
 
 step "the takeover as docs/operating.md has it: kubelet stopped, its policies none, its checkpoints removed, vrid started, kubelet through the shim"

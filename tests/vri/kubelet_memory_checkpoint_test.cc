@@ -99,6 +99,30 @@ TEST(KubeletMemoryCheckpointTest, TheFileIsWhatKubeletWritesAndReadsBack) {
   EXPECT_EQ(read->checksum, memoryManagerChecksum(cp));
 }
 
+// What kubelet 1.35 wrote in the guest's takeover scenario (two NUMA nodes with a 2 MiB pool each,
+// 420Mi reserved on node 0, one 32 MiB Guaranteed container): read back with kubelet's checksum, and
+// the machine state is what kubeletMachineState computes for the same node and entry.
+TEST(KubeletMemoryCheckpointTest, KubeletsOwnFileIsReadAndItsMachineStateIsOurs) {
+  const std::string written =
+      R"({"policyName":"Static","machineState":{"0":{"numberOfAssignments":1,"memoryMap":{"hugepages-2Mi":)"
+      R"({"total":67108864,"systemReserved":0,"allocatable":67108864,"reserved":0,"free":67108864},"memory":)"
+      R"({"total":2005757952,"systemReserved":440401920,"allocatable":1498247168,"reserved":33554432,)"
+      R"("free":1464692736}},"cells":[0]},"1":{"numberOfAssignments":0,"memoryMap":{"hugepages-2Mi":)"
+      R"({"total":67108864,"systemReserved":0,"allocatable":67108864,"reserved":0,"free":67108864},"memory":)"
+      R"({"total":2112360448,"systemReserved":0,"allocatable":2045251584,"reserved":0,"free":2045251584}},)"
+      R"("cells":[1]}},"entries":{"f12031115293cafe62c34285dc103d2e":{"app":[{"numaAffinity":[0],)"
+      R"("type":"memory","size":33554432}]}},"checksum":923481451})";
+  auto read = parseMemoryManagerCheckpoint(written, "memory_manager_state");
+  ASSERT_TRUE(read.ok()) << read.error().message();
+  EXPECT_EQ(read->checksum, 923481451u);
+  EXPECT_EQ(memoryManagerChecksum(*read), 923481451u);
+  auto state = kubeletMachineState({node(0, 2005757952, {{2 * kMiB, 32}}), node(1, 2112360448, {{2 * kMiB, 32}})},
+                                   {{0, {{"memory", 420 * kMiB}}}}, read->entries);
+  ASSERT_TRUE(state.ok()) << state.error().message();
+  EXPECT_EQ(*state, read->machineState);
+  EXPECT_EQ(encodeMemoryCheckpoint(*read), written);  // byte for byte as kubelet writes it
+}
+
 TEST(KubeletMemoryCheckpointTest, AWrongChecksumOrShapeIsRefusedAsKubeletRefusesIt) {
   auto corrupted = parseMemoryManagerCheckpoint(R"({"policyName":"None","machineState":{},"checksum":1})", "f");
   ASSERT_FALSE(corrupted.ok());

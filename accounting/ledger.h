@@ -182,9 +182,11 @@ class Ledger {
                                 const std::map<std::string, std::optional<CgroupPath>>& scopes) const;
 
   // Takes over a tenant found running, with the CPUs it holds now (refused
-  // when they are reserved, offline or another tenant's).
+  // when they are reserved, offline or another tenant's). `memoryNodes`: the
+  // NUMA nodes its cpuset.mems holds when narrower than the node's (kubelet's
+  // memory manager bound it there); its memory is taken there and stays there.
   Result<Decision<bool>> decideAdoptContainer(const StatePtr& from, const PodSpec& pod, const ContainerSpec& container,
-                                              const CpuSet& exclusive) const;
+                                              const CpuSet& exclusive, const std::vector<int>& memoryNodes) const;
   Result<Decision<bool>> decideAdoptVm(const StatePtr& from, const VmSpec& vm, const VmCpuPlacement& placement) const;
 
   // CPUs a decision freed whose cgroup writes have not landed: held out of

@@ -415,7 +415,8 @@ Result<Decision<bool>> Ledger::decideReleasePod(const StatePtr& from, const std:
 }
 
 Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const PodSpec& pod,
-                                                    const ContainerSpec& container, const CpuSet& exclusive) const {
+                                                    const ContainerSpec& container, const CpuSet& exclusive,
+                                                    const std::vector<int>& memoryNodes) const {
   VRI_TRY(validatePodUid(pod.uid));
   VRI_TRY(checkPodAmounts(pod));
   VRI_TRY(checkContainerAmounts(container));
@@ -433,6 +434,11 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
   if (updated.containers.count(container.name)) {
     return Error(ErrorCode::kAlreadyExists, "container " + container.name + " of pod " + pod.uid + " is known");
   }
+  // Bound to some NUMA nodes (its cpuset.mems, or where it was adopted under its id): its memory and
+  // hugepages are taken there, and every one of those nodes stays in its cpuset.mems.
+  std::vector<int> boundTo = memoryNodes;
+  if (boundTo.empty() && underItsId != nullptr)
+    for (const auto& [node, resources] : underItsId->memory) boundTo.push_back(node);
   NextState n = next(from);
   if (underItsId != nullptr) VRI_TRY(dropContainer(n, updated, container.id));
   const std::string owner = containerTenant(pod.uid, container.name);
@@ -441,12 +447,19 @@ Result<Decision<bool>> Ledger::decideAdoptContainer(const StatePtr& from, const 
   // has CPUs of its own, otherwise where they fit (the kernel holds them already; the books must too).
   MemoryBlocks memory;
   const MemoryRequest hugepages = hugepagesOf(container);
-  if (!hugepages.empty()) {
+  const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
+  if (!boundTo.empty()) {
+    MemoryRequest request = hugepages;
+    // Its limit when known; 0 bytes otherwise, which still records the nodes (and so its cpuset.mems).
+    request[kRegularMemory] = container.memoryLimitBytes.value_or(0);
+    auto blocks = n.numa().allocateParts(owner, {{boundTo, request, "its cpuset.mems nodes"}});
+    if (!blocks.ok()) return std::move(blocks).context(who + " not adopted").error();
+    memory = *blocks;
+  } else if (!hugepages.empty()) {
     std::vector<int> nodes;
     for (const NumaNode& node : topology_->numaNodes()) {
       if (node.cpus.intersects(exclusive)) nodes.push_back(node.id);
     }
-    const std::string who = "container " + (pod.name.empty() ? pod.uid : pod.name) + "/" + container.name;
     if (nodes.empty()) {
       VRI_ASSIGN_OR_RETURN(nodes, alignNodes(*from, {who, 0, hugepages}, {}));
     }

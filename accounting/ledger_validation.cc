@@ -26,6 +26,21 @@ ContainerSpec specFromCgroup(const ScannedContainer& container) {
   return spec;
 }
 
+// The NUMA nodes a cgroup's cpuset.mems binds it to, when fewer than the node's (kubelet's memory
+// manager, or VRI's pinning, put it there); empty when it may use every node.
+std::vector<int> memoryNodesOf(const ScannedCgroup& cgroup, const Topology& topology) {
+  if (!cgroup.settings.mems || cgroup.settings.mems->empty()) return {};
+  std::vector<int> bound;
+  bool everyNode = true;
+  for (const NumaNode& node : topology.numaNodes()) {
+    if (cgroup.settings.mems->contains(node.id))
+      bound.push_back(node.id);
+    else
+      everyNode = false;
+  }
+  return everyNode ? std::vector<int>() : bound;
+}
+
 void releaseVanished(Ledger& ledger, const NodeScan& scan, ValidationReport& report) {
   const StatePtr snapshot = ledger.state();
   std::map<std::string, std::set<std::string>> running;  // pod UID -> container ids
@@ -113,7 +128,8 @@ void adoptPods(Ledger& ledger, const NodeScan& scan, const CpuSet& shared, Valid
       }
       const PodSpec spec{pod.uid, known != nullptr ? known->spec.name : "adopted/" + pod.uid, pod.qos, 0, 0};
       const CpuSet exclusive = exclusiveOf(container.cgroup, shared);
-      auto adopted = ledger.apply(&Ledger::decideAdoptContainer, spec, specFromCgroup(container), exclusive);
+      auto adopted = ledger.apply(&Ledger::decideAdoptContainer, spec, specFromCgroup(container), exclusive,
+                                  memoryNodesOf(container.cgroup, ledger.topology()));
       const std::string what = "container " + container.id + " of pod " + pod.uid;
       if (adopted.ok()) {
         report.adopted.push_back(what + ": adopted" +

@@ -243,8 +243,9 @@ std::string takeoverSteps(const DaemonConfig& config) {
   return "To take the node over with its pods running: stop kubelet; in " + file +
          " set cpuManagerPolicy: none and memoryManagerPolicy: None; remove " + root + "/cpu_manager_state and " +
          root +
-         "/memory_manager_state; start vrid, which adopts every running container on the CPUs and memory nodes "
-         "it holds; point kubelet at vri-cri-shim or enable vri-nri-plugin; start kubelet (docs/operating.md, "
+         "/memory_manager_state; with memoryManagerPolicy Static before, set pin_guaranteed_memory = true in vrid's "
+         "configuration, so that VRI binds Guaranteed pods' memory as kubelet did; start vrid, which adopts every "
+         "running container on the CPUs and memory nodes it holds; point kubelet at vri-cri-shim or enable vri-nri-plugin; start kubelet (docs/operating.md, "
          "\"Taking a node over from kubelet's CPU manager\")";
 }
 

@@ -229,7 +229,7 @@ Result<ContainerPlacement> NodeManager::adoptOrAdmitContainer(const PodSpec& pod
     // Narrower than the shared pool: it holds those CPUs; otherwise it runs shared. A pod outside
     // kubelet's tree holds none: its containers are brought onto the shared pool.
     const CpuSet exclusive = pod.outsideKubeletTree || from->shared().isSubsetOf(running) ? CpuSet() : running;
-    VRI_ASSIGN_OR_RETURN(auto adopted, ledger_.decideAdoptContainer(from, pod, container, exclusive));
+    VRI_ASSIGN_OR_RETURN(auto adopted, ledger_.decideAdoptContainer(from, pod, container, exclusive, {}));
     return Decision<ContainerPlacement>{ContainerPlacement{exclusive, exclusive, {}, true}, adopted.before,
                                         adopted.after, std::move(adopted.delta)};
   };

@@ -184,16 +184,22 @@ TEST(LedgerPodHugepagesTest, AnAdoptedContainerTakesItsPagesOnItsCpusNode) {
   testing::TempDir tmp;
   const LedgerConfig c = config(TopologyPolicy::kNone);
   auto ledger = openLedger(tmp.sub("l.db"), c);
-  ASSERT_TRUE(
-      ledger->apply(&Ledger::decideAdoptContainer, pod("p1"), container("dpdk", 2000, 100), CpuSet{9, 10}).ok());
+  ASSERT_TRUE(ledger
+                  ->apply(&Ledger::decideAdoptContainer, pod("p1"), container("dpdk", 2000, 100), CpuSet{9, 10},
+                          std::vector<int>{})
+                  .ok());
   EXPECT_EQ(free2M(*ledger, 1), 156u);
   EXPECT_EQ(free2M(*ledger, 0), 512u);
   ContainerSpec shared = container("side", 0, 10);
   shared.cpuLimitMilli = 0;
-  ASSERT_TRUE(ledger->apply(&Ledger::decideAdoptContainer, pod("p2", QosClass::kBurstable), shared, CpuSet()).ok());
+  ASSERT_TRUE(
+      ledger
+          ->apply(&Ledger::decideAdoptContainer, pod("p2", QosClass::kBurstable), shared, CpuSet(), std::vector<int>{})
+          .ok());
   EXPECT_EQ(free2M(*ledger, 0) + free2M(*ledger, 1), 512u + 156u - 10u);
   const StatePtr before = ledger->state();
-  auto refused = ledger->apply(&Ledger::decideAdoptContainer, pod("p3"), container("big", 1000, 200), CpuSet{12});
+  auto refused = ledger->apply(&Ledger::decideAdoptContainer, pod("p3"), container("big", 1000, 200), CpuSet{12},
+                               std::vector<int>{});
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(), HasSubstr("not adopted"));
   EXPECT_THAT(refused.error().message(), HasSubstr("pods 200 MiB"));

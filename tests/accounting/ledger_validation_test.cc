@@ -157,7 +157,8 @@ TEST(LedgerValidationTest, WhatTheCgroupsAdoptedTheRuntimeNamesOnTheSameCpus) {
   ASSERT_NE(s->runtimeOwner("5a5a1"), nullptr);
   EXPECT_TRUE(s->runtimeOwner("5a5a1")->isSandbox());
   auto adopted = ledger->apply(&Ledger::decideAdoptContainer, g1,
-                               ContainerSpec{"app", "aaa1", false, 1000, 1000, std::nullopt, std::nullopt}, CpuSet{3});
+                               ContainerSpec{"app", "aaa1", false, 1000, 1000, std::nullopt, std::nullopt}, CpuSet{3},
+                               std::vector<int>{});
   ASSERT_TRUE(adopted.ok()) << adopted.error().message();
   s = ledger->state();
   EXPECT_FALSE(s->pods.at("g1").containers.count("aaa1"));
@@ -169,6 +170,45 @@ TEST(LedgerValidationTest, WhatTheCgroupsAdoptedTheRuntimeNamesOnTheSameCpus) {
   ASSERT_TRUE(checked.ok()) << checked.error().message();
   // A pod the runtime made (not from the cgroups) keeps its sandbox: a second one is refused as before.
   EXPECT_FALSE(ledger->apply(&Ledger::decideBindSandbox, g1, std::string("aaa1")).ok());
+}
+
+// kubelet's static memory manager bound a Guaranteed container's memory to NUMA node 0 of two: adopted,
+// it keeps that node (its memory taken there in the books, its cpuset.mems unchanged), and keeps it
+// again when the runtime names it, now with its memory limit.
+TEST(LedgerValidationTest, AContainersMemoryNodesAreAdoptedWithIt) {
+  testing::TempDir tmp;
+  const auto topo = std::make_shared<const Topology>(
+      std::move(loadSyntheticTopology("pack:1 numa:2(memory=8GiB) core:2 pu:2")).value());  // 0-3, 4-7
+  LedgerConfig config;
+  config.pool.reserved.cpus = CpuSet{0};
+  auto ledger =
+      std::move(
+          Ledger::open(topo, config, std::move(SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal)).value()))
+          .value();
+  auto fs = std::move(FixtureCgroupFs::createV1(tmp.sub("fx"), topo->onlineCpus(), CpuSet{0, 1})).value();
+  makeGroup(fs, path("kubepods/podg1/aaa1"), CpuSet{3});  // cpuset.mems 0, as kubelet wrote it
+  makeGroup(fs, path("kubepods/burstable/podb1/bbb1"), CpuSet::parse("0-2,4-7").value());
+  for (const char* group :
+       {"kubepods", "kubepods/burstable", "kubepods/burstable/podb1", "kubepods/burstable/podb1/bbb1"})
+    ASSERT_TRUE(fs.write({"cpuset", path(group)}, "cpuset.mems", "0-1").ok()) << group;
+  auto scan = scanNode(fs, *makeV1Backend({{"cpuset", "cpuset"}}), TreeLayout{});
+  ASSERT_TRUE(scan.ok()) << scan.error().message();
+  validateLedger(*ledger, *scan);
+  StatePtr s = ledger->state();
+  EXPECT_EQ(NumaMemory::mems(s->pods.at("g1").containers.at("aaa1").memory), CpuSet{0});
+  EXPECT_TRUE(s->pods.at("b1").containers.at("bbb1").memory.empty()) << "every node: bound to none";
+
+  const PodSpec g1{"g1", "default/g1-node", QosClass::kGuaranteed, 0, 0};
+  auto adopted = ledger->apply(&Ledger::decideAdoptContainer, g1,
+                               ContainerSpec{"app", "aaa1", false, 1000, 1000, 64ULL << 20, 64ULL << 20}, CpuSet{3},
+                               std::vector<int>{});
+  ASSERT_TRUE(adopted.ok()) << adopted.error().message();
+  s = ledger->state();
+  EXPECT_EQ(s->pods.at("g1").containers.at("app").memory, (MemoryBlocks{{0, {{kRegularMemory, 64ULL << 20}}}}));
+  EXPECT_EQ(s->numa.cell(0, kRegularMemory).assigned, 64ULL << 20);
+  EXPECT_EQ(s->numa.cell(1, kRegularMemory).assigned, 0u);
+  auto checked = checkLedgerInvariants(*s, *topo, config);
+  ASSERT_TRUE(checked.ok()) << checked.error().message();
 }
 
 TEST(LedgerValidationTest, WhatCannotBeAdoptedIsReported) {

@@ -160,6 +160,7 @@ unit stop kubelet
 sed -i -e 's|^cpuManagerPolicy:.*|cpuManagerPolicy: none|' -e 's|^memoryManagerPolicy:.*|memoryManagerPolicy: None|' \
   /etc/kubernetes/kubelet.yaml
 vrid_with systemd
+set_conf pin_guaranteed_memory true  # as kubelet's static memory policy binds a Guaranteed pod's memory
 rm -f /var/lib/kubelet/cpu_manager_state /var/lib/kubelet/memory_manager_state
 dpkg --configure -a > /tmp/dpkg.out 2>&1 || { cat /tmp/dpkg.out; fail "dpkg --configure -a"; }
 systemctl reset-failed vrid
@@ -216,9 +217,10 @@ g3_uid=$(pods_json 2> /dev/null | jq -r --arg p "g3-$node" '.items[] | select(.m
 jq -e --arg u "$g1_uid" --arg c "$g" '.policyName == "static" and .entries[$u].app == $c' $state > /dev/null ||
   fail "$state does not hold g1 on $g"
 [ "$(jq '.entries | length' $state)" = 2 ] || fail "$state holds $(jq '.entries | length' $state) pods, not g1 and g3"
-# The Guaranteed pods' containers with their 32 MiB on node 0; the Burstable one has none.
+# The Guaranteed pods' containers with their 32 MiB, g1's on node 0 where kubelet had bound it, g3's
+# where VRI did; the Burstable one has none.
 jq -e --arg u "$g1_uid" '.policyName == "Static" and .entries[$u].app == [{"numaAffinity":[0],"type":"memory","size":33554432}]
-  and (.entries | length) == 2 and .machineState["0"].memoryMap.memory.reserved == 67108864' $memory_state > /dev/null ||
+  and (.entries | length) == 2 and ([.machineState[].memoryMap.memory.reserved] | add) == 67108864' $memory_state > /dev/null ||
   fail "$memory_state does not hold g1 and g3 with their memory"
 apt-get purge -y -q vri > /tmp/purge.out 2>&1 || { cat /tmp/purge.out; fail "apt-get purge vri"; }
 since=$(date '+%Y-%m-%d %H:%M:%S')
@@ -249,6 +251,6 @@ g5=$(holds g5 | sed -n 's/.* cpus=\([^ ]*\) .*/\1/p')
 case ",$g,$g3,0," in *",$g5,"*) fail "kubelet put g5 on $g5, a CPU taken or reserved";; esac
 g5_uid=$(pods_json | jq -r --arg p "g5-$node" '.items[] | select(.metadata.name == $p) | .metadata.uid')
 wait_for 60 "kubelet's memory checkpoint holding g5" sh -c "jq -e --arg u '$g5_uid' '.entries[\$u].app' $memory_state"
-jq -e '.machineState["0"].memoryMap.memory.reserved == 100663296' $memory_state > /dev/null ||
+jq -e '([.machineState[].memoryMap.memory.reserved] | add) == 100663296' $memory_state > /dev/null ||
   fail "kubelet's memory books do not hold g1, g3 and g5: $(cat $memory_state)"
 steps_done takeover

@@ -179,7 +179,9 @@ TEST_F(VridExclusiveStartTest, AVridThatDisagreesWithKubeletsConfigurationDoesNo
                         " set cpuManagerPolicy: none and memoryManagerPolicy: None; "
                         "remove " +
                         config.kubeletRootDir + "/cpu_manager_state and " + config.kubeletRootDir +
-                        "/memory_manager_state; start vrid"));
+                        "/memory_manager_state; with memoryManagerPolicy Static before, set pin_guaranteed_memory = "
+                        "true in vrid's configuration, so that VRI binds Guaranteed pods' memory as kubelet did; "
+                        "start vrid"));
   EXPECT_FALSE(std::filesystem::exists(config.stateDir));
   EXPECT_TRUE(firstAnswers());
   // Agreeing, it gets as far as the sockets the first one holds.

@@ -216,6 +216,7 @@ class Ledger {
   const LedgerConfig& config() const { return config_; }
   const std::vector<std::string>& loadProblems() const { return loadProblems_; }
   const Topology& topology() const { return *topology_; }
+  std::shared_ptr<const Topology> sharedTopology() const { return topology_; }
   // The store's records for `delta`'s tenants as they are in `to`.
   static LedgerChange changeFor(const LedgerDelta& delta, const LedgerState& to);
 

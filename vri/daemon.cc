@@ -20,6 +20,7 @@
 #include "cgroup-model/unit_ownership.h"
 #include "systemd/sd_bus_units.h"
 #include "vri/kubelet_config.h"
+#include "vri/ledger_config.h"
 #include "vri/metrics_text.h"
 #include "vri/metrics_token.h"
 #include "vri/state_directory.h"
@@ -27,21 +28,6 @@
 namespace vri {
 
 namespace {
-
-LedgerConfig ledgerConfig(const DaemonConfig& config, const NodeAllocatable& allocatable) {
-  LedgerConfig ledger;
-  ledger.pool.reserved = config.reservedCpus;
-  // kubelet's static policy reserves ceil(system-reserved + kube-reserved) CPUs unless told which.
-  if (!config.reservedCpus.cpus && config.reservedCpus.count == 0)
-    ledger.pool.reserved.count = allocatable.reservedCpuCount;
-  ledger.pool.take = config.take;
-  ledger.allocatableMemoryBytes = allocatable.allocatableMemoryBytes;
-  ledger.vmMemoryOverheadBytes = config.vmMemoryOverheadBytes;
-  ledger.sharedVcpuMilli = config.sharedVcpuMilli;
-  ledger.topologyManager = config.topologyManager;
-  ledger.pinGuaranteedMemory = config.pinGuaranteedMemory;
-  return ledger;
-}
 
 std::map<std::string, std::string> optionValues(const DaemonConfig& config) {
   std::map<std::string, std::string> values;
@@ -189,7 +175,7 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
     log.warning("ledger " + config.ledgerPath() + " upgraded from schema version " + std::to_string(from) + " to " +
                 std::to_string(currentLedgerSchema().version) + "; the file as it was is kept at " +
                 schemaBackupPath(config.ledgerPath(), from) + " (an older vrid needs it back)");
-  VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfig(config, allocatable), std::move(store)));
+  VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfigOf(config, allocatable), std::move(store)));
 
   VRI_ASSIGN_OR_RETURN(auto backend,
                        backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion, config.v1Controllers));

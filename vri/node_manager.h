@@ -103,6 +103,7 @@ class NodeManager {
   // node, where its cgroups are, and the events.
   StatePtr state() const { return ledger_.state(); }
   const Topology& topology() const { return ledger_.topology(); }
+  std::shared_ptr<const Topology> sharedTopology() const { return ledger_.sharedTopology(); }
   // A copy: the options change on SIGHUP.
   NodeFacts facts() const {
     MutexLock lock(factsMutex_);

@@ -8,6 +8,7 @@
 #include "proto/grpc_bytes.h"
 #include "proto/grpc_status.h"
 #include "vri/api_convert.h"
+#include "vri/config_diff.h"
 #include "vri/ledger_views.h"
 #include "vri/usage_convert.h"
 
@@ -242,6 +243,11 @@ VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const Bytes* in, B
 
 VriService::Reactor* VriService::HandBack(CallbackContext* c, const Bytes* in, Bytes* out) {
   return serve(c, "HandBack", in, out, Runs::kDecides, &VriService::handBack);
+}
+
+// In the decisions' turn, so that the plan is made against a state no decision is changing.
+VriService::Reactor* VriService::DiffConfig(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve(c, "DiffConfig", in, out, Runs::kDecides, &VriService::diffConfig);
 }
 
 VriService::Reactor* VriService::ContainerStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
@@ -516,6 +522,45 @@ Result<void> VriService::handBack(const v1::HandBackRequest& request, v1::HandBa
     withMemory += static_cast<int>(containers.size());
   reply.set_memory_containers(withMemory);
   reply.set_kubelet_config(handBack.kubeletConfig);
+  return {};
+}
+
+Result<void> VriService::diffConfig(const v1::DiffConfigRequest& request, v1::ConfigDiffReply& reply) {
+  DaemonConfig candidate = defaultConfig();
+  VRI_TRY(applyConfigText(candidate, request.config_text(), request.origin().empty() ? "config" : request.origin()));
+  const StatePtr now = node_.state();
+  VRI_ASSIGN_OR_RETURN(ConfigDiff diff,
+                       vri::diffConfig(node_.facts().options, candidate, *now, node_.sharedTopology()));
+  for (const ConfigSettingChange& change : diff.settings) {
+    v1::ConfigSettingDiff& out = *reply.add_settings();
+    out.set_option(change.option);
+    out.set_before(change.before);
+    out.set_after(change.after);
+    out.set_takes_effect(change.takesEffect == ConfigSettingChange::TakesEffect::kApply    ? "apply"
+                         : change.takesEffect == ConfigSettingChange::TakesEffect::kReload ? "reload"
+                                                                                           : "restart");
+  }
+  reply.set_policy_changes(diff.policyChanges);
+  if (diff.policyChanges) {
+    reply.set_reserved_before(diff.plan.reservedBefore.format());
+    reply.set_reserved_after(diff.plan.reservedAfter.format());
+    reply.set_shared_before(diff.plan.sharedBefore.format());
+    reply.set_shared_after(diff.plan.sharedAfter.format());
+    reply.set_stays(diff.plan.stays);
+    for (const TenantChange& change : diff.plan.changes) {
+      v1::TenantPlan& out = *reply.add_tenants();
+      out.set_tenant(change.tenant);
+      out.set_name(change.name);
+      out.set_breaks(change.verdict == TenantChange::Verdict::kBreaks);
+      out.set_cpus_before(change.cpusBefore.format());
+      out.set_cpus_after(change.cpusAfter.format());
+      out.set_mems_before(change.memsBefore.format());
+      out.set_mems_after(change.memsAfter.format());
+      out.set_reason(change.reason);
+    }
+  }
+  for (const std::string& sentence : diff.kubelet) reply.add_kubelet(sentence);
+  reply.set_kubelet_config(diff.kubeletConfig);
   return {};
 }
 

@@ -32,16 +32,17 @@ enum class SocketAccess { kReadOnly, kAdmin };
 // the tree compared with the kernel) read the cgroupfs while no decision
 // writes, so they take their turn on the decision thread, from either socket.
 // Watch streams, synchronously.
-using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCallbackMethod_AdmitPod<
-    v1::Vri::WithRawCallbackMethod_AdmitContainer<v1::Vri::WithRawCallbackMethod_ResizeContainer<
-        v1::Vri::WithRawCallbackMethod_ReleaseContainer<v1::Vri::WithRawCallbackMethod_ReleasePod<
-            v1::Vri::WithRawCallbackMethod_ContainerStarted<v1::Vri::WithRawCallbackMethod_AdmitVm<
-                v1::Vri::WithRawCallbackMethod_ReserveVm<v1::Vri::WithRawCallbackMethod_ResizeVm<
-                    v1::Vri::WithRawCallbackMethod_VmStarted<v1::Vri::WithRawCallbackMethod_ReleaseVm<
-                        v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
-                            v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::WithRawCallbackMethod_GetTree<
-                                v1::Vri::WithRawCallbackMethod_MoveVm<v1::Vri::WithRawCallbackMethod_GetUsage<
-                                    v1::Vri::WithRawCallbackMethod_HandBack<v1::Vri::Service>>>>>>>>>>>>>>>>>>>;
+using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
+    v1::Vri::WithRawCallbackMethod_AdmitPod<v1::Vri::WithRawCallbackMethod_AdmitContainer<
+        v1::Vri::WithRawCallbackMethod_ResizeContainer<v1::Vri::WithRawCallbackMethod_ReleaseContainer<
+            v1::Vri::WithRawCallbackMethod_ReleasePod<v1::Vri::WithRawCallbackMethod_ContainerStarted<
+                v1::Vri::WithRawCallbackMethod_AdmitVm<v1::Vri::WithRawCallbackMethod_ReserveVm<
+                    v1::Vri::WithRawCallbackMethod_ResizeVm<v1::Vri::WithRawCallbackMethod_VmStarted<
+                        v1::Vri::WithRawCallbackMethod_ReleaseVm<v1::Vri::WithRawCallbackMethod_ListTenants<
+                            v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
+                                v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::WithRawCallbackMethod_MoveVm<
+                                    v1::Vri::WithRawCallbackMethod_GetUsage<v1::Vri::WithRawCallbackMethod_HandBack<
+                                        v1::Vri::WithRawCallbackMethod_DiffConfig<v1::Vri::Service>>>>>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -96,6 +97,7 @@ class VriService final : public VriServiceBase {
   Reactor* GetTree(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* HandBack(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* DiffConfig(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
   Reactor* GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status WatchUsage(Context* context, const v1::WatchUsageRequest* request,
@@ -156,6 +158,7 @@ class VriService final : public VriServiceBase {
   Result<void> vmStarted(const v1::VmStartedRequest& request, v1::VmStartedReply& reply);
   Result<void> containerStarted(const v1::ContainerStartedRequest& request, v1::ContainerStartedReply& reply);
   Result<void> handBack(const v1::HandBackRequest& request, v1::HandBackReply& reply);
+  Result<void> diffConfig(const v1::DiffConfigRequest& request, v1::ConfigDiffReply& reply);
   Result<void> getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
   // MoveVm's decision: the VM's UUID once its ledger and cgroups moved.
   Result<std::string> moveVm(const v1::MoveVmRequest& request);

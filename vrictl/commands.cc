@@ -8,6 +8,7 @@
 
 #include "base/version.h"
 #include "vrictl/completion.h"
+#include "vrictl/config_command.h"
 #include "vrictl/handback_command.h"
 #include "vrictl/map_view.h"
 #include "vrictl/node_views.h"
@@ -35,7 +36,8 @@ struct Choices {
   bool dryRun = false;
   bool noCompare = false;
   HandBackChoices handBack;
-  PinChoices pins;  // vcpupin, emulatorpin, numatune
+  std::string configAction, configFile;  // config
+  PinChoices pins;                       // vcpupin, emulatorpin, numatune
   TopChoices top;
 };
 
@@ -222,6 +224,17 @@ struct Parser {
                          "kubelet_config); with memoryManagerPolicy Static the memory manager's checkpoint is "
                          "written too");
     handback->add_flag("--dry-run,-n", choices.dryRun, "show the checkpoints, and do nothing");
+    CLI::App* config = add(
+        "config", "what running vrid with another configuration file would change (admin socket): `config diff FILE`",
+        [](CommandContext& c, const Choices& o) {
+          auto reply = diffConfigFile(c.vrid(), o.configFile);
+          if (!reply.ok()) return failed(c, reply.error());
+          return show(c, o, *reply, formatConfigDiff(*reply, o.configFile));
+        });
+    config->add_option("action", choices.configAction, "diff: each option that differs, and each tenant it moves")
+        ->required()
+        ->check(CLI::IsMember({"diff"}));
+    config->add_option("file", choices.configFile, "a vrid.conf")->required();
   }
 
   // vcpupin, emulatorpin, numatune: where one VM runs, shown or moved.

@@ -56,6 +56,10 @@ class GrpcVrid final : public VridApi {
     return unary<v1::MoveVmReply>(
         [&](grpc::ClientContext* c, v1::MoveVmReply* out) { return stub_->MoveVm(c, request, out); });
   }
+  Result<v1::ConfigDiffReply> diffConfig(const v1::DiffConfigRequest& request) override {
+    return unary<v1::ConfigDiffReply>(
+        [&](grpc::ClientContext* c, v1::ConfigDiffReply* out) { return stub_->DiffConfig(c, request, out); });
+  }
   Result<v1::HandBackReply> handBack(const v1::HandBackRequest& request) override {
     return unary<v1::HandBackReply>(
         [&](grpc::ClientContext* c, v1::HandBackReply* out) { return stub_->HandBack(c, request, out); });

@@ -26,7 +26,8 @@ std::string nodeList(std::vector<int> nodes) {
 Result<std::map<int, KubeletNumaNodeState>> defaultMachineState(const std::vector<NumaNode>& nodes,
                                                                 const KubeletReservedMemory& reserved) {
   std::map<int, KubeletNumaNodeState> state;
-  for (const auto& [node, resources] : reserved) {
+  for (const auto& entry : reserved) {
+    const int node = entry.first;
     const bool exists = std::any_of(nodes.begin(), nodes.end(), [&](const NumaNode& n) { return n.id == node; });
     if (!exists)
       return Error::invalidArgument("reservedMemory names NUMA node " + std::to_string(node) +

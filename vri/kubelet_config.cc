@@ -245,7 +245,8 @@ std::string takeoverSteps(const DaemonConfig& config) {
          root +
          "/memory_manager_state; with memoryManagerPolicy Static before, set pin_guaranteed_memory = true in vrid's "
          "configuration, so that VRI binds Guaranteed pods' memory as kubelet did; start vrid, which adopts every "
-         "running container on the CPUs and memory nodes it holds; point kubelet at vri-cri-shim or enable vri-nri-plugin; start kubelet (docs/operating.md, "
+         "running container on the CPUs and memory nodes it holds; point kubelet at vri-cri-shim or enable "
+         "vri-nri-plugin; start kubelet (docs/operating.md, "
          "\"Taking a node over from kubelet's CPU manager\")";
 }
 

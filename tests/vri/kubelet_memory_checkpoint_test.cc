@@ -121,6 +121,11 @@ TEST(KubeletMemoryCheckpointTest, KubeletsOwnFileIsReadAndItsMachineStateIsOurs)
   ASSERT_TRUE(state.ok()) << state.error().message();
   EXPECT_EQ(*state, read->machineState);
   EXPECT_EQ(encodeMemoryCheckpoint(*read), written);  // byte for byte as kubelet writes it
+  // What kubelet with policy None writes on every node (the same run, after the takeover).
+  MemoryManagerCheckpoint none;
+  none.policyName = "None";
+  EXPECT_EQ(memoryManagerChecksum(none), 4236770233u);
+  EXPECT_EQ(encodeMemoryCheckpoint(none), R"({"policyName":"None","machineState":{},"checksum":4236770233})");
 }
 
 TEST(KubeletMemoryCheckpointTest, AWrongChecksumOrShapeIsRefusedAsKubeletRefusesIt) {

@@ -115,29 +115,22 @@ Result<ConfigChangePlan> planConfigChange(const LedgerState& now, std::shared_pt
   }
 
   // Placed again, one by one, as the new policy would place them now.
-  for (ToPlace& each : toPlace) {
-    TenantChange& change = each.change;
-    if (each.container != nullptr) {
-      auto placed = candidate->apply(&Ledger::decideAdmitContainer, each.pod->spec, each.container->spec,
-                                     std::vector<std::string>{});
-      if (placed.ok()) {
-        change.cpusAfter = placed->exclusive;
-        change.memsAfter = placed->mems;
-      } else {
-        change.verdict = TenantChange::Verdict::kBreaks;
-        change.reason += "; and it cannot be placed again: " + placed.error().message();
-      }
-    } else {
-      auto placed = candidate->apply(&Ledger::decideAdmitVm, each.vm->spec);
-      if (placed.ok()) {
-        change.cpusAfter = placed->exclusive;
-        change.memsAfter = placed->mems;
-      } else {
-        change.verdict = TenantChange::Verdict::kBreaks;
-        change.reason += "; and it cannot be placed again: " + placed.error().message();
-      }
+  const auto record = [](TenantChange& change, const auto& placed) {
+    if (placed.ok()) {
+      change.cpusAfter = placed->exclusive;
+      change.memsAfter = placed->mems;
+      return;
     }
-    plan.changes.push_back(std::move(change));
+    change.verdict = TenantChange::Verdict::kBreaks;
+    change.reason += "; and it cannot be placed again: " + placed.error().message();
+  };
+  for (ToPlace& each : toPlace) {
+    if (each.container != nullptr)
+      record(each.change, candidate->apply(&Ledger::decideAdmitContainer, each.pod->spec, each.container->spec,
+                                           std::vector<std::string>{}));
+    else
+      record(each.change, candidate->apply(&Ledger::decideAdmitVm, each.vm->spec));
+    plan.changes.push_back(std::move(each.change));
   }
   const StatePtr placed = candidate->state();
   plan.sharedAfter = placed->shared();

@@ -82,10 +82,7 @@ Result<CpuManagerCheckpoint> parseCpuManagerCheckpoint(std::string_view text, co
     }
   }
   VRI_ASSIGN_OR_RETURN(cp.checksum, kubelet_text::checksumMember(root, origin));
-  if (cp.checksum != 0 && cp.checksum != kubeletChecksum(cp))
-    return Error(ErrorCode::kDataLoss, origin + ": its checksum " + std::to_string(cp.checksum) +
-                                           " is not its contents' (" + std::to_string(kubeletChecksum(cp)) +
-                                           "): kubelet refuses it as corrupted");
+  VRI_TRY(kubelet_text::verifyChecksum(cp.checksum, kubeletChecksum(cp), origin));
   return cp;
 }
 

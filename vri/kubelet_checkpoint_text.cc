@@ -71,4 +71,10 @@ Result<uint64_t> checksumMember(const YAML::Node& object, const std::string& ori
   return unsignedNumber(checksum, origin + ": checksum");
 }
 
+Result<void> verifyChecksum(uint64_t stored, uint32_t computed, const std::string& origin) {
+  if (stored == 0 || stored == computed) return {};
+  return Error(ErrorCode::kDataLoss, origin + ": its checksum " + std::to_string(stored) + " is not its contents' (" +
+                                         std::to_string(computed) + "): kubelet refuses it as corrupted");
+}
+
 }  // namespace vri::kubelet_text

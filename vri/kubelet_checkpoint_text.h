@@ -30,4 +30,8 @@ Result<uint64_t> unsignedNumber(const YAML::Node& node, const std::string& what)
 // The checkpoint's "checksum" member (0 when absent, as kubelet reads an older file).
 Result<uint64_t> checksumMember(const YAML::Node& object, const std::string& origin);
 
+// As kubelet verifies a file it reads: `stored` 0 (an older file) or the contents' own `computed`;
+// any other is refused as kubelet refuses it ("checkpoint is corrupted").
+Result<void> verifyChecksum(uint64_t stored, uint32_t computed, const std::string& origin);
+
 }  // namespace vri::kubelet_text

@@ -290,10 +290,7 @@ Result<MemoryManagerCheckpoint> parseMemoryManagerCheckpoint(std::string_view te
     return Error::invalidArgument(origin + ": " + e.what());
   }
   VRI_ASSIGN_OR_RETURN(cp.checksum, kubelet_text::checksumMember(root, origin));
-  if (cp.checksum != 0 && cp.checksum != memoryManagerChecksum(cp))
-    return Error(ErrorCode::kDataLoss, origin + ": its checksum " + std::to_string(cp.checksum) +
-                                           " is not its contents' (" + std::to_string(memoryManagerChecksum(cp)) +
-                                           "): kubelet refuses it as corrupted");
+  VRI_TRY(kubelet_text::verifyChecksum(cp.checksum, memoryManagerChecksum(cp), origin));
   return cp;
 }
 

@@ -420,4 +420,37 @@ void fillCapacity(const CapacityBooks& books, v1::Capacity& out) {
   }
 }
 
+void fillConfigDiff(const ConfigDiff& diff, v1::ConfigDiffReply& out) {
+  for (const ConfigSettingChange& change : diff.settings) {
+    v1::ConfigSettingDiff& setting = *out.add_settings();
+    setting.set_option(change.option);
+    setting.set_before(change.before);
+    setting.set_after(change.after);
+    setting.set_takes_effect(change.takesEffect == ConfigSettingChange::TakesEffect::kApply    ? "apply"
+                             : change.takesEffect == ConfigSettingChange::TakesEffect::kReload ? "reload"
+                                                                                               : "restart");
+  }
+  out.set_policy_changes(diff.policyChanges);
+  if (diff.policyChanges) {
+    out.set_reserved_before(diff.plan.reservedBefore.format());
+    out.set_reserved_after(diff.plan.reservedAfter.format());
+    out.set_shared_before(diff.plan.sharedBefore.format());
+    out.set_shared_after(diff.plan.sharedAfter.format());
+    out.set_stays(diff.plan.stays);
+    for (const TenantChange& change : diff.plan.changes) {
+      v1::TenantPlan& tenant = *out.add_tenants();
+      tenant.set_tenant(change.tenant);
+      tenant.set_name(change.name);
+      tenant.set_breaks(change.verdict == TenantChange::Verdict::kBreaks);
+      tenant.set_cpus_before(change.cpusBefore.format());
+      tenant.set_cpus_after(change.cpusAfter.format());
+      tenant.set_mems_before(change.memsBefore.format());
+      tenant.set_mems_after(change.memsAfter.format());
+      tenant.set_reason(change.reason);
+    }
+  }
+  for (const std::string& sentence : diff.kubelet) out.add_kubelet(sentence);
+  out.set_kubelet_config(diff.kubeletConfig);
+}
+
 }  // namespace vri

@@ -10,6 +10,7 @@
 #include "cgroup-model/node_tree.h"
 #include "proto/vri.pb.h"
 #include "vri/cgroup_sync.h"
+#include "vri/config_diff.h"
 #include "vri/event_hub.h"
 
 namespace vri {
@@ -44,5 +45,8 @@ void fillPodInfo(const PodRecord& pod, const CpuSet& shared, const CpuSet& wideS
                  v1::PodInfo& out);
 void fillVmInfo(const VmRecord& vm, const CpuSet& shared, const std::optional<CgroupPath>& scope, uint64_t memoryBytes,
                 v1::VmInfo& out);
+
+// DiffConfig's reply: the settings, the placement policy's plan, kubelet's disagreements.
+void fillConfigDiff(const ConfigDiff& diff, v1::ConfigDiffReply& out);
 
 }  // namespace vri

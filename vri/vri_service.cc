@@ -531,36 +531,7 @@ Result<void> VriService::diffConfig(const v1::DiffConfigRequest& request, v1::Co
   const StatePtr now = node_.state();
   VRI_ASSIGN_OR_RETURN(ConfigDiff diff,
                        vri::diffConfig(node_.facts().options, candidate, *now, node_.sharedTopology()));
-  for (const ConfigSettingChange& change : diff.settings) {
-    v1::ConfigSettingDiff& out = *reply.add_settings();
-    out.set_option(change.option);
-    out.set_before(change.before);
-    out.set_after(change.after);
-    out.set_takes_effect(change.takesEffect == ConfigSettingChange::TakesEffect::kApply    ? "apply"
-                         : change.takesEffect == ConfigSettingChange::TakesEffect::kReload ? "reload"
-                                                                                           : "restart");
-  }
-  reply.set_policy_changes(diff.policyChanges);
-  if (diff.policyChanges) {
-    reply.set_reserved_before(diff.plan.reservedBefore.format());
-    reply.set_reserved_after(diff.plan.reservedAfter.format());
-    reply.set_shared_before(diff.plan.sharedBefore.format());
-    reply.set_shared_after(diff.plan.sharedAfter.format());
-    reply.set_stays(diff.plan.stays);
-    for (const TenantChange& change : diff.plan.changes) {
-      v1::TenantPlan& out = *reply.add_tenants();
-      out.set_tenant(change.tenant);
-      out.set_name(change.name);
-      out.set_breaks(change.verdict == TenantChange::Verdict::kBreaks);
-      out.set_cpus_before(change.cpusBefore.format());
-      out.set_cpus_after(change.cpusAfter.format());
-      out.set_mems_before(change.memsBefore.format());
-      out.set_mems_after(change.memsAfter.format());
-      out.set_reason(change.reason);
-    }
-  }
-  for (const std::string& sentence : diff.kubelet) reply.add_kubelet(sentence);
-  reply.set_kubelet_config(diff.kubeletConfig);
+  fillConfigDiff(diff, reply);
   return {};
 }
 

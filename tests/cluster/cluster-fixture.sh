@@ -41,11 +41,14 @@ set -euo pipefail
 here=$(dirname "$(readlink -f "$0")")
 root=${VRI_CLUSTER_DIR:-/run/vri-test-cluster}
 peers=$(readlink -f "${VRI_PEERS:-$here/../../build/peers/kubernetes}")
-# Loopback ports of its own, away from the defaults a node's real components use; a second fixture
-# beside the first (its own directory) takes VRI_CLUSTER_PORT_OFFSET=1.
+# Loopback ports of its own, away from the defaults a node's real components use and below the
+# kernel's ephemeral range (net.ipv4.ip_local_port_range, 32768-60999 by default): a port in that
+# range can be taken, between one component's stop and its restart, as the local end of any
+# outgoing connection on the host, and the restart then fails with "address already in use".
+# A second fixture beside the first (its own directory) takes VRI_CLUSTER_PORT_OFFSET=1.
 offset=${VRI_CLUSTER_PORT_OFFSET:-0}
-etcd_port=$((32379 + offset)) etcd_peer_port=$((32380 + 10 + offset)) api_port=$((36443 + offset))
-cm_port=$((36257 + offset)) scheduler_port=$((36259 + 10 + offset))
+etcd_port=$((22379 + offset)) etcd_peer_port=$((22380 + 10 + offset)) api_port=$((26443 + offset))
+cm_port=$((26257 + offset)) scheduler_port=$((26259 + 10 + offset))
 api=https://127.0.0.1:$api_port
 guest_api_address=10.0.2.100 guest_api_port=6443
 guest_api=https://$guest_api_address:$guest_api_port
@@ -280,6 +283,17 @@ restart_scheduler() { # cache mode, scoring strategy
   say "scheduler started again, cache $mode, scoring $strategy"
 }
 
+# Refuses a host whose ephemeral range reaches down to one of the fixture's ports (see above).
+check_ports_outside_ephemeral_range() {
+  local low high port
+  read -r low high < /proc/sys/net/ipv4/ip_local_port_range
+  for port in $etcd_port $etcd_peer_port $api_port $cm_port $scheduler_port; do
+    if [ "$port" -ge "$low" ] && [ "$port" -le "$high" ]; then
+      die "port $port lies in this host's ephemeral range $low-$high (net.ipv4.ip_local_port_range)"
+    fi
+  done
+}
+
 up() {
   local mode
   mode=$(cache_mode "$1")
@@ -287,6 +301,7 @@ up() {
   for c in "${components[@]}" kubectl; do
     [ -x "$peers/$c" ] || die "no $c in $peers: build it with scripts/build-peers.sh"
   done
+  check_ports_outside_ephemeral_range
   command -v openssl curl >/dev/null || die "openssl and curl are needed (scripts/install-deps.sh)"
   down >/dev/null
   local started=$SECONDS

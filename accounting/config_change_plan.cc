@@ -132,8 +132,8 @@ Result<ConfigChangePlan> planConfigChange(const LedgerState& now, std::shared_pt
       record(each.change, candidate->apply(&Ledger::decideAdmitVm, each.vm->spec));
     plan.changes.push_back(std::move(each.change));
   }
-  const StatePtr placed = candidate->state();
-  plan.sharedAfter = placed->shared();
+  plan.after = candidate->state();
+  plan.sharedAfter = plan.after->shared();
   return plan;
 }
 

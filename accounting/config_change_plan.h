@@ -32,6 +32,9 @@ struct ConfigChangePlan {
   CpuSet sharedBefore, sharedAfter;  // the shared pool, before and once every move is made
   int stays = 0;                     // tenants with exclusive CPUs or bound memory that keep them
   std::vector<TenantChange> changes;
+  // The ledger under the new policy once every move is made (its records; no runtime knowledge such as
+  // where VMs' cgroups are): what an apply commits and publishes.
+  StatePtr after;
 };
 
 Result<ConfigChangePlan> planConfigChange(const LedgerState& now, std::shared_ptr<const Topology> topology,

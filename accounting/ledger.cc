@@ -48,19 +48,20 @@ Result<std::unique_ptr<Ledger>> Ledger::open(std::shared_ptr<const Topology> top
 }
 
 Result<StatePtr> Ledger::loadState(const Writer& writer, std::vector<std::string>& problems) const {
-  CpuPoolConfig pool_config = config_.pool;
+  CpuPoolConfig pool_config = policy().pool;
   pool_config.minSharedCpus = 0;  // set from the shared tenants once they are loaded
   VRI_ASSIGN_OR_RETURN(CpuPool pool, CpuPool::create(topology_, pool_config));
   VRI_ASSIGN_OR_RETURN(NumaMemory numa,
-                       NumaMemory::create(*topology_, config_.reservedMemoryPerNode, config_.reservedMemoryTotal));
+                       NumaMemory::create(*topology_, policy().reservedMemoryPerNode, policy().reservedMemoryTotal));
   VRI_ASSIGN_OR_RETURN(StoredLedger stored, writer.store().load());
-  const std::string policy = describePolicy(config_.pool);
-  const auto previous = stored.meta.find("policy");
-  if (previous != stored.meta.end() && previous->second != policy) {
-    problems.push_back("allocator policy changed from " + previous->second + " to " + policy +
+  const auto [key, described] = policyMeta(policy());
+  const auto previous = stored.meta.find(key);
+  if (previous != stored.meta.end() && previous->second != described) {
+    problems.push_back("allocator policy changed from " + previous->second + " to " + described +
                        ": placements already made are kept, new decisions follow the new policy");
   }
-  if (previous == stored.meta.end() || previous->second != policy) VRI_TRY(writer.store().setMeta("policy", policy));
+  if (previous == stored.meta.end() || previous->second != described)
+    VRI_TRY(writer.store().setMeta(key, described));
 
   LedgerState state{0, std::move(pool), std::move(numa), {}, {}, {}, {}, {}};
   for (auto& [uid, pod] : stored.pods) {
@@ -96,7 +97,7 @@ Result<StatePtr> Ledger::loadState(const Writer& writer, std::vector<std::string
       problems.push_back("VM " + vm.spec.cpu.name + " kept out: " + restored.error().message());
       continue;
     }
-    state.totals += vmTotals(vm, false, config_.sharedVcpuMilli, config_.vmMemoryOverheadBytes);
+    state.totals += vmTotals(vm, false, policy().sharedVcpuMilli, policy().vmMemoryOverheadBytes);
     state.vms = state.vms.set(uuid, std::move(vm));
   }
   const int64_t shared_capacity = static_cast<int64_t>(state.pool.shared().count()) * 1000;
@@ -127,6 +128,10 @@ std::optional<VmRecord> Ledger::findVm(const std::string& uuid) const {
   return std::nullopt;
 }
 
+std::pair<std::string, std::string> Ledger::policyMeta(const LedgerConfig& config) {
+  return {"policy", describePolicy(config.pool)};
+}
+
 LedgerChange Ledger::changeFor(const LedgerDelta& delta, const LedgerState& to) {
   LedgerChange change;
   for (const std::string& uid : delta.storedPods) {
@@ -150,6 +155,14 @@ Result<void> Ledger::Writer::commit(const LedgerDelta& delta, const LedgerState&
   return store().apply(changeFor(delta, to));
 }
 
+Result<void> Ledger::Writer::commitChange(const LedgerChange& change) { return store().apply(change); }
+
+void Ledger::Writer::reconfigure(LedgerConfig config, StatePtr state) {
+  MutexLock lock(ledger_->stateMutex_);
+  ledger_->config_ = std::make_shared<const LedgerConfig>(std::move(config));
+  ledger_->current_ = std::move(state);
+}
+
 void Ledger::Writer::publish(StatePtr next) {
   MutexLock lock(ledger_->stateMutex_);
   ledger_->current_ = std::move(next);
@@ -158,29 +171,33 @@ void Ledger::Writer::publish(StatePtr next) {
 Result<void> Ledger::Writer::reload() {
   std::vector<std::string> problems;
   VRI_ASSIGN_OR_RETURN(StatePtr loaded, ledger_->loadState(*this, problems));
-  // Scopes are runtime knowledge the store does not hold: keep the ones still known.
-  LedgerState state = *loaded;
   const StatePtr now = current();
-  for (const auto& [uuid, scope] : now->vmScopes) {
+  publish(std::make_shared<const LedgerState>(withRuntimeKnowledge(*loaded, *now, ledger_->policy())));
+  return {};
+}
+
+LedgerState Ledger::withRuntimeKnowledge(const LedgerState& loaded, const LedgerState& now,
+                                         const LedgerConfig& config) {
+  LedgerState state = loaded;
+  for (const auto& [uuid, scope] : now.vmScopes) {
     if (const VmRecord* vm = state.vm(uuid)) {
-      state.totals -= vmTotals(*vm, false, ledger_->config_.sharedVcpuMilli, ledger_->config_.vmMemoryOverheadBytes);
-      state.totals += vmTotals(*vm, true, ledger_->config_.sharedVcpuMilli, ledger_->config_.vmMemoryOverheadBytes);
+      state.totals -= vmTotals(*vm, false, config.sharedVcpuMilli, config.vmMemoryOverheadBytes);
+      state.totals += vmTotals(*vm, true, config.sharedVcpuMilli, config.vmMemoryOverheadBytes);
       state.vmScopes = state.vmScopes.set(uuid, scope);
     }
   }
-  state.sequence = now->sequence + 1;
-  publish(std::make_shared<const LedgerState>(std::move(state)));
-  return {};
+  state.sequence = now.sequence + 1;
+  return state;
 }
 
 Result<void> Ledger::checkMemory(const LedgerState& state, uint64_t more, const std::string& who) const {
   const uint64_t admitted = state.totals.admittedMemoryBytes;
-  if (config_.allocatableMemoryBytes == 0 || more == 0) return {};
-  if (fitsWithin(admitted, more, config_.allocatableMemoryBytes)) return {};
-  const uint64_t free = config_.allocatableMemoryBytes - std::min(admitted, config_.allocatableMemoryBytes);
+  if (policy().allocatableMemoryBytes == 0 || more == 0) return {};
+  if (fitsWithin(admitted, more, policy().allocatableMemoryBytes)) return {};
+  const uint64_t free = policy().allocatableMemoryBytes - std::min(admitted, policy().allocatableMemoryBytes);
   return Error::resourceExhausted(who + " needs " + std::to_string(more >> 20) + " MiB of memory; " +
                                   std::to_string(free >> 20) + " MiB of the " +
-                                  std::to_string(config_.allocatableMemoryBytes >> 20) + " MiB allocatable are free");
+                                  std::to_string(policy().allocatableMemoryBytes >> 20) + " MiB allocatable are free");
 }
 
 Result<void> Ledger::checkSharedDemand(const LedgerState& state, int64_t more, const std::string& who) const {
@@ -209,7 +226,7 @@ Result<std::vector<int>> Ledger::alignNodes(const LedgerState& state, const Alig
     }
     return strictNodes;
   }
-  TopologyManagerOptions options = config_.topologyManager;
+  TopologyManagerOptions options = policy().topologyManager;
   if (options.policy == TopologyPolicy::kNone) {
     // VRI's own alignment of NUMA-bound tenants: never refused, closest nodes first.
     options.policy = TopologyPolicy::kBestEffort;

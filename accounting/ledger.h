@@ -99,6 +99,12 @@ class Ledger {
     void publish(StatePtr next);
     // Reads the store again and publishes what it holds (after an undo failed to commit).
     Result<void> reload();
+    // Writes `change` (records and meta) in one transaction: a change of policy, or its undo.
+    Result<void> commitChange(const LedgerChange& change);
+    // From now on decisions follow `config`, starting from `state` (a ledger placed under it): one
+    // step for readers, who see the new policy and its state together. The store is the caller's
+    // (commitChange, with policyMeta's entry).
+    void reconfigure(LedgerConfig config, StatePtr state);
 
    private:
     friend class Ledger;
@@ -213,23 +219,39 @@ class Ledger {
   // One record, copied out of the current state (tests and tools).
   std::optional<PodRecord> findPod(const std::string& uid) const;
   std::optional<VmRecord> findVm(const std::string& uuid) const;
-  const LedgerConfig& config() const { return config_; }
+  // The placement policy decisions follow now; a Writer changes it (Writer::reconfigure).
+  std::shared_ptr<const LedgerConfig> config() const {
+    MutexLock lock(stateMutex_);
+    return config_;
+  }
   const std::vector<std::string>& loadProblems() const { return loadProblems_; }
   const Topology& topology() const { return *topology_; }
   std::shared_ptr<const Topology> sharedTopology() const { return topology_; }
+  // `loaded` (from the store, under `config`) with what only the running ledger `now` knows: where
+  // VMs' cgroups are, and the totals that follow from it; numbered after `now`.
+  static LedgerState withRuntimeKnowledge(const LedgerState& loaded, const LedgerState& now,
+                                          const LedgerConfig& config);
+  // The meta entry that says which allocator policy the stored placements were made under.
+  static std::pair<std::string, std::string> policyMeta(const LedgerConfig& config);
   // The store's records for `delta`'s tenants as they are in `to`.
   static LedgerChange changeFor(const LedgerDelta& delta, const LedgerState& to);
 
  private:
   Ledger(std::shared_ptr<const Topology> topology, LedgerConfig config, std::unique_ptr<LedgerStore> store)
-      : topology_(std::move(topology)), config_(std::move(config)), store_(std::move(store)) {}
+      : topology_(std::move(topology)),
+        config_(std::make_shared<const LedgerConfig>(std::move(config))),
+        store_(std::move(store)) {}
+
+  // The policy, for decisions: they run under the Writer, and only a Writer changes it
+  // (reconfigure, which also holds stateMutex_ for readers of config()).
+  const LedgerConfig& policy() const VRI_NO_THREAD_SAFETY_ANALYSIS { return *config_; }
 
   // The state the store holds, with what no longer fits kept out (and said in `problems`).
   Result<StatePtr> loadState(const Writer& writer, std::vector<std::string>& problems) const;
   NextState next(const StatePtr& from) const {
-    return NextState(from, config_.sharedVcpuMilli, config_.vmMemoryOverheadBytes);
+    return NextState(from, policy().sharedVcpuMilli, policy().vmMemoryOverheadBytes);
   }
-  uint64_t vmMemory(const VmSpec& vm) const { return vm.memoryBytes + config_.vmMemoryOverheadBytes; }
+  uint64_t vmMemory(const VmSpec& vm) const { return vm.memoryBytes + policy().vmMemoryOverheadBytes; }
   Result<void> checkMemory(const LedgerState& state, uint64_t more, const std::string& who) const;
   Result<void> checkSharedDemand(const LedgerState& state, int64_t more, const std::string& who) const;
   Result<Decision<VmCpuPlacement>> decideVm(const StatePtr& from, const VmSpec& vm, bool defined) const;
@@ -255,7 +277,7 @@ class Ledger {
                                       const std::vector<int>& strictNodes) const;
 
   std::shared_ptr<const Topology> topology_;
-  LedgerConfig config_;
+  std::shared_ptr<const LedgerConfig> config_ VRI_GUARDED_BY(stateMutex_);
   Mutex writerMutex_;  // one decision at a time: held by the Writer
   std::unique_ptr<LedgerStore> store_ VRI_GUARDED_BY(writerMutex_);
   std::vector<std::string> loadProblems_;

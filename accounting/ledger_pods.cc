@@ -78,14 +78,14 @@ Result<ContainerPlacement> Ledger::placeContainer(NextState& next, PodRecord& po
   }
   // A pinned container's CPUs, memory and hugepages come from the same NUMA nodes.
   const uint64_t pinned_memory = container.memoryLimitBytes.value_or(0);
-  const bool pinned = config_.pinGuaranteedMemory && pinned_memory > 0;
+  const bool pinned = policy().pinGuaranteedMemory && pinned_memory > 0;
   MemoryRequest memory_request = hugepages;
   if (pinned) memory_request[kRegularMemory] = pinned_memory;
   const bool bound = !memory_request.empty();
   std::vector<int> nodes;
   if (podNodes != nullptr) {
     nodes = *podNodes;
-  } else if (bound || config_.topologyManager.policy != TopologyPolicy::kNone) {
+  } else if (bound || policy().topologyManager.policy != TopologyPolicy::kNone) {
     // The topology manager's policy applies to every container with exclusive CPUs, as in kubelet.
     VRI_ASSIGN_OR_RETURN(nodes, alignNodes(next.now(), {who, cpus, memory_request}, {}));
   }
@@ -280,7 +280,7 @@ Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
     const int count = exclusiveCpusFor(pod, c);
     if (count == 0 || c.init) continue;  // init containers hand their CPUs on; the app containers count
     cpus += count;
-    if (config_.pinGuaranteedMemory) {
+    if (policy().pinGuaranteedMemory) {
       VRI_ASSIGN_OR_RETURN(memory, addBytes("pod memory", memory, c.memoryLimitBytes.value_or(0)));
     }
   }
@@ -291,7 +291,7 @@ Result<Decision<std::vector<ContainerPlacement>>> Ledger::decideAdmitPod(
   std::vector<int> nodes;
   const bool align =
       !hugepages.empty() ||
-      (cpus > 0 && (config_.pinGuaranteedMemory || config_.topologyManager.policy != TopologyPolicy::kNone));
+      (cpus > 0 && (policy().pinGuaranteedMemory || policy().topologyManager.policy != TopologyPolicy::kNone));
   if (align) {
     MemoryRequest request = hugepages;
     if (memory > 0) request[kRegularMemory] = memory;

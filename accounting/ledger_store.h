@@ -26,13 +26,18 @@ struct LedgerChange {
   std::vector<std::string> deletePods;
   std::vector<VmRecord> putVms;
   std::vector<std::string> deleteVms;
-  bool empty() const { return putPods.empty() && deletePods.empty() && putVms.empty() && deleteVms.empty(); }
+  std::map<std::string, std::string> meta;  // entries set with the records, in the same transaction
+  bool empty() const {
+    return putPods.empty() && deletePods.empty() && putVms.empty() && deleteVms.empty() && meta.empty();
+  }
 };
 
 class LedgerStore {
  public:
   virtual ~LedgerStore() = default;
   virtual Result<StoredLedger> load() = 0;
+  // The meta entries alone (which policy the records were placed under), without the records.
+  virtual Result<std::map<std::string, std::string>> meta() = 0;
   // All of `change` is durable when this returns ok; none of it otherwise.
   virtual Result<void> apply(const LedgerChange& change) = 0;
   virtual Result<void> setMeta(const std::string& key, const std::string& value) = 0;
@@ -42,6 +47,7 @@ class LedgerStore {
 class MemoryLedgerStore : public LedgerStore {
  public:
   Result<StoredLedger> load() override { return stored_; }
+  Result<std::map<std::string, std::string>> meta() override { return stored_.meta; }
   Result<void> apply(const LedgerChange& change) override;
   Result<void> setMeta(const std::string& key, const std::string& value) override;
   const StoredLedger& stored() const { return stored_; }

@@ -93,7 +93,7 @@ Result<Decision<VcpusOnline>> Ledger::decideVcpusOnline(const StatePtr& from, co
     placed = place(own);
     if (!placed.ok()) return placed.error();
     const VmCpuPlacement& p = placed->first.placement;
-    more = (sharedVcpuCount(p) - sharedVcpuCount(known->placement)) * config_.sharedVcpuMilli;
+    more = (sharedVcpuCount(p) - sharedVcpuCount(known->placement)) * policy().sharedVcpuMilli;
     auto assigned = regrantVm(n, *from, uuid, p, more);
     if (assigned.ok()) break;
     if (!own || assigned.error().code() != ErrorCode::kResourceExhausted) {

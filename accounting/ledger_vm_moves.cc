@@ -127,7 +127,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideMoveVm(const StatePtr& from, cons
   followPlacement(moved.spec.cpu, p);
 
   // Shared vCPUs that become dedicated leave the shared pool's demand; the ones given back join it.
-  const int64_t more = (sharedVcpuCount(p) - sharedVcpuCount(known->placement)) * config_.sharedVcpuMilli;
+  const int64_t more = (sharedVcpuCount(p) - sharedVcpuCount(known->placement)) * policy().sharedVcpuMilli;
   NextState n = next(from);
   if (auto granted = regrantVm(n, *from, uuid, p, more); !granted.ok()) return std::move(granted).context(who).error();
   VRI_TRY(checkSharedDemand(n.now(), more, who));  // against the pool the moves leave

@@ -106,7 +106,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
   VRI_TRY(checkMemory(*from, vmMemory(vm), who));
   VRI_TRY(validateMemoryParts(vm));
   VRI_ASSIGN_OR_RETURN(std::vector<int> dedicated, dedicatedVcpus(vm.cpu));
-  const int64_t shared_demand = (vm.cpu.vcpus - static_cast<int>(dedicated.size())) * config_.sharedVcpuMilli;
+  const int64_t shared_demand = (vm.cpu.vcpus - static_cast<int>(dedicated.size())) * policy().sharedVcpuMilli;
   VRI_TRY(checkSharedDemand(*from, shared_demand, who));
   reserveSharedFor(n.pool(), from->totals, shared_demand);
   // A VM with dedicated CPUs, hugepages or memory the domain binds is
@@ -139,11 +139,11 @@ Result<Decision<VmCpuPlacement>> Ledger::decideVm(const StatePtr& from, const Vm
   } else if (numa_bound) {
     if (vm.alignCells && placesCellByCell(vm, dedicated)) {
       cells =
-          placeCellsOnNodes(*topology_, from->pool.freeForExclusive(), from->numa, vm, dedicated, config_.pool.take);
+          placeCellsOnNodes(*topology_, from->pool.freeForExclusive(), from->numa, vm, dedicated, policy().pool.take);
     }
     if (!cells && (!chosen_memory.empty() || bound_nodes.empty())) {
       int exclusive_cpus = 0;
-      if (auto dry = planVmCpus(*topology_, from->pool.freeForExclusive(), vm.cpu, config_.pool.take); dry.ok()) {
+      if (auto dry = planVmCpus(*topology_, from->pool.freeForExclusive(), vm.cpu, policy().pool.take); dry.ok()) {
         exclusive_cpus = (dry->exclusive | dry->heldBack).count();
       }
       VRI_ASSIGN_OR_RETURN(nodes, alignNodes(*from, {who, exclusive_cpus, chosen_memory}, {}));
@@ -211,7 +211,7 @@ Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, co
   const uint64_t memory_before = vmMemory(before.spec), memory_after = vmMemory(vm);
   if (memory_after > memory_before) VRI_TRY(checkMemory(*from, memory_after - memory_before, who));
   VRI_ASSIGN_OR_RETURN(std::vector<int> dedicated, dedicatedVcpus(vm.cpu));
-  const int64_t new_demand = (vm.cpu.vcpus - static_cast<int>(dedicated.size())) * config_.sharedVcpuMilli;
+  const int64_t new_demand = (vm.cpu.vcpus - static_cast<int>(dedicated.size())) * policy().sharedVcpuMilli;
 
   // Out of the books, placed anew inside its old CPUs first, then nearby.
   NextState n = next(from);
@@ -223,11 +223,11 @@ Result<Decision<VmCpuPlacement>> Ledger::decideResizeVm(const StatePtr& from, co
   n.putVm(without);
   VRI_TRY(checkSharedDemand(n.now(), new_demand, who));
   reserveSharedFor(n.pool(), n.now().totals, new_demand);
-  auto placement = planVmCpus(*topology_, old_cpus, vm.cpu, config_.pool.take);
+  auto placement = planVmCpus(*topology_, old_cpus, vm.cpu, policy().pool.take);
   if (!placement.ok()) {
     VmCpuRequest nearby = vm.cpu;
     if (nearby.preferredNumaNodes.empty()) nearby.preferredNumaNodes = nodesOf(*topology_, old_cpus);
-    placement = planVmCpus(*topology_, n.pool().freeForExclusive(), nearby, config_.pool.take);
+    placement = planVmCpus(*topology_, n.pool().freeForExclusive(), nearby, policy().pool.take);
   }
   if (placement.ok() && !(placement->exclusive | placement->heldBack).empty()) {
     auto assigned = n.pool().assign(owner, {placement->exclusive, placement->heldBack});

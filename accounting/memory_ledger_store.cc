@@ -7,6 +7,7 @@ Result<void> MemoryLedgerStore::apply(const LedgerChange& change) {
   for (const std::string& uid : change.deletePods) stored_.pods.erase(uid);
   for (const VmRecord& vm : change.putVms) stored_.vms[vm.spec.uuid] = vm;
   for (const std::string& uuid : change.deleteVms) stored_.vms.erase(uuid);
+  for (const auto& [key, value] : change.meta) stored_.meta[key] = value;
   return {};
 }
 

@@ -250,17 +250,24 @@ Result<void> SqliteLedgerStore::prepare() {
   return {};
 }
 
-Result<StoredLedger> SqliteLedgerStore::load() {
-  StoredLedger stored;
+Result<std::map<std::string, std::string>> SqliteLedgerStore::meta() {
+  std::map<std::string, std::string> meta;
   sqlite3_stmt* query = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT key, value FROM meta", -1, &query, nullptr) != SQLITE_OK) {
     return sqliteError(db_, "read ledger meta");
   }
   while (sqlite3_step(query) == SQLITE_ROW) {
-    stored.meta[reinterpret_cast<const char*>(sqlite3_column_text(query, 0))] =
+    meta[reinterpret_cast<const char*>(sqlite3_column_text(query, 0))] =
         reinterpret_cast<const char*>(sqlite3_column_text(query, 1));
   }
   sqlite3_finalize(query);
+  return meta;
+}
+
+Result<StoredLedger> SqliteLedgerStore::load() {
+  StoredLedger stored;
+  VRI_ASSIGN_OR_RETURN(stored.meta, meta());
+  sqlite3_stmt* query = nullptr;
   if (sqlite3_prepare_v2(db_, "SELECT kind, id, body FROM tenants", -1, &query, nullptr) != SQLITE_OK) {
     return sqliteError(db_, "read ledger tenants");
   }
@@ -311,12 +318,14 @@ Result<void> SqliteLedgerStore::applyInTransaction(const LedgerChange& change) {
   for (const std::string& uid : change.deletePods) VRI_TRY(erase("pod", uid));
   for (const VmRecord& vm : change.putVms) VRI_TRY(put("vm", vm.spec.uuid, encodeVm(vm)));
   for (const std::string& uuid : change.deleteVms) VRI_TRY(erase("vm", uuid));
+  for (const auto& [key, value] : change.meta) VRI_TRY(setMeta(key, value));
   return {};
 }
 
 Result<void> SqliteLedgerStore::apply(const LedgerChange& change) {
   if (change.empty()) return {};
-  const size_t rows = change.putPods.size() + change.deletePods.size() + change.putVms.size() + change.deleteVms.size();
+  const size_t rows = change.putPods.size() + change.deletePods.size() + change.putVms.size() +
+                      change.deleteVms.size() + change.meta.size();
   // One row commits on its own (autocommit); more go in one transaction.
   if (rows == 1) return applyInTransaction(change);
   VRI_TRY(step(db_, begin_, "begin ledger transaction"));

@@ -42,6 +42,7 @@ class SqliteLedgerStore : public LedgerStore {
   SqliteLedgerStore& operator=(const SqliteLedgerStore&) = delete;
 
   Result<StoredLedger> load() override;
+  Result<std::map<std::string, std::string>> meta() override;
   Result<void> apply(const LedgerChange& change) override;
   Result<void> setMeta(const std::string& key, const std::string& value) override;
   // The schema version this open upgraded the file from (its copy is at

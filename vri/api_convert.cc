@@ -278,6 +278,8 @@ v1::Event::Kind eventKindMessage(EventKind kind) {
     case EventKind::kPinsPending: return v1::Event::PINS_PENDING;
     case EventKind::kPinsSet: return v1::Event::PINS_SET;
     case EventKind::kPinsDrifted: return v1::Event::PINS_DRIFTED;
+    case EventKind::kPolicyPending: return v1::Event::POLICY_PENDING;
+    case EventKind::kPolicyApplied: return v1::Event::POLICY_APPLIED;
   }
   return v1::Event::KIND_UNSPECIFIED;
 }

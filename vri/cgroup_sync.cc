@@ -317,7 +317,7 @@ Result<int> CgroupSync::write(const Ledger::Writer& writer, const StatePtr& befo
     if (vm == nullptr || vm->defined || scope == nullptr) continue;  // libvirt removes a stopped VM's cgroups
     DesiredTree tree;
     tree.adoptedRoots.push_back(*scope);
-    VRI_TRY(addVmCgroups(layout_, libvirtNamer_, node, vmCgroup(*vm, *scope, sharedVcpuMilli_), tree));
+    VRI_TRY(addVmCgroups(layout_, libvirtNamer_, node, vmCgroup(*vm, *scope, sharedVcpuMilli()), tree));
     VRI_ASSIGN_OR_RETURN(int n, writeTenant("VM " + uuid, std::move(tree)));
     writes += n;
   }

@@ -61,6 +61,13 @@ class CgroupSync {
              SystemdCgroupFs* systemd = nullptr);
 
   const CgroupBackend& backend() const { return *backend_; }
+  // A change of the placement policy: what kubepods may hold, and what a shared vCPU asks. The
+  // caller writes the tree under it (reconcile) and, should that fail, sets the old values back.
+  void setPolicy(const Ledger::Writer&, const NodeAllocatable& allocatable, int64_t sharedVcpuMilli) {
+    MutexLock lock(policyMutex_);
+    allocatable_ = allocatable;
+    sharedVcpuMilli_ = sharedVcpuMilli;
+  }
   const TreeLayout& layout() const { return layout_; }
 
   // The cpuset of the shared cgroups, pods' and VMs', for `state`: the shared pool, or with cpuset
@@ -106,7 +113,22 @@ class CgroupSync {
     std::deque<CgroupDir> dirs;
     std::deque<CpuSet> values;
   };
-  LedgerTreeInputs inputs() const { return {*topology_, layout_, allocatable_, sharedVcpuMilli_}; }
+  LedgerTreeInputs inputs() const {
+    MutexLock lock(policyMutex_);
+    return {*topology_, layout_, allocatable_, sharedVcpuMilli_};
+  }
+  int64_t sharedVcpuMilli() const {
+    MutexLock lock(policyMutex_);
+    return sharedVcpuMilli_;
+  }
+
+ public:
+  NodeAllocatable allocatable() const {
+    MutexLock lock(policyMutex_);
+    return allocatable_;
+  }
+
+ private:
   void dropUnmanaged(DesiredTree& tree) const;
   // Reconcile's tree for `state`: without the values of controllers vrid leaves alone, and without
   // the exited containers' cgroups.
@@ -151,9 +173,11 @@ class CgroupSync {
   CgroupFs& fs_;
   std::unique_ptr<CgroupBackend> backend_;
   TreeLayout layout_;
-  NodeAllocatable allocatable_;
+  // What the placement policy sets: a policy change (setPolicy) replaces them while views read them.
+  mutable Mutex policyMutex_;
+  NodeAllocatable allocatable_ VRI_GUARDED_BY(policyMutex_);
   std::shared_ptr<const Topology> topology_;
-  int64_t sharedVcpuMilli_;
+  int64_t sharedVcpuMilli_ VRI_GUARDED_BY(policyMutex_);
   std::vector<std::string> controllers_;
   std::unique_ptr<KubeletNamer> kubeletNamer_;
   LibvirtNamer libvirtNamer_;

@@ -40,6 +40,12 @@ Result<void> applyConfigText(DaemonConfig& config, std::string_view text, const 
   return {};
 }
 
+std::map<std::string, std::string> optionValues(const DaemonConfig& config) {
+  std::map<std::string, std::string> values;
+  for (const ConfigOption& option : configOptions()) values[option.name] = option.get(config);
+  return values;
+}
+
 std::string formatConfig(const DaemonConfig& config) {
   std::string out;
   for (const ConfigOption& option : configOptions()) {

@@ -19,6 +19,8 @@
 #include "cgroup-model/partition_probe.h"
 #include "cgroup-model/unit_ownership.h"
 #include "systemd/sd_bus_units.h"
+#include "base/quote.h"
+#include "vri/applied_policy.h"
 #include "vri/kubelet_config.h"
 #include "vri/ledger_config.h"
 #include "vri/metrics_text.h"
@@ -28,12 +30,6 @@
 namespace vri {
 
 namespace {
-
-std::map<std::string, std::string> optionValues(const DaemonConfig& config) {
-  std::map<std::string, std::string> values;
-  for (const ConfigOption& option : configOptions()) values[option.name] = option.get(config);
-  return values;
-}
 
 // The ledger: begun on a first start, otherwise it must be there and sound,
 // unless the operator says --init-ledger (a damaged file is then kept aside).
@@ -127,6 +123,24 @@ Result<bool> chooseCpusetPartitions(const DaemonConfig& config, CgroupFs& kernel
   return probe.usable;
 }
 
+// The configuration vrid runs with: the file's, with the placement policy the ledger was placed
+// under. A first start (or a ledger from before the policy was kept) records the file's.
+Result<DaemonConfig> runningConfig(const DaemonConfig& file, LedgerStore& store, Logger& log) {
+  VRI_ASSIGN_OR_RETURN(const auto meta, store.meta());
+  const auto applied = meta.find(kAppliedPolicyMeta);
+  if (applied == meta.end()) {
+    VRI_TRY(store.setMeta(kAppliedPolicyMeta, appliedPolicyText(file)));
+    return file;
+  }
+  VRI_ASSIGN_OR_RETURN(DaemonConfig running, withAppliedPolicy(file, applied->second));
+  for (const ConfigSettingChange& change : pendingPolicy(running, file))
+    log.warning("placement policy: " + change.option + " is " + quoteForMessage(change.before) +
+                " in the ledger and " + quoteForMessage(change.after) +
+                " in the configuration file; vrid keeps the ledger's until `vrictl config apply` (or SIGHUP) "
+                "applies the file's");
+  return running;
+}
+
 }  // namespace
 
 Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
@@ -175,7 +189,11 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
     log.warning("ledger " + config.ledgerPath() + " upgraded from schema version " + std::to_string(from) + " to " +
                 std::to_string(currentLedgerSchema().version) + "; the file as it was is kept at " +
                 schemaBackupPath(config.ledgerPath(), from) + " (an older vrid needs it back)");
-  VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfigOf(config, allocatable), std::move(store)));
+  // The placement policy the ledger's placements were made under, whatever the file says now.
+  VRI_ASSIGN_OR_RETURN(const DaemonConfig running, runningConfig(config, *store, log));
+  d->config_ = running;
+  VRI_ASSIGN_OR_RETURN(allocatable, computeAllocatable(*topology, running.reservations));
+  VRI_ASSIGN_OR_RETURN(d->ledger_, Ledger::open(topology, ledgerConfigOf(running, allocatable), std::move(store)));
 
   VRI_ASSIGN_OR_RETURN(auto backend,
                        backendForHost(d->fs_, config.cgroupRoot, config.cgroupVersion, config.v1Controllers));
@@ -203,13 +221,14 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   VRI_ASSIGN_OR_RETURN(layout.cpusetPartitions,
                        chooseCpusetPartitions(config, d->fs_, *backend, layout, at_start->shared(), log));
   d->sync_ = std::make_unique<CgroupSync>(*sync_fs, std::move(backend), layout, allocatable, topology,
-                                          config.sharedVcpuMilli, config.v1Controllers, d->systemdFs_.get());
+                                          running.sharedVcpuMilli, config.v1Controllers, d->systemdFs_.get());
   NodeFacts facts{allocatable,
                   version,
-                  optionValues(config),
+                  optionValues(running),
                   config.layout.ownership == Ownership::kEverything,
-                  config.reservedCpus.strict,
-                  config.layout.driver};
+                  running.reservedCpus.strict,
+                  config.layout.driver,
+                  {}};
   NodeManagerOptions options;
   options.releaseGrace = std::chrono::seconds(config.releaseGraceSeconds);
   options.clock = &clock;
@@ -217,6 +236,17 @@ Result<std::unique_ptr<Daemon>> Daemon::start(const DaemonConfig& config, Cgroup
   log.info("topology: " + topology->source() + ", " + std::to_string(topology->onlineCpus().count()) +
            " CPUs online; cgroup " + std::string(cgroupVersionName(version)) + " at " + config.cgroupRoot +
            "; ledger " + config.ledgerPath());
+  if (const auto pending = pendingPolicy(running, config); !pending.empty()) {
+    std::map<std::string, std::string> waiting;
+    std::string detail;
+    for (const ConfigSettingChange& change : pending) {
+      waiting[change.option] = change.after;
+      detail += (detail.empty() ? "" : ", ") + change.option + " " + quoteForMessage(change.before) + " -> " +
+                quoteForMessage(change.after);
+    }
+    d->node_->setPendingPolicy(std::move(waiting));
+    d->node_->announce(EventKind::kPolicyPending, "", detail + ": vrictl config apply applies it");
+  }
   VRI_TRY(d->node_->startUp().context("start-up reconcile"));
   VRI_TRY(d->startUsage(version));
   VRI_TRY(d->serve());
@@ -273,9 +303,9 @@ Result<void> Daemon::serve() {
   refusals_ = std::make_unique<RateLimitedLog>([this](const std::string& line) { log_.warning(line); }, clock_);
   protobufLog_ = std::make_unique<ProtobufLogRoute>(*refusals_);
   readOnlyService_ = std::make_unique<VriService>(*node_, SocketAccess::kReadOnly, calls_, *refusals_, clients_,
-                                                  livePins_, clock_, usage_.get(), &callMetrics_);
+                                                  livePins_, clock_, usage_.get(), &callMetrics_, this);
   adminService_ = std::make_unique<VriService>(*node_, SocketAccess::kAdmin, calls_, *refusals_, clients_, livePins_,
-                                               clock_, usage_.get(), &callMetrics_);
+                                               clock_, usage_.get(), &callMetrics_, this);
   struct Endpoint {
     const std::string& path;
     VriService& service;
@@ -330,30 +360,6 @@ void Daemon::reconcileLoop() {
     }
     (void)node_->reconcile(false);  // logs and publishes its own outcome
   }
-}
-
-void Daemon::reload(const DaemonConfig& next) {
-  std::vector<std::string> restart_needed;
-  for (const ConfigOption& option : configOptions()) {
-    if (option.get(next) == option.get(config_)) continue;
-    if (option.reloadable) {
-      log_.info("reload: " + std::string(option.name) + " = " + option.get(next));
-    } else {
-      restart_needed.push_back(option.name);
-    }
-  }
-  log_.setLevel(next.logLevel);
-  config_.logLevel = next.logLevel;
-  config_.reconcileIntervalSeconds = next.reconcileIntervalSeconds;
-  node_->setOptions(optionValues(config_));  // GetNode shows what is in effect now
-  {
-    MutexLock lock(loopMutex_);
-    reconcileIntervalSeconds_ = next.reconcileIntervalSeconds;
-    ++loopWakeups_;
-  }
-  loopWake_.notify_all();
-  for (const std::string& name : restart_needed)
-    log_.warning("reload: " + name + " changed in the configuration; it takes effect at the next start");
 }
 
 void Daemon::shutdown(std::chrono::milliseconds grace) {

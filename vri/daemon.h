@@ -16,6 +16,7 @@
 #include "base/unix_socket.h"
 #include "systemd/systemd_cgroupfs.h"
 #include "vri/call_metrics.h"
+#include "vri/config_control.h"
 #include "vri/daemon_config.h"
 #include "vri/hook_door.h"
 #include "vri/libvirt_sync.h"
@@ -28,7 +29,7 @@
 
 namespace vri {
 
-class Daemon {
+class Daemon : public ConfigControl {
  public:
   // `fs` (the kernel's cgroupfs in production, a fixture in tests) and `clock`
   // (what the daemon waits and times out by) must outlive the daemon;
@@ -37,12 +38,22 @@ class Daemon {
   static Result<std::unique_ptr<Daemon>> start(const DaemonConfig& config, CgroupFs& fs, Logger& log,
                                                std::shared_ptr<const Topology> topology = nullptr,
                                                const Clock& clock = steadyClock(), SystemdUnits* systemd = nullptr);
-  ~Daemon();
+  ~Daemon() override;
   Daemon(const Daemon&) = delete;
   Daemon& operator=(const Daemon&) = delete;
 
-  // SIGHUP: applies what may change at run time and names what needs a restart.
+  // SIGHUP: applies what may change at run time (applyConfiguration, logged) and names what needs a
+  // restart.
   void reload(const DaemonConfig& config);
+  // How vrid's configuration is read again (vrid_main: the file and the flags it started with), for
+  // ApplyConfig and DiffConfig of the file; without one they are refused.
+  using ConfigReader = std::function<Result<DaemonConfig>(std::string& origin)>;
+  void setConfigReader(ConfigReader reader);
+
+  // ConfigControl (daemon_reload.cc).
+  Result<DaemonConfig> readConfiguration(std::string& origin) override;
+  std::map<std::string, std::string> runningOptions() override;
+  Result<ConfigDiff> applyConfiguration(const DaemonConfig& next, bool dryRun) override;
   // SIGTERM: refuses new deciding calls, lets those in flight finish (up to
   // `grace`), ends watches, closes the sockets without waiting for idle
   // connections, and removes them. Idempotent.
@@ -64,7 +75,16 @@ class Daemon {
   Result<void> startUsage(CgroupVersion version);
   Result<void> serve();
   void reconcileLoop();
+  // The options a reload may change, from `next`; the others that differ are named for a restart.
+  void applyReloadable(const DaemonConfig& next) VRI_REQUIRES(configMutex_);
+  // libvirt told of the VMs a policy change moved (their live pins), without waiting for it.
+  void pinMovedVms(const ConfigChangePlan& plan);
 
+  // What runs: the file's options with the ledger's placement policy (applied_policy.h). Changed by
+  // a reload or an apply, under configMutex_; read without it only by what runs before the services
+  // serve or never changes at run time (the sockets, the state directory, usage).
+  Mutex configMutex_;
+  ConfigReader configReader_ VRI_GUARDED_BY(configMutex_);
   DaemonConfig config_;
   // Held for the daemon's life, and released last.
   std::unique_ptr<StateDirectory> stateDir_;

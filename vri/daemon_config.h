@@ -119,6 +119,8 @@ Result<void> applyConfigText(DaemonConfig& config, std::string_view text, const 
 
 // The effective configuration, in the file format.
 std::string formatConfig(const DaemonConfig& config);
+// Every option's value as the file would spell it, by name (what GetNode and `config diff` compare).
+std::map<std::string, std::string> optionValues(const DaemonConfig& config);
 
 struct DaemonCommand {
   std::string configPath = "/etc/vri/vrid.conf";

@@ -38,6 +38,8 @@ enum class EventKind {
   kPinsPending,   // libvirt's live pins could not be set; retried
   kPinsSet,       // the pending live pins are set
   kPinsDrifted,   // pins changed through libvirt behind VRI's back, then restored or adopted
+  kPolicyPending,  // the configuration file's placement policy is not the ledger's yet
+  kPolicyApplied,  // a new placement policy took effect; its moves have kMoved events
 };
 
 struct Event {

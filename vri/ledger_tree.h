@@ -14,7 +14,7 @@ namespace vri {
 struct LedgerTreeInputs {
   const Topology& topology;
   const TreeLayout& layout;
-  const NodeAllocatable& allocatable;
+  NodeAllocatable allocatable;  // a copy: a policy change replaces CgroupSync's
   int64_t sharedVcpuMilli = 1000;
 };
 

@@ -34,6 +34,9 @@ constexpr Family kHugepagesAllocated{"vri_numa_hugepages_allocated_bytes", "gaug
 constexpr Family kSharedTenants{"vri_node_shared_tenants", "gauge", "tenants that run in the shared pool"};
 constexpr Family kWritesPending{"vri_cgroup_writes_pending", "gauge",
                                 "1 while cgroup writes that failed wait to be retried"};
+constexpr Family kPolicyPending{"vri_policy_pending_options", "gauge",
+                                "placement policy options vrid's configuration file sets otherwise than the "
+                                "ledger runs, waiting for vrictl config apply"};
 constexpr Family kTenantInfo{"vri_tenant_info", "gauge", "one series per tenant VRI holds, with its name"};
 constexpr Family kTenantExclusive{"vri_tenant_exclusive_cpus", "gauge", "CPUs a tenant holds exclusively"};
 constexpr Family kTenantMemoryAdmitted{"vri_tenant_memory_admitted_bytes", "gauge",
@@ -74,6 +77,7 @@ constexpr const Family* kFamilies[] = {&kNodeCpus,
                                        &kHugepagesAllocated,
                                        &kSharedTenants,
                                        &kWritesPending,
+                                       &kPolicyPending,
                                        &kTenantInfo,
                                        &kTenantExclusive,
                                        &kTenantMemoryAdmitted,
@@ -224,6 +228,8 @@ std::string renderMetrics(const NodeManager& node, const UsageSampler* usage, co
   w.sample(kSharedTenants.name, "", state->totals.sharedTenants);  // as GetNode says
   w.header(kWritesPending);
   w.sample(kWritesPending.name, "", node.writesPending() ? 1 : 0);
+  w.header(kPolicyPending);
+  w.sample(kPolicyPending.name, "", node.facts().pendingPolicy.size());
 
   // Tenants: what the ledger holds, joined with the latest round by key.
   std::vector<TenantRow> rows;

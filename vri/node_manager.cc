@@ -418,7 +418,7 @@ CapacityBooks NodeManager::capacity() const {
   const NodeFacts node = facts();
   const StatePtr now = state();
   return capacityBooks(*now,
-                       {node.allocatable, ledger_.config().sharedVcpuMilli, ledger_.config().vmMemoryOverheadBytes});
+                       {node.allocatable, ledger_.config()->sharedVcpuMilli, ledger_.config()->vmMemoryOverheadBytes});
 }
 
 Result<TreeView> NodeManager::tree(bool compareKernel) {

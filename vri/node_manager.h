@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "accounting/capacity_books.h"
+#include "accounting/config_change_plan.h"
 #include "accounting/ledger.h"
 #include "accounting/node_allocatable.h"
 #include "base/clock.h"
@@ -47,6 +48,18 @@ struct NodeFacts {
   bool ownsEverything = false;                             // VRI creates and writes the kubelet side too
   bool strictCpuReservation = false;                       // reserved CPUs are kept out of the shared pool
   KubeletDriver kubeletDriver = KubeletDriver::kCgroupfs;  // how kubelet names pods and containers
+  // Placement policy options the configuration file sets otherwise than the ledger runs: option ->
+  // the file's value, waiting for an apply.
+  std::map<std::string, std::string> pendingPolicy;
+};
+
+// A new placement policy, as applyPolicy() takes it.
+struct PolicyChange {
+  LedgerConfig ledger;
+  NodeAllocatable allocatable;
+  bool strictCpuReservation = false;
+  // The ledger's "applied_policy" meta entry under the new policy, and as it is now (for an undo).
+  std::string appliedText, previousText;
 };
 
 struct ReconcileReport {
@@ -116,7 +129,7 @@ class NodeManager {
   }
   const TreeLayout& layout() const { return sync_.layout(); }
   // What every VM's memory is admitted with besides its own.
-  uint64_t vmMemoryOverheadBytes() const { return ledger_.config().vmMemoryOverheadBytes; }
+  uint64_t vmMemoryOverheadBytes() const { return ledger_.config()->vmMemoryOverheadBytes; }
   // A VM's memory as admitted: its own and the configured overhead.
   uint64_t vmMemoryBytes(const VmRecord& vm) const { return vm.spec.memoryBytes + vmMemoryOverheadBytes(); }
   std::shared_ptr<EventSubscription> subscribe(size_t recent = 0) { return events_.subscribe(recent); }
@@ -169,6 +182,19 @@ class NodeManager {
   // not start on them.
   Result<KubeletHandBack> handBack(const KubeletHandBackRequest& request);
   bool handedBack() const { return handedBack_.load(); }
+
+  // A new placement policy, as one transaction (node_manager_policy.cc): planned against the ledger
+  // (planConfigChange); refused, changing nothing, when a tenant would break it (each named) or writes
+  // wait to land; else the records of every tenant placed under it and its meta committed together,
+  // the whole cgroup tree written for it, and the policy and state published as one. When a write
+  // fails, the old records, meta and cgroups are put back and the caller refused. The VMs it moved
+  // still need libvirt told (their live pins): the caller's, as for moveVm.
+  Result<ConfigChangePlan> applyPolicy(const PolicyChange& change);
+  // What the configuration file says that the ledger does not run yet (GetNode, metrics).
+  void setPendingPolicy(std::map<std::string, std::string> pending) {
+    MutexLock lock(factsMutex_);
+    facts_.pendingPolicy = std::move(pending);
+  }
 
   // Start-up: the ledger against a scan (release what is gone, adopt what
   // runs), then a full reconcile.

@@ -250,6 +250,11 @@ VriService::Reactor* VriService::DiffConfig(CallbackContext* c, const Bytes* in,
   return serve(c, "DiffConfig", in, out, Runs::kDecides, &VriService::diffConfig);
 }
 
+// In the decisions' turn too: an apply is a decision (several, as one transaction).
+VriService::Reactor* VriService::ApplyConfig(CallbackContext* c, const Bytes* in, Bytes* out) {
+  return serve(c, "ApplyConfig", in, out, Runs::kDecides, &VriService::applyConfig);
+}
+
 VriService::Reactor* VriService::ContainerStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
   return serve(c, "ContainerStarted", in, out, Runs::kDecides, &VriService::containerStarted);
 }
@@ -525,13 +530,37 @@ Result<void> VriService::handBack(const v1::HandBackRequest& request, v1::HandBa
   return {};
 }
 
+Result<ConfigControl*> VriService::configControl() const {
+  if (config_ == nullptr)
+    return Error::failedPrecondition("this vrid was started without a configuration file to read again");
+  return config_;
+}
+
 Result<void> VriService::diffConfig(const v1::DiffConfigRequest& request, v1::ConfigDiffReply& reply) {
   DaemonConfig candidate = defaultConfig();
-  VRI_TRY(applyConfigText(candidate, request.config_text(), request.origin().empty() ? "config" : request.origin()));
+  std::string origin = request.origin().empty() ? "config" : request.origin();
+  if (request.configuration_file()) {
+    VRI_ASSIGN_OR_RETURN(ConfigControl * control, configControl());
+    VRI_ASSIGN_OR_RETURN(candidate, control->readConfiguration(origin));
+  } else {
+    VRI_TRY(applyConfigText(candidate, request.config_text(), origin));
+  }
   const StatePtr now = node_.state();
   VRI_ASSIGN_OR_RETURN(ConfigDiff diff,
                        vri::diffConfig(node_.facts().options, candidate, *now, node_.sharedTopology()));
   fillConfigDiff(diff, reply);
+  reply.set_origin(origin);
+  return {};
+}
+
+Result<void> VriService::applyConfig(const v1::ApplyConfigRequest& request, v1::ConfigDiffReply& reply) {
+  VRI_ASSIGN_OR_RETURN(ConfigControl * control, configControl());
+  std::string origin;
+  VRI_ASSIGN_OR_RETURN(const DaemonConfig next, control->readConfiguration(origin));
+  VRI_ASSIGN_OR_RETURN(const ConfigDiff diff, control->applyConfiguration(next, request.dry_run()));
+  fillConfigDiff(diff, reply);
+  reply.set_origin(origin);
+  reply.set_applied(!request.dry_run());
   return {};
 }
 

@@ -12,6 +12,7 @@
 #include "vri/call_gate.h"
 #include "vri/call_metrics.h"
 #include "vri/client_versions.h"
+#include "vri/config_control.h"
 #include "vri/ledger_views.h"
 #include "vri/live_pins.h"
 #include "vri/node_manager.h"
@@ -42,7 +43,8 @@ using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
                             v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
                                 v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::WithRawCallbackMethod_MoveVm<
                                     v1::Vri::WithRawCallbackMethod_GetUsage<v1::Vri::WithRawCallbackMethod_HandBack<
-                                        v1::Vri::WithRawCallbackMethod_DiffConfig<v1::Vri::Service>>>>>>>>>>>>>>>>>>>>;
+                                        v1::Vri::WithRawCallbackMethod_DiffConfig<
+                                            v1::Vri::WithRawCallbackMethod_ApplyConfig<v1::Vri::Service>>>>>>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -59,10 +61,11 @@ class VriService final : public VriServiceBase {
   // All three outlive the service.
   // `livePins` takes a moved VM's pins to libvirt.
   // `usage` (null: sampling is off) serves GetUsage and WatchUsage; `metrics` (null: none kept) counts
-  // every call. Both outlive the service.
+  // every call; `config` (null: none) serves ApplyConfig and DiffConfig of vrid's own file. All
+  // outlive the service.
   VriService(NodeManager& node, SocketAccess access, CallGate& gate, RateLimitedLog& refusals, ClientVersions& clients,
              LivePinsSlot& livePins, const Clock& clock, const UsageSampler* usage = nullptr,
-             CallMetrics* metrics = nullptr)
+             CallMetrics* metrics = nullptr, ConfigControl* config = nullptr)
       : node_(node),
         access_(access),
         gate_(gate),
@@ -71,6 +74,7 @@ class VriService final : public VriServiceBase {
         livePins_(livePins),
         usage_(usage),
         metrics_(metrics),
+        config_(config),
         clock_(clock),
         scans_(clock),
         kubeletNamer_(makeKubeletNamer(node.layout().driver, node.layout().kubeletParent)) {}
@@ -98,6 +102,7 @@ class VriService final : public VriServiceBase {
   Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* HandBack(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* DiffConfig(CallbackContext* c, const Bytes* in, Bytes* out) override;
+  Reactor* ApplyConfig(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
   Reactor* GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status WatchUsage(Context* context, const v1::WatchUsageRequest* request,
@@ -159,6 +164,9 @@ class VriService final : public VriServiceBase {
   Result<void> containerStarted(const v1::ContainerStartedRequest& request, v1::ContainerStartedReply& reply);
   Result<void> handBack(const v1::HandBackRequest& request, v1::HandBackReply& reply);
   Result<void> diffConfig(const v1::DiffConfigRequest& request, v1::ConfigDiffReply& reply);
+  Result<void> applyConfig(const v1::ApplyConfigRequest& request, v1::ConfigDiffReply& reply);
+  // The configuration control, or why there is none.
+  Result<ConfigControl*> configControl() const;
   Result<void> getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply);
   // MoveVm's decision: the VM's UUID once its ledger and cgroups moved.
   Result<std::string> moveVm(const v1::MoveVmRequest& request);
@@ -179,6 +187,7 @@ class VriService final : public VriServiceBase {
   LivePinsSlot& livePins_;
   const UsageSampler* usage_;
   CallMetrics* metrics_;
+  ConfigControl* config_;
   const Clock& clock_;
   ScanPacer scans_;                                   // the read-only socket's
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered

@@ -67,13 +67,20 @@ int main(int argc, char** argv) {
   if (!fs.ok()) return fail(fs.error().message());
   auto daemon = vri::Daemon::start(*config, *fs, log);
   if (!daemon.ok()) return fail(daemon.error().message());
+  // The file and the flags vrid started with, read again: SIGHUP's way, and `vrictl config apply`'s.
+  const auto reread = [&command](std::string& origin) {
+    origin = command->configPath;
+    return vri::loadDaemonConfig(*command);
+  };
+  (*daemon)->setConfigReader(reread);
   log.info("ready");
 
   for (;;) {
     int received = 0;
     if (sigwait(&signals, &received) != 0) continue;
     if (received == SIGHUP) {
-      auto reloaded = vri::loadDaemonConfig(*command);
+      std::string origin;
+      auto reloaded = reread(origin);
       if (!reloaded.ok()) {
         log.error("reload refused, keeping the running configuration: " + reloaded.error().message());
         continue;

@@ -225,16 +225,24 @@ struct Parser {
                          "written too");
     handback->add_flag("--dry-run,-n", choices.dryRun, "show the checkpoints, and do nothing");
     CLI::App* config = add(
-        "config", "what running vrid with another configuration file would change (admin socket): `config diff FILE`",
+        "config",
+        "vrid's configuration changed while it runs (admin socket): `config diff [FILE]` shows what a file would "
+        "change, `config apply [--dry-run]` applies vrid's own file",
         [](CommandContext& c, const Choices& o) {
-          auto reply = diffConfigFile(c.vrid(), o.configFile);
+          auto reply = o.configAction == "apply" ? applyConfigFile(c.vrid(), o.configFile, o.dryRun)
+                                                 : diffConfigFile(c.vrid(), o.configFile);
           if (!reply.ok()) return failed(c, reply.error());
-          return show(c, o, *reply, formatConfigDiff(*reply, o.configFile));
+          return show(c, o, *reply, formatConfigDiff(*reply));
         });
-    config->add_option("action", choices.configAction, "diff: each option that differs, and each tenant it moves")
+    config
+        ->add_option("action", choices.configAction,
+                     "diff: each option that differs, and each tenant it would move; apply: vrid reads its own "
+                     "file again and applies it (the placement policy as one transaction)")
         ->required()
-        ->check(CLI::IsMember({"diff"}));
-    config->add_option("file", choices.configFile, "a vrid.conf")->required();
+        ->check(CLI::IsMember({"diff", "apply"}));
+    config->add_option("file", choices.configFile,
+                       "diff only: a vrid.conf to compare (default: vrid's own file, as it is now)");
+    config->add_flag("--dry-run,-n", choices.dryRun, "apply: show what it would do, and do nothing");
   }
 
   // vcpupin, emulatorpin, numatune: where one VM runs, shown or moved.

@@ -25,7 +25,7 @@ std::string formatEvent(const v1::Event& event, const TerminalStyle& style) {
   const bool bad = event.kind() == v1::Event::REFUSED || event.kind() == v1::Event::RECONCILE_FAILED ||
                    event.kind() == v1::Event::WRITE_PENDING || event.kind() == v1::Event::HALTED ||
                    event.kind() == v1::Event::PINS_PENDING || event.kind() == v1::Event::PINS_DRIFTED ||
-                   event.kind() == v1::Event::EVENTS_LOST;
+                   event.kind() == v1::Event::EVENTS_LOST || event.kind() == v1::Event::POLICY_PENDING;
   return fmt::format("{}.{:03} UTC  {}  {}{}\n", when, event.unix_millis() % 1000,
                      style.paint(fmt::format("{:<19}", kind), bad ? "1;31" : ""),
                      event.tenant().empty() ? "" : event.tenant() + "  ", event.detail());

@@ -21,6 +21,7 @@ class VridApi {
   virtual Result<v1::MoveVmReply> moveVm(const v1::MoveVmRequest& request) = 0;
   virtual Result<v1::HandBackReply> handBack(const v1::HandBackRequest& request) = 0;
   virtual Result<v1::ConfigDiffReply> diffConfig(const v1::DiffConfigRequest& request) = 0;
+  virtual Result<v1::ConfigDiffReply> applyConfig(const v1::ApplyConfigRequest& request) = 0;
   // The latest usage round and `history` earlier ones.
   virtual Result<v1::UsageReport> usage(unsigned history) = 0;
   // Calls `each` for every usage round until it returns false, the stream ends, or `stop` (asked

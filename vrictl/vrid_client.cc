@@ -60,6 +60,10 @@ class GrpcVrid final : public VridApi {
     return unary<v1::ConfigDiffReply>(
         [&](grpc::ClientContext* c, v1::ConfigDiffReply* out) { return stub_->DiffConfig(c, request, out); });
   }
+  Result<v1::ConfigDiffReply> applyConfig(const v1::ApplyConfigRequest& request) override {
+    return unary<v1::ConfigDiffReply>(
+        [&](grpc::ClientContext* c, v1::ConfigDiffReply* out) { return stub_->ApplyConfig(c, request, out); });
+  }
   Result<v1::HandBackReply> handBack(const v1::HandBackRequest& request) override {
     return unary<v1::HandBackReply>(
         [&](grpc::ClientContext* c, v1::HandBackReply* out) { return stub_->HandBack(c, request, out); });

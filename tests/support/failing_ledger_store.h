@@ -15,6 +15,7 @@ class FailingLedgerStore : public LedgerStore {
     if (failLoads) return Error(ErrorCode::kUnavailable, "load: disk I/O error (injected)");
     return inner_.load();
   }
+  Result<std::map<std::string, std::string>> meta() override { return inner_.meta(); }
   Result<void> apply(const LedgerChange& change) override {
     ++applies;
     if (skipBeforeFailing > 0) {

@@ -173,6 +173,7 @@ class Pipeline {
    public:
     explicit Forwarding(LedgerStore& inner) : inner_(inner) {}
     Result<StoredLedger> load() override { return inner_.load(); }
+    Result<std::map<std::string, std::string>> meta() override { return inner_.meta(); }
     Result<void> apply(const LedgerChange& c) override { return inner_.apply(c); }
     Result<void> setMeta(const std::string& k, const std::string& v) override { return inner_.setMeta(k, v); }
 

@@ -69,7 +69,7 @@ TEST(DecisionPipelineTest, DeltaWritesLeaveNothingForAFullReconcile) {
     ASSERT_TRUE(left.empty()) << "step " << step << ": the delta left " << left.size() << " operations, first "
                               << left.front().describe();
     const StatePtr now = p.ledger->state();
-    ASSERT_TRUE(checkLedgerInvariants(*now, p.ledger->topology(), p.ledger->config()).ok());
+    ASSERT_TRUE(checkLedgerInvariants(*now, p.ledger->topology(), *p.ledger->config()).ok());
   }
 }
 
@@ -390,7 +390,7 @@ TEST(DecisionPipelineTest, AReleaseWhoseWriteFailsHoldsItsCpusUntilTheRetryLands
   EXPECT_EQ(held->draining(), freed);
   EXPECT_FALSE(held->shared().intersects(freed));
   EXPECT_FALSE(p.memory_.stored().pods.count(uid(1)));
-  ASSERT_TRUE(checkLedgerInvariants(*held, p.ledger->topology(), p.ledger->config()).ok());
+  ASSERT_TRUE(checkLedgerInvariants(*held, p.ledger->topology(), *p.ledger->config()).ok());
   // Nobody gets the freed CPUs while the write is pending.
   auto other = p.ledger->apply(&Ledger::decideAdmitContainer, pod(uid(2), QosClass::kGuaranteed), exclusive("c2", 3),
                                kNoneFinished);
@@ -421,7 +421,7 @@ TEST(DecisionPipelineTest, TwoIdenticalAdmitsRacingWithAFailedWriteAgreeWithTheL
     EXPECT_EQ(record->containers.at("app").exclusive, told.exclusive);
     EXPECT_EQ(p.read("kubepods/pod" + uid(1) + "/c1"), told.exclusive.format());
     const StatePtr now = p.ledger->state();
-    ASSERT_TRUE(checkLedgerInvariants(*now, p.ledger->topology(), p.ledger->config()).ok());
+    ASSERT_TRUE(checkLedgerInvariants(*now, p.ledger->topology(), *p.ledger->config()).ok());
   }
 }
 

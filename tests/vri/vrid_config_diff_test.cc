@@ -61,7 +61,7 @@ TEST_F(VridConfigDiffTest, AReservationOverAContainersCpusMovesItOnPaperOnly) {
   ASSERT_TRUE(vrid_.readOnly->GetTenant(&c2, get, &tenant).ok());
   EXPECT_EQ(tenant.pod().containers(0).exclusive_cpus(), exclusive.format());
 
-  const std::string text = ctl::formatConfigDiff(reply, "next.conf");
+  const std::string text = ctl::formatConfigDiff(reply);
   // This vrid reserves CPU 0 by count (system_reserved_cpu), reserved_cpus unset.
   EXPECT_THAT(text, HasSubstr("reserved_cpus: (unset) -> " + (reserved | exclusive).format() + " (apply)"));
   EXPECT_THAT(text, HasSubstr("Placement policy: reserved CPUs " + reserved.format() + " -> " +

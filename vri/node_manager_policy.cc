@@ -43,8 +43,16 @@ Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
   VRI_ASSIGN_OR_RETURN(ConfigChangePlan plan, planConfigChange(*before, ledger_.sharedTopology(), change.ledger));
   std::string broken;
   for (const TenantChange& each : plan.changes) {
-    if (each.verdict == TenantChange::Verdict::kBreaks)
+    if (each.verdict == TenantChange::Verdict::kBreaks) {
       broken += (broken.empty() ? "" : "; ") + each.name + " (" + each.tenant + "): " + each.reason;
+    } else if (!each.memsBefore.empty() && each.memsAfter != each.memsBefore) {
+      // A cpuset.mems write moves every page at once, stalling the node while it does; vrid moves no
+      // bound memory until it can at a rate.
+      broken += (broken.empty() ? "" : "; ") + each.name + " (" + each.tenant + "): its memory is bound to NUMA nodes " +
+                each.memsBefore.format() + " and would have to move to " +
+                (each.memsAfter.empty() ? std::string("any node") : each.memsAfter.format()) +
+                ", and vrid does not move bound memory";
+    }
   }
   if (!broken.empty())
     return Error::failedPrecondition("the new placement policy cannot hold every tenant, nothing was changed: " +

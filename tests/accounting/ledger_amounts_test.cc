@@ -140,7 +140,7 @@ TEST(LedgerAmountsTest, ALedgerHoldingAmountsNoNodeHoldsLoadsAndReportsThem) {
     vm.spec.cpu.name = "wrapped";
     vm.spec.cpu.vcpus = 1;
     vm.spec.memoryBytes = kMaxUint64;
-    ASSERT_TRUE(store->apply({{poisoned}, {}, {vm}, {}}).ok());
+    ASSERT_TRUE(store->apply({{poisoned}, {}, {vm}, {}, {}}).ok());
   }
   auto ledger = open(file);
   const std::vector<std::string>& problems = ledger->loadProblems();

@@ -95,14 +95,18 @@ TEST_F(PeriodicReconcileTest, AReloadStartsTheNewIntervalAtOnce) {
   clock_.advance(std::chrono::seconds(60));
   EXPECT_TRUE(testing::eventually([&] { return vrid_.daemon().node().reconciles() > before; }));
   EXPECT_TRUE(loopWaits(std::chrono::seconds(60)));
-  // GetNode shows the options in effect: the new interval, and not an option that waits for a restart.
+  // GetNode shows the options in effect: the new interval, the placement policy a reload applies,
+  // and not an option that waits for a restart.
   changed.reservedCpus.count = 3;
+  changed.usageHistory = 30;
   vrid_.daemon().reload(changed);
   grpc::ClientContext context;
   v1::Node node;
   ASSERT_TRUE(vrid_.readOnly->GetNode(&context, {}, &node).ok());
   EXPECT_EQ(node.options().at("reconcile_interval"), "60");
-  EXPECT_EQ(node.options().at("reserved_cpu_count"), "0");
+  EXPECT_EQ(node.options().at("reserved_cpu_count"), "3");
+  EXPECT_EQ(node.reserved_cpus(), "0-2");
+  EXPECT_EQ(node.options().at("usage_history"), "60");
 }
 
 }  // namespace

@@ -160,6 +160,35 @@ TEST_F(PolicyApplyTest, APolicyThatCannotHoldATenantIsRefusedNamingItAndChangesN
   EXPECT_EQ(differences(files, cgroupFiles(p.fixtureDir() + "/cgroup")), "");
 }
 
+TEST_F(PolicyApplyTest, APolicyThatWouldMoveBoundMemoryIsRefusedNamingTheTenant) {
+  // Memory pinning turned on by an apply (nothing moves: no container had its memory bound).
+  PolicyChange pinning = reserving(reservedNow());
+  pinning.ledger.pinGuaranteedMemory = true;
+  const auto pinned = p.node->applyPolicy(pinning);
+  ASSERT_TRUE(pinned.ok()) << pinned.error().message();
+  EXPECT_TRUE(pinned->changes.empty());
+  const auto placed = p.node->admitContainer(pod(uid(3), QosClass::kGuaranteed), exclusive("c3", 1));
+  ASSERT_TRUE(placed.ok()) << placed.error().message();
+  ASSERT_FALSE(placed->mems.empty());
+  // Room on the other node (the container and the VM of SetUp gone), and its own node reserved: it
+  // would move there, its memory too.
+  ASSERT_TRUE(p.node->releasePod(uid(1)).ok());
+  ASSERT_TRUE(p.node->releaseVm(kVm).ok());
+  const StatePtr now = p.ledger->state();
+  CpuSet nodeCpus;
+  for (const NumaNode& node : p.ledger->topology().numaNodes())
+    if (placed->mems.contains(node.id)) nodeCpus = node.cpus;
+  PolicyChange change = reserving(reservedNow() | nodeCpus);
+  change.ledger.pinGuaranteedMemory = true;
+  const std::string stored = storeImage(p.memory_);
+  const auto refused = p.node->applyPolicy(change);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.error().message(), HasSubstr("pod/" + uid(3) + "/app): its memory is bound to NUMA nodes " +
+                                                   placed->mems.format()));
+  EXPECT_EQ(p.ledger->state(), now);
+  EXPECT_EQ(storeImage(p.memory_), stored);
+}
+
 TEST_F(PolicyApplyTest, TheStoreAfterAnApplyLoadsUnderTheNewPolicyWithEveryTenant) {
   const CpuSet reserved = reservedNow() | CpuSet{*held.begin()};
   const PolicyChange change = reserving(reserved);

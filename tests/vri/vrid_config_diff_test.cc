@@ -83,5 +83,111 @@ TEST_F(VridConfigDiffTest, RefusedOnTheReadOnlySocketAndForAConfigurationThatDoe
   EXPECT_FALSE(same.policy_changes());
 }
 
+class VridConfigApplyTest : public VridConfigDiffTest {
+ protected:
+  // vrid's configuration file as `file` holds it, from now on.
+  void fileSays(const DaemonConfig& file) {
+    vrid_.daemon().setConfigReader([file](std::string& origin) -> Result<DaemonConfig> {
+      origin = "/etc/vri/vrid.conf";
+      return file;
+    });
+  }
+  grpc::Status apply(bool dryRun, v1::ConfigDiffReply* reply) {
+    grpc::ClientContext context;
+    v1::ApplyConfigRequest request;
+    request.set_dry_run(dryRun);
+    return vrid_.admin->ApplyConfig(&context, request, reply);
+  }
+  std::string exclusiveOf(const std::string& uid) {
+    grpc::ClientContext context;
+    v1::GetTenantRequest get;
+    get.set_pod_uid(uid);
+    v1::Tenant tenant;
+    EXPECT_TRUE(vrid_.readOnly->GetTenant(&context, get, &tenant).ok());
+    return tenant.pod().containers(0).exclusive_cpus();
+  }
+  bool announced(EventKind kind) {
+    for (const Event& event : vrid_.daemon().node().recentEvents(100))
+      if (event.kind == kind) return true;
+    return false;
+  }
+};
+
+TEST_F(VridConfigApplyTest, ApplyMovesAContainerOffNewlyReservedCpusAndARestartKeepsThePolicyTheLedgerRuns) {
+  grpc::ClientContext c1;
+  v1::ContainerAllocation placed;
+  ASSERT_TRUE(vrid_.admin->AdmitContainer(&c1, container(kUid, v1::GUARANTEED, 2000, 2000), &placed).ok());
+  const CpuSet exclusive = *CpuSet::parse(placed.cpuset_cpus());
+  const CpuSet reserved = *CpuSet::parse(node().reserved_cpus()) | exclusive;
+  const std::string cgroup = "kubepods/pod" + std::string(kUid) + "/" + kAppId;
+  const DaemonConfig original = vrid_.config;
+  DaemonConfig edited = original;
+  ASSERT_TRUE(setConfigOption(edited, "reserved_cpus", reserved.format()).ok());
+  fileSays(edited);
+
+  // The dry run: the plan, and nothing changed.
+  v1::ConfigDiffReply planned;
+  grpc::Status status = apply(true, &planned);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(planned.applied());
+  EXPECT_EQ(planned.origin(), "/etc/vri/vrid.conf");
+  ASSERT_EQ(planned.tenants_size(), 1);
+  EXPECT_EQ(cpus("cpuset", cgroup), exclusive.format());
+  EXPECT_EQ(exclusiveOf(kUid), exclusive.format());
+
+  v1::ConfigDiffReply applied;
+  status = apply(false, &applied);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(applied.applied());
+  ASSERT_EQ(applied.tenants_size(), 1);
+  const CpuSet moved = *CpuSet::parse(applied.tenants(0).cpus_after());
+  EXPECT_EQ(moved, *CpuSet::parse(planned.tenants(0).cpus_after()));  // what the dry run said
+  EXPECT_FALSE(moved.intersects(reserved));
+  EXPECT_EQ(cpus("cpuset", cgroup), moved.format());
+  EXPECT_EQ(exclusiveOf(kUid), moved.format());
+  EXPECT_EQ(node().reserved_cpus(), reserved.format());
+  EXPECT_TRUE(announced(EventKind::kPolicyApplied));
+  EXPECT_THAT(ctl::formatConfigDiff(applied), HasSubstr("moved: default/0a app: CPUs " + exclusive.format() + " -> " +
+                                                        moved.format()));
+
+  // vrid starts again with the file as it was before the edit: it runs the ledger's policy, keeps
+  // every tenant where it is, and reports the file's policy as waiting for an apply.
+  ASSERT_TRUE(vrid_.restart());
+  EXPECT_TRUE(vrid_.daemon().loadProblems().empty()) << vrid_.daemon().loadProblems().front();
+  EXPECT_EQ(node().reserved_cpus(), reserved.format());
+  EXPECT_EQ(exclusiveOf(kUid), moved.format());
+  EXPECT_EQ(cpus("cpuset", cgroup), moved.format());
+  EXPECT_TRUE(announced(EventKind::kPolicyPending));
+  EXPECT_EQ(vrid_.daemon().node().facts().pendingPolicy.count("reserved_cpus"), 1u);
+  fileSays(original);
+  grpc::ClientContext c2;
+  v1::DiffConfigRequest fromFile;
+  fromFile.set_configuration_file(true);
+  v1::ConfigDiffReply pending;
+  status = vrid_.admin->DiffConfig(&c2, fromFile, &pending);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(pending.settings_size(), 1);
+  EXPECT_EQ(pending.settings(0).option(), "reserved_cpus");
+  EXPECT_EQ(pending.settings(0).before(), reserved.format());
+  EXPECT_EQ(pending.settings(0).takes_effect(), "apply");
+
+  // SIGHUP takes the same way: the file's policy applied, nothing waiting any more.
+  vrid_.daemon().reload(original);
+  EXPECT_EQ(node().reserved_cpus(), CpuSet(reserved - exclusive).format());
+  EXPECT_TRUE(vrid_.daemon().node().facts().pendingPolicy.empty());
+  EXPECT_EQ(exclusiveOf(kUid), moved.format());  // it fits where it is under the old policy too
+}
+
+TEST_F(VridConfigApplyTest, ApplyIsRefusedOnTheReadOnlySocketAndWithoutAFileToRead) {
+  v1::ConfigDiffReply reply;
+  grpc::ClientContext c1;
+  v1::ApplyConfigRequest request;
+  EXPECT_EQ(vrid_.readOnly->ApplyConfig(&c1, request, &reply).error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  const grpc::Status none = apply(false, &reply);
+  EXPECT_EQ(none.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(none.error_message(), HasSubstr("without a configuration file"));
+  EXPECT_FALSE(ctl::applyConfigFile(*ctl::connectToVrid(vrid_.config.adminSocket), "other.conf", false).ok());
+}
+
 }  // namespace
 }  // namespace vri::testing

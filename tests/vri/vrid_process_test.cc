@@ -237,18 +237,19 @@ TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
 }
 
-TEST(VridProcessTest, SighupReloadsTheLogLevelAndNamesWhatNeedsARestart) {
+TEST(VridProcessTest, SighupReloadsTheLogLevelAppliesThePolicyAndNamesWhatNeedsARestart) {
   testing::TempDir tmp;
   std::ofstream(tmp.sub("vrid.conf")) << "log_level = info\n";
   VridProcess vrid(tmp);
   ASSERT_TRUE(vrid.start());
-  std::ofstream(tmp.sub("vrid.conf")) << "log_level = debug\nstrict_cpu_reservation = true\n";
+  std::ofstream(tmp.sub("vrid.conf")) << "log_level = debug\nstrict_cpu_reservation = true\nusage_history = 30\n";
   ::kill(vrid.pid(), SIGHUP);
   for (int i = 0; i < 100 && vrid.log().find("next start") == std::string::npos; ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(50));
   EXPECT_THAT(vrid.log(), HasSubstr("reload: log_level = debug"));
-  EXPECT_THAT(vrid.log(),
-              HasSubstr("strict_cpu_reservation changed in the configuration; it takes effect at the next start"));
+  EXPECT_THAT(vrid.log(), HasSubstr("usage_history changed in the configuration; it takes effect at the next start"));
+  // The placement policy (strict_cpu_reservation) as `vrictl config apply` applies it.
+  EXPECT_THAT(vrid.log(), HasSubstr("policy change applied: 0 moved, 0 kept"));
   std::ofstream(tmp.sub("vrid.conf")) << "log_level = loud\n";
   ::kill(vrid.pid(), SIGHUP);
   for (int i = 0; i < 100 && vrid.log().find("reload refused") == std::string::npos; ++i)

@@ -237,6 +237,87 @@ TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1);
 }
 
+// docs/operating.md, "Changing the placement policy while vrid runs", as written: the file edited,
+// `vrictl config diff`, `config apply --dry-run`, `config apply`; SIGHUP for `systemctl reload vrid`; and a
+// vrid that starts with an edited file it has not applied keeps the ledger's policy and says so.
+TEST(VridProcessTest, TheLiveChangeProcedureRunsAsOperatingMdWritesIt) {
+  testing::TempDir tmp;
+  VridProcess vrid(tmp);
+  ASSERT_TRUE(vrid.start());
+  v1::AdmitContainerRequest guaranteed = sharedContainer(8);
+  guaranteed.set_pod_name("default/web");
+  guaranteed.set_qos(v1::GUARANTEED);
+  guaranteed.set_cpu_request_milli(2000);
+  guaranteed.set_cpu_limit_milli(2000);
+  guaranteed.set_memory_limit_bytes(64 << 20);
+  grpc::ClientContext c1;
+  v1::ContainerAllocation placed;
+  ASSERT_TRUE(stub(vrid.adminSocket())->AdmitContainer(&c1, guaranteed, &placed).ok());
+  const CpuSet exclusive = *CpuSet::parse(placed.cpuset_cpus());
+  grpc::ClientContext c2;
+  v1::Node node;
+  ASSERT_TRUE(stub(vrid.socket())->GetNode(&c2, {}, &node).ok());
+  const CpuSet reservedBefore = *CpuSet::parse(node.reserved_cpus());
+  const CpuSet reserved = reservedBefore | exclusive;
+  const auto vrictl = [&](std::vector<std::string> args, std::string* out) {
+    args.insert(args.begin(), {VRICTL_BINARY, "--socket", vrid.adminSocket()});
+    return runCommand(args, out, tmp.sub("out"));
+  };
+  const auto exclusiveNow = [&] {
+    grpc::ClientContext context;
+    v1::GetTenantRequest get;
+    get.set_pod_uid(podUid(8));
+    v1::Tenant tenant;
+    const grpc::Status got = stub(vrid.socket())->GetTenant(&context, get, &tenant);
+    EXPECT_TRUE(got.ok()) << got.error_message();
+    return tenant.pod().containers_size() == 1 ? tenant.pod().containers(0).exclusive_cpus() : std::string("none");
+  };
+
+  // 1. Edit vrid's file. 2. See what it would do.
+  std::ofstream(tmp.sub("vrid.conf")) << "reserved_cpus = " << reserved.format() << "\n";
+  std::string out;
+  ASSERT_EQ(vrictl({"config", "diff"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("reserved_cpus: (unset) -> " + reserved.format() + " (apply)"));
+  EXPECT_THAT(out, HasSubstr("moves: default/web app: CPUs " + exclusive.format() + " -> "));
+  EXPECT_THAT(out, HasSubstr("Nothing was changed."));
+  // 4. Apply: the dry run, then the change.
+  ASSERT_EQ(vrictl({"config", "apply", "--dry-run"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("Nothing was changed."));
+  EXPECT_EQ(exclusiveNow(), exclusive.format());
+  ASSERT_EQ(vrictl({"config", "apply"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("moved: default/web app: CPUs " + exclusive.format() + " -> "));
+  EXPECT_THAT(out, HasSubstr("Applied: the placement policy"));
+  const CpuSet moved = *CpuSet::parse(exclusiveNow());
+  EXPECT_FALSE(moved.intersects(reserved));
+  ASSERT_EQ(vrictl({"config", "diff"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("nothing would be changed"));
+
+  // A vrid restarted on a file it has not applied runs the ledger's policy and says what waits.
+  ASSERT_EQ(vrid.stop(), 0);
+  std::ofstream(tmp.sub("vrid.conf")) << "# reserved_cpus as before\n";
+  ASSERT_TRUE(vrid.start());
+  EXPECT_THAT(vrid.log(), HasSubstr("placement policy: reserved_cpus is \"" + reserved.format() +
+                                    "\" in the ledger and \"\" in the configuration file"));
+  // (This vrid's start-up released the pod: it runs under no kubepods, so its cgroups are gone.)
+  ASSERT_EQ(vrictl({"config", "diff"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("reserved_cpus: " + reserved.format() + " -> (unset) (apply)"));
+  ASSERT_EQ(vrictl({"events", "--recent", "20"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("POLICY_PENDING"));
+
+  // systemctl reload vrid: SIGHUP takes the same way.
+  const size_t logged = vrid.log().size();
+  ::kill(vrid.pid(), SIGHUP);
+  for (int i = 0; i < 100 && vrid.log().find("policy change applied", logged) == std::string::npos; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_THAT(vrid.log().substr(logged), HasSubstr("policy change applied: 0 moved"));
+  ASSERT_EQ(vrictl({"config", "diff"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("nothing would be changed"));
+  grpc::ClientContext c3;
+  ASSERT_TRUE(stub(vrid.socket())->GetNode(&c3, {}, &node).ok());
+  EXPECT_EQ(node.reserved_cpus(), reservedBefore.format());
+  EXPECT_EQ(vrid.stop(), 0);
+}
+
 TEST(VridProcessTest, SighupReloadsTheLogLevelAppliesThePolicyAndNamesWhatNeedsARestart) {
   testing::TempDir tmp;
   std::ofstream(tmp.sub("vrid.conf")) << "log_level = info\n";

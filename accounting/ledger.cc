@@ -60,8 +60,7 @@ Result<StatePtr> Ledger::loadState(const Writer& writer, std::vector<std::string
     problems.push_back("allocator policy changed from " + previous->second + " to " + described +
                        ": placements already made are kept, new decisions follow the new policy");
   }
-  if (previous == stored.meta.end() || previous->second != described)
-    VRI_TRY(writer.store().setMeta(key, described));
+  if (previous == stored.meta.end() || previous->second != described) VRI_TRY(writer.store().setMeta(key, described));
 
   LedgerState state{0, std::move(pool), std::move(numa), {}, {}, {}, {}, {}};
   for (auto& [uid, pod] : stored.pods) {

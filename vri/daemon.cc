@@ -14,12 +14,12 @@
 #include "accounting/hwloc_topology.h"
 #include "accounting/sqlite_ledger_store.h"
 #include "base/owned_path.h"
+#include "base/quote.h"
 #include "base/unix_socket.h"
 #include "base/version.h"
 #include "cgroup-model/partition_probe.h"
 #include "cgroup-model/unit_ownership.h"
 #include "systemd/sd_bus_units.h"
-#include "base/quote.h"
 #include "vri/applied_policy.h"
 #include "vri/kubelet_config.h"
 #include "vri/ledger_config.h"
@@ -134,8 +134,8 @@ Result<DaemonConfig> runningConfig(const DaemonConfig& file, LedgerStore& store,
   }
   VRI_ASSIGN_OR_RETURN(DaemonConfig running, withAppliedPolicy(file, applied->second));
   for (const ConfigSettingChange& change : pendingPolicy(running, file))
-    log.warning("placement policy: " + change.option + " is " + quoteForMessage(change.before) +
-                " in the ledger and " + quoteForMessage(change.after) +
+    log.warning("placement policy: " + change.option + " is " + quoteForMessage(change.before) + " in the ledger and " +
+                quoteForMessage(change.after) +
                 " in the configuration file; vrid keeps the ledger's until `vrictl config apply` (or SIGHUP) "
                 "applies the file's");
   return running;

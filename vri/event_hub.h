@@ -30,14 +30,14 @@ enum class EventKind {
   kSharedPoolChanged,
   kDriftRepaired,
   kReconcileFailed,
-  kEventsLost,    // this watcher fell behind; `detail` says how many
-  kWritePending,  // a decision's cgroup writes failed; its freed CPUs wait out of every pool
-  kWriteLanded,   // the pending writes landed on a retry
-  kHalted,        // an undo could not be committed: decisions stop until the ledger is reloaded
-  kMoved,         // a running VM's threads moved live
-  kPinsPending,   // libvirt's live pins could not be set; retried
-  kPinsSet,       // the pending live pins are set
-  kPinsDrifted,   // pins changed through libvirt behind VRI's back, then restored or adopted
+  kEventsLost,     // this watcher fell behind; `detail` says how many
+  kWritePending,   // a decision's cgroup writes failed; its freed CPUs wait out of every pool
+  kWriteLanded,    // the pending writes landed on a retry
+  kHalted,         // an undo could not be committed: decisions stop until the ledger is reloaded
+  kMoved,          // a running VM's threads moved live
+  kPinsPending,    // libvirt's live pins could not be set; retried
+  kPinsSet,        // the pending live pins are set
+  kPinsDrifted,    // pins changed through libvirt behind VRI's back, then restored or adopted
   kPolicyPending,  // the configuration file's placement policy is not the ledger's yet
   kPolicyApplied,  // a new placement policy took effect; its moves have kMoved events
 };

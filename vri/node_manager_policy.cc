@@ -48,8 +48,8 @@ Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
     } else if (!each.memsBefore.empty() && each.memsAfter != each.memsBefore) {
       // A cpuset.mems write moves every page at once, stalling the node while it does; vrid moves no
       // bound memory until it can at a rate.
-      broken += (broken.empty() ? "" : "; ") + each.name + " (" + each.tenant + "): its memory is bound to NUMA nodes " +
-                each.memsBefore.format() + " and would have to move to " +
+      broken += (broken.empty() ? "" : "; ") + each.name + " (" + each.tenant +
+                "): its memory is bound to NUMA nodes " + each.memsBefore.format() + " and would have to move to " +
                 (each.memsAfter.empty() ? std::string("any node") : each.memsAfter.format()) +
                 ", and vrid does not move bound memory";
     }
@@ -67,8 +67,8 @@ Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
   const auto [policyKeyAfter, policyAfter] = Ledger::policyMeta(change.ledger);
 
   VRI_TRY(writer
-              .commitChange(recordsOf(*after, *before,
-                                      {{kAppliedPolicyMeta, change.appliedText}, {policyKeyAfter, policyAfter}}))
+              .commitChange(
+                  recordsOf(*after, *before, {{kAppliedPolicyMeta, change.appliedText}, {policyKeyAfter, policyAfter}}))
               .context("commit"));
   sync_.setPolicy(writer, change.allocatable, change.ledger.sharedVcpuMilli);
   const Result<SyncResult> written = sync_.reconcile(writer, *after);
@@ -82,9 +82,9 @@ Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
       log_.error("policy change: the undo of a failed cgroup write could not be committed (" +
                  reverted.error().message() + "); decisions stop until vrid restarts");
       events_.publish(EventKind::kHalted, "", "policy change: " + reverted.error().message());
-      return Error(ErrorCode::kUnavailable, "writing the cgroups failed (" + written.error().message() +
-                                                ") and undoing the policy change could not be committed: " +
-                                                reverted.error().message());
+      return Error(ErrorCode::kUnavailable,
+                   "writing the cgroups failed (" + written.error().message() +
+                       ") and undoing the policy change could not be committed: " + reverted.error().message());
     }
     if (auto restored = sync_.reconcile(writer, *before); !restored.ok()) {
       log_.error("policy change: restoring the cgroups: " + restored.error().message() + "; a reconcile follows");

@@ -35,8 +35,10 @@ std::string differences(const std::map<std::string, std::string>& a, const std::
   std::string out;
   for (const auto& [path, text] : a) {
     const auto other = b.find(path);
-    if (other == b.end()) out += path + ": gone\n";
-    else if (other->second != text) out += path + ": " + text + " -> " + other->second + "\n";
+    if (other == b.end())
+      out += path + ": gone\n";
+    else if (other->second != text)
+      out += path + ": " + text + " -> " + other->second + "\n";
   }
   for (const auto& [path, text] : b)
     if (!a.count(path)) out += path + ": new\n";
@@ -183,8 +185,8 @@ TEST_F(PolicyApplyTest, APolicyThatWouldMoveBoundMemoryIsRefusedNamingTheTenant)
   const std::string stored = storeImage(p.memory_);
   const auto refused = p.node->applyPolicy(change);
   ASSERT_FALSE(refused.ok());
-  EXPECT_THAT(refused.error().message(), HasSubstr("pod/" + uid(3) + "/app): its memory is bound to NUMA nodes " +
-                                                   placed->mems.format()));
+  EXPECT_THAT(refused.error().message(),
+              HasSubstr("pod/" + uid(3) + "/app): its memory is bound to NUMA nodes " + placed->mems.format()));
   EXPECT_EQ(p.ledger->state(), now);
   EXPECT_EQ(storeImage(p.memory_), stored);
 }

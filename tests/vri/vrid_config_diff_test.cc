@@ -147,8 +147,8 @@ TEST_F(VridConfigApplyTest, ApplyMovesAContainerOffNewlyReservedCpusAndARestartK
   EXPECT_EQ(exclusiveOf(kUid), moved.format());
   EXPECT_EQ(node().reserved_cpus(), reserved.format());
   EXPECT_TRUE(announced(EventKind::kPolicyApplied));
-  EXPECT_THAT(ctl::formatConfigDiff(applied), HasSubstr("moved: default/0a app: CPUs " + exclusive.format() + " -> " +
-                                                        moved.format()));
+  EXPECT_THAT(ctl::formatConfigDiff(applied),
+              HasSubstr("moved: default/0a app: CPUs " + exclusive.format() + " -> " + moved.format()));
 
   // vrid starts again with the file as it was before the edit: it runs the ledger's policy, keeps
   // every tenant where it is, and reports the file's policy as waiting for an apply.

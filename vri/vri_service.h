@@ -33,18 +33,18 @@ enum class SocketAccess { kReadOnly, kAdmin };
 // the tree compared with the kernel) read the cgroupfs while no decision
 // writes, so they take their turn on the decision thread, from either socket.
 // Watch streams, synchronously.
-using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
-    v1::Vri::WithRawCallbackMethod_AdmitPod<v1::Vri::WithRawCallbackMethod_AdmitContainer<
-        v1::Vri::WithRawCallbackMethod_ResizeContainer<v1::Vri::WithRawCallbackMethod_ReleaseContainer<
-            v1::Vri::WithRawCallbackMethod_ReleasePod<v1::Vri::WithRawCallbackMethod_ContainerStarted<
-                v1::Vri::WithRawCallbackMethod_AdmitVm<v1::Vri::WithRawCallbackMethod_ReserveVm<
-                    v1::Vri::WithRawCallbackMethod_ResizeVm<v1::Vri::WithRawCallbackMethod_VmStarted<
-                        v1::Vri::WithRawCallbackMethod_ReleaseVm<v1::Vri::WithRawCallbackMethod_ListTenants<
-                            v1::Vri::WithRawCallbackMethod_GetTenant<v1::Vri::WithRawCallbackMethod_Reconcile<
-                                v1::Vri::WithRawCallbackMethod_GetTree<v1::Vri::WithRawCallbackMethod_MoveVm<
-                                    v1::Vri::WithRawCallbackMethod_GetUsage<v1::Vri::WithRawCallbackMethod_HandBack<
-                                        v1::Vri::WithRawCallbackMethod_DiffConfig<
-                                            v1::Vri::WithRawCallbackMethod_ApplyConfig<v1::Vri::Service>>>>>>>>>>>>>>>>>>>>>;
+using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCallbackMethod_AdmitPod<
+    v1::Vri::WithRawCallbackMethod_AdmitContainer<v1::Vri::WithRawCallbackMethod_ResizeContainer<
+        v1::Vri::WithRawCallbackMethod_ReleaseContainer<v1::Vri::WithRawCallbackMethod_ReleasePod<
+            v1::Vri::WithRawCallbackMethod_ContainerStarted<v1::Vri::WithRawCallbackMethod_AdmitVm<
+                v1::Vri::WithRawCallbackMethod_ReserveVm<v1::Vri::WithRawCallbackMethod_ResizeVm<
+                    v1::Vri::WithRawCallbackMethod_VmStarted<v1::Vri::WithRawCallbackMethod_ReleaseVm<
+                        v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
+                            v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::WithRawCallbackMethod_GetTree<
+                                v1::Vri::WithRawCallbackMethod_MoveVm<v1::Vri::WithRawCallbackMethod_GetUsage<
+                                    v1::Vri::WithRawCallbackMethod_HandBack<v1::Vri::WithRawCallbackMethod_DiffConfig<
+                                        v1::Vri::WithRawCallbackMethod_ApplyConfig<
+                                            v1::Vri::Service>>>>>>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:

@@ -224,16 +224,16 @@ struct Parser {
                          "kubelet_config); with memoryManagerPolicy Static the memory manager's checkpoint is "
                          "written too");
     handback->add_flag("--dry-run,-n", choices.dryRun, "show the checkpoints, and do nothing");
-    CLI::App* config = add(
-        "config",
-        "vrid's configuration changed while it runs (admin socket): `config diff [FILE]` shows what a file would "
-        "change, `config apply [--dry-run]` applies vrid's own file",
-        [](CommandContext& c, const Choices& o) {
-          auto reply = o.configAction == "apply" ? applyConfigFile(c.vrid(), o.configFile, o.dryRun)
-                                                 : diffConfigFile(c.vrid(), o.configFile);
-          if (!reply.ok()) return failed(c, reply.error());
-          return show(c, o, *reply, formatConfigDiff(*reply));
-        });
+    CLI::App* config =
+        add("config",
+            "vrid's configuration changed while it runs (admin socket): `config diff [FILE]` shows what a file would "
+            "change, `config apply [--dry-run]` applies vrid's own file",
+            [](CommandContext& c, const Choices& o) {
+              auto reply = o.configAction == "apply" ? applyConfigFile(c.vrid(), o.configFile, o.dryRun)
+                                                     : diffConfigFile(c.vrid(), o.configFile);
+              if (!reply.ok()) return failed(c, reply.error());
+              return show(c, o, *reply, formatConfigDiff(*reply));
+            });
     config
         ->add_option("action", choices.configAction,
                      "diff: each option that differs, and each tenant it would move; apply: vrid reads its own "

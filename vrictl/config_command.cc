@@ -62,7 +62,11 @@ std::string formatConfigDiff(const v1::ConfigDiffReply& reply) {
         << reply.shared_after() << "\n";
     out << "  stay: " << reply.stays() << " tenants with exclusive CPUs or bound memory keep them\n";
     for (const v1::TenantPlan& t : reply.tenants()) {
-      out << "  " << (t.breaks() ? "breaks: " : reply.applied() ? "moved: " : "moves: ") << t.name() << ": CPUs " << cpusOrNone(t.cpus_before());
+      out << "  "
+          << (t.breaks()        ? "breaks: "
+              : reply.applied() ? "moved: "
+                                : "moves: ")
+          << t.name() << ": CPUs " << cpusOrNone(t.cpus_before());
       if (!t.breaks()) out << " -> " << cpusOrNone(t.cpus_after());
       if (!t.mems_before().empty() || !t.mems_after().empty())
         out << ", memory nodes " << (t.mems_before().empty() ? "all" : t.mems_before())

@@ -1,4 +1,5 @@
 #include "vri/cgroup_sync.h"
+#include "base/text.h"
 
 #include <algorithm>
 #include <set>
@@ -185,6 +186,35 @@ CgroupSync::Followers& CgroupSync::podFollowers(Caches& caches, const std::strin
     if (path.ok()) cached.cgroups.push_back({{cpusetHierarchy_, *path}, true, false});
   }
   return cached;
+}
+
+Result<std::vector<CgroupDir>> CgroupSync::containerCpusetDirs(const PodRecord& pod, const std::string& name) const {
+  const auto c = pod.containers.find(name);
+  if (c == pod.containers.end() || c->second.spec.id.empty() || pod.spec.outsideKubeletTree)
+    return Error::notFound("container " + name + " of pod " + pod.spec.name + " has no cgroup of vrid's tree");
+  VRI_ASSIGN_OR_RETURN(CgroupPath podPath, kubeletNamer_->pod(pod.spec.qos, pod.spec.uid));
+  VRI_ASSIGN_OR_RETURN(CgroupPath path, kubeletNamer_->container(pod.spec.qos, pod.spec.uid, c->second.spec.id));
+  return std::vector<CgroupDir>{{cpusetHierarchy_, podPath}, {cpusetHierarchy_, path}};
+}
+
+Result<uint64_t> CgroupSync::moveContainerMemory(const Ledger::Writer&, const PodRecord& pod, const std::string& name,
+                                                 const CpuSet& to, const MemoryMover& mover) {
+  auto dirs = containerCpusetDirs(pod, name);
+  if (!dirs.ok()) return dirs.error().code() == ErrorCode::kNotFound ? Result<uint64_t>(uint64_t{0}) : dirs.error();
+  for (const CgroupDir& dir : *dirs) {
+    VRI_ASSIGN_OR_RETURN(const std::string text, fs_.read(dir, "cpuset.mems"));
+    if (text.empty()) continue;  // v2: the parent's, which holds them
+    VRI_ASSIGN_OR_RETURN(const CpuSet mems, CpuSet::parse(text));
+    if (!to.isSubsetOf(mems)) VRI_TRY(fs_.write(dir, "cpuset.mems", (mems | to).format()));
+  }
+  VRI_ASSIGN_OR_RETURN(const std::string procs, fs_.read(dirs->back(), "cgroup.procs"));
+  MemoryMoveRequest request{{}, to, mover.bytesPerSecond};
+  for (const std::string_view line : splitOn(procs, '\n')) {
+    if (!line.empty()) request.pids.push_back(std::atoi(std::string(line).c_str()));
+  }
+  VRI_ASSIGN_OR_RETURN(const MemoryMoveReport report,
+                       moveMemoryAtRate(fs_, mover.kernel, request, mover.clock, mover.sleepUntil));
+  return report.bytesMoved;
 }
 
 CgroupSync::Followers& CgroupSync::vmFollowers(Caches& caches, const std::string& uuid, const VmRecord& vm,

@@ -24,6 +24,7 @@
 #include "cgroup-model/drift.h"
 #include "cgroup-model/node_scan.h"
 #include "cgroup-model/node_tree.h"
+#include "cgroup-model/numa_page_mover.h"
 #include "systemd/systemd_cgroupfs.h"
 #include "vri/ledger_tree.h"
 
@@ -102,6 +103,21 @@ class CgroupSync {
   // pool (kubelet's default set, which cpuset partitions' wide set is not), every other value stays
   // as the ledger holds it. Returns the writes.
   Result<int> handBackToKubelet(const Ledger::Writer& writer, const LedgerState& state, const CpuSet& cpus);
+  // Where a container's cpuset files are, its pod's first: what a memory move widens. Not found when
+  // the container has no cgroup (no runtime id yet, or a pod outside kubelet's tree).
+  Result<std::vector<CgroupDir>> containerCpusetDirs(const PodRecord& pod, const std::string& name) const;
+  // A container's memory moved to the NUMA nodes `to` at `mover`'s rate: its pod's and its own
+  // cpuset.mems widened by `to` first (the pages may live on both while they move), then every page of
+  // its processes moved (numa_page_mover.h). The mems are narrowed by the reconcile that follows.
+  // Returns the bytes moved; 0 when the container has no cgroup.
+  struct MemoryMover {
+    PageMigration& kernel;
+    uint64_t bytesPerSecond;
+    const Clock& clock;
+    const SleepUntil& sleepUntil;
+  };
+  Result<uint64_t> moveContainerMemory(const Ledger::Writer& writer, const PodRecord& pod, const std::string& name,
+                                       const CpuSet& to, const MemoryMover& mover);
   // The tree reconcile would hold `state` to; `compare` also reads the kernel's files
   // (callers hold the ledger's writer then, so that no decision writes meanwhile).
   Result<TreeView> view(const LedgerState& state, bool compare) const;

@@ -284,6 +284,19 @@ std::vector<ConfigOption> buildOptions() {
                  return {};
                },
                [](const DaemonConfig& c) { return std::to_string(c.releaseGraceSeconds); }});
+  // Each page moved is read on one node and written on the other: 256 MiB/s is half a GB/s of memory
+  // traffic, a few percent of one node's bandwidth, so the node's workloads keep theirs; a 4 GiB
+  // container moves in 16 s, while decisions wait.
+  o.push_back({"memory_move_rate", "256",
+               "MiB per second a placement policy change (vrictl config apply) moves a container's memory bound "
+               "to NUMA nodes at, when its nodes change; decisions wait while it moves; 0: such a change is refused",
+               true,
+               [](DaemonConfig& c, const std::string& v) -> Result<void> {
+                 VRI_ASSIGN_OR_RETURN(int64_t n, parseInteger(v, 0, 65536));
+                 c.memoryMoveMiBPerSecond = static_cast<int>(n);
+                 return {};
+               },
+               [](const DaemonConfig& c) { return std::to_string(c.memoryMoveMiBPerSecond); }});
   o.push_back({"usage_interval_ms", "1000",
                "milliseconds between two reads of every tenant's CPU, throttling and memory counters and of each "
                "CPU's busy time; 0: not sampled (vrictl top and the usage metrics are then empty)",

@@ -124,16 +124,26 @@ Result<bool> chooseCpusetPartitions(const DaemonConfig& config, CgroupFs& kernel
 }
 
 // The configuration vrid runs with: the file's, with the placement policy the ledger was placed
-// under. A first start (or a ledger from before the policy was kept) records the file's.
+// under. The file's policy is recorded as the ledger's when nothing was placed under another: a first
+// start, a ledger from before the policy was kept, or one that holds no tenant.
 Result<DaemonConfig> runningConfig(const DaemonConfig& file, LedgerStore& store, Logger& log) {
   VRI_ASSIGN_OR_RETURN(const auto meta, store.meta());
   const auto applied = meta.find(kAppliedPolicyMeta);
-  if (applied == meta.end()) {
-    VRI_TRY(store.setMeta(kAppliedPolicyMeta, appliedPolicyText(file)));
+  DaemonConfig running = file;
+  if (applied != meta.end()) {
+    VRI_ASSIGN_OR_RETURN(running, withAppliedPolicy(file, applied->second));
+  }
+  const std::vector<ConfigSettingChange> pending = pendingPolicy(running, file);
+  bool placedNothing = applied == meta.end();
+  if (!placedNothing && !pending.empty()) {
+    VRI_ASSIGN_OR_RETURN(const StoredLedger stored, store.load());
+    placedNothing = stored.pods.empty() && stored.vms.empty();
+  }
+  if (placedNothing) {
+    if (applied == meta.end() || !pending.empty()) VRI_TRY(store.setMeta(kAppliedPolicyMeta, appliedPolicyText(file)));
     return file;
   }
-  VRI_ASSIGN_OR_RETURN(DaemonConfig running, withAppliedPolicy(file, applied->second));
-  for (const ConfigSettingChange& change : pendingPolicy(running, file))
+  for (const ConfigSettingChange& change : pending)
     log.warning("placement policy: " + change.option + " is " + quoteForMessage(change.before) + " in the ledger and " +
                 quoteForMessage(change.after) +
                 " in the configuration file; vrid keeps the ledger's until `vrictl config apply` (or SIGHUP) "

@@ -77,7 +77,8 @@ struct DaemonConfig {
   std::string libvirtPidDir;
   bool defineTimePlacement = true;
   bool adoptPinDrift = false;  // pins changed through libvirt behind VRI's back: adopted when they fit, else restored
-  int releaseGraceSeconds = 300;  // how long a tenant must be gone before reconcile releases it
+  int releaseGraceSeconds = 300;     // how long a tenant must be gone before reconcile releases it
+  int memoryMoveMiBPerSecond = 256;  // how fast a policy change moves a container's bound memory
   // Usage sampling (vri/usage_sampler.h) and the metrics endpoint (vri/metrics_server.h).
   int usageIntervalMs = 1000;  // 0: not sampled
   int usageHistory = 60;       // rounds kept in memory

@@ -57,8 +57,10 @@ Result<ConfigDiff> Daemon::applyConfiguration(const DaemonConfig& next, bool dry
   if (dryRun) return diff;
   if (diff.policyChanges) {
     VRI_ASSIGN_OR_RETURN(NodeAllocatable allocatable, computeAllocatable(node_->topology(), next.reservations));
-    const PolicyChange change{ledgerConfigOf(next, allocatable), allocatable, next.reservedCpus.strict,
-                              appliedPolicyText(next), appliedPolicyText(config_)};
+    const PolicyChange change{
+        ledgerConfigOf(next, allocatable), allocatable,
+        next.reservedCpus.strict,          appliedPolicyText(next),
+        appliedPolicyText(config_),        static_cast<uint64_t>(next.memoryMoveMiBPerSecond) << 20};
     VRI_ASSIGN_OR_RETURN(diff.plan, node_->applyPolicy(change).context("placement policy"));
     for (const ConfigOption& option : configOptions()) {
       if (isPlacementPolicyOption(option.name)) VRI_TRY(option.set(config_, option.get(next)));

@@ -2,6 +2,7 @@
 #include "vri/node_manager.h"
 
 #include <cstdio>
+#include <thread>
 #include <type_traits>
 
 #include "accounting/ledger_validation.h"
@@ -66,6 +67,10 @@ NodeManager::NodeManager(Ledger& ledger, CgroupSync& sync, EventHub& events, Log
       log_(log),
       facts_(std::move(facts)),
       options_(std::move(options)),
+      ownPageMigration_(options_.pageMigration == nullptr ? kernelPageMigration() : nullptr),
+      pageMigration_(options_.pageMigration != nullptr ? options_.pageMigration : ownPageMigration_.get()),
+      sleepUntil_(options_.sleepUntil ? options_.sleepUntil
+                                      : [](Clock::TimePoint when) { std::this_thread::sleep_until(when); }),
       vanished_(options_.releaseGrace),
       retry_(options_.retryInterval, *options_.clock, [this] { retryOnce(); }) {}
 

@@ -60,6 +60,8 @@ struct PolicyChange {
   bool strictCpuReservation = false;
   // The ledger's "applied_policy" meta entry under the new policy, and as it is now (for an undo).
   std::string appliedText, previousText;
+  // How fast a container's bound memory moves to its new NUMA nodes; 0: such a change is refused.
+  uint64_t memoryMoveBytesPerSecond = 0;
 };
 
 struct ReconcileReport {
@@ -104,6 +106,10 @@ struct NodeManagerOptions {
   std::chrono::seconds releaseGrace = std::chrono::minutes(5);
   // The clock retries wait by and grace periods are measured with; tests bring their own. Not owned.
   const Clock* clock = &steadyClock();
+  // The kernel's page migration and the pause that holds a memory move's rate (applyPolicy); tests
+  // bring their own. Null: the kernel's move_pages(2), and a sleep.
+  PageMigration* pageMigration = nullptr;
+  SleepUntil sleepUntil = nullptr;
 };
 
 class NodeManager {
@@ -184,11 +190,13 @@ class NodeManager {
   bool handedBack() const { return handedBack_.load(); }
 
   // A new placement policy, as one transaction (node_manager_policy.cc): planned against the ledger
-  // (planConfigChange); refused, changing nothing, when a tenant would break it (each named) or writes
-  // wait to land; else the records of every tenant placed under it and its meta committed together,
-  // the whole cgroup tree written for it, and the policy and state published as one. When a write
-  // fails, the old records, meta and cgroups are put back and the caller refused. The VMs it moved
-  // still need libvirt told (their live pins): the caller's, as for moveVm.
+  // (planConfigChange); refused, changing nothing, when a tenant would break it or would have bound
+  // memory moved that cannot move (a VM's, hugepage-backed; each named), or writes wait to land;
+  // else the records of every tenant placed under it and its meta committed together, each moving
+  // container's memory moved at the change's rate (decisions wait meanwhile), the whole cgroup tree
+  // written for it, and the policy and state published as one. When a write fails, the memory moves
+  // back at the same rate, the old records, meta and cgroups are put back and the caller refused. The
+  // VMs it moved still need libvirt told (their live pins): the caller's, as for moveVm.
   Result<ConfigChangePlan> applyPolicy(const PolicyChange& change);
   // What the configuration file says that the ledger does not run yet (GetNode, metrics).
   void setPendingPolicy(std::map<std::string, std::string> pending) {
@@ -314,6 +322,15 @@ class NodeManager {
   mutable Mutex factsMutex_;
   NodeFacts facts_ VRI_GUARDED_BY(factsMutex_);
   NodeManagerOptions options_;
+  // What applyPolicy moves memory with: the options' or the kernel's, and their pause or a sleep.
+  std::unique_ptr<PageMigration> ownPageMigration_;
+  PageMigration* pageMigration_;
+  SleepUntil sleepUntil_;
+  // Each container's memory in `moving` moved to its new nodes (`forward`) or back to its old ones,
+  // at `bytesPerSecond`; the bytes moved.
+  Result<uint64_t> moveBoundMemory(const Ledger::Writer& writer, const LedgerState& state,
+                                   const std::vector<const TenantChange*>& moving, bool forward,
+                                   uint64_t bytesPerSecond) VRI_REQUIRES(ledger_.writerMutex());
   VanishedTenants vanished_ VRI_GUARDED_BY(ledger_.writerMutex());
   // The differences VRI verifies and does not repair (pods' hugetlb limits) that the last reconcile
   // reported: a warning is logged when they change, not every interval.

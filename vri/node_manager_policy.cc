@@ -22,6 +22,12 @@ LedgerChange recordsOf(const LedgerState& to, const LedgerState& from, std::map<
   return change;
 }
 
+bool hugepageBacked(const ContainerSpec& spec) {
+  for (const auto& [size, bytes] : spec.hugepageLimits)
+    if (bytes > 0) return true;
+  return false;
+}
+
 std::string describeMove(const TenantChange& change) {
   std::string out = "CPUs " + (change.cpusBefore.empty() ? std::string("shared") : change.cpusBefore.format()) +
                     " -> " + (change.cpusAfter.empty() ? std::string("shared") : change.cpusAfter.format());
@@ -33,6 +39,25 @@ std::string describeMove(const TenantChange& change) {
 
 }  // namespace
 
+Result<uint64_t> NodeManager::moveBoundMemory(const Ledger::Writer& writer, const LedgerState& state,
+                                              const std::vector<const TenantChange*>& moving, bool forward,
+                                              uint64_t bytesPerSecond) {
+  uint64_t bytes = 0;
+  const CgroupSync::MemoryMover mover{*pageMigration_, bytesPerSecond, *options_.clock, sleepUntil_};
+  for (const TenantChange* each : moving) {
+    const TenantName tenant = parseTenant(each->tenant);
+    const PodRecord* pod = state.pod(tenant.podUid);
+    if (pod == nullptr) continue;
+    const CpuSet& to = forward ? each->memsAfter : each->memsBefore;
+    VRI_ASSIGN_OR_RETURN(const uint64_t moved,
+                         sync_.moveContainerMemory(writer, *pod, tenant.name, to, mover).context(each->tenant));
+    log_.info("policy change: " + each->tenant + ": " + std::to_string(moved >> 10) + " KiB of memory moved to node " +
+              to.format() + " at " + std::to_string(bytesPerSecond >> 20) + " MiB/s");
+    bytes += moved;
+  }
+  return bytes;
+}
+
 Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
   VRI_TRY(checkNotHalted());
   Ledger::Writer writer(ledger_);
@@ -42,16 +67,28 @@ Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
   const StatePtr before = writer.current();
   VRI_ASSIGN_OR_RETURN(ConfigChangePlan plan, planConfigChange(*before, ledger_.sharedTopology(), change.ledger));
   std::string broken;
+  std::vector<const TenantChange*> moving;  // containers whose bound memory moves
   for (const TenantChange& each : plan.changes) {
+    const auto breaks = [&](const std::string& why) {
+      broken += (broken.empty() ? "" : "; ") + each.name + " (" + each.tenant + "): " + why;
+    };
     if (each.verdict == TenantChange::Verdict::kBreaks) {
-      broken += (broken.empty() ? "" : "; ") + each.name + " (" + each.tenant + "): " + each.reason;
-    } else if (!each.memsBefore.empty() && each.memsAfter != each.memsBefore) {
-      // A cpuset.mems write moves every page at once, stalling the node while it does; vrid moves no
-      // bound memory until it can at a rate.
-      broken += (broken.empty() ? "" : "; ") + each.name + " (" + each.tenant +
-                "): its memory is bound to NUMA nodes " + each.memsBefore.format() + " and would have to move to " +
-                (each.memsAfter.empty() ? std::string("any node") : each.memsAfter.format()) +
-                ", and vrid does not move bound memory";
+      breaks(each.reason);
+      continue;
+    }
+    if (each.memsBefore.empty() || each.memsAfter == each.memsBefore) continue;
+    const std::string bound = "its memory is bound to NUMA nodes " + each.memsBefore.format() +
+                              " and would have to move to " +
+                              (each.memsAfter.empty() ? std::string("any node") : each.memsAfter.format());
+    const TenantName tenant = parseTenant(each.tenant);
+    if (tenant.kind != TenantName::Kind::kContainer) {
+      breaks(bound + ", and a VM's memory is not moved by a policy change (its numatune is libvirt's)");
+    } else if (hugepageBacked(before->pod(tenant.podUid)->containers.at(tenant.name).spec)) {
+      breaks(bound + ", and it is backed by hugepages, which are not moved (each node's pool is its own)");
+    } else if (change.memoryMoveBytesPerSecond == 0) {
+      breaks(bound + ", and memory_move_rate is 0");
+    } else {
+      moving.push_back(&each);
     }
   }
   if (!broken.empty())
@@ -71,8 +108,16 @@ Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
                   recordsOf(*after, *before, {{kAppliedPolicyMeta, change.appliedText}, {policyKeyAfter, policyAfter}}))
               .context("commit"));
   sync_.setPolicy(writer, change.allocatable, change.ledger.sharedVcpuMilli);
-  const Result<SyncResult> written = sync_.reconcile(writer, *after);
+  // Memory first, at its rate: the reconcile then narrows cpuset.mems over pages already moved.
+  const Clock::TimePoint memoryStarted = options_.clock->now();
+  Result<uint64_t> memoryMoved = moveBoundMemory(writer, *before, moving, true, change.memoryMoveBytesPerSecond);
+  Result<SyncResult> written =
+      memoryMoved.ok() ? sync_.reconcile(writer, *after) : Result<SyncResult>(memoryMoved.error());
   if (!written.ok()) {
+    if (!moving.empty()) {
+      if (auto back = moveBoundMemory(writer, *before, moving, false, change.memoryMoveBytesPerSecond); !back.ok())
+        log_.error("policy change: moving memory back: " + back.error().message() + "; the reconcile moves the rest");
+    }
     sync_.setPolicy(writer, previousAllocatable, previous->sharedVcpuMilli);
     const LedgerChange back =
         recordsOf(*before, *after, {{kAppliedPolicyMeta, change.previousText}, {policyKey, policyNow}});
@@ -103,9 +148,15 @@ Result<ConfigChangePlan> NodeManager::applyPolicy(const PolicyChange& change) {
     log_.info("policy change: " + each.tenant + " (" + each.name + ") " + describeMove(each));
     events_.publish(EventKind::kMoved, each.tenant, "policy change: " + describeMove(each));
   }
-  const std::string summary = std::to_string(plan.changes.size()) + " moved, " + std::to_string(plan.stays) +
-                              " kept; reserved CPUs " + plan.reservedAfter.format() + ", shared pool " +
-                              plan.sharedAfter.format();
+  std::string summary = std::to_string(plan.changes.size()) + " moved, " + std::to_string(plan.stays) +
+                        " kept; reserved CPUs " + plan.reservedAfter.format() + ", shared pool " +
+                        plan.sharedAfter.format();
+  if (!moving.empty())
+    summary +=
+        "; " + std::to_string(*memoryMoved >> 20) + " MiB of memory moved in " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(options_.clock->now() - memoryStarted).count()) +
+        " ms";
   log_.info("policy change applied: " + summary);
   events_.publish(EventKind::kPolicyApplied, "", summary);
   return plan;

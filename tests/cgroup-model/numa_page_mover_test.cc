@@ -10,6 +10,7 @@
 
 #include "cgroup-model/fixture_cgroupfs.h"
 #include "tests/support/manual_clock.h"
+#include "tests/support/pages_on_nodes.h"
 #include "tests/support/temp_dir.h"
 
 namespace vri {
@@ -17,30 +18,7 @@ namespace {
 
 using ::testing::HasSubstr;
 
-constexpr size_t kPage = 4096;
-
-// Pages by process and address, each on a node; a page it "cannot" move stays (shared with another).
-class PagesOnNodes : public PageMigration {
- public:
-  size_t pageSize() const override { return kPage; }
-  Result<void> movePages(int pid, const std::vector<uintptr_t>& pages, const std::vector<int>* nodes,
-                         std::vector<int>& status) override {
-    ++calls;
-    if (gone.count(pid)) return Error(ErrorCode::kNotFound, "move_pages: No such process");
-    status.assign(pages.size(), -ENOENT);
-    for (size_t i = 0; i < pages.size(); ++i) {
-      auto page = where[pid].find(pages[i]);
-      if (page == where[pid].end()) continue;
-      if (nodes != nullptr && !pinned.count(pages[i])) page->second = (*nodes)[i];
-      status[i] = page->second;
-    }
-    return {};
-  }
-  std::map<int, std::map<uintptr_t, int>> where;
-  std::set<uintptr_t> pinned;
-  std::set<int> gone;
-  int calls = 0;
-};
+constexpr size_t kPage = testing::PagesOnNodes::kPage;
 
 class NumaPageMoverTest : public ::testing::Test {
  protected:
@@ -80,7 +58,7 @@ class NumaPageMoverTest : public ::testing::Test {
 
   testing::TempDir tmp_;
   FixtureCgroupFs fs_;
-  PagesOnNodes kernel_;
+  testing::PagesOnNodes kernel_;
   testing::ManualClock clock_;
   int pauses_ = 0;
 };

@@ -18,6 +18,7 @@
 #include "tests/support/failing_cgroupfs.h"
 #include "tests/support/failing_ledger_store.h"
 #include "tests/support/manual_clock.h"
+#include "tests/support/pages_on_nodes.h"
 #include "tests/support/temp_dir.h"
 #include "vri/node_manager.h"
 
@@ -28,8 +29,9 @@ inline constexpr char kTopology[] = "pack:1 numa:2(memory=8GiB) core:2 pu:2";  /
 class Pipeline {
  public:
   // `partitions`: v2 only, the fixture emulates cpuset partitions and vrid uses them.
+  // `topology`: one of the test's own (CPUs 0-7, nodes 0-1) instead of kTopology.
   explicit Pipeline(Ownership ownership = Ownership::kEverything, CgroupVersion version = CgroupVersion::kV1,
-                    bool partitions = false)
+                    bool partitions = false, std::shared_ptr<const Topology> topology = nullptr)
       : fixture_(
             std::move(version == CgroupVersion::kV1
                           ? FixtureCgroupFs::createV1(tmp_.sub("fx"), *CpuSet::parse("0-7"), *CpuSet::parse("0-1"))
@@ -38,7 +40,8 @@ class Pipeline {
         fs(fixture_),
         store(memory_),
         log_(LogLevel::kError) {
-    topology_ = std::make_shared<const Topology>(std::move(loadSyntheticTopology(kTopology)).value());
+    topology_ = topology ? std::move(topology)
+                         : std::make_shared<const Topology>(std::move(loadSyntheticTopology(kTopology)).value());
     LedgerConfig config;
     config.pool.reserved.count = 1;
     config.allocatableMemoryBytes = 16ULL << 30;
@@ -72,6 +75,9 @@ class Pipeline {
     options.retryInterval = kRetryInterval;
     options.releaseGrace = std::chrono::seconds(60);
     options.clock = &clock;
+    // A memory move's pages are the stand-in's, and its pauses move the clock.
+    options.pageMigration = &pages;
+    options.sleepUntil = [this](Clock::TimePoint when) { clock.advanceTo(when); };
     node = std::make_unique<NodeManager>(*ledger, *sync, events, log_, NodeFacts{}, options);
     events_ = events.subscribe();
     EXPECT_TRUE(node->startUp().ok());
@@ -197,7 +203,8 @@ class Pipeline {
  public:
   TreeLayout layout;
   static constexpr std::chrono::seconds kRetryInterval{1};
-  testing::ManualClock clock;  // the node manager's: retries happen when a test moves it
+  testing::ManualClock clock;   // the node manager's: retries happen when a test moves it
+  testing::PagesOnNodes pages;  // where memory moves put pages
   std::unique_ptr<Ledger> ledger;
   std::unique_ptr<CgroupSync> sync;
   EventHub events;

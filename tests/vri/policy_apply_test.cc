@@ -74,7 +74,11 @@ class PolicyApplyTest : public ::testing::Test {
 
   // The ledger's policy with `reserved` reserved by name.
   PolicyChange reserving(const CpuSet& reserved) const {
-    PolicyChange change{*p.ledger->config(), {}, false, "reserved_cpus = " + reserved.format() + "\n", "before\n"};
+    PolicyChange change{*p.ledger->config(),
+                        {},
+                        false,
+                        "reserved_cpus = " + reserved.format() + "\n",
+                        p.memory_.stored().meta.at(kAppliedPolicyMeta)};
     change.ledger.pool.reserved.cpus = reserved;
     change.ledger.pool.reserved.count = 0;
     change.allocatable.allocatableCpuMilli = 7000;
@@ -162,33 +166,131 @@ TEST_F(PolicyApplyTest, APolicyThatCannotHoldATenantIsRefusedNamingItAndChangesN
   EXPECT_EQ(differences(files, cgroupFiles(p.fixtureDir() + "/cgroup")), "");
 }
 
-TEST_F(PolicyApplyTest, APolicyThatWouldMoveBoundMemoryIsRefusedNamingTheTenant) {
-  // Memory pinning turned on by an apply (nothing moves: no container had its memory bound).
-  PolicyChange pinning = reserving(reservedNow());
+// Memory pinning turned on by an apply (nothing moves: no container had its memory bound), then a
+// Guaranteed container admitted under it: its memory bound to the node of its CPU.
+ContainerPlacement pinnedContainer(Pipeline& p, PolicyChange pinning, ContainerSpec spec) {
   pinning.ledger.pinGuaranteedMemory = true;
   const auto pinned = p.node->applyPolicy(pinning);
-  ASSERT_TRUE(pinned.ok()) << pinned.error().message();
-  EXPECT_TRUE(pinned->changes.empty());
-  const auto placed = p.node->admitContainer(pod(uid(3), QosClass::kGuaranteed), exclusive("c3", 1));
-  ASSERT_TRUE(placed.ok()) << placed.error().message();
-  ASSERT_FALSE(placed->mems.empty());
-  // Room on the other node (the container and the VM of SetUp gone), and its own node reserved: it
-  // would move there, its memory too.
+  EXPECT_TRUE(pinned.ok()) << pinned.error().message();
+  const auto placed = p.node->admitContainer(pod(uid(3), QosClass::kGuaranteed), spec);
+  EXPECT_TRUE(placed.ok()) << placed.error().message();
+  EXPECT_EQ(placed->mems.count(), 1);
+  return placed.ok() ? *placed : ContainerPlacement{};
+}
+
+// The CPUs of the NUMA nodes in `mems`.
+CpuSet cpusOf(const Topology& topology, const CpuSet& mems) {
+  CpuSet cpus;
+  for (const NumaNode& node : topology.numaNodes())
+    if (mems.contains(node.id)) cpus |= node.cpus;
+  return cpus;
+}
+
+TEST_F(PolicyApplyTest, ABoundContainersMemoryMovesAtTheRateBeforeItsCgroupIsNarrowed) {
+  const ContainerPlacement placed = pinnedContainer(p, reserving(reservedNow()), exclusive("c3", 1));
+  // Its process: 16 MiB of pages on its node.
+  const CgroupDir cgroup{"cpuset", *CgroupPath::parse("kubepods/pod" + uid(3) + "/c3")};
+  ASSERT_TRUE(p.fixture().write(cgroup, "cgroup.procs", "4343").ok());
+  const int from = *placed.mems.begin(), to = 1 - from;
+  const int pages = 4096;
+  for (int i = 0; i < pages; ++i) p.pages.where[4343][0x10000 + i * 4096] = from;
+  ASSERT_TRUE(p.fixture().setProcFile("4343/maps", "10000-1010000 rw-p 00000000 00:00 0 \n").ok());
+  ASSERT_TRUE(
+      p.fixture().setProcFile("4343/numa_maps", "10000 default anon=4096 N" + std::to_string(from) + "=4096\n").ok());
+  // Room on the other node (the container and the VM of SetUp gone), and its own node reserved.
   ASSERT_TRUE(p.node->releasePod(uid(1)).ok());
   ASSERT_TRUE(p.node->releaseVm(kVm).ok());
-  const StatePtr now = p.ledger->state();
-  CpuSet nodeCpus;
-  for (const NumaNode& node : p.ledger->topology().numaNodes())
-    if (placed->mems.contains(node.id)) nodeCpus = node.cpus;
-  PolicyChange change = reserving(reservedNow() | nodeCpus);
+  PolicyChange change = reserving(reservedNow() | cpusOf(p.ledger->topology(), placed.mems));
   change.ledger.pinGuaranteedMemory = true;
+  change.memoryMoveBytesPerSecond = 4 << 20;  // 16 MiB: 4 s
+  const Clock::TimePoint started = p.clock.now();
+  const auto plan = p.node->applyPolicy(change);
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+
+  int moved = 0;
+  for (const auto& [page, node] : p.pages.where[4343]) moved += node == to;
+  EXPECT_EQ(moved, pages);
+  EXPECT_GE(p.clock.now() - started, std::chrono::seconds(4));
+  // The cgroup narrowed to the new node once the pages were there; the ledger says the same.
+  EXPECT_EQ(*p.fixture().read(cgroup, "cpuset.mems"), std::to_string(to));
+  const StatePtr now = p.ledger->state();
+  EXPECT_EQ(NumaMemory::mems(now->pod(uid(3))->containers.at("app").memory), CpuSet{to});
+  EXPECT_TRUE(p.pendingOps().empty());
+}
+
+TEST_F(PolicyApplyTest, AMemoryMoveThatFailsMovesThePagesBackAndChangesNothing) {
+  const ContainerPlacement placed = pinnedContainer(p, reserving(reservedNow()), exclusive("c3", 1));
+  const CgroupDir cgroup{"cpuset", *CgroupPath::parse("kubepods/pod" + uid(3) + "/c3")};
+  ASSERT_TRUE(p.fixture().write(cgroup, "cgroup.procs", "4343").ok());
+  const int from = *placed.mems.begin();
+  for (int i = 0; i < 64; ++i) p.pages.where[4343][0x10000 + i * 4096] = from;
+  ASSERT_TRUE(p.fixture().setProcFile("4343/maps", "10000-50000 rw-p 00000000 00:00 0 \n").ok());
+  // numa_maps is a file the fixture does not keep in step with the pages: it names both nodes, so
+  // that the mapping is looked at whichever way the pages move.
+  ASSERT_TRUE(p.fixture().setProcFile("4343/numa_maps", "10000 default anon=64 N0=32 N1=32\n").ok());
+  ASSERT_TRUE(p.node->releasePod(uid(1)).ok());
+  ASSERT_TRUE(p.node->releaseVm(kVm).ok());
+  // The released VM's QEMU gone, as libvirt removes its scope.
+  for (const char* h : {"cpuset", "cpu,cpuacct"}) {
+    for (const char* dir : {"/vcpu0", "/emulator", ""})
+      ASSERT_TRUE(p.fixture().rmdir({h, *CgroupPath::parse(std::string(kScope) + dir)}).ok());
+  }
+  const std::string mems = *p.fixture().read(cgroup, "cpuset.mems");
+  const auto files = cgroupFiles(p.fixtureDir() + "/cgroup");
   const std::string stored = storeImage(p.memory_);
+  const StatePtr before = p.ledger->state();
+  PolicyChange change = reserving(reservedNow() | cpusOf(p.ledger->topology(), placed.mems));
+  change.ledger.pinGuaranteedMemory = true;
+  change.memoryMoveBytesPerSecond = 1 << 20;
+  // The pages move; then the first write of the reconcile that narrows the cgroups fails.
+  p.fs.failing = false;
+  int writesBefore = 0;
+  for (;; ++writesBefore) {
+    ASSERT_LT(writesBefore, 100);
+    p.fs.failOnceAfter(writesBefore);
+    const auto plan = p.node->applyPolicy(change);
+    if (plan.ok()) break;
+    for (const auto& [page, node] : p.pages.where[4343]) ASSERT_EQ(node, from) << "write " << writesBefore;
+    EXPECT_EQ(*p.fixture().read(cgroup, "cpuset.mems"), mems) << "write " << writesBefore;
+    EXPECT_EQ(p.ledger->state(), before);
+    EXPECT_EQ(storeImage(p.memory_), stored);
+    EXPECT_EQ(differences(files, cgroupFiles(p.fixtureDir() + "/cgroup")), "") << "write " << writesBefore;
+  }
+  EXPECT_GT(writesBefore, 2);
+}
+
+TEST(PolicyApplyRefusalTest, HugepageBackedOrVmMemoryThatWouldMoveIsRefusedNamingTheTenant) {
+  // Two nodes of four CPUs, each with a pool of 2 MiB hugepages.
+  TopologyDescription d;
+  d.numaNodes = {{0, 0, 8ULL << 30, {{2ULL << 20, 64}}}, {1, 1, 8ULL << 30, {{2ULL << 20, 64}}}};
+  for (int cpu = 0; cpu < 8; ++cpu) d.cpus.push_back({cpu, cpu / 2, 0, cpu / 4, -1});
+  Pipeline p(Ownership::kEverything, CgroupVersion::kV1, false,
+             std::make_shared<const Topology>(std::move(Topology::create(d)).value()));
+  PolicyChange pinning{*p.ledger->config(), {}, false, "pinned\n", "before\n"};
+  pinning.allocatable.allocatableCpuMilli = 7000;
+  ContainerSpec spec = exclusive("c3", 1);
+  spec.hugepageLimits[2ULL << 20] = 4ULL << 20;
+  const ContainerPlacement placed = pinnedContainer(p, pinning, spec);
+  const StatePtr now = p.ledger->state();
+  PolicyChange change = pinning;
+  change.ledger.pinGuaranteedMemory = true;
+  change.ledger.pool.reserved.count = 0;
+  change.ledger.pool.reserved.cpus = now->reserved() | cpusOf(p.ledger->topology(), placed.mems);
+  change.memoryMoveBytesPerSecond = 1 << 20;
   const auto refused = p.node->applyPolicy(change);
   ASSERT_FALSE(refused.ok());
   EXPECT_THAT(refused.error().message(),
-              HasSubstr("pod/" + uid(3) + "/app): its memory is bound to NUMA nodes " + placed->mems.format()));
+              HasSubstr("(pod/" + uid(3) + "/app): its memory is bound to NUMA nodes " + placed.mems.format()));
+  EXPECT_THAT(refused.error().message(), HasSubstr("backed by hugepages, which are not moved"));
   EXPECT_EQ(p.ledger->state(), now);
-  EXPECT_EQ(storeImage(p.memory_), stored);
+  // A rate of 0 refuses a memory move too.
+  spec.hugepageLimits.clear();
+  change.memoryMoveBytesPerSecond = 0;
+  ASSERT_TRUE(p.node->releasePod(uid(3)).ok());
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(4), QosClass::kGuaranteed), exclusive("c4", 1)).ok());
+  const auto zero = p.node->applyPolicy(change);
+  ASSERT_FALSE(zero.ok());
+  EXPECT_THAT(zero.error().message(), HasSubstr("memory_move_rate is 0"));
 }
 
 TEST_F(PolicyApplyTest, TheStoreAfterAnApplyLoadsUnderTheNewPolicyWithEveryTenant) {

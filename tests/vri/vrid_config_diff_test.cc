@@ -178,6 +178,16 @@ TEST_F(VridConfigApplyTest, ApplyMovesAContainerOffNewlyReservedCpusAndARestartK
   EXPECT_EQ(exclusiveOf(kUid), moved.format());  // it fits where it is under the old policy too
 }
 
+TEST_F(VridConfigApplyTest, ALedgerThatHoldsNoTenantStartsUnderTheFilesPolicy) {
+  const std::string reservedBefore = node().reserved_cpus();
+  ASSERT_TRUE(setConfigOption(vrid_.config, "reserved_cpus", "0-1").ok());
+  ASSERT_TRUE(vrid_.restart());
+  EXPECT_EQ(node().reserved_cpus(), "0-1");
+  EXPECT_TRUE(vrid_.daemon().node().facts().pendingPolicy.empty());
+  EXPECT_FALSE(announced(EventKind::kPolicyPending));
+  EXPECT_NE(reservedBefore, "0-1");
+}
+
 TEST_F(VridConfigApplyTest, ApplyIsRefusedOnTheReadOnlySocketAndWithoutAFileToRead) {
   v1::ConfigDiffReply reply;
   grpc::ClientContext c1;

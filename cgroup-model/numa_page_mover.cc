@@ -4,6 +4,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <map>
 #include <sstream>
@@ -106,8 +107,13 @@ Result<MemoryMoveReport> moveMemoryAtRate(const CgroupFs& proc, PageMigration& k
     bool gone = false;
     for (const Mapping& m : mappings) {
       for (uintptr_t at = m.start; at < m.end && !gone;) {
+        // Batches end on multiples of their span in the address space: a transparent hugepage (2 MiB,
+        // naturally aligned) is moved whole when its first page is, so it must lie in one batch for
+        // its pages to be asked about before and counted after.
+        const uintptr_t span = request.batchPages * page;
+        const uintptr_t stop = std::min(m.end, (at / span + 1) * span);
         batch.clear();
-        for (; at < m.end && batch.size() < request.batchPages; at += page) batch.push_back(at);
+        for (; at < stop; at += page) batch.push_back(at);
         if (auto asked = kernel.movePages(pid, batch, nullptr, status); !asked.ok()) {
           if (!processGone(asked.error())) return asked.error();
           gone = true;
@@ -123,6 +129,13 @@ Result<MemoryMoveReport> moveMemoryAtRate(const CgroupFs& proc, PageMigration& k
         if (off.empty()) continue;
         if (auto moved = kernel.movePages(pid, off, &nodes, status); !moved.ok()) {
           if (!processGone(moved.error())) return moved.error();
+          gone = true;
+          break;
+        }
+        // Where they are now, asked again: the status a move reports for the pages of a transparent
+        // hugepage moved whole is not where they went.
+        if (auto asked = kernel.movePages(pid, off, nullptr, status); !asked.ok()) {
+          if (!processGone(asked.error())) return asked.error();
           gone = true;
           break;
         }

@@ -37,7 +37,9 @@ struct MemoryMoveRequest {
   std::vector<int> pids;
   CpuSet toNodes;               // where the pages go: every present page off these moves
   uint64_t bytesPerSecond = 0;  // the rate; 0: refused
-  size_t batchPages = 256;      // pages asked about and moved per call
+  // Pages asked about and moved per call, batches aligned to their span: 512 pages of 4 KiB is a
+  // transparent hugepage's 2 MiB, which the kernel moves whole (a multiple of it keeps one in a batch).
+  size_t batchPages = 512;
 };
 
 struct MemoryMoveReport {

@@ -1,5 +1,7 @@
 // moveMemoryAtRate on a real kernel with two NUMA nodes (the node-6.12 guest: nodes 0 and 1, a 2 MiB
-// hugepage pool on each): a process's memory, bound to node 0, moved to node 1 at a chosen rate.
+// hugepage pool on each): a process's memory, bound to node 0, moved to node 1 at a chosen rate. Its
+// 64 MiB mapping is backed by transparent hugepages where the kernel could, so the move's count of
+// bytes (what the rate is held to) must see each one moved whole.
 // Its pages end on node 1 (its numa_maps), and the move took at least the time the rate implies.
 // A process that maps hugetlb pages is refused, its pages where they were. Run by the `numa-move`
 // suite, as root (move_pages of another process needs CAP_SYS_NICE).
@@ -87,7 +89,7 @@ struct Child {
 Result<MemoryMoveReport> moveTo(int pid, int node, uint64_t rate) {
   VRI_ASSIGN_OR_RETURN(KernelCgroupFs fs, KernelCgroupFs::create("/sys/fs/cgroup"));
   const auto kernel = kernelPageMigration();
-  return moveMemoryAtRate(fs, *kernel, MemoryMoveRequest{{pid}, CpuSet{node}, rate, 256}, steadyClock(),
+  return moveMemoryAtRate(fs, *kernel, MemoryMoveRequest{{pid}, CpuSet{node}, rate}, steadyClock(),
                           [](Clock::TimePoint when) { std::this_thread::sleep_until(when); });
 }
 
@@ -111,7 +113,8 @@ TEST_F(NumaMoveTest, AProcesssMemoryMovesToTheOtherNodeAndTakesTheTimeTheRateImp
   const auto took = std::chrono::steady_clock::now() - started;
   ASSERT_TRUE(report.ok()) << report.error().message();
   EXPECT_GE(report->bytesMoved, bytes);
-  EXPECT_EQ(report->pagesLeft, 0u);
+  // What the kernel kept: pages the child still shares with this process since the fork (copy on write).
+  EXPECT_LT(report->pagesLeft * ::sysconf(_SC_PAGESIZE), 4 * kMiB);
   const auto implied = std::chrono::duration<double>(static_cast<double>(report->bytesMoved) / rate);
   EXPECT_GE(took, implied);
   const auto after = child.pagesPerNode();

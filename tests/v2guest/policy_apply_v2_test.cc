@@ -2,7 +2,8 @@
 // delegated scope): a Guaranteed container whose memory is bound to one NUMA node, with a live process
 // holding 64 MiB there; the reservation grows over that node's CPUs and `vrictl config apply`'s call
 // moves the container to the other node. Its pages end there (numa_maps), the move took at least the
-// time memory_move_rate implies, and its cgroup's cpuset.mems is the new node once they are.
+// time memory_move_rate implies, its cgroup's cpuset.mems is the new node once they are, and the
+// process runs on the container's new CPU (Cpus_allowed_list).
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -131,6 +132,8 @@ TEST_F(PolicyApplyV2Test, AContainersBoundMemoryMovesToItsNewNodeAtTheRate) {
     return pages.count(to) == 0 && pages.count(was) && pages.at(was) >= 16384;
   })) << readFile("/proc/" + std::to_string(holder) + "/numa_maps");
 
+  EXPECT_EQ(testing::statusField(holder, "Cpus_allowed_list"), placed.cpuset_cpus());
+
   // The reservation grows over the container's node: it moves to the other one, and its memory with it.
   std::ostringstream grown;
   grown << "reserved_cpus = " << (was == 0 ? "0-1" : "0,2-3")
@@ -150,6 +153,9 @@ TEST_F(PolicyApplyV2Test, AContainersBoundMemoryMovesToItsNewNodeAtTheRate) {
   EXPECT_GE(pages.count(to) ? pages.at(to) : 0, 16384);
   EXPECT_GE(took, std::chrono::seconds(2));  // 64 MiB at 32 MiB/s
   EXPECT_EQ(trimmed(readFile(cgroup + "/cpuset.mems")), std::to_string(to));
+  // Its CPU followed, as the process runs.
+  EXPECT_EQ(testing::statusField(holder, "Cpus_allowed_list"), applied.tenants(0).cpus_after());
+  EXPECT_NE(applied.tenants(0).cpus_after(), placed.cpuset_cpus());
   EXPECT_THAT(vrid_->log(), ::testing::HasSubstr("MiB of memory moved in"));
   std::cout << "apply with 64 MiB to move at 32 MiB/s took " << std::chrono::duration<double>(took).count() << " s\n";
 }

@@ -293,6 +293,40 @@ TEST(PolicyApplyRefusalTest, HugepageBackedOrVmMemoryThatWouldMoveIsRefusedNamin
   EXPECT_THAT(zero.error().message(), HasSubstr("memory_move_rate is 0"));
 }
 
+TEST_F(PolicyApplyTest, SingleNumaNodeMovesAContainerThatSpansTwoNodesAndKeepsTheRest) {
+  // A container of three CPUs placed while no node had three free (policy none): it spans both.
+  // Then the two CPUs that kept it off one node are given back.
+  ASSERT_TRUE(p.node->releaseVm(kVm).ok());
+  ASSERT_TRUE(p.node->admitContainer(pod(uid(6), QosClass::kGuaranteed), exclusive("c6", 2)).ok());
+  const auto spanning = p.node->admitContainer(pod(uid(5), QosClass::kGuaranteed), exclusive("c5", 3));
+  ASSERT_TRUE(spanning.ok()) << spanning.error().message();
+  std::vector<int> nodes;
+  for (const NumaNode& node : p.ledger->topology().numaNodes())
+    if (node.cpus.intersects(spanning->exclusive)) nodes.push_back(node.id);
+  ASSERT_EQ(nodes.size(), 2u) << spanning->exclusive.format() << " (held: " << held.format() << ")";
+  ASSERT_TRUE(p.node->releasePod(uid(6)).ok());
+
+  PolicyChange change = reserving(reservedNow());
+  change.ledger.topologyManager.policy = TopologyPolicy::kSingleNumaNode;
+  const auto plan = p.node->applyPolicy(change);
+  ASSERT_TRUE(plan.ok()) << plan.error().message();
+  ASSERT_EQ(plan->changes.size(), 1u);
+  EXPECT_EQ(plan->changes[0].tenant, "pod/" + uid(5) + "/app");
+  EXPECT_THAT(plan->changes[0].reason, HasSubstr("spans NUMA nodes 0,1"));
+  const CpuSet after = plan->changes[0].cpusAfter;
+  EXPECT_EQ(after.count(), 3);
+  int nodesAfter = 0;
+  for (const NumaNode& node : p.ledger->topology().numaNodes()) nodesAfter += node.cpus.intersects(after);
+  EXPECT_EQ(nodesAfter, 1);
+  // The rest kept: the first container where it was.
+  const StatePtr applied = p.ledger->state();
+  EXPECT_EQ(applied->pod(uid(1))->containers.at("app").exclusive, held);
+  EXPECT_EQ(containerCpus("pod" + uid(5), "c5"), after.format());
+  EXPECT_EQ(containerCpus("pod" + uid(1), "c1"), held.format());
+  EXPECT_EQ(p.ledger->config()->topologyManager.policy, TopologyPolicy::kSingleNumaNode);
+  EXPECT_TRUE(p.pendingOps().empty());
+}
+
 TEST_F(PolicyApplyTest, TheStoreAfterAnApplyLoadsUnderTheNewPolicyWithEveryTenant) {
   const CpuSet reserved = reservedNow() | CpuSet{*held.begin()};
   const PolicyChange change = reserving(reserved);

@@ -77,6 +77,9 @@ std::string formatConfigDiff(const v1::ConfigDiffReply& reply) {
   if (!reply.kubelet().empty()) {
     out << "kubelet (" << reply.kubelet_config() << ") would then disagree; kubelet reads these only when it starts:\n";
     for (const std::string& sentence : reply.kubelet()) out << "  " << sentence << "\n";
+    if (!reply.applied())
+      out << "  In this order: edit kubelet's file first (nothing changes until kubelet restarts), then apply "
+             "vrid's change (vrictl config apply), then restart kubelet.\n";
   }
   if (reply.applied()) {
     out << "Applied: " << (reply.policy_changes() ? "the placement policy and " : "")

@@ -83,6 +83,24 @@ TEST_F(VridConfigDiffTest, RefusedOnTheReadOnlySocketAndForAConfigurationThatDoe
   EXPECT_FALSE(same.policy_changes());
 }
 
+TEST(ConfigDiffTextTest, KubeletsSettingsComeWithTheOrderToChangeThemIn) {
+  v1::ConfigDiffReply reply;
+  reply.set_origin("/etc/vri/vrid.conf");
+  v1::ConfigSettingDiff* setting = reply.add_settings();
+  setting->set_option("system_reserved_cpu");
+  setting->set_before("500m");
+  setting->set_after("1");
+  setting->set_takes_effect("apply");
+  reply.set_kubelet_config("/etc/kubernetes/kubelet.yaml");
+  reply.add_kubelet("kubelet's systemReserved cpu is 500m; vrid's system_reserved_cpu would be 1");
+  const std::string text = ctl::formatConfigDiff(reply);
+  EXPECT_THAT(text, HasSubstr("kubelet (/etc/kubernetes/kubelet.yaml) would then disagree"));
+  EXPECT_THAT(text, HasSubstr("In this order: edit kubelet's file first (nothing changes until kubelet restarts), "
+                              "then apply vrid's change (vrictl config apply), then restart kubelet."));
+  reply.set_applied(true);
+  EXPECT_THAT(ctl::formatConfigDiff(reply), ::testing::Not(HasSubstr("In this order")));
+}
+
 class VridConfigApplyTest : public VridConfigDiffTest {
  protected:
   // vrid's configuration file as `file` holds it, from now on.

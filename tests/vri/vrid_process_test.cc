@@ -312,8 +312,14 @@ TEST(VridProcessTest, TheLiveChangeProcedureRunsAsOperatingMdWritesIt) {
   EXPECT_THAT(vrid.log().substr(logged), HasSubstr("policy change applied: 0 moved"));
   ASSERT_EQ(vrictl({"config", "diff"}, &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("nothing would be changed"));
+  // A channel of its own subchannels: one from gRPC's global pool may still be the stopped vrid's.
+  grpc::ChannelArguments arguments;
+  arguments.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
   grpc::ClientContext c3;
-  ASSERT_TRUE(stub(vrid.socket())->GetNode(&c3, {}, &node).ok());
+  const grpc::Status got = v1::Vri::NewStub(grpc::CreateCustomChannel("unix:" + vrid.socket(),
+                                                                      grpc::InsecureChannelCredentials(), arguments))
+                               ->GetNode(&c3, {}, &node);
+  ASSERT_TRUE(got.ok()) << got.error_message();
   EXPECT_EQ(node.reserved_cpus(), reservedBefore.format());
   EXPECT_EQ(vrid.stop(), 0);
 }

@@ -307,8 +307,8 @@ TEST(VridProcessTest, TheLiveChangeProcedureRunsAsOperatingMdWritesIt) {
   // systemctl reload vrid: SIGHUP takes the same way.
   const size_t logged = vrid.log().size();
   ::kill(vrid.pid(), SIGHUP);
-  for (int i = 0; i < 100 && vrid.log().find("policy change applied", logged) == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(
+      testing::eventually([&] { return vrid.log().find("policy change applied", logged) != std::string::npos; }));
   EXPECT_THAT(vrid.log().substr(logged), HasSubstr("policy change applied: 0 moved"));
   ASSERT_EQ(vrictl({"config", "diff"}, &out), 0) << out;
   EXPECT_THAT(out, HasSubstr("nothing would be changed"));
@@ -331,16 +331,14 @@ TEST(VridProcessTest, SighupReloadsTheLogLevelAppliesThePolicyAndNamesWhatNeedsA
   ASSERT_TRUE(vrid.start());
   std::ofstream(tmp.sub("vrid.conf")) << "log_level = debug\nstrict_cpu_reservation = true\nusage_history = 30\n";
   ::kill(vrid.pid(), SIGHUP);
-  for (int i = 0; i < 100 && vrid.log().find("next start") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(testing::eventually([&] { return vrid.log().find("next start") != std::string::npos; }));
   EXPECT_THAT(vrid.log(), HasSubstr("reload: log_level = debug"));
   EXPECT_THAT(vrid.log(), HasSubstr("usage_history changed in the configuration; it takes effect at the next start"));
   // The placement policy (strict_cpu_reservation) as `vrictl config apply` applies it.
   EXPECT_THAT(vrid.log(), HasSubstr("policy change applied: 0 moved, 0 kept"));
   std::ofstream(tmp.sub("vrid.conf")) << "log_level = loud\n";
   ::kill(vrid.pid(), SIGHUP);
-  for (int i = 0; i < 100 && vrid.log().find("reload refused") == std::string::npos; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  EXPECT_TRUE(testing::eventually([&] { return vrid.log().find("reload refused") != std::string::npos; }));
   EXPECT_THAT(vrid.log(), HasSubstr("reload refused, keeping the running configuration"));
   EXPECT_EQ(vrid.stop(), 0);
 }

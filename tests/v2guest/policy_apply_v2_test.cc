@@ -23,8 +23,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/self_children.h"
 #include "tests/support/temp_dir.h"
-#include "tests/v2guest/delegated_scope.h"
-#include "tests/vri/vrid_process.h"
+#include "tests/v2guest/vrid_subtree_test.h"
 
 namespace vri {
 namespace {
@@ -57,33 +56,16 @@ std::map<int, long> largeMappingPages(int pid, long least) {
   return pages;
 }
 
-class PolicyApplyV2Test : public ::testing::Test {
+class PolicyApplyV2Test : public testing::VridSubtreeTest {
  protected:
   void SetUp() override {
-    ASSERT_EQ(::geteuid(), 0u) << "needs root";
     ASSERT_EQ(readFile("/sys/devices/system/node/online"), "0-1\n") << "needs NUMA nodes 0 and 1 (the node-6.12 guest)";
-    root_ = "/sys/fs/cgroup/" + testing::delegatedScope().str() + "/t";
-    ASSERT_EQ(::mkdir(root_.c_str(), 0755), 0) << root_;
-    std::ofstream(root_ + "/cgroup.subtree_control") << "+cpuset +cpu +memory +pids";
-    ASSERT_EQ(::mkdir((root_ + "/machine").c_str(), 0755), 0);
-  }
-  void TearDown() override {
-    stub_.reset();
-    if (vrid_) vrid_->stop();
-    for (int pid : children_) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    EXPECT_TRUE(testing::eventually([&] {
-      removeCgroupTree(root_);
-      return !std::filesystem::exists(root_);
-    })) << "left behind: "
-        << root_;
+    VridSubtreeTest::SetUp();
   }
   // The placement policy in vrid's file (what an apply reads again), the rest as flags.
   void configure(const std::string& policy) { std::ofstream(tmp_.sub("vrid.conf")) << policy; }
   void startVrid() {
-    const std::string relative = root_.substr(std::string("/sys/fs/cgroup").size());
+    const std::string relative = relativeRoot();
     vrid_ = std::make_unique<testing::VridProcess>(
         tmp_, "vrid",
         std::vector<std::string>{"--topology=live", "--ownership=everything", "--kubelet-cgroup-root=" + relative,
@@ -91,12 +73,6 @@ class PolicyApplyV2Test : public ::testing::Test {
     ASSERT_TRUE(vrid_->start()) << vrid_->log();
     stub_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
   }
-
-  testing::TempDir tmp_;
-  std::string root_;
-  std::unique_ptr<testing::VridProcess> vrid_;
-  std::unique_ptr<v1::Vri::Stub> stub_;
-  std::vector<int> children_;
 };
 
 TEST_F(PolicyApplyV2Test, AContainersBoundMemoryMovesToItsNewNodeAtTheRate) {

@@ -19,8 +19,7 @@
 #include "tests/support/eventually.h"
 #include "tests/support/self_children.h"
 #include "tests/support/temp_dir.h"
-#include "tests/v2guest/delegated_scope.h"
-#include "tests/vri/vrid_process.h"
+#include "tests/v2guest/vrid_subtree_test.h"
 
 namespace vri {
 namespace {
@@ -59,32 +58,10 @@ v1::AdmitContainerRequest burstableWeb() {
   return web;
 }
 
-class VridV2Test : public ::testing::Test {
+class VridV2Test : public testing::VridSubtreeTest {
  protected:
-  void SetUp() override {
-    ASSERT_EQ(::geteuid(), 0u) << "needs root";
-    root_ = "/sys/fs/cgroup/" + testing::delegatedScope().str() + "/t";
-    ASSERT_EQ(::mkdir(root_.c_str(), 0755), 0) << root_;
-    std::ofstream(root_ + "/cgroup.subtree_control") << "+cpuset +cpu +memory +pids +hugetlb";
-    ASSERT_THAT(readFile(root_ + "/cgroup.subtree_control"), ::testing::HasSubstr("cpuset"));
-    // libvirt's machine partition, as libvirt makes it at start (vrid adopts it, never creates it).
-    ASSERT_EQ(::mkdir((root_ + "/machine").c_str(), 0755), 0);
-  }
-  void TearDown() override {
-    stub_.reset();
-    if (vrid_) vrid_->stop();
-    for (int pid : children_) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    EXPECT_TRUE(testing::eventually([&] {
-      removeCgroupTree(root_);
-      return !std::filesystem::exists(root_);
-    })) << "left behind: "
-        << root_;
-  }
   void startVrid(std::vector<std::string> extra = {}) {
-    const std::string relative = root_.substr(std::string("/sys/fs/cgroup").size());
+    const std::string relative = relativeRoot();
     std::vector<std::string> flags{"--topology=live",
                                    "--ownership=everything",
                                    "--kubelet-cgroup-root=" + relative,
@@ -155,12 +132,6 @@ class VridV2Test : public ::testing::Test {
     EXPECT_TRUE(status.ok()) << status.error_code() << " " << status.error_message() << "\n" << vrid_->log();
     return reply;
   }
-
-  testing::TempDir tmp_;
-  std::string root_;
-  std::unique_ptr<VridProcess> vrid_;
-  std::unique_ptr<v1::Vri::Stub> stub_;
-  std::vector<int> children_;
 };
 
 TEST_F(VridV2Test, PodsAndVmsArePlacedThePoolMovesAndARestartFindsNothingToRepair) {

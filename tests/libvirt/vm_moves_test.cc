@@ -139,6 +139,52 @@ TEST_F(LibvirtMovesTest, AMoveWhileLibvirtdIsDownIsPendingAndLandsWhenItIsBack) 
   EXPECT_EQ(placedCpu("vri-test-db"), to) << vrid_->log();
 }
 
+// A policy change (operating.md, "Changing the placement policy while vrid runs") that reserves the CPU a
+// dedicated vCPU holds: the dry run names the VM and changes nothing; the apply moves the vCPU off it through
+// libvirt's live pinning, the definition too, and the ledger, the cgroup, the thread and virsh agree.
+TEST_F(LibvirtMovesTest, APolicyChangeMovesADedicatedVmThroughLibvirtsLivePinning) {
+  ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 25, "dedicated")));
+  const std::string from = placedCpu("vri-test-db");
+  const std::string to = from == "0" ? "1" : "0";
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", from));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-db", "dedicated", from));
+
+  std::ofstream(tmp_.sub("vrid.conf")) << "reserved_cpus = " << from << "\n";
+  std::string out;
+  ASSERT_EQ(vrictl({"config", "apply", "--dry-run"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("reserved_cpus: (unset) -> " + from + " (apply)"));
+  EXPECT_THAT(out, HasSubstr("vri-test-db"));
+  EXPECT_THAT(out, HasSubstr("Nothing was changed."));
+  EXPECT_EQ(placedCpu("vri-test-db"), from);
+  EXPECT_EQ(cpus(scope("vri-test-db") + "/vcpu0"), from);
+
+  ASSERT_EQ(vrictl({"config", "apply"}, &out), 0) << out << vrid_->log();
+  EXPECT_THAT(out, HasSubstr("Applied: the placement policy"));
+  EXPECT_THAT(out, HasSubstr("moved: "));
+  EXPECT_EQ(placedCpu("vri-test-db"), to);
+  EXPECT_EQ(sharedPool(), from);  // reserved CPUs stay shared
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", to));
+  ASSERT_NO_FATAL_FAILURE(expectLiveRecord("vri-test-db", "dedicated", to));
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"emulatorpin", "vri-test-db"}).find("*: " + from + "\n") != std::string::npos;
+  })) << virshOut({"emulatorpin", "vri-test-db"});
+  // The definition too: the VM starts next time where the ledger holds it.
+  EXPECT_TRUE(eventually([&] {
+    return virshOut({"dumpxml", "--inactive", "vri-test-db"}).find("<vcpupin vcpu='0' cpuset='" + to + "'/>") !=
+           std::string::npos;
+  })) << virshOut({"dumpxml", "--inactive", "vri-test-db"});
+  EXPECT_THAT(vrid_->log(), ::testing::Not(HasSubstr("libvirt's pins:")));
+  ASSERT_EQ(vrictl({"config", "diff"}, &out), 0) << out;
+  EXPECT_THAT(out, HasSubstr("nothing would be changed"));
+
+  // Restarted on the same file: the ledger's policy is the file's; the VM stays where the change put it.
+  stopVrid();
+  startVrid();
+  EXPECT_THAT(vrid_->log(), ::testing::Not(HasSubstr("placement policy: reserved_cpus")));
+  EXPECT_EQ(placedCpu("vri-test-db"), to);
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On("vri-test-db", to));
+}
+
 // A VM vrid started and pinned to the shared pool, saved and restored: its pins read as VRI's.
 TEST_F(LibvirtMovesTest, ASharedVmsSaveImageIsPlacedAfreshNotReadAsTheUsersPins) {
   ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-web", domainXml("vri-test-web", 23, "")));

@@ -12,15 +12,18 @@
 // back to back (what anyone in socket_group can do), so that the decisions' latency under the flood
 // stands beside the idle one.
 //
-// The three phases alternate for --rounds rounds and each is reported by its
-// median round, so a noisy neighbour moves all three alike. The last lines are
-// one JSON object per phase.
+// The three phases alternate for --rounds rounds and each figure is the median
+// over the rounds; a ratio is taken within its round, so a noisy neighbour moves
+// both sides of it alike. Beside the rates, the CPU time per pair of vrid and of
+// the clients: steady where the rates are not, and where a pair's cost lies.
+// The last lines are one JSON object per phase.
 //
 // vrid runs as its own process on a synthetic 64-CPU machine, pointed at
 // cgroups that do not exist, so the figures are the decision path: RPC,
 // ledger, sqlite commit, and the cgroup plan.
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,8 +33,10 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <mutex>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -59,7 +64,32 @@ struct Result {
   double pairsPerSecond = 0;
   double p50Ms = 0, p99Ms = 0;  // per call
   int failures = 0;
+  // CPU time per pair, vrid's and this process's (the clients, and the baseline's commits): steadier than the
+  // rate on a shared machine, and what says where a pair's cost lies.
+  double vridCpuUs = 0, clientCpuUs = 0;
+  double ratio = 1;  // pairs/s over the baseline's of the same round
 };
+
+// CPU time (user + system) in microseconds: a process's from /proc, or this one's.
+double cpuMicros(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t end = text.rfind(')');  // the command may hold spaces
+  if (end == std::string::npos) return 0;
+  std::istringstream fields(text.substr(end + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks * 1e6 / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+double selfCpuMicros() {
+  rusage self{};
+  ::getrusage(RUSAGE_SELF, &self);
+  const auto us = [](const timeval& t) { return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_usec); };
+  return us(self.ru_utime) + us(self.ru_stime);
+}
 
 std::string podUid(int client, int n) {
   char uid[40];
@@ -69,7 +99,8 @@ std::string podUid(int client, int n) {
 
 // Runs `pair(client, n)` from every client until the time is up.
 template <typename Pair>
-Result drive(int clients, int seconds, Pair pair) {
+Result drive(pid_t server, int clients, int seconds, Pair pair) {
+  const double server_cpu = cpuMicros(server), client_cpu = selfCpuMicros();
   std::vector<std::vector<double>> latencies(clients);
   std::atomic<long> pairs{0};
   std::atomic<int> failures{0};
@@ -96,6 +127,10 @@ Result drive(int clients, int seconds, Pair pair) {
     r.p99Ms = all[std::min(all.size() - 1, all.size() * 99 / 100)];
   }
   r.failures = failures.load();
+  if (pairs.load() > 0) {
+    r.vridCpuUs = (cpuMicros(server) - server_cpu) / static_cast<double>(pairs.load());
+    r.clientCpuUs = (selfCpuMicros() - client_cpu) / static_cast<double>(pairs.load());
+  }
   return r;
 }
 
@@ -234,14 +269,30 @@ int main(int argc, char** argv) {
   // Each round's pod UIDs are new: a client's n restarts at 0 every round.
   std::vector<Result> baselines, shareds, exclusives;
   for (int round = 0; round < o.rounds; ++round) {
-    baselines.push_back(drive(o.clients, o.seconds, baselinePair));
-    shareds.push_back(drive(o.clients, o.seconds, pairOf(false)));
-    exclusives.push_back(drive(o.clients, o.seconds, pairOf(true)));
+    baselines.push_back(drive(vrid, o.clients, o.seconds, baselinePair));
+    shareds.push_back(drive(vrid, o.clients, o.seconds, pairOf(false)));
+    exclusives.push_back(drive(vrid, o.clients, o.seconds, pairOf(true)));
+    shareds.back().ratio = shareds.back().pairsPerSecond / baselines.back().pairsPerSecond;
+    exclusives.back().ratio = exclusives.back().pairsPerSecond / baselines.back().pairsPerSecond;
   }
-  const auto median = [](std::vector<Result> rounds) {
-    std::sort(rounds.begin(), rounds.end(),
-              [](const Result& a, const Result& b) { return a.pairsPerSecond < b.pairsPerSecond; });
-    return rounds[rounds.size() / 2];
+  // Each figure is its own median over the rounds; the ratio is each round's over the baseline of that round, so
+  // that a neighbour's load that comes and goes moves both sides of it alike.
+  const auto median = [](const std::vector<Result>& rounds) {
+    const auto of = [&](double Result::*field) {
+      std::vector<double> values;
+      for (const Result& r : rounds) values.push_back(r.*field);
+      std::sort(values.begin(), values.end());
+      return values[values.size() / 2];
+    };
+    Result r;
+    r.pairsPerSecond = of(&Result::pairsPerSecond);
+    r.p50Ms = of(&Result::p50Ms);
+    r.p99Ms = of(&Result::p99Ms);
+    r.vridCpuUs = of(&Result::vridCpuUs);
+    r.clientCpuUs = of(&Result::clientCpuUs);
+    r.ratio = of(&Result::ratio);
+    for (const Result& each : rounds) r.failures += each.failures;
+    return r;
   };
   const Result baseline = median(baselines), shared = median(shareds), exclusive = median(exclusives);
 
@@ -279,8 +330,9 @@ int main(int argc, char** argv) {
     }
     flood_threads = threadCount(vrid);
     std::vector<Result> rounds;
-    for (int round = 0; round < o.rounds; ++round) rounds.push_back(drive(o.clients, o.seconds, pairOf(false)));
+    for (int round = 0; round < o.rounds; ++round) rounds.push_back(drive(vrid, o.clients, o.seconds, pairOf(false)));
     flooded = median(rounds);
+    flooded->ratio = flooded->pairsPerSecond / baseline.pairsPerSecond;
     stop = true;
     for (auto& t : scanners) t.join();
     for (auto& h : held) {
@@ -309,8 +361,10 @@ int main(int argc, char** argv) {
   std::printf("vrid_load: %d clients, %d s per phase, %d rounds (median shown), durability %s\n", o.clients, o.seconds,
               o.rounds, o.durability.c_str());
   const auto row = [&](const char* name, const Result& r) {
-    std::printf("  %-34s %8.0f pairs/s  p50 %6.2f ms  p99 %6.2f ms  failures %d  (%.2fx baseline)\n", name,
-                r.pairsPerSecond, r.p50Ms, r.p99Ms, r.failures, r.pairsPerSecond / baseline.pairsPerSecond);
+    std::printf(
+        "  %-34s %8.0f pairs/s  p50 %6.2f ms  p99 %6.2f ms  failures %d  (%.2fx baseline)  CPU per pair: vrid %.0f us, "
+        "clients %.0f us\n",
+        name, r.pairsPerSecond, r.p50Ms, r.p99Ms, r.failures, r.ratio, r.vridCpuUs, r.clientCpuUs);
   };
   row("baseline (2x empty RPC + commit)", baseline);
   row("shared admit/release", shared);
@@ -325,8 +379,8 @@ int main(int argc, char** argv) {
   const auto json = [&](const char* phase, const Result& r) {
     std::printf(
         "{\"phase\":\"%s\",\"pairs_per_s\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"failures\":%d,"
-        "\"ratio\":%.3f,\"rss_mb_loaded\":%.1f}\n",
-        phase, r.pairsPerSecond, r.p50Ms, r.p99Ms, r.failures, r.pairsPerSecond / baseline.pairsPerSecond,
+        "\"ratio\":%.3f,\"vrid_cpu_us_per_pair\":%.1f,\"client_cpu_us_per_pair\":%.1f,\"rss_mb_loaded\":%.1f}\n",
+        phase, r.pairsPerSecond, r.p50Ms, r.p99Ms, r.failures, r.ratio, r.vridCpuUs, r.clientCpuUs,
         loaded_rss / 1024.0);
   };
   json("baseline", baseline);

@@ -9,7 +9,7 @@ packages=(
   libhwloc-dev hwloc                              # topology
   libvirt-dev libxml2-dev                         # libvirt bridge (libxml2: domain XML, as libvirt itself parses it)
   libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86  # the libvirt tests' real libvirtd and QEMU
-  libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev  # API
+  libgrpc++-dev protobuf-compiler protobuf-compiler-grpc libprotobuf-dev libabsl-dev  # API (abseil: gRPC's mutexes, tuned by vrid)
   libsqlite3-dev                                  # ledger
   libsystemd-dev                                  # sd-bus: unit properties that systemd keeps
   libyaml-cpp-dev                                 # kubelet's configuration file, read by vrid

@@ -1,8 +1,10 @@
 #include "vri/cgroup_sync.h"
-#include "base/text.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
+
+#include "base/text.h"
 
 #include "cgroup-model/libvirt_namer.h"
 #include "cgroup-model/unit_ownership.h"
@@ -82,13 +84,11 @@ bool CgroupSync::keepsOwnCpuset(const CgroupPath& path) const {
   return !layout_.systemdUnits || !inheritsCpuset(unitKindOf(layout_, *kubeletNamer_, path));
 }
 
-DesiredTree CgroupSync::nodeCgroups(const Caches& caches, const LedgerState& state) const {
-  // The previous write's `after` is usually this write's `before`: its node-level values are kept (with the
-  // state itself, so that its address cannot be reused while it is remembered).
+std::shared_ptr<const DesiredTree> CgroupSync::nodeCgroups(const Caches& caches, const LedgerState& state) const {
   if (caches.lastNode.first.get() == &state) return caches.lastNode.second;
-  DesiredTree tree;
-  addNodeCgroups(layout_, *kubeletNamer_, nodeResources(state, inputs()), tree);
-  dropUnmanaged(tree);
+  auto tree = std::make_shared<DesiredTree>();
+  addNodeCgroups(layout_, *kubeletNamer_, nodeResources(state, inputs()), *tree);
+  dropUnmanaged(*tree);
   return tree;
 }
 
@@ -244,12 +244,27 @@ Result<void> CgroupSync::planNodeAndFollowers(Caches& caches, const StatePtr& be
                                               const LedgerDelta& delta, Scratch& scratch,
                                               std::vector<CpusetChange>& cpusets, std::vector<PlainWrite>& plain) {
   const LedgerState &before = *beforePtr, &after = *afterPtr;
-  const DesiredTree node_before = nodeCgroups(caches, before);
-  DesiredTree node_after = nodeCgroups(caches, after);
-  for (const auto& [path, spec] : node_after.cgroups) {  // by path: parents first
-    const auto old = node_before.cgroups.find(path);
-    VRI_TRY(
-        addSpecChanges(path, old == node_before.cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets, plain));
+  // Nothing lives below a root that does not exist (a node without kubelet or libvirt yet): one stat each when
+  // something below it would be written, and no write tried below it.
+  std::optional<bool> pods_known, vms_known;
+  const auto present = [&](std::optional<bool>& known, const CgroupPath& root) {
+    if (!known) known = fs_.exists({cpusetHierarchy_, root});
+    return *known;
+  };
+  const auto pods_present = [&] { return present(pods_known, kubeletNamer_->kubepods()); };
+  const auto vms_present = [&] { return present(vms_known, layout_.machinePartition); };
+  const auto absent = [&](const CgroupPath& path) {
+    return (path.isWithin(kubeletNamer_->kubepods()) && !pods_present()) ||
+           (path.isWithin(layout_.machinePartition) && !vms_present());
+  };
+  const std::shared_ptr<const DesiredTree> node_before = nodeCgroups(caches, before);
+  std::shared_ptr<const DesiredTree> node_after = nodeCgroups(caches, after);
+  for (const auto& [path, spec] : node_after->cgroups) {  // by path: parents first
+    const auto old = node_before->cgroups.find(path);
+    if (old != node_before->cgroups.end() && old->second.settings == spec.settings) continue;  // nothing moved
+    if (absent(path)) continue;
+    VRI_TRY(addSpecChanges(path, old == node_before->cgroups.end() ? nullptr : &old->second, spec, scratch, cpusets,
+                           plain));
   }
   caches.lastNode = {afterPtr, std::move(node_after)};
   for (const std::string& uid : delta.pods) caches.podFollowers.erase(uid);
@@ -258,9 +273,6 @@ Result<void> CgroupSync::planNodeAndFollowers(Caches& caches, const StatePtr& be
   const CpuSet* shared_before = &scratch.values.emplace_back(wideSharedCpus(before));
   const CpuSet* shared_after = &scratch.values.emplace_back(wideSharedCpus(after));
   if (*shared_before == *shared_after) return {};
-  // Nothing lives below a root that does not exist (a node without kubelet or libvirt yet): one stat each.
-  const bool pods_present = fs_.exists({cpusetHierarchy_, kubeletNamer_->kubepods()});
-  const bool vms_present = fs_.exists({cpusetHierarchy_, layout_.machinePartition});
   cpusets.reserve(cpusets.size() + 3 * (after.pods.size() + after.vmScopes.size()));
   // Every tenant that runs in the shared pool follows it; the touched ones are written on their own.
   // Its parents hold its exclusive CPUs besides; its shared cgroups leave them out (they are disjoint
@@ -286,11 +298,11 @@ Result<void> CgroupSync::planNodeAndFollowers(Caches& caches, const StatePtr& be
     }
   };
   for (const auto& [uid, pod] : after.pods) {
-    if (!pods_present) break;
+    if (!pods_present()) break;
     if (!delta.pods.count(uid)) follow(podFollowers(caches, uid, pod, after));
   }
   for (const auto& [uuid, scope] : after.vmScopes) {
-    if (!vms_present) break;
+    if (!vms_present()) break;
     const VmRecord* vm = after.vm(uuid);
     if (delta.vms.count(uuid) || vm == nullptr || vm->defined) continue;
     follow(vmFollowers(caches, uuid, *vm, scope, after));
@@ -391,9 +403,9 @@ Result<int> CgroupSync::dissolvePartitions(const LedgerState& before, const Ledg
 }
 
 Result<int> CgroupSync::writeMachinePartition(const Ledger::Writer& writer, const LedgerState& state) {
-  const DesiredTree node = nodeCgroups(caches_.get(writer), state);
-  const auto partition = node.cgroups.find(layout_.machinePartition);
-  if (partition == node.cgroups.end()) return 0;
+  const std::shared_ptr<const DesiredTree> node = nodeCgroups(caches_.get(writer), state);
+  const auto partition = node->cgroups.find(layout_.machinePartition);
+  if (partition == node->cgroups.end()) return 0;
   DesiredTree tree;
   tree.adoptedRoots.push_back(layout_.machinePartition);
   tree.cgroups.insert(*partition);

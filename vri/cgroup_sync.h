@@ -154,8 +154,9 @@ class CgroupSync {
   // A shim-run pod's container (or sandbox) whose cgroup is gone has exited: the runtime removed its
   // cgroup, and it waits for kubelet's RemoveContainer. Reconcile neither recreates it nor calls it drift.
   void dropExitedContainers(const LedgerState& state, DesiredTree& tree) const;
-  // The node-level cgroups' values for `state`.
-  DesiredTree nodeCgroups(const Caches& caches, const LedgerState& state) const;
+  // The node-level cgroups' values for `state`: the previous write's `after`, usually this write's `before`,
+  // shared rather than computed or copied again.
+  std::shared_ptr<const DesiredTree> nodeCgroups(const Caches& caches, const LedgerState& state) const;
   // Node-level cgroups and, when the shared pool moved, every untouched tenant in it.
   Result<void> planNodeAndFollowers(Caches& caches, const StatePtr& before, const StatePtr& after,
                                     const LedgerDelta& delta, Scratch& scratch, std::vector<CpusetChange>& cpusets,
@@ -204,8 +205,10 @@ class CgroupSync {
     explicit Caches(CpusetDeltaWriter writer) : cpusetWriter(std::move(writer)) {}
     CpusetDeltaWriter cpusetWriter;
     std::unordered_map<std::string, Followers> podFollowers, vmFollowers;  // by UID, by UUID
-    std::pair<StatePtr, DesiredTree> lastNode;  // the node-level values of the last write's `after`
-    bool unitsKept = false;                     // every kept unit's values were given to systemd once
+    // The node-level values of the last write's `after` (with the state itself, so that its address cannot be
+    // reused while it is remembered).
+    std::pair<StatePtr, std::shared_ptr<const DesiredTree>> lastNode;
+    bool unitsKept = false;  // every kept unit's values were given to systemd once
   };
   Ledger::WriterOwned<Caches> caches_;
   std::atomic<int> lastUnitsKept_{0};  // read by anyone (a report), written by reconcile

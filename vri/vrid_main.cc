@@ -1,5 +1,6 @@
 // vrid: the process. Signals are taken by one thread with sigwait, so no
 // handler runs inside gRPC's threads.
+#include <absl/synchronization/mutex.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <csignal>
@@ -32,6 +33,10 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // gRPC locks abseil's mutexes many times per call. Debian builds abseil without NDEBUG, which leaves its
+  // deadlock detection on: every lock and unlock then goes through one process-wide graph behind a lock of
+  // its own, which every serving thread contends for. Off before the first thread starts.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
   // Sockets and the ledger are created private; vrid opens up what it means to.
   ::umask(077);
   // The usage sampler keeps 2-3 files open per tenant: as many descriptors as the hard limit allows

@@ -92,6 +92,19 @@ std::shared_ptr<const DesiredTree> CgroupSync::nodeCgroups(const Caches& caches,
   return tree;
 }
 
+void CgroupSync::dropRootsNotYetMade(const LedgerState& state, DesiredTree& tree) const {
+  const auto drop_unless_vrids = [&](const CgroupPath& root) {
+    for (const CgroupPath& managed : tree.managedRoots) {
+      if (root.isWithin(managed)) return;  // vrid makes it
+    }
+    std::erase_if(tree.cgroups, [&](const auto& entry) { return entry.first.isWithin(root); });
+  };
+  if (state.vmScopes.empty() && !fs_.exists({cpusetHierarchy_, layout_.machinePartition}))
+    drop_unless_vrids(layout_.machinePartition);
+  if (state.pods.empty() && !fs_.exists({cpusetHierarchy_, kubeletNamer_->kubepods()}))
+    drop_unless_vrids(kubeletNamer_->kubepods());
+}
+
 void CgroupSync::dropExitedContainers(const LedgerState& state, DesiredTree& tree) const {
   for (const auto& entry : state.pods) {
     const std::string& uid = entry.first;  // (clang 14's lambdas cannot capture bindings)
@@ -416,6 +429,7 @@ Result<DesiredTree> CgroupSync::reconciledTree(const LedgerState& state) const {
   VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(state, inputs()));
   dropUnmanaged(desired);
   dropExitedContainers(state, desired);
+  dropRootsNotYetMade(state, desired);
   return desired;
 }
 

@@ -154,6 +154,9 @@ class CgroupSync {
   // A shim-run pod's container (or sandbox) whose cgroup is gone has exited: the runtime removed its
   // cgroup, and it waits for kubelet's RemoveContainer. Reconcile neither recreates it nor calls it drift.
   void dropExitedContainers(const LedgerState& state, DesiredTree& tree) const;
+  // A node without libvirt or kubelet yet: their root (the machine partition, kubepods) is theirs to make,
+  // and while no tenant of the ledger lives below it, its absence is no drift and nothing to repair.
+  void dropRootsNotYetMade(const LedgerState& state, DesiredTree& tree) const;
   // The node-level cgroups' values for `state`: the previous write's `after`, usually this write's `before`,
   // shared rather than computed or copied again.
   std::shared_ptr<const DesiredTree> nodeCgroups(const Caches& caches, const LedgerState& state) const;

@@ -65,7 +65,7 @@ class DaemonHarness {
   }
 
   ::testing::AssertionResult start() {
-    auto started = Daemon::start(config, *fs_, log_, topology, *clock);
+    auto started = Daemon::start(config, cgroupFs != nullptr ? *cgroupFs : *fs_, log_, topology, *clock);
     if (!started.ok()) return ::testing::AssertionFailure() << started.error().message();
     daemon_ = std::move(*started);
     admin = v1::Vri::NewStub(channel(config.adminSocket));
@@ -135,6 +135,7 @@ class DaemonHarness {
 
   DaemonConfig config;
   const Clock* clock = &steadyClock();       // a test's own must outlive the harness
+  CgroupFs* cgroupFs = nullptr;              // set: what vrid writes through (a decorator of fs()) instead
   std::shared_ptr<const Topology> topology;  // set: instead of config.topology
   std::unique_ptr<v1::Vri::Stub> admin, readOnly;
 

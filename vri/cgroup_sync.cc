@@ -5,7 +5,6 @@
 #include <set>
 
 #include "base/text.h"
-
 #include "cgroup-model/libvirt_namer.h"
 #include "cgroup-model/unit_ownership.h"
 #include "vri/ledger_tree.h"
@@ -92,35 +91,6 @@ std::shared_ptr<const DesiredTree> CgroupSync::nodeCgroups(const Caches& caches,
   return tree;
 }
 
-void CgroupSync::dropRootsNotYetMade(const LedgerState& state, DesiredTree& tree) const {
-  const auto drop_unless_vrids = [&](const CgroupPath& root) {
-    for (const CgroupPath& managed : tree.managedRoots) {
-      if (root.isWithin(managed)) return;  // vrid makes it
-    }
-    std::erase_if(tree.cgroups, [&](const auto& entry) { return entry.first.isWithin(root); });
-  };
-  if (state.vmScopes.empty() && !fs_.exists({cpusetHierarchy_, layout_.machinePartition}))
-    drop_unless_vrids(layout_.machinePartition);
-  if (state.pods.empty() && !fs_.exists({cpusetHierarchy_, kubeletNamer_->kubepods()}))
-    drop_unless_vrids(kubeletNamer_->kubepods());
-}
-
-void CgroupSync::dropExitedContainers(const LedgerState& state, DesiredTree& tree) const {
-  for (const auto& entry : state.pods) {
-    const std::string& uid = entry.first;  // (clang 14's lambdas cannot capture bindings)
-    const PodRecord& pod = entry.second;
-    if (!pod.containersGoOnlyByRuntime() || pod.spec.outsideKubeletTree) continue;
-    const auto drop_if_gone = [&](const std::string& id) {
-      auto path = kubeletNamer_->container(pod.spec.qos, uid, id);
-      if (path.ok() && !fs_.exists({cpusetHierarchy_, *path})) tree.cgroups.erase(*path);
-    };
-    for (const auto& [name, c] : pod.containers) {
-      if (!c.spec.id.empty()) drop_if_gone(c.spec.id);
-    }
-    drop_if_gone(pod.sandboxId);
-  }
-}
-
 void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
   if (backend_->version() != CgroupVersion::kV1) return;
   const auto managed = [&](const char* controller) {
@@ -139,7 +109,6 @@ void CgroupSync::dropUnmanaged(DesiredTree& tree) const {
 Result<void> CgroupSync::addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
                                         Scratch& scratch, std::vector<CpusetChange>& cpusets,
                                         std::vector<PlainWrite>& plain) const {
-  if (before != nullptr && before->settings == after.settings) return {};  // nothing moved here
   const CgroupDir* dir = &scratch.dirs.emplace_back(CgroupDir{cpusetHierarchy_, path});
   const auto keep = [&](const CpuSet& value) { return &scratch.values.emplace_back(value); };
   const CgroupSettings none;
@@ -423,14 +392,6 @@ Result<int> CgroupSync::writeMachinePartition(const Ledger::Writer& writer, cons
   tree.adoptedRoots.push_back(layout_.machinePartition);
   tree.cgroups.insert(*partition);
   return writeTenant("machine partition", std::move(tree));
-}
-
-Result<DesiredTree> CgroupSync::reconciledTree(const LedgerState& state) const {
-  VRI_ASSIGN_OR_RETURN(DesiredTree desired, desiredTreeFromLedger(state, inputs()));
-  dropUnmanaged(desired);
-  dropExitedContainers(state, desired);
-  dropRootsNotYetMade(state, desired);
-  return desired;
 }
 
 Result<int> CgroupSync::handBackToKubelet(const Ledger::Writer& writer, const LedgerState& state, const CpuSet& cpus) {

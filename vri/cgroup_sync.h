@@ -164,6 +164,7 @@ class CgroupSync {
   Result<void> planNodeAndFollowers(Caches& caches, const StatePtr& before, const StatePtr& after,
                                     const LedgerDelta& delta, Scratch& scratch, std::vector<CpusetChange>& cpusets,
                                     std::vector<PlainWrite>& plain);
+  // The writes that take one node-level cgroup from `before` (null: new) to `after`, whose values differ.
   Result<void> addSpecChanges(const CgroupPath& path, const CgroupSpec* before, const CgroupSpec& after,
                               Scratch& scratch, std::vector<CpusetChange>& cpusets,
                               std::vector<PlainWrite>& plain) const;

@@ -190,6 +190,8 @@ void LibvirtSession::forward(virDomainPtr domain, DomainEvent e) {
 Result<std::unique_ptr<virDomain, int (*)(virDomainPtr)>> LibvirtSession::lookup(const std::string& uuid) {
   if (conn_ == nullptr) return Error(ErrorCode::kUnavailable, "not connected to " + options_.uri);
   virDomainPtr domain = virDomainLookupByUUIDString(conn_, uuid.c_str());
+  if (domain == nullptr && virGetLastErrorCode() == VIR_ERR_NO_DOMAIN)
+    return Error::notFound("libvirt defines no domain " + uuid);
   if (domain == nullptr) return libvirtError("look up domain " + uuid);
   return std::unique_ptr<virDomain, int (*)(virDomainPtr)>(domain, virDomainFree);
 }

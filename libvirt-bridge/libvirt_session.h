@@ -72,7 +72,7 @@ class LibvirtSession {
   // For handlers and posted tasks (worker thread).
   Result<std::vector<std::string>> activeDomainXmls();
   Result<std::string> domainXml(const std::string& uuid, bool inactive);
-  Result<bool> isActive(const std::string& uuid);
+  Result<bool> isActive(const std::string& uuid);  // kNotFound: libvirt defines no such domain
   // How many vCPUs the running domain has online.
   Result<int> liveVcpuCount(const std::string& uuid);
   // Pins the running domain's vCPUs, emulator and iothreads (libvirt writes its

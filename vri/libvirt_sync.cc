@@ -55,9 +55,12 @@ void LibvirtSync::watchEvents() {
       count_at = options_.clock->now() + options_.vcpuPollInterval;
       session_->post([this](LibvirtSession& session) { checkVcpus(session); });
     }
-    if (pendingCount_ > 0 && options_.clock->now() >= retry_at && !retryQueued_.exchange(true)) {
+    if ((pendingCount_ > 0 || unadoptedCount_ > 0) && options_.clock->now() >= retry_at) {
       retry_at = options_.clock->now() + options_.pinRetryInterval;
-      session_->post([this](LibvirtSession& session) { retryPending(session); });
+      if (pendingCount_ > 0 && !retryQueued_.exchange(true))
+        session_->post([this](LibvirtSession& session) { retryPending(session); });
+      if (unadoptedCount_ > 0 && !adoptionQueued_.exchange(true))
+        session_->post([this](LibvirtSession& session) { retryAdoption(session); });
     }
     // One follow-up queued at a time: a burst of pool changes needs one pass over the VMs.
     if (next == EventSubscription::Next::kEvent && event.kind == EventKind::kSharedPoolChanged &&
@@ -76,36 +79,64 @@ void LibvirtSync::connected(LibvirtSession& session) {
   }
   for (const std::string& xml : *xmls) adopt(session, xml);
   log_.info("libvirt: " + std::to_string(xmls->size()) + " running domains adopted");
+  releaseUndefinedReservations(session);
 }
 
-void LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml) {
+void LibvirtSync::releaseUndefinedReservations(LibvirtSession& session) {
+  const StatePtr state = node_.state();
+  for (const auto& [uuid, vm] : state->vms) {
+    if (!vm.defined) continue;
+    const auto active = session.isActive(uuid);
+    if (active.ok() || active.error().code() != ErrorCode::kNotFound) continue;
+    if (const auto released = node_.releaseVm(uuid); released.ok()) {
+      log_.info("libvirt: VM " + uuid + " is no longer defined; its reservation released");
+    } else {
+      log_.warning("libvirt: reservation of VM " + uuid + ", no longer defined: " + released.error().message());
+    }
+  }
+}
+
+bool LibvirtSync::adopt(LibvirtSession& session, const std::string& liveXml, bool quiet) {
   auto read = domainSpec(liveXml);
   if (!read.ok()) {
     log_.warning("libvirt: running domain not adopted: " + read.error().message());
-    return;
+    return true;  // nothing a retry would change
   }
   const DomainXml& domain = read->domain;
   const std::string who = "libvirt: domain " + domain.name;
   if (awaitsMove(domain.uuid)) {
     pinFromLedger(session, domain.uuid);  // the ledger holds a move this XML does not show yet
-    return;
+    return true;
   }
+  // vrid could not record the decision (kUnavailable: its store failed): tried again until it can.
+  // A refusal (no room for it) stands: the VM runs unplaced, as the log says.
+  const auto couldNotRecord = [&](const Error& error) {
+    if (error.code() != ErrorCode::kUnavailable) return false;
+    unadopted_.insert(domain.uuid);
+    unadoptedCount_ = unadopted_.size();
+    return true;
+  };
   auto admitted = node_.admitVm(read->spec);
   if (!admitted.ok() && admitted.error().code() == ErrorCode::kFailedPrecondition) {
     admitted = node_.resizeVm(read->spec);  // found by the start-up scan with a guessed request: correct it
   }
   if (!admitted.ok()) {
-    log_.warning(who + " runs unplaced: " + admitted.error().message());
-    return;
+    if (!quiet) log_.warning(who + " runs unplaced: " + admitted.error().message());
+    return !couldNotRecord(admitted.error());
   }
   const auto pid = readQemuPid(options_.qemuPidDir, domain.name);
   if (!pid.ok()) {
     log_.warning(who + ": " + pid.error().message() + "; its cgroups are placed at the next reconcile");
   } else if (auto started = node_.vmStarted(domain.uuid, *pid); !started.ok()) {
-    log_.warning(who + ": " + started.error().message());
-    return;
+    if (!quiet) log_.warning(who + ": " + started.error().message());
+    return !couldNotRecord(started.error());
+  }
+  if (unadopted_.erase(domain.uuid) > 0) {
+    unadoptedCount_ = unadopted_.size();
+    log_.info(who + " adopted: vrid could record it again");
   }
   pinFromLedger(session, domain.uuid);
+  return true;
 }
 
 void LibvirtSync::pinFromLedger(LibvirtSession& session, const std::string& uuid) {
@@ -307,8 +338,21 @@ void LibvirtSync::placeDefinition(LibvirtSession& session, const std::string& uu
 
 void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event) {
   switch (event.kind) {
-    case DomainEventKind::kStarted: pinFromLedger(session, event.uuid); break;
-    case DomainEventKind::kStopped: forget(event.uuid); break;
+    case DomainEventKind::kStarted: {
+      const StatePtr state = node_.state();
+      const VmRecord* vm = state->vm(event.uuid);
+      if (vm == nullptr || vm->defined) {
+        adoptStarted(session, event.uuid);
+      } else {
+        pinFromLedger(session, event.uuid);
+      }
+      break;
+    }
+    case DomainEventKind::kStopped:
+      forget(event.uuid);
+      unadopted_.erase(event.uuid);
+      unadoptedCount_ = unadopted_.size();
+      break;
     case DomainEventKind::kPinsChanged: checkPins(session, event.uuid); break;
     case DomainEventKind::kDefined:
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);

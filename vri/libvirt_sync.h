@@ -5,10 +5,16 @@
 //    cgroups found through QEMU's pid and placed, its live pins set;
 //  - libvirt's "started" event (it comes after the hook returned) sets the
 //    live pins, so `virsh vcpupin`/`emulatorpin` show what the cgroups hold;
+//    a VM the ledger does not hold then started without vrid's decision (the
+//    hook found vrid unreachable, or vrid could not record it: its state
+//    filesystem full) and is adopted; one whose adoption vrid could not record
+//    either is adopted again every pinRetryInterval until it is;
 //  - shared-pool moves re-pin the running VMs whose threads use the pool (with
 //    cpuset partitions they hold the wide set, which a pod's grant leaves as it is);
 //  - "defined" reserves a placement for the VM and writes it into the
-//    persistent definition, marked as VRI's; "undefined" drops a reservation;
+//    persistent definition, marked as VRI's; "undefined" drops a reservation,
+//    and so does each (re)connect for VMs undefined while vrid or libvirtd was
+//    away (no event reached vrid);
 //  - a live move (vrictl vcpupin) sets the moved VM's pins, and its definition's with `persistent`;
 //  - vCPUs brought online or offline (virsh setvcpus --live: libvirt has no
 //    event for it, and no hook runs) are noticed by counting each running VM's
@@ -59,7 +65,13 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   void setPins(const std::string& uuid, bool persistent, LivePinsDone done) override;
 
  private:
-  void adopt(LibvirtSession& session, const std::string& liveXml);
+  // Admits and places a running domain; false when vrid could not record it (kept for a retry).
+  // `quiet`: a retry, whose failure was logged the first time.
+  bool adopt(LibvirtSession& session, const std::string& liveXml, bool quiet = false);
+  // libvirt's started event for a VM the ledger does not hold as running.
+  void adoptStarted(LibvirtSession& session, const std::string& uuid);
+  void releaseUndefinedReservations(LibvirtSession& session);
+  void retryAdoption(LibvirtSession& session);
   // Sets the VM's live pins from the ledger, always.
   void pinFromLedger(LibvirtSession& session, const std::string& uuid);
   // Sets them and VRI's record of them when they differ from what libvirt was
@@ -90,6 +102,9 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   };
   std::map<std::string, Told> pinned_;              // worker thread only: what libvirt was last told
   std::map<std::string, std::string> pendingPins_;  // worker thread only: VMs whose pins failed, and why
+  std::set<std::string> unadopted_;  // worker thread only: running VMs whose adoption vrid could not record
+  std::atomic<size_t> unadoptedCount_{0};
+  std::atomic<bool> adoptionQueued_{false};
   std::atomic<bool> retryQueued_{false};
   std::atomic<bool> vcpuCheckQueued_{false};
   std::atomic<size_t> pendingCount_{0};

@@ -1,6 +1,7 @@
 // What changes a running VM outside VRI and reaches vrid through libvirt: vCPUs
-// brought online or offline (virsh setvcpus --live), and pins set behind VRI's
-// back (virsh vcpupin --live). Both run on the libvirt worker.
+// brought online or offline (virsh setvcpus --live), pins set behind VRI's
+// back (virsh vcpupin --live), and VMs started without vrid's decision. All run
+// on the libvirt worker.
 #include "accounting/tenant_id.h"
 #include "libvirt-bridge/domain_xml.h"
 #include "vri/libvirt_sync.h"
@@ -91,6 +92,33 @@ void LibvirtSync::checkPins(LibvirtSession& session, const std::string& uuid) {
   }
   node_.announce(EventKind::kPinsDrifted, tenant, drift + ": restored (" + why + ")");
   (void)pin(session, *vm, shared, true);
+}
+
+void LibvirtSync::adoptStarted(LibvirtSession& session, const std::string& uuid) {
+  const auto xml = session.domainXml(uuid, false);
+  if (!xml.ok()) {
+    log_.warning("libvirt: VM " + uuid +
+                 " started without vrid's decision and its XML was not read: " + xml.error().message());
+    return;
+  }
+  log_.info("libvirt: VM " + uuid + " started without vrid's decision; adopting it");
+  adopt(session, *xml);
+}
+
+void LibvirtSync::retryAdoption(LibvirtSession& session) {
+  adoptionQueued_ = false;
+  const std::set<std::string> waiting = unadopted_;
+  for (const std::string& uuid : waiting) {
+    const auto active = session.isActive(uuid);
+    const auto xml =
+        active.ok() && *active ? session.domainXml(uuid, false) : Result<std::string>(Error::notFound(uuid));
+    if (!xml.ok()) {  // stopped or gone: libvirt's stopped event may not have reached us yet
+      unadopted_.erase(uuid);
+      continue;
+    }
+    adopt(session, *xml, true);
+  }
+  unadoptedCount_ = unadopted_.size();
 }
 
 }  // namespace vri

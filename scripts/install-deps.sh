@@ -23,6 +23,7 @@ packages=(
   help2man                                       # the manual pages, from each program's --help and --version
   openssl curl iproute2                          # the control plane's certificates and health checks (tests/cluster/)
   socat                                          # the cluster guest's way to the API server (tests/v2guest/run-guest.sh)
+  gnuplot-nox                                    # the soak report's plots (scripts/soak.sh)
 )
 
 missing=()

@@ -8,7 +8,7 @@
 #
 # Tiers: unit (the format check, the g++ build, the `unit` and `unit-grpc` tests, the TSan build
 # and its `unit` tests: under 10 minutes warm), host (root, libvirt, containerd, kubelet: real
-# daemons started and stopped here; every benchmark once, as smoke), package (the Debian package and
+# daemons started and stopped here; five minutes of the soak; every benchmark once, as smoke), package (the Debian package and
 # the first release's, and the packaged vri-hook's exec-to-exit benchmark), guest (the cgroup v2 guest suites under QEMU), fuzz (the ASan+UBSan build:
 # the corpora, a short fuzzing run, the unit tests under the sanitizers). The g++ tree is built with
 # the package's flags, so the package's build takes its objects from ccache instead of compiling
@@ -88,6 +88,8 @@ host_tests() {
   for flavour in "${containerds[@]}"; do "$containerd_fixture" up "$flavour"; done
   VRI_PEERS=build/peers/kubernetes "$cluster_fixture" up passthrough
   ctest --test-dir build -j "$jobs" -LE "v2guest|$unit_labels" --output-on-failure
+  # The soak's five-minute form on the same fixtures: its report in build/soak/.
+  scripts/soak.sh --minutes 5 --seed 61 --min-vrid-kills 30 --out build/soak
   fixtures_down
   trap - EXIT
 }

@@ -35,6 +35,17 @@ inline std::string domainXml(const std::string& name, int uuidTail, const std::s
          "<memballoon model='none'/></devices></domain>";
 }
 
+// vrid's flags on a node with the fixtures' libvirtd and containerd, on the host's cgroup v1 hierarchies: CPU 0
+// reserved (still shared), CPU 1 free for one exclusive tenant, pods under `kubeletRoot` ("/<name>").
+inline std::vector<std::string> mixedNodeVridFlags(const std::string& kubeletRoot) {
+  return {"--topology=live",
+          "--machine-partition=machine",
+          "--reserved-cpus=0",
+          "--cgroup-v1-controllers=cpuset,cpu,cpuacct",
+          "--libvirt-uri=qemu:///system",
+          "--kubelet-cgroup-root=" + kubeletRoot};
+}
+
 // virsh against qemu:///system; `scratch` takes its output.
 inline int virsh(const std::vector<std::string>& args, const std::string& scratch, std::string* output = nullptr) {
   std::vector<std::string> argv = {"/usr/bin/virsh", "-c", "qemu:///system"};

@@ -38,11 +38,7 @@ class PodAndVmTest : public ::testing::Test {
         << "containerd is not running: start it with tests/containerd/containerd-fixture.sh up";
     hook_ = std::make_unique<testing::InstalledHook>(VRI_HOOK_BINARY, tmp_.sub("run/admin.sock"));
     testing::cleanDomains(tmp_.sub("virsh.out"));
-    vrid_ = std::make_unique<testing::VridProcess>(
-        tmp_, "vrid",
-        std::vector<std::string>{"--topology=live", "--machine-partition=machine", "--reserved-cpus=0",
-                                 "--cgroup-v1-controllers=cpuset,cpu,cpuacct", "--libvirt-uri=qemu:///system",
-                                 "--kubelet-cgroup-root=/" + root_});
+    vrid_ = std::make_unique<testing::VridProcess>(tmp_, "vrid", testing::mixedNodeVridFlags("/" + root_));
     ASSERT_TRUE(vrid_->start());
     startShim();
     vri_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->socket(), grpc::InsecureChannelCredentials()));

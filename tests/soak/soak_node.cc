@@ -60,13 +60,10 @@ SoakNode::SoakNode() : kubeletRoot_("vri-soak-" + std::to_string(::getpid())), s
   testing::cleanDomains(tmp_.sub("virsh.out"));
   // Released tenants whose cgroups are gone are given back after 3 s, not kubelet's default 300 s: a
   // QEMU killed while vrid is down must be seen as gone within one check's wait.
-  vrid_ = std::make_unique<testing::VridProcess>(
-      tmp_, "vrid",
-      std::vector<std::string>{"--topology=live", "--machine-partition=machine", "--reserved-cpus=0",
-                               "--cgroup-v1-controllers=cpuset,cpu,cpuacct", "--libvirt-uri=qemu:///system",
-                               "--kubelet-cgroup-root=/" + kubeletRoot_, "--release-grace=3",
-                               "--metrics-port=" + std::to_string(metricsPort_),
-                               "--metrics-token-file=" + testing::writeMetricsToken(tmp_.sub("metrics.token"))});
+  std::vector<std::string> flags = testing::mixedNodeVridFlags("/" + kubeletRoot_);
+  flags.insert(flags.end(), {"--release-grace=3", "--metrics-port=" + std::to_string(metricsPort_),
+                             "--metrics-token-file=" + testing::writeMetricsToken(tmp_.sub("metrics.token"))});
+  vrid_ = std::make_unique<testing::VridProcess>(tmp_, "vrid", std::move(flags));
   // The admin socket: reconcile and the tree are an administrator's calls.
   vri_ = v1::Vri::NewStub(grpc::CreateChannel("unix:" + vrid_->adminSocket(), grpc::InsecureChannelCredentials()));
 }

@@ -19,6 +19,16 @@ bool removedOrGone(const grpc::Status& status) {
   return status.ok() || status.error_code() == grpc::StatusCode::NOT_FOUND;
 }
 
+// `call` (true: done; else it says why) with how long it took.
+template <typename Call>
+Outcome timed(Call call) {
+  Outcome outcome;
+  const auto start = Clock::now();
+  outcome.ok = call(&outcome.detail);
+  outcome.took = Clock::now() - start;
+  return outcome;
+}
+
 }  // namespace
 
 Outcome NodeTenants::startVm(bool dedicated) {
@@ -44,10 +54,7 @@ Outcome NodeTenants::startVm(bool dedicated) {
 Outcome NodeTenants::destroyVm(size_t index) {
   const SoakVm vm = vms_.at(index);
   vms_.erase(vms_.begin() + static_cast<long>(index));
-  const auto start = Clock::now();
-  Outcome outcome;
-  outcome.ok = removeVmNow(vm.name, &outcome.detail);
-  outcome.took = Clock::now() - start;
+  const Outcome outcome = timed([&](std::string* why) { return removeVmNow(vm.name, why); });
   if (!outcome.ok) vmsToRemove_.push_back(vm.name);
   return outcome;
 }
@@ -90,10 +97,7 @@ Outcome NodeTenants::createPod(bool guaranteed) {
 Outcome NodeTenants::removePod(size_t index) {
   const SoakPod pod = pods_.at(index);
   pods_.erase(pods_.begin() + static_cast<long>(index));
-  const auto start = Clock::now();
-  Outcome outcome;
-  outcome.ok = removePodNow(pod, &outcome.detail);
-  outcome.took = Clock::now() - start;
+  const Outcome outcome = timed([&](std::string* why) { return removePodNow(pod, why); });
   if (!outcome.ok) podsToRemove_.push_back(pod);
   return outcome;
 }

@@ -45,12 +45,13 @@ fi
 
 rm -rf "$out"
 mkdir -p "$out"
+commit="$(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)')"
 rc=0
 "$soak" --minutes "$minutes" --seed "$seed" --out "$out" --min-vrid-kills "$min_kills" 2>&1 | tee "$out/soak.log" ||
   rc=${PIPESTATUS[0]}
 gnuplot -e "dir='$out'" "$repo/scripts/soak-plots.gp"
 echo "
-Commit $(git -C "$repo" rev-parse --short HEAD)$(git -C "$repo" diff --quiet HEAD 2>/dev/null || echo ' (with local changes)'), $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d)." >>"$out/report.md"
+Commit $commit, $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d)." >>"$out/report.md"
 echo "soak: $(cat "$out/summary.json")"
 echo "soak: the report is $out/report.md"
 exit $rc

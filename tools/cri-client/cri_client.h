@@ -93,9 +93,11 @@ inline cri::ContainerConfig containerConfig(const cri::PodSandboxConfig& pod, co
 
 class CriClient {
  public:
-  explicit CriClient(const std::string& socket)
-      : stub_(cri::RuntimeService::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()))) {
-  }
+  // `waitForReady`: a call to an endpoint that is away waits (up to its 60 s) until it is back, as the tests
+  // that restart it want; false: it fails at once, as kubelet's calls do.
+  explicit CriClient(const std::string& socket, bool waitForReady = true)
+      : stub_(cri::RuntimeService::NewStub(grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials()))),
+        waitForReady_(waitForReady) {}
 
   grpc::Status runPodSandbox(const cri::PodSandboxConfig& config, std::string* id) {
     cri::RunPodSandboxRequest request;
@@ -215,13 +217,14 @@ class CriClient {
   }
 
  private:
-  static std::unique_ptr<grpc::ClientContext> context() {
+  std::unique_ptr<grpc::ClientContext> context() const {
     auto c = std::make_unique<grpc::ClientContext>();
     c->set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(60));
-    c->set_wait_for_ready(true);  // an endpoint that is restarting answers once it is back
+    c->set_wait_for_ready(waitForReady_);
     return c;
   }
   std::unique_ptr<cri::RuntimeService::Stub> stub_;
+  bool waitForReady_;
 };
 
 }  // namespace vri::cri_client

@@ -269,12 +269,13 @@ std::string_view kindName(Violation::Kind kind) {
   return "?";
 }
 
-std::vector<Violation> checkNode(SoakNode& node, const NodeTenants& tenants, std::chrono::seconds settle) {
+std::vector<Violation> checkNode(SoakNode& node, NodeTenants& tenants, std::chrono::seconds settle) {
   // Agreement is asked of the node after its next reconcile. One runs before each look: a tenant gone
   // from the node is released by the first reconcile after vrid's release grace, and the shim's and
   // libvirt's sides follow a change within the settling time.
   const auto until = std::chrono::steady_clock::now() + settle;
   for (;;) {
+    tenants.retryRemovals();
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
     v1::ReconcileReply reply;

@@ -31,8 +31,9 @@ struct Violation {
 };
 std::string_view kindName(Violation::Kind kind);
 
-// Waits (up to `settle`) for the node to agree; the violations left at the end, none when it does.
-std::vector<Violation> checkNode(SoakNode& node, const NodeTenants& tenants,
+// Waits (up to `settle`) for the node to agree; the violations left at the end, none when it does. Removals
+// that failed are tried again meanwhile, as kubelet's sync loop keeps running while the node settles.
+std::vector<Violation> checkNode(SoakNode& node, NodeTenants& tenants,
                                  std::chrono::seconds settle = std::chrono::seconds(30));
 
 }  // namespace vri::soak

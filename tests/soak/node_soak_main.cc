@@ -211,6 +211,10 @@ class Soak {
     while (!tenants_.vms().empty()) record_.call("vm-destroy", tenants_.destroyVm(0));
     while (!tenants_.pods().empty()) record_.call("pod-remove", tenants_.removePod(0));
     std::vector<std::string> leftBehind;
+    // Removals that failed are tried again for a while, as kubelet's sync loop would.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!tenants_.retryRemovals() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::seconds(1));
     if (!tenants_.retryRemovals()) leftBehind.push_back("tenants whose removal kept failing");
     const std::vector<Violation> finalCheck = checkNode(node_, tenants_);
     grpc::ClientContext context;

@@ -80,6 +80,7 @@ Outcome NodeTenants::createPod(bool guaranteed) {
       guaranteed ? cri_client::kubeletResources(1000, 1000, 64 << 20) : cri_client::kubeletResources(100, 0, 64 << 20);
   const auto start = Clock::now();
   grpc::Status status = cri.runPodSandbox(config, &pod.sandbox);
+  pod.sandboxLost = status.error_code() == grpc::StatusCode::UNAVAILABLE;
   if (status.ok())
     status =
         cri.createContainer(pod.sandbox, config, cri_client::containerConfig(config, "app", resources), &pod.container);
@@ -104,6 +105,28 @@ Outcome NodeTenants::removePod(size_t index) {
 
 bool NodeTenants::removePodNow(const SoakPod& pod, std::string* why) {
   CriClient cri(node_.criSocket(), false);  // kubelet's calls fail at once while the shim is away
+  if (!removeContainerAndSandboxes(cri, pod, why)) return false;
+  if (pod.sandboxLost) {
+    // The sandbox asked for again (its name is free once the half-made one is gone), then removed as usual.
+    std::string sandbox;
+    const grpc::Status again = cri.runPodSandbox(cri_client::sandboxConfig(pod.uid, kPodName, pod.parent), &sandbox);
+    if (!again.ok()) {
+      if (why) *why = "sandbox asked for again: " + again.error_message();
+      return false;
+    }
+    SoakPod found = pod;
+    found.sandbox = sandbox;
+    found.sandboxLost = false;
+    if (!removeContainerAndSandboxes(cri, found, why)) return false;
+  }
+  // kubelet removes a deleted pod's cgroup once its containers are gone, with what is left below it (a
+  // sandbox's empty cgroup when containerd's RunPodSandbox was cut short); nobody else does.
+  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
+    testing::removeCgroupTree(hierarchy.path().string() + pod.parent);
+  return true;
+}
+
+bool NodeTenants::removeContainerAndSandboxes(CriClient& cri, const SoakPod& pod, std::string* why) {
   grpc::Status status;
   if (!pod.container.empty()) {
     status = cri.stopContainer(pod.container);
@@ -123,14 +146,9 @@ bool NodeTenants::removePodNow(const SoakPod& pod, std::string* why) {
     if (removedOrGone(status)) status = cri.stopPodSandbox(sandbox);
     if (removedOrGone(status)) status = cri.removePodSandbox(sandbox);
   }
-  if (!removedOrGone(status)) {
-    if (why) *why = status.error_message();
-    return false;
-  }
-  // kubelet removes a deleted pod's own cgroup once its containers are gone; nobody else does.
-  for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
-    ::rmdir((hierarchy.path().string() + pod.parent).c_str());
-  return true;
+  if (removedOrGone(status)) return true;
+  if (why) *why = status.error_message();
+  return false;
 }
 
 bool NodeTenants::retryRemovals() {

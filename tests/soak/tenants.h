@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "tests/soak/soak_node.h"
+#include "tools/cri-client/cri_client.h"
 
 namespace vri::soak {
 
@@ -24,6 +25,9 @@ struct SoakPod {
   bool guaranteed = false;  // one whole CPU, exclusive; else Burstable on the shared pool
   std::string parent;       // its cgroup parent as kubelet names it
   std::string sandbox, container;
+  // RunPodSandbox's answer was lost (the shim died mid-call): vrid may hold the pod with no sandbox yet. As
+  // kubelet does for a pod it still has, the sandbox is asked for again before the pod is removed.
+  bool sandboxLost = false;
   bool acked = false;  // sandbox, container and start all succeeded, and it was not removed or killed since
 };
 
@@ -65,6 +69,7 @@ class NodeTenants {
 
  private:
   bool removePodNow(const SoakPod& pod, std::string* why);
+  bool removeContainerAndSandboxes(cri_client::CriClient& cri, const SoakPod& pod, std::string* why);
   bool removeVmNow(const std::string& name, std::string* why);
 
   SoakNode& node_;

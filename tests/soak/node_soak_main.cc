@@ -23,6 +23,7 @@
 #include "tests/soak/soak_node.h"
 #include "tests/soak/soak_record.h"
 #include "tests/soak/tenants.h"
+#include "tests/support/eventually.h"
 
 namespace vri::soak {
 namespace {
@@ -147,8 +148,10 @@ class Soak {
         {"qemu-killed-while-vrid-down", true, !tenants_.vms().empty(),
          [this] {
            killVrid();
-           const bool killed = tenants_.killQemu(pick(tenants_.vms().size()));
-           std::this_thread::sleep_for(std::chrono::milliseconds(500));  // libvirt sees it die, its hook finds no vrid
+           const std::string name = tenants_.vms()[pick(tenants_.vms().size())].name;
+           const bool killed = tenants_.killQemu(name);
+           // vrid comes back once libvirt has seen the QEMU die (and its hook found no vrid).
+           testing::eventually([&] { return !tenants_.running(name); });
            restartVrid();
            return std::string(killed ? "" : "no QEMU to kill");
          }},
@@ -156,8 +159,7 @@ class Soak {
          [this] {
            killVrid();
            const bool killed = tenants_.killContainer(pick(tenants_.pods().size()));
-           std::this_thread::sleep_for(std::chrono::milliseconds(200));
-           restartVrid();
+           restartVrid();  // the container's end is the runtime's to notice, whenever vrid is back
            tenants_.retryRemovals();
            return std::string(killed ? "" : "no container process to kill");
          }},

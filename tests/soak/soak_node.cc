@@ -1,7 +1,6 @@
 #include "tests/soak/soak_node.h"
 
 #include <fcntl.h>
-#include <sys/mount.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,9 +18,6 @@
 
 namespace vri::soak {
 namespace {
-
-// Room for the ledger and its write-ahead log many times over, small enough to fill in a moment.
-constexpr char kStateFsSize[] = "size=16m,mode=0700";
 
 void require(bool ok, const std::string& what) {
   if (!ok) throw std::runtime_error(what);
@@ -48,10 +44,8 @@ SoakNode::SoakNode() : kubeletRoot_("vri-soak-" + std::to_string(::getpid())), s
     containerd.removePodSandbox(sandbox.id());
   }
 
-  std::filesystem::create_directories(stateDir_);
-  require(::mount("vri-soak-state", stateDir_.c_str(), "tmpfs", 0, kStateFsSize) == 0,
-          "mounting a tmpfs for vrid's state: " + std::string(std::strerror(errno)));
-  stateMounted_ = true;
+  const std::string mounted = stateFs_.mount(stateDir_);
+  require(mounted.empty(), mounted);
   std::filesystem::create_directories(tmp_.sub("run"));
   ::chmod(tmp_.sub("run").c_str(), 0700);
 
@@ -75,7 +69,6 @@ SoakNode::~SoakNode() {
   hook_.reset();
   for (const auto& hierarchy : std::filesystem::directory_iterator("/sys/fs/cgroup"))
     testing::removeCgroupTree(hierarchy.path().string() + "/" + kubeletRoot_);
-  if (stateMounted_) ::umount2(stateDir_.c_str(), MNT_DETACH);
 }
 
 std::string SoakNode::shimLog() const { return testing::readFile(tmp_.sub("shim.log")); }
@@ -120,20 +113,8 @@ bool SoakNode::restartContainerd(std::string* why) {
 
 bool SoakNode::restartLibvirtd(std::string* why) { return runFixture("/tests/libvirt/libvirt-fixture.sh", "", why); }
 
-void SoakNode::fillStateFs() {
-  const std::string filler = stateDir_ + "/filler";
-  const int fd = ::open(filler.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0) return;
-  const std::vector<char> block(64 * 1024, 'f');
-  while (::write(fd, block.data(), block.size()) > 0) {
-  }
-  for (size_t size = 4096; size > 0; size /= 2) {  // the last partial block too
-    while (::write(fd, block.data(), size) > 0) {
-    }
-  }
-  ::close(fd);
-}
+void SoakNode::fillStateFs() { stateFs_.fill(); }
 
-void SoakNode::freeStateFs() { std::filesystem::remove(stateDir_ + "/filler"); }
+void SoakNode::freeStateFs() { stateFs_.free(); }
 
 }  // namespace vri::soak

@@ -14,6 +14,7 @@
 
 #include "proto/vri.grpc.pb.h"
 #include "tests/libvirt/libvirt_harness.h"
+#include "tests/support/small_filesystem.h"
 #include "tests/support/temp_dir.h"
 #include "tests/vri/vrid_process.h"
 
@@ -62,7 +63,7 @@ class SoakNode {
   testing::TempDir tmp_;
   std::string kubeletRoot_;
   std::string stateDir_;
-  bool stateMounted_ = false;
+  testing::SmallFilesystem stateFs_;  // unmounted after vrid is stopped: declared before it
   int metricsPort_ = 0;
   std::unique_ptr<testing::InstalledHook> hook_;
   std::unique_ptr<testing::VridProcess> vrid_;

@@ -123,6 +123,7 @@ void SoakRecord::call(const std::string& kind, const Outcome& outcome) {
   std::fprintf(calls_, "%.3f,%s,%d,%.1f,%s\n", now(), kind.c_str(), outcome.ok ? 1 : 0, outcome.took.count() * 1000,
                refusal.c_str());
   std::fflush(calls_);
+  callTimes_.push_back(now());
   auto& [accepted, refused] = callCounts_[kind];
   ++(outcome.ok ? accepted : refused);
 }
@@ -134,6 +135,7 @@ void SoakRecord::fault(const std::string& kind, const std::string& detail, const
   std::fprintf(faultsFile_, "%.3f,%s,%zu,%s\n", now(), kind.c_str(), violations.size(), oneLine.c_str());
   std::fflush(faultsFile_);
   ++faultCounts_[kind];
+  faultTimes_.push_back(now());
   check("after " + kind, violations);
 }
 
@@ -199,14 +201,8 @@ void SoakRecord::finish(const std::vector<Violation>& finalCheck, const std::vec
     previous = &s;
   }
   std::map<int, int> faultsPerMinute, callsPerMinute;
-  {
-    std::ifstream faults(outDir_ + "/faults.csv"), calls(outDir_ + "/calls.csv");
-    std::string line;
-    std::getline(faults, line);
-    while (std::getline(faults, line)) ++faultsPerMinute[static_cast<int>(std::atof(line.c_str()) / 60)];
-    std::getline(calls, line);
-    while (std::getline(calls, line)) ++callsPerMinute[static_cast<int>(std::atof(line.c_str()) / 60)];
-  }
+  for (double at : faultTimes_) ++faultsPerMinute[static_cast<int>(at / 60)];
+  for (double at : callTimes_) ++callsPerMinute[static_cast<int>(at / 60)];
   std::ofstream minutes(outDir_ + "/minutes.csv");
   minutes << "minute,decisions,p50_ms,p99_ms,client_calls,faults\n";
   double decisions = 0;

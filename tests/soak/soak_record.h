@@ -76,6 +76,7 @@ class SoakRecord {
   std::FILE* calls_ = nullptr;
   std::FILE* faultsFile_ = nullptr;
   std::map<std::string, int> faultCounts_;
+  std::vector<double> faultTimes_, callTimes_;                 // seconds since the soak began: the per-minute counts
   std::map<std::string, std::pair<int, int>> callCounts_;      // kind -> (accepted, refused)
   std::vector<std::pair<std::string, Violation>> violations_;  // when, what
 };

@@ -170,13 +170,18 @@ std::optional<pid_t> NodeTenants::qemuPid(const std::string& name) const {
   return pid;
 }
 
-bool NodeTenants::killQemu(size_t index) {
-  const SoakVm vm = vms_.at(index);
-  const std::optional<pid_t> pid = qemuPid(vm.name);
+bool NodeTenants::killQemu(const std::string& name) {
+  const std::optional<pid_t> pid = qemuPid(name);
   if (!pid || ::kill(*pid, SIGKILL) != 0) return false;
-  vms_.erase(vms_.begin() + static_cast<long>(index));
-  vmsToRemove_.push_back(vm.name);  // libvirt marks it shut off; undefined on the next retry
+  std::erase_if(vms_, [&](const SoakVm& vm) { return vm.name == name; });
+  vmsToRemove_.push_back(name);  // libvirt marks it shut off; undefined on the next retry
   return true;
+}
+
+bool NodeTenants::running(const std::string& name) const {
+  std::string state;
+  return testing::virsh({"domstate", name}, node_.tmp().sub("tenants-virsh.out"), &state) == 0 &&
+         state.find("running") != std::string::npos;
 }
 
 bool NodeTenants::killContainer(size_t index) {

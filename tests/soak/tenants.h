@@ -58,8 +58,10 @@ class NodeTenants {
   // Tries the removals that failed before again; true when none is left.
   bool retryRemovals();
 
-  // Kills vms()[index]'s QEMU (SIGKILL): libvirt sees it die. The VM is no longer acknowledged.
-  bool killQemu(size_t index);
+  // Kills the QEMU of the VM named `name` (SIGKILL): libvirt sees it die. The VM is no longer acknowledged.
+  bool killQemu(const std::string& name);
+  // Whether libvirt runs the domain `name`.
+  bool running(const std::string& name) const;
   // Kills pods()[index]'s container process (SIGKILL). The pod is no longer acknowledged; it is
   // removed (retryRemovals) as kubelet removes a pod whose container failed.
   bool killContainer(size_t index);

@@ -10,7 +10,10 @@
 #include <functional>
 #include <iostream>
 #include <map>
+#include <set>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "tests/containerd/kubelet_side_fixture.h"
 #include "tests/support/test_paths.h"
@@ -28,29 +31,42 @@ using testing::PodQos;
 using testing::specCpu;
 namespace cri = ::runtime::v1;
 
+// The package's containerd drop-in that makes the plugin required, in force while this lives:
+// containerd restarted with it, and again without it at the end.
+class VriRequired {
+ public:
+  explicit VriRequired(std::string scratch) : scratch_(std::move(scratch)) {
+    std::filesystem::create_directories(kUnderTest.root + "/conf.d");
+    std::filesystem::create_symlink(std::string(VRI_SOURCE_DIR) + "/deploy/containerd-vri-required.toml", dropIn_);
+    inForce_ = restartContainerd() == 0;
+  }
+  ~VriRequired() {
+    std::filesystem::remove(dropIn_);
+    restartContainerd();
+  }
+  VriRequired(const VriRequired&) = delete;
+  VriRequired& operator=(const VriRequired&) = delete;
+  bool inForce() const { return inForce_; }
+  const std::string& output() const { return output_; }
+
+ private:
+  int restartContainerd() {
+    return testing::runCommand(
+        {std::string(VRI_SOURCE_DIR) + "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour},
+        &output_, scratch_);
+  }
+  const std::string dropIn_ = kUnderTest.root + "/conf.d/vri-required.toml";
+  std::string scratch_, output_;
+  bool inForce_ = false;
+};
+
 // The package's containerd drop-in makes the plugin required: while it is away, containerd 2.2 and
 // later refuse every container but those of pods that tolerate its absence; once it is back,
 // containers are created and placed. containerd 2.0 has no validator: there a container is
 // created without VRI's allocation, as docs/operating.md says.
 TEST_F(NriPluginContainerdTest, WithVriRequiredNoContainerIsCreatedWhileThePluginIsAway) {
-  const std::string dropIn = kUnderTest.root + "/conf.d/vri-required.toml";
-  std::filesystem::create_directories(kUnderTest.root + "/conf.d");
-  std::filesystem::create_symlink(std::string(VRI_SOURCE_DIR) + "/deploy/containerd-vri-required.toml", dropIn);
-  std::string output;
-  const auto restartContainerd = [&] {
-    return testing::runCommand(
-        {std::string(VRI_SOURCE_DIR) + "/tests/containerd/containerd-fixture.sh", "restart", kUnderTest.flavour},
-        &output, tmp_.sub("restart.out"));
-  };
-  ASSERT_EQ(restartContainerd(), 0) << output;
-  struct Unrequire {
-    std::string dropIn;
-    std::function<int()> restart;
-    ~Unrequire() {
-      std::filesystem::remove(dropIn);
-      restart();
-    }
-  } unrequire{dropIn, restartContainerd};
+  VriRequired required(tmp_.sub("restart.out"));
+  ASSERT_TRUE(required.inForce()) << required.output();
 
   CriClient direct(kUnderTest.socket());
   const auto podWith = [&](int n, const std::map<std::string, std::string>& annotations, std::string* sandbox) {
@@ -213,6 +229,119 @@ TEST_F(NriPluginContainerdTest, AVridThatDoesNotAnswerGetsThePodRefusedInTimeAnd
   EXPECT_EQ(count(pluginLog(), "registered with the runtime's NRI"), 1u) << pluginLog();
   const std::string since = testing::readFile(containerdLog).substr(logged);
   EXPECT_EQ(since.find("closing plugin 90-vri-test"), std::string::npos) << "containerd dropped the plugin";
+}
+
+// Bytes waiting unread on one of `pid`'s sockets: a request that waits for a stopped vrid. ss names
+// an accepted socket by its inode, which /proc/<pid>/fd links to.
+bool requestWaitsAt(pid_t pid, const std::string& scratch) {
+  std::set<std::string> inodes;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
+    std::error_code error;
+    const std::string target = std::filesystem::read_symlink(fd.path(), error).string();
+    if (target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
+  }
+  std::string table;
+  if (testing::runCommand({"/usr/bin/ss", "-xnH"}, &table, scratch) != 0) return false;
+  std::istringstream lines(table);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream fields(line);
+    std::string netid, state, local, inode;
+    long unread = 0, unsent = 0;
+    fields >> netid >> state >> unread >> unsent >> local >> inode;
+    if (unread > 0 && inodes.contains(inode)) return true;
+  }
+  return false;
+}
+
+// run(): the plugin SIGKILLed after vrid decided its CreateContainer and before containerd heard the
+// answer (vrid stopped until the request waits in its socket, then the plugin stopped until vrid's
+// ledger holds the container): containerd makes the container without VRI or fails the create, and
+// the ledger holds a container nobody was told of. Once the plugin is back, its sync makes the
+// ledger what containerd runs: a container containerd made is placed where the ledger holds it, one
+// it does not have gives its CPU back and kubelet's retry is placed. No CPU is held twice.
+class PluginKilledMidCreateTest : public NriPluginContainerdTest {
+ protected:
+  // `name`: the plugin's, as containerd's drop-in requires it.
+  void run(const std::string& name = "vri-test") {
+    ASSERT_TRUE(startRegisteredPlugin(name)) << pluginLog();
+    CriClient direct(kUnderTest.socket());
+    std::string sandbox;
+    const cri::PodSandboxConfig pod = runPodOn(direct, 1, PodQos::kGuaranteed, &sandbox);
+    const auto app = [&](uint32_t attempt) {
+      return cri_client::containerConfig(pod, "app", cri_client::kubeletResources(1000, 1000, 64 << 20), {}, attempt);
+    };
+
+    struct Resume {
+      pid_t pid;
+      ~Resume() { ::kill(pid, SIGCONT); }
+    } resume{vrid_->pid()};
+    ASSERT_EQ(::kill(vrid_->pid(), SIGSTOP), 0);
+    grpc::Status cut;
+    std::string made;
+    std::thread creating([&] { cut = direct.createContainer(sandbox, pod, app(0), &made); });
+    const bool asked = testing::eventually([&] { return requestWaitsAt(vrid_->pid(), tmp_.sub("ss.out")); });
+    ::kill(pluginPid(), SIGSTOP);
+    ::kill(vrid_->pid(), SIGCONT);
+    const bool decided = asked && testing::eventually([&] { return exclusiveOf(uid(1), "app").size() == 1; });
+    const std::string held = exclusiveOf(uid(1), "app");
+    ::kill(pluginPid(), SIGKILL);
+    stopPlugin();  // reaps it
+    creating.join();
+    ASSERT_TRUE(asked) << "the plugin's AdmitContainer never reached vrid's socket" << pluginLog();
+    ASSERT_TRUE(decided) << "vrid did not decide the plugin's AdmitContainer: " << held << pluginLog();
+    std::cout << "containerd " << kUnderTest.flavour << ": vrid gave CPU " << held
+              << "; the plugin was killed before containerd heard, and the create "
+              << (cut.ok() ? "made container " + made.substr(0, 13) + " without VRI" : "failed: " + cut.error_message())
+              << std::endl;
+    if (cut.ok()) {
+      ASSERT_TRUE(direct.startContainer(made).ok());  // as kubelet goes on
+    }
+
+    ASSERT_TRUE(startRegisteredPlugin(name)) << pluginLog();
+    // The ledger's containers for the pod are containerd's, each in a cgroup on the CPUs the ledger gives it.
+    const auto agree = [&](std::string* why) {
+      cri::ListContainersResponse listed;
+      if (!direct.listContainers(uid(1), &listed).ok()) return (*why = "containerd did not list", false);
+      std::set<std::string> running, ledger;
+      for (const cri::Container& c : listed.containers()) running.insert(c.id());
+      const v1::PodInfo info = podInfo(uid(1));
+      for (const v1::ContainerInfo& c : info.containers()) {
+        ledger.insert(c.resources().id());
+        const std::string cpuset = cpusetOf(pod.linux().cgroup_parent(), c.resources().id());
+        if (cpuset != c.exclusive_cpus())
+          return (*why = c.resources().id() + " runs on " + cpuset + ", the ledger gives " + c.exclusive_cpus(), false);
+      }
+      *why = "containerd has " + std::to_string(running.size()) + ", the ledger " + std::to_string(ledger.size());
+      return running == ledger;
+    };
+    std::string why;
+    EXPECT_TRUE(testing::eventually([&] { return agree(&why); })) << why << pluginLog();
+
+    if (!cut.ok()) {
+      // kubelet's retry of the create: placed on an exclusive CPU of its own.
+      std::string retried;
+      ASSERT_TRUE(direct.createContainer(sandbox, pod, app(1), &retried).ok()) << pluginLog();
+      ASSERT_TRUE(direct.startContainer(retried).ok());
+      EXPECT_TRUE(agree(&why)) << why << pluginLog();
+    }
+    const std::string cpu = exclusiveOf(uid(1), "app");
+    EXPECT_EQ(cpu.size(), 1u) << podInfo(uid(1)).DebugString();
+    grpc::ClientContext context;
+    v1::Node node;
+    ASSERT_TRUE(vri_->GetNode(&context, v1::GetNodeRequest(), &node).ok());
+    EXPECT_THAT(node.shared_cpuset(), Not(HasSubstr(cpu))) << "CPU " << cpu << " is exclusive and shared at once";
+  }
+};
+
+TEST_F(PluginKilledMidCreateTest, ContainerdGoesOnWithoutThePluginAndTheSyncPlacesWhatItMade) { run(); }
+
+// VRI required does not cover it: containerd's validator counts the plugin present once the request
+// reached it, so a plugin that dies inside the request leaves the container made without VRI's
+// adjustments (measured on 2.0, 2.2 and 2.4) until the plugin is back and its sync places it.
+TEST_F(PluginKilledMidCreateTest, WithVriRequiredContainerdStillGoesOnAndTheSyncPlacesWhatItMade) {
+  VriRequired required(tmp_.sub("restart.out"));
+  ASSERT_TRUE(required.inForce()) << required.output();
+  run("vri");
 }
 
 }  // namespace

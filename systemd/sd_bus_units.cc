@@ -86,7 +86,13 @@ Result<void> SdBusUnits::setProperties(const std::string& unit, const std::vecto
     sd_bus_message_unref(m);
     sd_bus_message_unref(reply);
     if (r >= 0) return {};
-    Error failed = busError(r, what, &error);
+    // sd-bus names a missed deadline org.freedesktop.DBus.Error.Timeout ("Connection timed out"),
+    // which reads like a broken bus: say what it is, and which setting bounds it.
+    Error failed = r == -ETIMEDOUT ? Error(ErrorCode::kDeadlineExceeded,
+                                           what + ": systemd did not answer in time (systemd_timeout_ms = " +
+                                               std::to_string(timeout_.count()) + ")",
+                                           ETIMEDOUT)
+                                   : busError(r, what, &error);
     sd_bus_error_free(&error);
     // systemd re-executing (daemon-reexec, an upgrade) drops the connection: once more on a new one.
     if (attempt == 0 && connectionLost(r)) {

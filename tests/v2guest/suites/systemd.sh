@@ -277,6 +277,68 @@ done
 [ "$(agreed_cpus g1)" = "$g" ] && [ "$(agreed_cpus b1)" = "$shared" ] || fail "a pod moved"
 quiet_reconcile
 
+step "D-Bus slowed past vrid's systemd timeout: a grant is refused and changes nothing; at speed again it is made"
+# vrid's bus goes through a proxy that holds what vrid sends for as long as the delay file says:
+# systemd gets each call late, in order, and answers after vrid's systemd_timeout_ms (500) is out.
+v destroy ded-b >/dev/null  # its CPU is the one g3 asks for
+shared=$(shared_pool)
+wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
+delay=/run/vri-test-bus.delay
+echo 0 > $delay
+"$GUEST_IN/tests/vri-test-dbus-delay" --listen=/run/vri-test-bus.sock --delay-file=$delay 2> /tmp/bus-proxy.log &
+proxy=$!
+wait_for 10 "the delaying proxy" test -S /run/vri-test-bus.sock
+cat > /etc/systemd/system/vrid.service.d/bus.conf <<'EOF2'
+[Service]
+Environment=DBUS_SYSTEM_BUS_ADDRESS=unix:path=/run/vri-test-bus.sock
+EOF2
+systemctl daemon-reload
+systemctl restart vrid
+wait_for 60 "vrid" vrictl nodeinfo
+grep -q "a client connected" /tmp/bus-proxy.log || fail "vrid did not reach systemd through the proxy"
+wait_for 30 "the shim" cri ps
+vrictl pool > /tmp/pool-before.txt
+snapshot > /tmp/before.txt
+echo 2000 > $delay
+cursor=$(vrid_cursor)
+if cri run g3 --qos=guaranteed --cpu=1000 --cgroup-driver=systemd > /tmp/g3.out 2>&1; then
+  cat /tmp/g3.out; fail "g3 was placed while systemd could not answer in time"
+fi
+echo "g3 with the bus 2 s slow: $(tail -1 /tmp/g3.out)"
+journalctl -u vrid --after-cursor="$cursor" -o cat | grep "did not answer in time" | head -3
+journalctl -u vrid --after-cursor="$cursor" -o cat | grep -q "did not answer in time" ||
+  fail "vrid's log does not say systemd did not answer in time"
+vrictl pool | diff -u /tmp/pool-before.txt - || fail "the refused grant changed the pool"
+# The calls held back reach systemd late, the grant's and then its undo's: once they are through,
+# systemd and every cgroup hold what they held before.
+echo 0 > $delay
+wait_for 30 "kubepods-burstable.slice's AllowedCPUs back to $(shared_cpuset)" sh -c \
+  "[ \"\$(systemctl show -p AllowedCPUs --value kubepods-burstable.slice | tr ' ' ',')\" = '$(shared_cpuset)' ]"
+echo "the next reconcile: $(next_reconcile "$(vrid_cursor)")"  # may repair what the late undo left
+quiet_reconcile
+snapshot > /tmp/now-all.txt
+grep -vxFf /tmp/now-all.txt /tmp/before.txt > /tmp/lost.txt || true
+[ -s /tmp/lost.txt ] && { cat /tmp/lost.txt; fail "the refused grant left cgroups changed"; }
+[ "$(agreed_cpus b1)" = "$shared" ] || fail "b1 left the shared pool $shared: $(pod_cpus b1)"
+# kubelet retries the pod: at speed, through the same proxy, it is placed.
+cri rm g3 >/dev/null 2>&1 || true
+cri run g3 --qos=guaranteed --cpu=1000 --cgroup-driver=systemd > /tmp/g3.out || fail "g3 at speed again"
+g3=$(agreed_cpus g3)
+case "$g3" in DISAGREE*|*,*|*-*) fail "g3 is not on one exclusive CPU: $g3";; esac
+[ "$g3" != "$g" ] && [ "$g3" != "$a" ] || fail "g3 shares a CPU: $g3"
+echo "g3 at speed: $(pod_cpus g3)"
+cri rm g3 >/dev/null || fail "rm g3"
+rm /etc/systemd/system/vrid.service.d/bus.conf
+systemctl daemon-reload
+systemctl restart vrid
+wait_for 60 "vrid" vrictl nodeinfo
+kill $proxy
+v start --paused ded-b || fail "virsh start ded-b"
+z=$(vm_cpu ded-b)
+shared=$(shared_pool)
+wait_for 30 "b1 on $shared in every view" cpus_of b1 "$shared"
+snapshot > /tmp/before.txt
+
 step "vrid started with no ledger adopts every pod and VM"
 systemctl stop vrid
 rm -f /var/lib/vri/ledger.sqlite /var/lib/vri/ledger.sqlite-wal /var/lib/vri/ledger.sqlite-shm

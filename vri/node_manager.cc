@@ -452,7 +452,20 @@ Result<ReconcileReport> NodeManager::startUp() {
   for (const std::string& line : validation.unresolved) log_.warning("start-up: " + line);
   for (const std::string& line : validation.waiting) log_.info("start-up: " + line);
   for (const std::string& line : ledger_.loadProblems()) log_.warning("ledger: " + line);
-  return reconcile(false);
+  Result<ReconcileReport> report = reconcile(false);
+  // systemd stalled (a daemon-reload storm, an upgrade) or the kernel busy: the ledger was read and
+  // checked, only its writes did not land. Exiting would leave the node without vrid, its hooks and
+  // the shim refused, for as long as the stall lasts; serving, vrid answers (a decision that needs
+  // the stalled writer is refused and undone, as at any time) and the retry writes the tree as soon
+  // as it can.
+  if (!report.ok() && (report.error().code() == ErrorCode::kDeadlineExceeded ||
+                       report.error().code() == ErrorCode::kUnavailable)) {
+    log_.error("start-up: the tree could not be written yet (" + report.error().message() +
+               "); serving, and writing it again every retry interval until it lands");
+    retry_.writesFailed();
+    return ReconcileReport{};
+  }
+  return report;
 }
 
 Result<ReconcileReport> NodeManager::reconcile(bool dryRun) {

@@ -73,6 +73,23 @@ TEST(SystemdUnitsTest, TheFirstReconcileGivesSystemdEveryKeptUnitsValuesOnce) {
   }
 }
 
+// vrid started while systemd does not answer (a daemon-reload storm): the ledger is read and
+// checked, vrid serves with its writes pending, and they land once systemd answers again.
+TEST(SystemdUnitsTest, AStartWhileSystemdDoesNotAnswerServesAndWritesOnceItDoes) {
+  SystemdNode node;
+  node.runBestEffortPod(1);
+  node.units.refuse = true;
+  node.units.calls.clear();
+  node.restart();  // expects the start to succeed
+  EXPECT_TRUE(node.node->writesPending());
+  EXPECT_FALSE(node.admitExclusive(0, 2).ok());  // a decision needs systemd too, and is refused
+  node.units.refuse = false;
+  ASSERT_TRUE(node.node->reconcile(false).ok());
+  EXPECT_FALSE(node.node->writesPending());
+  EXPECT_THAT(node.units.calls, ::testing::Contains("kubepods-besteffort.slice AllowedCPUs=0-7"));
+  EXPECT_TRUE(node.admitExclusive(0, 2).ok());
+}
+
 TEST(SystemdUnitsTest, ARefusedCallIsAFailedWriteAndChangesNothing) {
   SystemdNode node;
   node.runBestEffortPod(1);

@@ -458,8 +458,8 @@ Result<ReconcileReport> NodeManager::startUp() {
   // the shim refused, for as long as the stall lasts; serving, vrid answers (a decision that needs
   // the stalled writer is refused and undone, as at any time) and the retry writes the tree as soon
   // as it can.
-  if (!report.ok() && (report.error().code() == ErrorCode::kDeadlineExceeded ||
-                       report.error().code() == ErrorCode::kUnavailable)) {
+  if (!report.ok() &&
+      (report.error().code() == ErrorCode::kDeadlineExceeded || report.error().code() == ErrorCode::kUnavailable)) {
     log_.error("start-up: the tree could not be written yet (" + report.error().message() +
                "); serving, and writing it again every retry interval until it lands");
     retry_.writesFailed();

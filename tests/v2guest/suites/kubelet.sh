@@ -358,63 +358,6 @@ EOF2
   [ -z "$leftover" ] || fail "pod cgroups left behind: $leftover"
   v undefine ded-a >/dev/null
 
-  if [ "$way" = nri ]; then
-    step "[$pass] churn under faults: vrid SIGKILLed 5 times and daemon-reload in a loop while kubelet makes and deletes pods and a VM starts and stops; after each kill every view agrees, and nothing is left"
-    define churn-vm 1 3
-    : > /tmp/storm.on
-    ( while [ -e /tmp/storm.on ]; do systemctl daemon-reload; sleep 1; done ) &
-    storm=$!
-    reloads_since=$(date '+%Y-%m-%d %H:%M:%S')
-    for round in 1 2 3 4 5; do
-      manifest c$round guaranteed 1
-      manifest d$round burstable 100m
-      v start --paused churn-vm > /tmp/churn-vm.out 2>&1 &
-      starting=$!
-      sleep $((round % 3))  # the kill lands at a different point of kubelet's and libvirt's work each round
-      main_pid=$(systemctl show -p MainPID --value vrid)
-      systemctl kill -s KILL vrid
-      wait_for 120 "vrid restarted after kill $round" sh -c \
-        "[ \"\$(systemctl show -p MainPID --value vrid)\" != '$main_pid' ] && /usr/bin/vrictl nodeinfo > /dev/null"
-      wait $starting && vm="started" || vm="refused ($(grep . /tmp/churn-vm.out | tail -1 | cut -c1-160))"
-      wait_for 300 "c$round running (kubelet: $(kubelet_view c$round app))" running c$round
-      wait_for 300 "d$round running (kubelet: $(kubelet_view d$round app))" running d$round
-      c=$(agreed c$round)
-      case "$c" in DISAGREE*|*,*|*-*|"") fail "c$round is not on one CPU in every view: $(views c$round)";; esac
-      shared=$(shared_pool)
-      wait_for 60 "d$round on the shared pool $shared" on_cpus d$round "$shared"
-      case ",$shared," in *",$c,"*) fail "the shared pool $shared holds c$round's CPU $c";; esac
-      if v domstate churn-vm | grep -q paused; then
-        z=$(vm_cpu churn-vm)
-        [ "$z" != "$c" ] || fail "churn-vm shares c$round's CPU $c"
-        case ",$shared," in *",$z,"*) fail "the shared pool $shared holds churn-vm's CPU $z";; esac
-      fi
-      burstable=$(systemctl show -p AllowedCPUs --value kubepods-burstable.slice | tr ' ' ',')
-      [ -z "$burstable" ] || [ "$burstable" = "$shared" ] ||
-        fail "systemd's AllowedCPUs for kubepods-burstable.slice is $burstable, the shared pool $shared"
-      echo "kill $round: churn-vm $vm; c$round on $c, d$round on $shared$(v domstate churn-vm | grep -q paused && echo ", churn-vm on $z")"
-      rm "$manifests/c$round.yaml" "$manifests/d$round.yaml"
-      v destroy churn-vm > /dev/null 2>&1 || true
-    done
-    rm /tmp/storm.on
-    wait $storm
-    echo "daemon-reloads meanwhile: $(journalctl -u init.scope -b --since "$reloads_since" -o cat | grep -c '^Reloading' || true)"
-    churn_sandboxes_gone() { ! direct pods | awk '{print $2}' | grep -q "^[cd][1-5]-$node\$"; }
-    wait_for 300 "kubelet removing the churn's sandboxes" churn_sandboxes_gone
-    wait_for 120 "vrid releasing the churn's pods" sh -c "! /usr/bin/vrictl list --pods | grep -q '[cd][1-5]-$node'"
-    echo "the next reconcile: $(next_reconcile "$(vrid_cursor)")"  # may repair what a kill cut short
-    quiet_reconcile
-    leftover=$(find $cg/kubepods* -type d \( -name '*-pod[0-9a-f]*.slice' -o -name 'pod[0-9a-f]*' \) | head -3)
-    [ -z "$leftover" ] || fail "pod cgroups left behind by the churn: $leftover"
-    scopes=$(systemctl list-units --all --plain --no-legend 'cri-containerd-*.scope' 'machine-qemu*.scope' | awk '$3 != "inactive"' | head -3)
-    [ -z "$scopes" ] || fail "scopes left behind by the churn: $scopes"
-    pgrep -f qemu-system > /dev/null && fail "a QEMU left behind: $(pgrep -af qemu-system)"
-    # A VM whose start failed while vrid was down (libvirt's release then found no vrid) stays admitted,
-    # holding its CPU, until it starts or release_grace (300 s) passes: said, not failed.
-    echo "churn-vm in vrid's ledger: $(vrictl dominfo churn-vm 2>/dev/null | sed -n 's/^State: *//p')"
-    v undefine churn-vm > /dev/null
-    echo "after 5 kills under churn: nothing left; $(vrictl list | wc -l) lines in vrictl list"
-  fi
-
   step "[$pass] a Guaranteed pod's 2 MiB pages on its CPU's node; a VM asking for that node's pages is refused by the hook; the other way round, both run"
   # The guest has 32 pages of 2 MiB on each node (kubelet reports 128Mi); hp asks for 16 of them.
   hugepage_pod hp

@@ -12,9 +12,17 @@ namespace vri {
 
 namespace {
 
-// sd-bus returns negative errnos.
-Error busError(int r, const std::string& what, const sd_bus_error* error = nullptr) {
+// sd-bus returns negative errnos. A missed deadline comes named org.freedesktop.DBus.Error.Timeout
+// ("Connection timed out"), which reads like a broken bus: it is said as what it is, with the
+// setting that bounds it (`timeout`, when the caller has one).
+Error busError(int r, const std::string& what, const sd_bus_error* error = nullptr,
+               std::chrono::milliseconds timeout = std::chrono::milliseconds(0)) {
   const int err = -r;
+  if (err == ETIMEDOUT) {
+    const std::string bound =
+        timeout.count() > 0 ? " (systemd_timeout_ms = " + std::to_string(timeout.count()) + ")" : "";
+    return Error(ErrorCode::kDeadlineExceeded, what + ": systemd did not answer in time" + bound, err);
+  }
   if (error != nullptr && sd_bus_error_is_set(error)) {
     const std::string name = error->name, message = error->message ? error->message : "";
     const ErrorCode code = name == "org.freedesktop.systemd1.NoSuchUnit"      ? ErrorCode::kNotFound
@@ -22,7 +30,6 @@ Error busError(int r, const std::string& what, const sd_bus_error* error = nullp
                                                                               : ErrorCode::kUnavailable;
     return Error(code, what + ": " + name + ": " + message, err);
   }
-  if (err == ETIMEDOUT) return Error(ErrorCode::kDeadlineExceeded, what + ": systemd did not answer in time", err);
   return Error(ErrorCode::kUnavailable, what + ": " + std::strerror(err), err);
 }
 
@@ -86,13 +93,7 @@ Result<void> SdBusUnits::setProperties(const std::string& unit, const std::vecto
     sd_bus_message_unref(m);
     sd_bus_message_unref(reply);
     if (r >= 0) return {};
-    // sd-bus names a missed deadline org.freedesktop.DBus.Error.Timeout ("Connection timed out"),
-    // which reads like a broken bus: say what it is, and which setting bounds it.
-    Error failed = r == -ETIMEDOUT ? Error(ErrorCode::kDeadlineExceeded,
-                                           what + ": systemd did not answer in time (systemd_timeout_ms = " +
-                                               std::to_string(timeout_.count()) + ")",
-                                           ETIMEDOUT)
-                                   : busError(r, what, &error);
+    Error failed = busError(r, what, &error, timeout_);
     sd_bus_error_free(&error);
     // systemd re-executing (daemon-reexec, an upgrade) drops the connection: once more on a new one.
     if (attempt == 0 && connectionLost(r)) {

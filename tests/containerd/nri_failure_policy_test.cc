@@ -231,9 +231,13 @@ TEST_F(NriPluginContainerdTest, AVridThatDoesNotAnswerGetsThePodRefusedInTimeAnd
   EXPECT_EQ(since.find("closing plugin 90-vri-test"), std::string::npos) << "containerd dropped the plugin";
 }
 
-// Bytes waiting unread on one of `pid`'s sockets: a request that waits for a stopped vrid. ss names
-// an accepted socket by its inode, which /proc/<pid>/fd links to.
-bool requestWaitsAt(pid_t pid, const std::string& scratch) {
+// A request waiting unread on one of `pid`'s sockets for a stopped vrid. ss names an accepted socket
+// by its inode, which /proc/<pid>/fd links to. HTTP/2's own frames (a window update, a ping, a
+// settings ack: 9 to 17 bytes each) can wait there too, left from the call before; an
+// AdmitContainer carries a 64-character container ID and the pod's UID and cgroup parent, so only
+// this many bytes or more count as the request. Returns its unread bytes, 0 while none waits.
+constexpr long kSmallestAdmitContainer = 128;
+long requestWaitsAt(pid_t pid, const std::string& scratch) {
   std::set<std::string> inodes;
   for (const auto& fd : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd")) {
     std::error_code error;
@@ -241,16 +245,16 @@ bool requestWaitsAt(pid_t pid, const std::string& scratch) {
     if (target.starts_with("socket:[")) inodes.insert(target.substr(8, target.size() - 9));
   }
   std::string table;
-  if (testing::runCommand({"/usr/bin/ss", "-xnH"}, &table, scratch) != 0) return false;
+  if (testing::runCommand({"/usr/bin/ss", "-xnH"}, &table, scratch) != 0) return 0;
   std::istringstream lines(table);
   for (std::string line; std::getline(lines, line);) {
     std::istringstream fields(line);
     std::string netid, state, local, inode;
     long unread = 0, unsent = 0;
     fields >> netid >> state >> unread >> unsent >> local >> inode;
-    if (unread > 0 && inodes.contains(inode)) return true;
+    if (unread >= kSmallestAdmitContainer && inodes.contains(inode)) return unread;
   }
-  return false;
+  return 0;
 }
 
 // run(): the plugin SIGKILLed after vrid decided its CreateContainer and before containerd heard the
@@ -279,7 +283,9 @@ class PluginKilledMidCreateTest : public NriPluginContainerdTest {
     grpc::Status cut;
     std::string made;
     std::thread creating([&] { cut = direct.createContainer(sandbox, pod, app(0), &made); });
-    const bool asked = testing::eventually([&] { return requestWaitsAt(vrid_->pid(), tmp_.sub("ss.out")); });
+    long waiting = 0;
+    const bool asked =
+        testing::eventually([&] { return (waiting = requestWaitsAt(vrid_->pid(), tmp_.sub("ss.out"))) > 0; });
     ::kill(pluginPid(), SIGSTOP);
     ::kill(vrid_->pid(), SIGCONT);
     const bool decided = asked && testing::eventually([&] { return exclusiveOf(uid(1), "app").size() == 1; });
@@ -289,8 +295,8 @@ class PluginKilledMidCreateTest : public NriPluginContainerdTest {
     creating.join();
     ASSERT_TRUE(asked) << "the plugin's AdmitContainer never reached vrid's socket" << pluginLog();
     ASSERT_TRUE(decided) << "vrid did not decide the plugin's AdmitContainer: " << held << pluginLog();
-    std::cout << "containerd " << kUnderTest.flavour << ": vrid gave CPU " << held
-              << "; the plugin was killed before containerd heard, and the create "
+    std::cout << "containerd " << kUnderTest.flavour << ": the request waited in vrid's socket (" << waiting
+              << " bytes); vrid gave CPU " << held << "; the plugin was killed before containerd heard, and the create "
               << (cut.ok() ? "made container " + made.substr(0, 13) + " without VRI" : "failed: " + cut.error_message())
               << std::endl;
     if (cut.ok()) {

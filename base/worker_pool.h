@@ -1,10 +1,9 @@
 // WorkerPool: threads of a service's own for work posted from gRPC's callback
 // reactions, which must never block (on two cores a few blocked reactions
-// starve gRPC's executor). With one thread the work runs in order: vrid runs
-// its decisions there, one at a time, and finishes each call from there, which
-// spares every waiting call a gRPC thread asleep on a lock; the CRI shim runs
-// its calls to vrid and containerd on several. The destructor runs what is
-// still queued, then joins.
+// starve gRPC's executor). With one thread the work runs in order: vrid's
+// read-only scans wait their turn on one, the hook socket serves its callers on
+// a few, and the CRI shim runs its calls to vrid and containerd on several. The
+// destructor runs what is still queued, then joins.
 #pragma once
 
 #include <condition_variable>

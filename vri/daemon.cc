@@ -337,8 +337,10 @@ Result<void> Daemon::serve() {
     grpc::ResourceQuota quota(std::string(&e.service == readOnlyService_.get() ? "read-only" : "admin") + " socket");
     quota.SetMaxThreads(VriService::kMaxServerThreads);
     builder.SetResourceQuota(quota);
+    std::unique_ptr<grpc::ServerCompletionQueue> decisions = builder.AddCompletionQueue();
     e.server = builder.BuildAndStart();
     if (!e.server) return Error::failedPrecondition("could not serve on " + e.path);
+    e.service.startDeciding(std::move(decisions));
     VRI_TRY(e.claim.bound());
     // The socket appears with the umask's mode (vrid sets 077): nobody else can
     // connect before the intended mode is in place.
@@ -392,6 +394,10 @@ void Daemon::shutdown(std::chrono::milliseconds grace) {
   }
   for (auto* server : {readOnlyServer_.get(), adminServer_.get()}) {
     if (server) server->Wait();
+  }
+  // Only now: gRPC hands the calls it cancelled back through the decision threads' queues.
+  for (auto* service : {readOnlyService_.get(), adminService_.get()}) {
+    if (service) service->stopDeciding();
   }
   {
     MutexLock lock(loopMutex_);

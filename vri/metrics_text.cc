@@ -58,8 +58,9 @@ constexpr Family kUsageCpu{"vri_usage_sampler_cpu_seconds_total", "counter", "CP
 constexpr Family kCalls{"vri_calls_total", "counter", "calls vrid answered, by call, calling program and gRPC code"};
 constexpr Family kCallDuration{"vri_call_duration_seconds", "histogram",
                                "how long vrid took to answer, by calling program and call"};
-constexpr Family kDecisionDuration{"vri_decision_duration_seconds", "histogram",
-                                   "how long deciding calls took, queueing for the decision thread included"};
+constexpr Family kDecisionDuration{
+    "vri_decision_duration_seconds", "histogram",
+    "how long deciding calls took on the decision thread, from taking the request up to the reply"};
 constexpr Family kRefusals{"vri_decision_refusals_total", "counter", "deciding calls refused, by call and reason"};
 constexpr Family kReconciles{"vri_reconciles_total", "counter",
                              "reconciles that could write, by result: clean, repaired or failed"};

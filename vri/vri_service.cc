@@ -143,14 +143,14 @@ VriService::Reactor* VriService::decideAsync(CallbackContext* context, const cha
     gate_.leave();
   };
   if (!paced) {
-    decisions_.post([call = std::move(call), finish = std::move(finish)] { call(finish); });
+    decisions_->post([call = std::move(call), finish = std::move(finish)] { call(finish); });
     return reactor;
   }
   pacedScans_.post([this, call = std::move(call), finish = std::move(finish)] {
     scans_.awaitTurn();
     const Clock::TimePoint began = clock_.now();
     std::promise<void> ended;  // the scan runs on decisions_; the next waits for its end
-    decisions_.post([&] {
+    decisions_->post([&] {
       call([&](grpc::Status status) {
         finish(std::move(status));
         ended.set_value();
@@ -207,64 +207,6 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
 
 VriService::Reactor* VriService::GetNode(CallbackContext* c, const Bytes* in, Bytes* out) {
   return serve(c, "GetNode", in, out, Runs::kAtOnce, &VriService::getNode);
-}
-
-VriService::Reactor* VriService::AdmitPod(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "AdmitPod", in, out, Runs::kDecides, &VriService::admitPod);
-}
-
-VriService::Reactor* VriService::AdmitContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "AdmitContainer", in, out, Runs::kDecides, &VriService::admitContainer);
-}
-
-VriService::Reactor* VriService::ResizeContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ResizeContainer", in, out, Runs::kDecides, &VriService::resizeContainer);
-}
-
-VriService::Reactor* VriService::ReleaseContainer(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReleaseContainer", in, out, Runs::kDecides, &VriService::releaseContainer);
-}
-
-VriService::Reactor* VriService::ReleasePod(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReleasePod", in, out, Runs::kDecides, &VriService::releasePod);
-}
-
-VriService::Reactor* VriService::AdmitVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "AdmitVm", in, out, Runs::kDecides, &VriService::admitVm);
-}
-
-VriService::Reactor* VriService::ReserveVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReserveVm", in, out, Runs::kDecides, &VriService::reserveVm);
-}
-
-VriService::Reactor* VriService::ResizeVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ResizeVm", in, out, Runs::kDecides, &VriService::resizeVm);
-}
-
-VriService::Reactor* VriService::HandBack(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "HandBack", in, out, Runs::kDecides, &VriService::handBack);
-}
-
-// In the decisions' turn, so that the plan is made against a state no decision is changing.
-VriService::Reactor* VriService::DiffConfig(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "DiffConfig", in, out, Runs::kDecides, &VriService::diffConfig);
-}
-
-// In the decisions' turn too: an apply is a decision (several, as one transaction).
-VriService::Reactor* VriService::ApplyConfig(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ApplyConfig", in, out, Runs::kDecides, &VriService::applyConfig);
-}
-
-VriService::Reactor* VriService::ContainerStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ContainerStarted", in, out, Runs::kDecides, &VriService::containerStarted);
-}
-
-VriService::Reactor* VriService::VmStarted(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "VmStarted", in, out, Runs::kDecides, &VriService::vmStarted);
-}
-
-VriService::Reactor* VriService::ReleaseVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  return serve(c, "ReleaseVm", in, out, Runs::kDecides, &VriService::releaseVm);
 }
 
 VriService::Reactor* VriService::ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) {

@@ -13,6 +13,7 @@
 #include "vri/call_metrics.h"
 #include "vri/client_versions.h"
 #include "vri/config_control.h"
+#include "vri/decision_queue.h"
 #include "vri/ledger_views.h"
 #include "vri/live_pins.h"
 #include "vri/node_manager.h"
@@ -27,24 +28,23 @@ enum class SocketAccess { kReadOnly, kAdmin };
 // Every unary call is served raw: vrid parses the request itself, so bytes
 // that are not the call's message get INVALID_ARGUMENT with the reason (gRPC's
 // own parsing answers UNIMPLEMENTED or INTERNAL, with no message). The calls
-// that decide run on one thread of the service's own (a one-thread
-// WorkerPool), which finishes each call; the readers answer at once: they take
-// the ledger's state in O(1) and never wait. The scans (a dry-run reconcile,
-// the tree compared with the kernel) read the cgroupfs while no decision
-// writes, so they take their turn on the decision thread, from either socket.
-// Watch streams, synchronously.
-using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<v1::Vri::WithRawCallbackMethod_AdmitPod<
-    v1::Vri::WithRawCallbackMethod_AdmitContainer<v1::Vri::WithRawCallbackMethod_ResizeContainer<
-        v1::Vri::WithRawCallbackMethod_ReleaseContainer<v1::Vri::WithRawCallbackMethod_ReleasePod<
-            v1::Vri::WithRawCallbackMethod_ContainerStarted<v1::Vri::WithRawCallbackMethod_AdmitVm<
-                v1::Vri::WithRawCallbackMethod_ReserveVm<v1::Vri::WithRawCallbackMethod_ResizeVm<
-                    v1::Vri::WithRawCallbackMethod_VmStarted<v1::Vri::WithRawCallbackMethod_ReleaseVm<
-                        v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
-                            v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::WithRawCallbackMethod_GetTree<
-                                v1::Vri::WithRawCallbackMethod_MoveVm<v1::Vri::WithRawCallbackMethod_GetUsage<
-                                    v1::Vri::WithRawCallbackMethod_HandBack<v1::Vri::WithRawCallbackMethod_DiffConfig<
-                                        v1::Vri::WithRawCallbackMethod_ApplyConfig<
-                                            v1::Vri::Service>>>>>>>>>>>>>>>>>>>>>;
+// that decide are served with gRPC's asynchronous API on the service's
+// decision thread (decision_queue.h), which takes each request, decides and
+// sends the reply itself; the readers answer at once on gRPC's callback
+// threads: they take the ledger's state in O(1) and never wait. The scans (a
+// dry-run reconcile, the tree compared with the kernel) and MoveVm read the
+// cgroupfs while no decision writes, so they are posted to the decision
+// thread, from either socket. Watch streams, synchronously.
+using VriServiceBase = v1::Vri::WithRawCallbackMethod_GetNode<
+    v1::Vri::WithRawMethod_AdmitPod<v1::Vri::WithRawMethod_AdmitContainer<v1::Vri::WithRawMethod_ResizeContainer<
+        v1::Vri::WithRawMethod_ReleaseContainer<v1::Vri::WithRawMethod_ReleasePod<
+            v1::Vri::WithRawMethod_ContainerStarted<v1::Vri::WithRawMethod_AdmitVm<v1::Vri::WithRawMethod_ReserveVm<
+                v1::Vri::WithRawMethod_ResizeVm<v1::Vri::WithRawMethod_VmStarted<v1::Vri::WithRawMethod_ReleaseVm<
+                    v1::Vri::WithRawCallbackMethod_ListTenants<v1::Vri::WithRawCallbackMethod_GetTenant<
+                        v1::Vri::WithRawCallbackMethod_Reconcile<v1::Vri::WithRawCallbackMethod_GetTree<
+                            v1::Vri::WithRawCallbackMethod_MoveVm<v1::Vri::WithRawCallbackMethod_GetUsage<
+                                v1::Vri::WithRawMethod_HandBack<v1::Vri::WithRawMethod_DiffConfig<
+                                    v1::Vri::WithRawMethod_ApplyConfig<v1::Vri::Service>>>>>>>>>>>>>>>>>>>>>;
 
 class VriService final : public VriServiceBase {
  public:
@@ -84,25 +84,11 @@ class VriService final : public VriServiceBase {
   using Reactor = grpc::ServerUnaryReactor;
   using Bytes = grpc::ByteBuffer;
   Reactor* GetNode(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* AdmitPod(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* AdmitContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ResizeContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ReleaseContainer(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ReleasePod(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ContainerStarted(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* AdmitVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ReserveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ResizeVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* VmStarted(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ReleaseVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* ListTenants(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* GetTenant(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* Reconcile(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* GetTree(CallbackContext* c, const Bytes* in, Bytes* out) override;
   Reactor* MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* HandBack(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* DiffConfig(CallbackContext* c, const Bytes* in, Bytes* out) override;
-  Reactor* ApplyConfig(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status Watch(Context* context, const v1::WatchRequest* request, grpc::ServerWriter<v1::Event>* writer) override;
   Reactor* GetUsage(CallbackContext* c, const Bytes* in, Bytes* out) override;
   grpc::Status WatchUsage(Context* context, const v1::WatchUsageRequest* request,
@@ -117,7 +103,24 @@ class VriService final : public VriServiceBase {
   Result<v1::VmStartedReply> vmStartedFor(const std::string& agent, const v1::VmStartedRequest& request);
   Result<void> releaseVmFor(const std::string& agent, const v1::ReleaseVmRequest& request);
 
+  // Serving: the deciding calls are taken from `queue` (the server's, from its builder's
+  // AddCompletionQueue) by the decision thread, which starts here, once the server runs. Stopped
+  // after the server's Shutdown: the calls still in it answered, the thread joined.
+  void startDeciding(std::unique_ptr<grpc::ServerCompletionQueue> queue);
+  void stopDeciding();
+
  private:
+  // The deciding calls (vri_service_queued.cc): each method's next call is asked of gRPC as soon as
+  // one is taken up.
+  struct QueuedMethod;
+  class QueuedCall;
+  static const std::vector<QueuedMethod>& queuedMethods();
+  void awaitNext(const QueuedMethod& method);
+  // A deciding call taken up on the decision thread: parsed, checked, decided, counted.
+  template <typename Request, typename Reply, Result<void> (VriService::*call)(const Request&, Reply&)>
+  grpc::Status decideQueued(const char* method, grpc::ServerContext& context, const grpc::ByteBuffer& in,
+                            grpc::ByteBuffer& out);
+
   // Runs `call` on the decision thread for an in-process caller (the ...For calls above).
   Result<void> decideFor(const char* method, const std::string& agent, std::function<Result<void>()> call);
   // One line for a refused call: which call, on which socket, and why.
@@ -192,7 +195,7 @@ class VriService final : public VriServiceBase {
   ScanPacer scans_;                                   // the read-only socket's
   const std::unique_ptr<KubeletNamer> kubeletNamer_;  // the node's, for every allocation and pod path answered
   StreamSlots streams_{access_ == SocketAccess::kAdmin ? kMaxAdminStreams : kMaxReadOnlyStreams};
-  WorkerPool decisions_{1};  // destroyed after pacedScans_, after running what is queued
+  std::unique_ptr<DecisionQueue> decisions_;  // from startDeciding(); destroyed after pacedScans_
   // The read-only socket's scans wait their turn here (scan_pacer.h), then run on decisions_. Last:
   // destroyed first, so what it runs still finds decisions_.
   WorkerPool pacedScans_{1};

@@ -26,7 +26,7 @@ Result<void> VriService::decideFor(const char* method, const std::string& agent,
     return closing;
   }
   std::promise<Result<void>> decided;
-  decisions_.post([&decided, &call] { decided.set_value(call()); });
+  decisions_->post([&decided, &call] { decided.set_value(call()); });
   Result<void> outcome = decided.get_future().get();
   finished(outcome);
   gate_.leave();

@@ -83,17 +83,43 @@ bool namesCell(xmlNodePtr memnode, int cell) {
   return value.ok() && static_cast<int64_t>(*value) == cell;
 }
 
-xmlNodePtr vriElement(xmlNodePtr metadata) {
+// The domain's metadata element of VRI's namespace, or null.
+xmlNodePtr existingVriElement(xmlNodePtr domain) {
+  xmlNodePtr metadata = childElement(domain, "metadata");
+  if (metadata == nullptr) return nullptr;
   for (xmlNodePtr n = metadata->children; n != nullptr; n = n->next) {
     if (isElement(n, "domain") && n->ns != nullptr && n->ns->href != nullptr &&
         reinterpret_cast<const char*>(n->ns->href) == kVriXmlNamespace) {
       return n;
     }
   }
-  xmlNodePtr vri = xmlNewChild(metadata, nullptr, text("domain"), nullptr);
+  return nullptr;
+}
+
+// The same, made when the domain has none.
+xmlNodePtr vriElement(xmlNodePtr domain) {
+  if (xmlNodePtr existing = existingVriElement(domain)) return existing;
+  xmlNodePtr vri = xmlNewChild(ensureChild(domain, "metadata"), nullptr, text("domain"), nullptr);
   xmlNsPtr ns = xmlNewNs(vri, text(std::string(kVriXmlNamespace).c_str()), text(std::string(kVriXmlPrefix).c_str()));
   xmlSetNs(vri, ns);
   return vri;
+}
+
+// <vri:placement><vri:own-numatune> records the <numatune> the domain had before VRI first wrote
+// one (a copy of it; empty when it had none), so that VRI's can be taken out again when the domain
+// stops. Unlinked from the document here: the caller puts it under the new <vri:placement>.
+xmlNodePtr takeOwnNumatuneRecord(xmlNodePtr domain) {
+  xmlNodePtr vri = existingVriElement(domain);
+  xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
+  xmlNodePtr record = placement != nullptr ? childElement(placement, "own-numatune") : nullptr;
+  if (record != nullptr) xmlUnlinkNode(record);
+  return record;
+}
+
+xmlNodePtr newOwnNumatuneRecord(xmlDocPtr doc, xmlNodePtr domain) {
+  xmlNodePtr record = xmlNewDocNode(doc, nullptr, text("own-numatune"), nullptr);
+  if (xmlNodePtr numatune = childElement(domain, "numatune")) xmlAddChild(record, xmlDocCopyNode(numatune, doc, 1));
+  return record;
 }
 
 }  // namespace
@@ -117,6 +143,10 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
   for (const auto& [vcpu, cpus] : pins.vcpus) {
     if (cpus.empty()) return Error::invalidArgument("domain XML: vCPU " + std::to_string(vcpu) + " pinned to no CPU");
   }
+
+  // Taken before <numatune> changes: the domain's own, recorded at VRI's first write and kept after.
+  xmlNodePtr own_numatune = takeOwnNumatuneRecord(domain);
+  if (own_numatune == nullptr && !pins.mems.empty()) own_numatune = newOwnNumatuneRecord(doc.get(), domain);
 
   xmlNodePtr cputune = ensureChild(domain, "cputune");
   removeChildren(cputune, {"vcpupin", "emulatorpin", "iothreadpin"});
@@ -159,10 +189,46 @@ Result<std::string> writeVriPins(std::string_view domainXml, const VmPins& pins)
     }
   }
 
-  xmlNodePtr vri = vriElement(ensureChild(domain, "metadata"));
+  xmlNodePtr vri = vriElement(domain);
   removeChildren(vri, {"placement"});
   xmlNodePtr placement = xmlNewChild(vri, vri->ns, text("placement"), nullptr);
   addMark(placement, vri->ns, placementMark(pins));
+  if (own_numatune != nullptr) {
+    xmlAddChild(placement, own_numatune);
+    xmlSetNs(own_numatune, vri->ns);
+  }
+  return doc.serialize();
+}
+
+Result<std::string> withoutVriPins(std::string_view domainXml) {
+  VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
+  xmlNodePtr domain = doc.root();
+  if (!isElement(domain, "domain")) return Error::invalidArgument("domain XML: the root element is not <domain>");
+  xmlNodePtr vri = existingVriElement(domain);
+  xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
+  if (placement == nullptr) return Error::failedPrecondition("domain XML: no placement of VRI's to take out");
+
+  if (xmlNodePtr cputune = childElement(domain, "cputune")) {
+    removeChildren(cputune, {"vcpupin", "emulatorpin", "iothreadpin"});
+    bool empty = true;
+    for (xmlNodePtr n = cputune->children; n != nullptr && empty; n = n->next) empty = n->type != XML_ELEMENT_NODE;
+    if (empty) {
+      xmlUnlinkNode(cputune);
+      xmlFreeNode(cputune);
+    }
+  }
+  // A definition VRI wrote before it kept the record: its <numatune> stays, as there is no telling
+  // which parts were the domain's own.
+  if (xmlNodePtr own = childElement(placement, "own-numatune")) {
+    removeChildren(domain, {"numatune"});
+    if (xmlNodePtr numatune = childElement(own, "numatune")) {
+      xmlNodePtr copy = xmlDocCopyNode(numatune, doc.get(), 1);
+      xmlSetNs(copy, nullptr);
+      xmlAddChild(domain, copy);
+    }
+  }
+  xmlUnlinkNode(placement);
+  xmlFreeNode(placement);
   return doc.serialize();
 }
 

@@ -197,13 +197,23 @@ Result<std::unique_ptr<virDomain, int (*)(virDomainPtr)>> LibvirtSession::lookup
 }
 
 Result<std::vector<std::string>> LibvirtSession::activeDomainXmls() {
+  return domainXmls(VIR_CONNECT_LIST_DOMAINS_ACTIVE, 0, "list the running domains");
+}
+
+Result<std::vector<std::string>> LibvirtSession::stoppedDomainXmls() {
+  return domainXmls(VIR_CONNECT_LIST_DOMAINS_INACTIVE | VIR_CONNECT_LIST_DOMAINS_PERSISTENT, VIR_DOMAIN_XML_INACTIVE,
+                    "list the defined domains that are not running");
+}
+
+Result<std::vector<std::string>> LibvirtSession::domainXmls(unsigned listFlags, unsigned xmlFlags,
+                                                            std::string_view what) {
   if (conn_ == nullptr) return Error(ErrorCode::kUnavailable, "not connected to " + options_.uri);
   virDomainPtr* domains = nullptr;
-  const int count = virConnectListAllDomains(conn_, &domains, VIR_CONNECT_LIST_DOMAINS_ACTIVE);
-  if (count < 0) return libvirtError("list the running domains");
+  const int count = virConnectListAllDomains(conn_, &domains, listFlags);
+  if (count < 0) return libvirtError(std::string(what));
   std::vector<std::string> xmls;
   for (int i = 0; i < count; ++i) {
-    if (char* xml = virDomainGetXMLDesc(domains[i], 0)) {
+    if (char* xml = virDomainGetXMLDesc(domains[i], xmlFlags)) {  // null: the domain went meanwhile
       xmls.emplace_back(xml);
       free(xml);
     }

@@ -71,6 +71,8 @@ class LibvirtSession {
 
   // For handlers and posted tasks (worker thread).
   Result<std::vector<std::string>> activeDomainXmls();
+  // The definitions of the persistent domains that are not running.
+  Result<std::vector<std::string>> stoppedDomainXmls();
   Result<std::string> domainXml(const std::string& uuid, bool inactive);
   Result<bool> isActive(const std::string& uuid);  // kNotFound: libvirt defines no such domain
   // How many vCPUs the running domain has online.
@@ -91,6 +93,8 @@ class LibvirtSession {
       : options_(std::move(options)), handler_(handler) {}
   void eventLoop();
   void worker();
+  // Each listed domain's XML (virConnectListAllDomains' `listFlags`, virDomainGetXMLDesc's `xmlFlags`).
+  Result<std::vector<std::string>> domainXmls(unsigned listFlags, unsigned xmlFlags, std::string_view what);
   // Pins `pins`' threads with `flags` (live or the definition); `where` names the definition in errors.
   Result<void> pin(const std::string& uuid, const VmPins& pins, unsigned flags, std::string_view where);
   bool connect();

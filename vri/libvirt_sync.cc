@@ -71,7 +71,8 @@ void LibvirtSync::watchEvents() {
 }
 
 void LibvirtSync::connected(LibvirtSession& session) {
-  pinned_.clear();  // libvirtd may have restarted: tell it everything again
+  pinned_.clear();      // libvirtd may have restarted: tell it everything again
+  ownDefines_.clear();  // and their events were lost with it
   auto xmls = session.activeDomainXmls();
   if (!xmls.ok()) {
     log_.warning("libvirt: " + xmls.error().message());
@@ -80,6 +81,8 @@ void LibvirtSync::connected(LibvirtSession& session) {
   for (const std::string& xml : *xmls) adopt(session, xml);
   log_.info("libvirt: " + std::to_string(xmls->size()) + " running domains adopted");
   releaseUndefinedReservations(session);
+  releaseStoppedVms(session);
+  unpinStoppedDefinitions(session);
 }
 
 void LibvirtSync::releaseUndefinedReservations(LibvirtSession& session) {
@@ -92,6 +95,23 @@ void LibvirtSync::releaseUndefinedReservations(LibvirtSession& session) {
       log_.info("libvirt: VM " + uuid + " is no longer defined; its reservation released");
     } else {
       log_.warning("libvirt: reservation of VM " + uuid + ", no longer defined: " + released.error().message());
+    }
+  }
+}
+
+void LibvirtSync::releaseStoppedVms(LibvirtSession& session) {
+  const StatePtr state = node_.state();
+  for (const auto& [uuid, vm] : state->vms) {
+    if (vm.defined) continue;  // a reservation waits for its start
+    // Inactive to libvirt: not running and not starting (a start makes the domain active before
+    // its hook asks vrid). A VM libvirt does not know at all may be another client's: the release
+    // grace decides for it.
+    const auto active = session.isActive(uuid);
+    if (!active.ok() || *active) continue;
+    if (const auto released = node_.releaseVm(uuid); released.ok()) {
+      log_.info("libvirt: " + vm.spec.cpu.name + " is not running (it stopped while vrid was away); released");
+    } else {
+      log_.warning("libvirt: " + vm.spec.cpu.name + " is not running; its release: " + released.error().message());
     }
   }
 }
@@ -352,9 +372,11 @@ void LibvirtSync::domainEvent(LibvirtSession& session, const DomainEvent& event)
       forget(event.uuid);
       unadopted_.erase(event.uuid);
       unadoptedCount_ = unadopted_.size();
+      unpinStopped(session, event.uuid);
       break;
     case DomainEventKind::kPinsChanged: checkPins(session, event.uuid); break;
     case DomainEventKind::kDefined:
+      if (ownDefines_.erase(event.uuid) > 0) break;  // VRI's pins taken out: placed when it starts
       if (options_.defineTimePlacement) placeDefinition(session, event.uuid);
       break;
     case DomainEventKind::kUndefined:

@@ -71,6 +71,8 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   // libvirt's started event for a VM the ledger does not hold as running.
   void adoptStarted(LibvirtSession& session, const std::string& uuid);
   void releaseUndefinedReservations(LibvirtSession& session);
+  // Admitted VMs whose domain libvirt holds as not running: they stopped while vrid was away.
+  void releaseStoppedVms(LibvirtSession& session);
   void retryAdoption(LibvirtSession& session);
   // Sets the VM's live pins from the ledger, always.
   void pinFromLedger(LibvirtSession& session, const std::string& uuid);
@@ -89,6 +91,11 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   void forget(const std::string& uuid);
   void followSharedPool(LibvirtSession& session);
   void placeDefinition(LibvirtSession& session, const std::string& uuid);
+  // VRI's pins out of a stopped domain's definition (libvirt_sync_unpin.cc): after its stop event,
+  // and for every stopped domain at each connection (a stop while vrid was away).
+  void unpinStopped(LibvirtSession& session, const std::string& uuid);
+  void unpinStoppedDefinitions(LibvirtSession& session);
+  void unpinDefinition(LibvirtSession& session, const std::string& inactiveXml);
   // Whether the ledger holds the VM as reserved at definition only (not admitted to run).
   bool onlyReserved(const std::string& uuid) const;
   void watchEvents();
@@ -102,7 +109,8 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   };
   std::map<std::string, Told> pinned_;              // worker thread only: what libvirt was last told
   std::map<std::string, std::string> pendingPins_;  // worker thread only: VMs whose pins failed, and why
-  std::set<std::string> unadopted_;  // worker thread only: running VMs whose adoption vrid could not record
+  std::set<std::string> unadopted_;   // worker thread only: running VMs whose adoption vrid could not record
+  std::set<std::string> ownDefines_;  // worker thread only: definitions VRI unpinned, before their define event
   std::atomic<size_t> unadoptedCount_{0};
   std::atomic<bool> adoptionQueued_{false};
   std::atomic<bool> retryQueued_{false};

@@ -170,6 +170,66 @@ TEST(LedgerNumaTest, DefineTimeReservationIsKeptUntilTheVmStarts) {
   ASSERT_TRUE(checkLedgerInvariants(*now, ledger->topology(), c).ok());
 }
 
+// A node of four CPUs in two NUMA nodes, as the cgroup v2 guest has it: CPU 0 reserved, one
+// Guaranteed container on one CPU, then a VM with one dedicated vCPU and ordinary memory. Wherever
+// the container sits, the VM's memory is bound to the node of its CPU: libvirt starts QEMU with
+// the CPUs of a strict memory nodeset as its affinity, and fails the start when none of them is
+// the VM's.
+TEST(LedgerNumaTest, DedicatedVmMemoryFollowsItsCpusWhenTheFirstNodeIsFull) {
+  constexpr uint64_t kMiB = 1ULL << 20;
+  TopologyDescription d;
+  d.numaNodes = {{0, 0, 3 * kGiB, {{2 * kMiB, 32}}}, {1, 0, 3 * kGiB, {{2 * kMiB, 32}}}};
+  for (int cpu = 0; cpu < 4; ++cpu) d.cpus.push_back({cpu, cpu, 0, cpu / 2, -1});
+  const auto topology = std::make_shared<const Topology>(std::move(Topology::create(d)).value());
+  for (int pinned = 0; pinned <= 3; ++pinned) {  // 0: nothing held (CPU 0 is reserved)
+    SCOPED_TRACE("CPU " + std::to_string(pinned) + " held");
+    testing::TempDir tmp;
+    LedgerConfig c;
+    c.pool.reserved.count = 1;
+    c.allocatableMemoryBytes = 5 * kGiB;
+    auto store = SqliteLedgerStore::open(tmp.sub("l.db"), Durability::kNormal);
+    ASSERT_TRUE(store.ok()) << store.error().message();
+    auto opened = Ledger::open(topology, c, std::move(store).value());
+    ASSERT_TRUE(opened.ok()) << opened.error().message();
+    auto ledger = std::move(opened).value();
+    // A Guaranteed container holds one CPU; where it did not land on `pinned`, a VM pinned there
+    // holds that CPU instead.
+    ASSERT_TRUE(ledger
+                    ->apply(&Ledger::decideAdmitContainer, {"c", "ns/c", QosClass::kGuaranteed, 0, 0},
+                            {"app", "c1", false, 1000, 1000, 64 * kMiB, std::nullopt}, kNoneFinished)
+                    .ok());
+    StatePtr now = ledger->state();
+    const CpuSet first = now->pool.grants().begin()->second.cpus;
+    if (pinned == 0) {
+      ASSERT_TRUE(ledger->apply(&Ledger::decideReleasePod, "c", ReleaseGuard{}).ok());
+    } else if (first != CpuSet{pinned}) {
+      ASSERT_TRUE(ledger->apply(&Ledger::decideReleasePod, "c", ReleaseGuard{}).ok());
+      VmSpec holder;  // a pinned VM holds the CPU instead
+      holder.uuid = "33333333-0000-4000-8000-000000000009";
+      holder.cpu.name = "holder";
+      holder.cpu.vcpus = 1;
+      holder.cpu.cpuPolicy = VmCpuPolicy::kDedicated;
+      holder.cpu.pinnedVcpuCpus = {pinned};
+      holder.memoryBytes = 64 * kMiB;
+      auto held = ledger->apply(&Ledger::decideAdmitVm, holder);
+      ASSERT_TRUE(held.ok()) << held.error().message();
+    }
+    VmSpec vm;
+    vm.uuid = "33333333-0000-4000-8000-000000000001";
+    vm.cpu.name = "churn-vm";
+    vm.cpu.vcpus = 1;
+    vm.cpu.cpuPolicy = VmCpuPolicy::kDedicated;
+    vm.memoryBytes = 64 * kMiB;
+    auto placed = ledger->apply(&Ledger::decideAdmitVm, vm);
+    ASSERT_TRUE(placed.ok()) << placed.error().message();
+    ASSERT_EQ(placed->exclusive.count(), 1);
+    const int node = topology->cpu(placed->exclusive.first())->numaNode;
+    EXPECT_EQ(placed->mems, CpuSet{node}) << "CPU " << placed->exclusive.format();
+    now = ledger->state();
+    ASSERT_TRUE(checkLedgerInvariants(*now, ledger->topology(), c).ok());
+  }
+}
+
 // Random pinned containers and NUMA-bound VMs: no node is over-committed in any resource.
 TEST(LedgerNumaTest, NoNodeIsOvercommittedUnderRandomOperations) {
   testing::TempDir tmp;

@@ -1,5 +1,5 @@
 // VRI with a real libvirtd and QEMU guests: placement, refusals, restarts of
-// libvirtd and of vrid, save/restore, define-time placement, hot-plugged vCPUs.
+// libvirtd and of vrid, save/restore, define-time placement and what a stop takes back, hot-plugged vCPUs.
 // CPU 0 reserved (still shared), CPU 1 free for one dedicated vCPU.
 #include "tests/libvirt/libvirt_e2e_fixture.h"
 #include "tests/support/test_paths.h"
@@ -161,6 +161,40 @@ TEST_F(LibvirtEndToEndTest, DefiningReservesAndWritesVrisPinsRedefiningPlacesAne
   // Undefining a VM that never ran drops its reservation.
   ASSERT_EQ(virsh({"undefine", "vri-test-db"}), 0);
   EXPECT_TRUE(eventually([&] { return !vm("vri-test-db").has_value(); })) << vrid_->log();
+}
+
+// A VM that stops gives its CPU back, and its definition the pins VRI wrote: a later start never asks
+// libvirt for a CPU another tenant may hold by then. A stop while vrid is away is found at its start.
+TEST_F(LibvirtEndToEndTest, AStoppedVmsDefinitionLosesVrisPinsAndItsNextStartIsPlacedAfresh) {
+  std::ofstream(tmp_.sub("db.xml")) << domainXml("vri-test-db", 12, "dedicated");
+  ASSERT_EQ(virsh({"define", tmp_.sub("db.xml")}), 0);
+  const auto definition = [&] { return virshOut({"dumpxml", "--inactive", "vri-test-db"}); };
+  ASSERT_TRUE(eventually([&] { return definition().find("<vcpupin vcpu='0' cpuset='1'/>") != std::string::npos; }))
+      << vrid_->log();
+  EXPECT_THAT(definition(), HasSubstr("<memory mode='strict' nodeset='0'/>"));
+  const auto unpinned = [&] {
+    const std::string now = definition();
+    return now.find("vcpupin") == std::string::npos && now.find("numatune") == std::string::npos &&
+           now.find("vri:placement") == std::string::npos && now.find("policy=\"dedicated\"") != std::string::npos;
+  };
+  std::string out;
+  for (int stop = 0; stop < 2; ++stop) {
+    ASSERT_EQ(virsh({"start", "vri-test-db"}, &out), 0) << out << vrid_->log();
+    EXPECT_EQ(placedCpu("vri-test-db"), "1");
+    if (stop == 1) stopVrid();
+    ASSERT_EQ(virsh({"destroy", "vri-test-db"}, &out), 0) << out;
+    if (stop == 1) startVrid();  // same ledger: it finds the stopped domain's definition as the stop left it
+    EXPECT_TRUE(eventually(unpinned)) << definition() << vrid_->log();
+    EXPECT_THAT(vrid_->log(), HasSubstr("vri-test-db is not running: VRI's pins taken out of its definition"));
+    if (stop == 1) {  // admitted in the ledger vrid kept, the domain inactive to libvirt: released at once
+      EXPECT_THAT(vrid_->log(), HasSubstr("vri-test-db is not running (it stopped while vrid was away); released"));
+    }
+    // Not reserved again: the CPU is back in the shared pool until the VM starts.
+    EXPECT_TRUE(eventually([&] { return !vm("vri-test-db").has_value() && sharedPool() == "0-1"; })) << vrid_->log();
+  }
+  ASSERT_EQ(virsh({"start", "vri-test-db"}, &out), 0) << out << vrid_->log();
+  EXPECT_EQ(placedCpu("vri-test-db"), "1");
+  ASSERT_EQ(virsh({"destroy", "vri-test-db"}, &out), 0) << out;
 }
 
 TEST_F(LibvirtEndToEndTest, OnlyTheVcpusThatRunArePlacedAndAHotPluggedOneLandsOnTheSharedPool) {

@@ -89,10 +89,10 @@ void VriService::logRefusal(const char* method, const grpc::Status& status) cons
                   " socket: " + std::string(grpcCodeName(status.error_code())) + ": " + status.error_message());
 }
 
-std::string VriService::userAgent(CallbackContext* context) {
-  const auto agent = context->client_metadata().find("user-agent");
-  return agent == context->client_metadata().end() ? std::string()
-                                                   : std::string(agent->second.data(), agent->second.size());
+std::string VriService::userAgent(const grpc::ServerContextBase& context) {
+  const auto agent = context.client_metadata().find("user-agent");
+  return agent == context.client_metadata().end() ? std::string()
+                                                  : std::string(agent->second.data(), agent->second.size());
 }
 
 void VriService::account(const char* method, const std::string& agent, Runs runs, const grpc::Status& status,
@@ -110,7 +110,7 @@ VriService::Reactor* VriService::decide(CallbackContext* context, const char* me
 VriService::Reactor* VriService::decideAsync(CallbackContext* context, const char* method, Runs runs,
                                              std::function<void(Finish)> call) {
   const auto started = std::chrono::steady_clock::now();
-  std::string agent = userAgent(context);
+  std::string agent = userAgent(*context);
   Reactor* reactor = context->DefaultReactor();
   if (auto admin = runs == Runs::kDecides ? checkAdmin(method) : Result<void>(); !admin.ok()) {
     const grpc::Status denied = toGrpcStatus(admin.error());
@@ -175,7 +175,7 @@ template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
                                        Runs runs, std::function<Result<void>(const Request&, Reply&)> call) {
   const auto started = std::chrono::steady_clock::now();
-  const std::string agent = userAgent(context);
+  const std::string agent = userAgent(*context);
   // Versions are what root's programs run: anyone may open the read-only socket and claim to be one.
   if (!agent.empty() && access_ == SocketAccess::kAdmin) clients_.record(agent);
   auto request = std::make_shared<Request>();

@@ -133,8 +133,9 @@ class VriService final : public VriServiceBase {
   // the decision thread and calls `Finish` exactly once, from wherever it is.
   using Finish = std::function<void(grpc::Status)>;
   Reactor* decideAsync(CallbackContext* context, const char* method, Runs runs, std::function<void(Finish)> call);
-  // The caller's gRPC user agent ("vri-hook/0.1.0 grpc-c++/…"); empty when it sent none.
-  static std::string userAgent(CallbackContext* context);
+  // The caller's gRPC user agent ("vri-hook/0.1.0 grpc-c++/…"); empty when it sent none. For the callback
+  // and the queued calls alike.
+  static std::string userAgent(const grpc::ServerContextBase& context);
   // The call counted in the metrics (when vrid keeps them), with how long it took since `started`.
   void account(const char* method, const std::string& agent, Runs runs, const grpc::Status& status,
                std::chrono::steady_clock::time_point started) const;

@@ -59,10 +59,7 @@ grpc::Status VriService::decideQueued(const char* method, grpc::ServerContext& c
   // Counted from when the decision thread takes the call up: how long it waited in gRPC's queue
   // before that is not seen here (the clients' own figures hold it).
   const auto started = std::chrono::steady_clock::now();
-  const auto found = context.client_metadata().find("user-agent");
-  const std::string agent = found == context.client_metadata().end()
-                                ? std::string()
-                                : std::string(found->second.data(), found->second.size());
+  const std::string agent = userAgent(context);
   // Versions are what root's programs run: anyone may open the read-only socket and claim to be one.
   if (!agent.empty() && access_ == SocketAccess::kAdmin) clients_.record(agent);
   grpc::Status status;

@@ -358,6 +358,93 @@ EOF2
   [ -z "$leftover" ] || fail "pod cgroups left behind: $leftover"
   v undefine ded-a >/dev/null
 
+  if [ "$way" = nri ]; then
+    step "[$pass] churn under faults: vrid SIGKILLed 5 times and daemon-reload every 2 s while kubelet makes and deletes pods and a VM starts and stops; after each kill every view agrees, and nothing is left"
+    define churn-vm 1 3
+    # The storm pauses while /tmp/storm.pause exists (a VM's last try to start, between reloads).
+    : > /tmp/storm.on
+    ( while [ -e /tmp/storm.on ]; do [ -e /tmp/storm.pause ] || systemctl daemon-reload; sleep 2; done ) &
+    storm=$!
+    reloads_since=$(date '+%Y-%m-%d %H:%M:%S')
+    # Agreement is waited for: a reload may undo a write to a slice kubelet made, and vrid's next
+    # reconcile (every 5 s here) writes it again.
+    one_cpu() { case "$(agreed "$1")" in DISAGREE*|*,*|*-*|"") return 1;; esac; }
+    on_shared_pool() { on_cpus "$1" "$(shared_pool)"; }
+    burstable_allowed_is_shared() {
+      allowed=$(systemctl show -p AllowedCPUs --value kubepods-burstable.slice | tr ' ' ',')
+      [ -z "$allowed" ] || [ "$allowed" = "$(shared_pool)" ]
+    }
+    vm_views() { # name: "kernel pin ledger", each the CPU of vCPU 0
+      pid=$(cat "/run/libvirt/qemu/$1.pid" 2>/dev/null) || return 1
+      scope=$(sed -n 's|^0::\(.*\)/libvirt/emulator$|\1|p' "/proc/$pid/cgroup")
+      echo "$(cat "$cg$scope/libvirt/vcpu0/cpuset.cpus.effective" 2>/dev/null)" \
+        "$(v vcpupin "$1" | awk '$1 == "0" {print $2}')" \
+        "$(vrictl dominfo "$1" | sed -n 's/^  vcpu0: *CPU \([0-9]*\).*/\1/p')"
+    }
+    # What the hook said, without libvirt's account of how it ran it.
+    hook_said() { grep . "$1" | tail -1 | sed 's/.*unexpected exit status [0-9]*: //' | cut -c1-300; }
+    vm_agrees() { set -- $(vm_views "$1"); [ -n "$1" ] && [ "$1" = "$2" ] && [ "$1" = "$3" ]; }
+    for round in 1 2 3 4 5; do
+      manifest c$round guaranteed 1
+      manifest d$round burstable 100m
+      v start --paused churn-vm > /tmp/churn-vm.out 2>&1 &
+      starting=$!
+      sleep $((round % 3))  # the kill lands at a different point of kubelet's and libvirt's work each round
+      main_pid=$(systemctl show -p MainPID --value vrid)
+      systemctl kill -s KILL vrid
+      wait_for 120 "vrid restarted after kill $round" sh -c \
+        "[ \"\$(systemctl show -p MainPID --value vrid)\" != '$main_pid' ] && /usr/bin/vrictl nodeinfo > /dev/null"
+      # A start whose hook found vrid gone is refused (the hook fails closed); it is started again with
+      # vrid back, up to three times under the storm and once more between two reloads.
+      vm="started"
+      if ! wait $starting; then
+        vm="refused while vrid was away ($(hook_said /tmp/churn-vm.out))"
+        for try in 1 2 3 4; do
+          [ $try -lt 4 ] || { : > /tmp/storm.pause; sleep 3; }
+          if v start --paused churn-vm > /tmp/churn-vm.out 2>&1; then vm="$vm, started at try $try"; break; fi
+          echo "round $round, churn-vm's start $try: $(hook_said /tmp/churn-vm.out)"
+          [ $try -lt 4 ] || fail "churn-vm does not start with vrid up: $(cat /tmp/churn-vm.out)"
+          sleep 2
+        done
+        rm -f /tmp/storm.pause
+      fi
+      wait_for 300 "c$round running (kubelet: $(kubelet_view c$round app))" running c$round
+      wait_for 300 "d$round running (kubelet: $(kubelet_view d$round app))" running d$round
+      wait_for 60 "c$round on one CPU in every view ($(views c$round))" one_cpu c$round
+      wait_for 60 "d$round on the shared pool $(shared_pool) ($(views d$round))" on_shared_pool d$round
+      wait_for 60 "churn-vm's views to agree ($(vm_views churn-vm))" vm_agrees churn-vm
+      wait_for 60 "systemd's AllowedCPUs for kubepods-burstable.slice to be the shared pool $(shared_pool)" \
+        burstable_allowed_is_shared
+      c=$(agreed c$round) shared=$(shared_pool) z=$(vm_views churn-vm | awk '{print $1}')
+      case ",$shared," in *",$c,"*) fail "the shared pool $shared holds c$round's CPU $c";; esac
+      case ",$shared," in *",$z,"*) fail "the shared pool $shared holds churn-vm's CPU $z";; esac
+      [ "$z" != "$c" ] || fail "churn-vm shares c$round's CPU $c"
+      echo "kill $round: churn-vm $vm; c$round on $c, churn-vm on $z (memory: $(vrictl dominfo churn-vm | sed -n 's/^Memory: *//p')), d$round on $shared"
+      rm "$manifests/c$round.yaml" "$manifests/d$round.yaml"
+      v destroy churn-vm > /dev/null || fail "virsh destroy churn-vm"
+      # The stop gives the CPU back and the definition loses VRI's pins: the next start is placed afresh.
+      wait_for 60 "churn-vm's definition without VRI's pins" sh -c \
+        "! virsh -c qemu:///system dumpxml --inactive churn-vm | grep -q -e vcpupin -e numatune"
+    done
+    rm /tmp/storm.on
+    wait $storm
+    echo "daemon-reloads meanwhile: $(journalctl -u init.scope -b --since "$reloads_since" -o cat | grep -c '^Reloading' || true)"
+    churn_sandboxes_gone() { ! direct pods | awk '{print $2}' | grep -q "^[cd][1-5]-$node\$"; }
+    wait_for 300 "kubelet removing the churn's sandboxes" churn_sandboxes_gone
+    wait_for 120 "vrid releasing the churn's pods" sh -c "! /usr/bin/vrictl list --pods | grep -q '[cd][1-5]-$node'"
+    echo "the next reconcile: $(next_reconcile "$(vrid_cursor)")"  # may repair what a kill cut short
+    quiet_reconcile
+    leftover=$(find $cg/kubepods* -type d \( -name '*-pod[0-9a-f]*.slice' -o -name 'pod[0-9a-f]*' \) | head -3)
+    [ -z "$leftover" ] || fail "pod cgroups left behind by the churn: $leftover"
+    scopes=$(systemctl list-units --all --plain --no-legend 'cri-containerd-*.scope' 'machine-qemu*.scope' | awk '$3 != "inactive"' | head -3)
+    [ -z "$scopes" ] || fail "scopes left behind by the churn: $scopes"
+    pgrep -f qemu-system > /dev/null && fail "a QEMU left behind: $(pgrep -af qemu-system)"
+    state=$(vrictl dominfo churn-vm 2>/dev/null | sed -n 's/^State: *//p')
+    [ -z "$state" ] || fail "churn-vm is still in vrid's ledger ($state) after its destroy"
+    v undefine churn-vm > /dev/null
+    echo "after 5 kills under churn: nothing left; $(vrictl list | wc -l) lines in vrictl list"
+  fi
+
   step "[$pass] a Guaranteed pod's 2 MiB pages on its CPU's node; a VM asking for that node's pages is refused by the hook; the other way round, both run"
   # The guest has 32 pages of 2 MiB on each node (kubelet reports 128Mi); hp asks for 16 of them.
   hugepage_pod hp

@@ -2,6 +2,7 @@
 
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/libvirt_syntax.h"
+#include "libvirt-bridge/vri_metadata_element.h"
 #include "libvirt-bridge/xml_document.h"
 
 namespace vri {
@@ -83,22 +84,9 @@ bool namesCell(xmlNodePtr memnode, int cell) {
   return value.ok() && static_cast<int64_t>(*value) == cell;
 }
 
-// The domain's metadata element of VRI's namespace, or null.
-xmlNodePtr existingVriElement(xmlNodePtr domain) {
-  xmlNodePtr metadata = childElement(domain, "metadata");
-  if (metadata == nullptr) return nullptr;
-  for (xmlNodePtr n = metadata->children; n != nullptr; n = n->next) {
-    if (isElement(n, "domain") && n->ns != nullptr && n->ns->href != nullptr &&
-        reinterpret_cast<const char*>(n->ns->href) == kVriXmlNamespace) {
-      return n;
-    }
-  }
-  return nullptr;
-}
-
-// The same, made when the domain has none.
+// VRI's element in the domain's <metadata>, made when the domain has none.
 xmlNodePtr vriElement(xmlNodePtr domain) {
-  if (xmlNodePtr existing = existingVriElement(domain)) return existing;
+  if (xmlNodePtr existing = vriMetadataElementOf(domain)) return existing;
   xmlNodePtr vri = xmlNewChild(ensureChild(domain, "metadata"), nullptr, text("domain"), nullptr);
   xmlNsPtr ns = xmlNewNs(vri, text(std::string(kVriXmlNamespace).c_str()), text(std::string(kVriXmlPrefix).c_str()));
   xmlSetNs(vri, ns);
@@ -109,7 +97,7 @@ xmlNodePtr vriElement(xmlNodePtr domain) {
 // one (a copy of it; empty when it had none), so that VRI's can be taken out again when the domain
 // stops. Unlinked from the document here: the caller puts it under the new <vri:placement>.
 xmlNodePtr takeOwnNumatuneRecord(xmlNodePtr domain) {
-  xmlNodePtr vri = existingVriElement(domain);
+  xmlNodePtr vri = vriMetadataElementOf(domain);
   xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
   xmlNodePtr record = placement != nullptr ? childElement(placement, "own-numatune") : nullptr;
   if (record != nullptr) xmlUnlinkNode(record);
@@ -204,7 +192,7 @@ Result<std::string> withoutVriPins(std::string_view domainXml) {
   VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
   xmlNodePtr domain = doc.root();
   if (!isElement(domain, "domain")) return Error::invalidArgument("domain XML: the root element is not <domain>");
-  xmlNodePtr vri = existingVriElement(domain);
+  xmlNodePtr vri = vriMetadataElementOf(domain);
   xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
   if (placement == nullptr) return Error::failedPrecondition("domain XML: no placement of VRI's to take out");
 

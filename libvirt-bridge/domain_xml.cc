@@ -10,6 +10,7 @@
 #include "base/quote.h"
 #include "base/uuid.h"
 #include "libvirt-bridge/libvirt_syntax.h"
+#include "libvirt-bridge/vri_metadata_element.h"
 #include "libvirt-bridge/xml_document.h"
 
 namespace vri {
@@ -330,16 +331,7 @@ Result<void> readMemoryDevices(xmlNodePtr domain, DomainXml& out) {
 }
 
 Result<void> readVriMetadata(xmlNodePtr domain, VriDomainMetadata& out) {
-  xmlNodePtr vri = nullptr;
-  if (xmlNodePtr metadata = childElement(domain, "metadata")) {
-    for (xmlNodePtr n = metadata->children; n != nullptr; n = n->next) {
-      if (isElement(n, "domain") && n->ns != nullptr && n->ns->href != nullptr &&
-          reinterpret_cast<const char*>(n->ns->href) == kVriXmlNamespace) {
-        vri = n;
-        break;
-      }
-    }
-  }
+  xmlNodePtr vri = vriMetadataElementOf(domain);
   if (vri == nullptr) return {};
   const auto oneOf = [](xmlNodePtr node, std::string_view name,
                         std::initializer_list<std::string_view> allowed) -> Result<std::string> {

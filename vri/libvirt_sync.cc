@@ -81,8 +81,7 @@ void LibvirtSync::connected(LibvirtSession& session) {
   for (const std::string& xml : *xmls) adopt(session, xml);
   log_.info("libvirt: " + std::to_string(xmls->size()) + " running domains adopted");
   releaseUndefinedReservations(session);
-  releaseStoppedVms(session);
-  unpinStoppedDefinitions(session);
+  settleStoppedDomains(session);
 }
 
 void LibvirtSync::releaseUndefinedReservations(LibvirtSession& session) {
@@ -95,23 +94,6 @@ void LibvirtSync::releaseUndefinedReservations(LibvirtSession& session) {
       log_.info("libvirt: VM " + uuid + " is no longer defined; its reservation released");
     } else {
       log_.warning("libvirt: reservation of VM " + uuid + ", no longer defined: " + released.error().message());
-    }
-  }
-}
-
-void LibvirtSync::releaseStoppedVms(LibvirtSession& session) {
-  const StatePtr state = node_.state();
-  for (const auto& [uuid, vm] : state->vms) {
-    if (vm.defined) continue;  // a reservation waits for its start
-    // Inactive to libvirt: not running and not starting (a start makes the domain active before
-    // its hook asks vrid). A VM libvirt does not know at all may be another client's: the release
-    // grace decides for it.
-    const auto active = session.isActive(uuid);
-    if (!active.ok() || *active) continue;
-    if (const auto released = node_.releaseVm(uuid); released.ok()) {
-      log_.info("libvirt: " + vm.spec.cpu.name + " is not running (it stopped while vrid was away); released");
-    } else {
-      log_.warning("libvirt: " + vm.spec.cpu.name + " is not running; its release: " + released.error().message());
     }
   }
 }

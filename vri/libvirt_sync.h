@@ -38,6 +38,7 @@
 #include <string>
 #include <thread>
 
+#include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/libvirt_session.h"
 #include "vri/live_pins.h"
 #include "vri/logger.h"
@@ -71,8 +72,6 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   // libvirt's started event for a VM the ledger does not hold as running.
   void adoptStarted(LibvirtSession& session, const std::string& uuid);
   void releaseUndefinedReservations(LibvirtSession& session);
-  // Admitted VMs whose domain libvirt holds as not running: they stopped while vrid was away.
-  void releaseStoppedVms(LibvirtSession& session);
   void retryAdoption(LibvirtSession& session);
   // Sets the VM's live pins from the ledger, always.
   void pinFromLedger(LibvirtSession& session, const std::string& uuid);
@@ -91,11 +90,12 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   void forget(const std::string& uuid);
   void followSharedPool(LibvirtSession& session);
   void placeDefinition(LibvirtSession& session, const std::string& uuid);
-  // VRI's pins out of a stopped domain's definition (libvirt_sync_unpin.cc): after its stop event,
-  // and for every stopped domain at each connection (a stop while vrid was away).
+  // A stopped domain's definition loses VRI's pins (libvirt_sync_unpin.cc): after its stop event.
   void unpinStopped(LibvirtSession& session, const std::string& uuid);
-  void unpinStoppedDefinitions(LibvirtSession& session);
-  void unpinDefinition(LibvirtSession& session, const std::string& inactiveXml);
+  // At each connection, every stopped domain, for the stops vrid missed: one the ledger holds as
+  // admitted is released, and its definition loses VRI's pins.
+  void settleStoppedDomains(LibvirtSession& session);
+  void unpinDefinition(LibvirtSession& session, const DomainXml& domain, const std::string& inactiveXml);
   // Whether the ledger holds the VM as reserved at definition only (not admitted to run).
   bool onlyReserved(const std::string& uuid) const;
   void watchEvents();

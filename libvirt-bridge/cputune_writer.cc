@@ -1,5 +1,7 @@
 #include "libvirt-bridge/cputune_writer.h"
 
+#include <memory>
+
 #include "libvirt-bridge/domain_xml.h"
 #include "libvirt-bridge/libvirt_syntax.h"
 #include "libvirt-bridge/vri_metadata_element.h"
@@ -102,6 +104,20 @@ xmlNodePtr takeOwnNumatuneRecord(xmlNodePtr domain) {
   xmlNodePtr record = placement != nullptr ? childElement(placement, "own-numatune") : nullptr;
   if (record != nullptr) xmlUnlinkNode(record);
   return record;
+}
+
+// `element` and its descendants in no namespace, declarations dropped: the domain's own elements
+// as libvirt reads them. (libvirt gives each element of VRI's metadata VRI's namespace, and a copy
+// out of it keeps a declaration of it.)
+void outOfNamespaces(xmlNodePtr element) {
+  xmlSetNs(element, nullptr);
+  if (element->nsDef != nullptr) {
+    xmlFreeNsList(element->nsDef);
+    element->nsDef = nullptr;
+  }
+  for (xmlNodePtr n = element->children; n != nullptr; n = n->next) {
+    if (n->type == XML_ELEMENT_NODE) outOfNamespaces(n);
+  }
 }
 
 xmlNodePtr newOwnNumatuneRecord(xmlDocPtr doc, xmlNodePtr domain) {
@@ -211,7 +227,7 @@ Result<std::string> withoutVriPins(std::string_view domainXml) {
     removeChildren(domain, {"numatune"});
     if (xmlNodePtr numatune = childElement(own, "numatune")) {
       xmlNodePtr copy = xmlDocCopyNode(numatune, doc.get(), 1);
-      xmlSetNs(copy, nullptr);
+      outOfNamespaces(copy);
       xmlAddChild(domain, copy);
     }
   }
@@ -245,9 +261,26 @@ std::string vriMetadataElement(const VriDomainMetadata& metadata) {
     for (const auto& [id, cpus] : mark.iothreadpins) {
       out += "<iothreadpin iothread='" + std::to_string(id) + "' " + where(cpus) + "/>";
     }
-    out += "</placement>";
+    out += metadata.ownNumatuneRecord + "</placement>";
   }
   return out + "</domain>";
+}
+
+Result<std::string> ownNumatuneRecordOf(std::string_view domainXml) {
+  VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
+  xmlNodePtr vri = vriMetadataElementOf(doc.root());
+  xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
+  xmlNodePtr record = placement != nullptr ? childElement(placement, "own-numatune") : nullptr;
+  if (record == nullptr) return std::string();
+  std::string out = "<own-numatune>";
+  if (xmlNodePtr numatune = childElement(record, "numatune")) {
+    std::unique_ptr<xmlNode, void (*)(xmlNodePtr)> copy(xmlDocCopyNode(numatune, doc.get(), 1), xmlFreeNode);
+    if (!copy) return Error::internal("cannot copy the domain's own <numatune>");
+    outOfNamespaces(copy.get());
+    VRI_ASSIGN_OR_RETURN(const std::string text, serializeNode(doc.get(), copy.get()));
+    out += text;
+  }
+  return out + "</own-numatune>";
 }
 
 }  // namespace vri

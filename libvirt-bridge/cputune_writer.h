@@ -32,4 +32,10 @@ VriPlacementMark placementMark(const VmPins& pins);
 // namespace), for a running domain whose pins VRI sets live.
 std::string vriMetadataElement(const VriDomainMetadata& metadata);
 
+// The definition's record of the domain's own <numatune> (writeVriPins keeps it under
+// <vri:placement>) as VriDomainMetadata::ownNumatuneRecord carries it; empty without one. A
+// placement VRI writes again into the definition through the metadata alone (a move with
+// --config) keeps it, so that the stop still puts the domain's own <numatune> back.
+Result<std::string> ownNumatuneRecordOf(std::string_view domainXml);
+
 }  // namespace vri

@@ -90,6 +90,9 @@ struct VriDomainMetadata {
   std::string emulatorThreads;  // "", shared, isolate
   std::string iothreadPolicy;   // "", shared, isolate
   std::optional<VriPlacementMark> placement;
+  // With placement, written by vriMetadataElement only: the definition's <own-numatune> record as
+  // ownNumatuneRecordOf gives it, so that a rewrite of the record keeps it.
+  std::string ownNumatuneRecord;
 };
 
 struct DomainXml {

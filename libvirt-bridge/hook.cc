@@ -34,14 +34,14 @@ class Hook {
 };
 
 HookOutcome Hook::whenUnreachable(const v1::AdmitVmRequest& request, const Error& error) const {
-  const std::string why = where() + " did not answer (" + error.message() + ")";
+  const std::string why = where() + " " + vrid_.unavailableMeans() + " (" + error.message() + ")";
   if (needsExclusiveCpus(request)) {
     return fail("VM " + request.name() + " asks for dedicated CPUs and " + why + "; it cannot be placed");
   }
   if (config_.whenUnreachable == WhenUnreachable::kRefuse) {
     return fail("VM " + request.name() + " not started: " + why + " (when_unreachable = refuse)");
   }
-  return {0, "", "vri: " + why + "; shared VM " + request.name() + " starts and is adopted when vrid is back\n"};
+  return {0, "", "vri: " + why + "; shared VM " + request.name() + " starts, and vrid adopts it later\n"};
 }
 
 Result<void> Hook::started(const DomainXml& domain, const v1::AdmitVmRequest& request) {

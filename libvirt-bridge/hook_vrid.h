@@ -20,6 +20,10 @@ class HookVrid {
   virtual Result<v1::VmAllocation> admitVm(const v1::AdmitVmRequest& request) = 0;
   virtual Result<v1::VmStartedReply> vmStarted(const v1::VmStartedRequest& request) = 0;
   virtual Result<void> releaseVm(const v1::ReleaseVmRequest& request) = 0;
+  // How the hook's message names a call that came back unavailable (vridUnreachable): over a socket
+  // that is vrid gone or hung; vrid's own decisions answered that they cannot be taken now (its state
+  // filesystem full, systemd not answering in time, a halt), which sends an operator elsewhere.
+  virtual std::string unavailableMeans() const { return "did not answer"; }
 };
 
 // Whether an error means vrid did not answer (rather than answered no).

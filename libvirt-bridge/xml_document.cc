@@ -67,9 +67,11 @@ Result<XmlDocument> XmlDocument::parse(std::string_view text, std::string_view w
   return parsed;
 }
 
-Result<std::string> XmlDocument::serialize() const {
+Result<std::string> XmlDocument::serialize() const { return serializeNode(doc_.get(), root()); }
+
+Result<std::string> serializeNode(xmlDocPtr doc, xmlNodePtr node) {
   std::unique_ptr<xmlBuffer, void (*)(xmlBufferPtr)> buffer(xmlBufferCreate(), xmlBufferFree);
-  if (!buffer || xmlNodeDump(buffer.get(), doc_.get(), root(), 0, 0) < 0) {
+  if (!buffer || xmlNodeDump(buffer.get(), doc, node, 0, 0) < 0) {
     return Error::internal("cannot serialise the domain XML");
   }
   return std::string(reinterpret_cast<const char*>(xmlBufferContent(buffer.get())),

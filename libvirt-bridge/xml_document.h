@@ -35,6 +35,9 @@ class XmlDocument {
   std::unique_ptr<xmlDoc, Free> doc_;
 };
 
+// `node` of `doc` as text, with its descendants.
+Result<std::string> serializeNode(xmlDocPtr doc, xmlNodePtr node);
+
 // Small readers over libxml2's tree; names compare without namespace unless given.
 std::string_view nodeName(xmlNodePtr node);
 bool isElement(xmlNodePtr node, std::string_view name);

@@ -32,6 +32,8 @@ class ServiceHookVrid final : public HookVrid {
   Result<void> releaseVm(const v1::ReleaseVmRequest& request) override {
     return service_.releaseVmFor(agent_, request);
   }
+  // vrid is there: an unavailable answer is its own (see HookVrid).
+  std::string unavailableMeans() const override { return "cannot decide now"; }
 
  private:
   VriService& service_;

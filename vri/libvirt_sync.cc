@@ -262,10 +262,21 @@ LivePinsOutcome LibvirtSync::applyMove(LibvirtSession& session, const std::strin
   // The definition takes what the running domain was just told: the same pins and record.
   const auto told = pinned_.find(uuid);
   if (told == pinned_.end()) return {LivePinsOutcome::State::kDefinitionFailed, "no live pins to save"};
-  Result<void> saved = session.pinPersistent(uuid, told->second.pins);
-  if (saved.ok() && !told->second.metadata.empty()) saved = session.setVriMetadata(uuid, told->second.metadata, true);
+  const Result<void> saved = saveInDefinition(session, *vm, told->second.pins);
   if (!saved.ok()) return {LivePinsOutcome::State::kDefinitionFailed, saved.error().message()};
   return {};
+}
+
+Result<void> LibvirtSync::saveInDefinition(LibvirtSession& session, const VmRecord& vm, const VmPins& pins) {
+  const std::string& uuid = vm.spec.uuid;
+  VRI_TRY(session.pinPersistent(uuid, pins));
+  if (!vm.spec.cpu.pinnedVcpuCpus.empty()) return {};  // the user's own pins: no record of VRI's
+  // The record replaces the one writeVriPins left: without the domain's own <numatune> in it, the
+  // stop would keep VRI's <numatune> in the definition as if it were the domain's.
+  VRI_ASSIGN_OR_RETURN(const std::string definition, session.domainXml(uuid, true));
+  VriDomainMetadata metadata = vriMetadataOf(vm.spec.cpu, pins);
+  VRI_ASSIGN_OR_RETURN(metadata.ownNumatuneRecord, ownNumatuneRecordOf(definition));
+  return session.setVriMetadata(uuid, vriMetadataElement(metadata), true);
 }
 
 void LibvirtSync::followSharedPool(LibvirtSession& session) {

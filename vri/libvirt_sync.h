@@ -81,6 +81,9 @@ class LibvirtSync : public LibvirtHandler, public LivePins {
   Result<void> pin(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
   Result<void> setLive(LibvirtSession& session, const VmRecord& vm, const CpuSet& shared, bool force);
   LivePinsOutcome applyMove(LibvirtSession& session, const std::string& uuid, bool persistent);
+  // The definition's pins and VRI's record of them after a move with --config: what the running
+  // domain was just told, and the definition's record of the domain's own <numatune> kept.
+  Result<void> saveInDefinition(LibvirtSession& session, const VmRecord& vm, const VmPins& pins);
   void retryPending(LibvirtSession& session);
   // Counts each running VM's online vCPUs and tells the ledger of a change.
   void checkVcpus(LibvirtSession& session);

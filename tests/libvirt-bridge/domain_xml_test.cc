@@ -202,7 +202,7 @@ TEST(DomainXmlTest, ASharedThreadsPinReadsAsVrisWhateverThePoolIsNow) {
   ASSERT_TRUE(domain.ok()) << domain.error().message();
   EXPECT_FALSE(domain->pinsAreVris());
   // libvirt's own form of VRI's element (vriMetadataElement, as virDomainSetMetadata takes it).
-  EXPECT_EQ(vriMetadataElement({"mixed", CpuSet{0}, "prefer", "shared", "shared", placementMark(pins)}),
+  EXPECT_EQ(vriMetadataElement({"mixed", CpuSet{0}, "prefer", "shared", "shared", placementMark(pins), ""}),
             "<domain><cpu policy='mixed' dedicated-vcpus='0' thread-policy='prefer' emulator-threads='shared' "
             "iothreads='shared'/><placement><vcpupin vcpu='0' cpuset='1'/><vcpupin vcpu='1' pool='shared'/>"
             "<emulatorpin pool='shared'/></placement></domain>");

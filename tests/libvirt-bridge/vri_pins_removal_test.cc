@@ -86,6 +86,46 @@ TEST(VriPinsRemovalTest, TheDomainsOwnNumatuneComesBackAsItWas) {
   EXPECT_THAT(out, HasSubstr("placement=\"static\""));
 }
 
+// A move with --config rewrites VRI's record through the metadata alone (as virDomainSetMetadata
+// replaces the element): the record of the domain's own <numatune> is carried into it.
+TEST(VriPinsRemovalTest, ARecordRewrittenThroughTheMetadataKeepsTheDomainsOwnNumatune) {
+  const std::string xml = domain("<numatune><memory mode='preferred' nodeset='1'/></numatune>");
+  VmPins pins{{{0, CpuSet{1}}, {1, CpuSet{2}}}, CpuSet{0}, {}, CpuSet{0}, {}, {}, false, {}};
+  auto placed = writeVriPins(xml, pins);
+  ASSERT_TRUE(placed.ok()) << placed.error().message();
+  auto record = ownNumatuneRecordOf(*placed);
+  ASSERT_TRUE(record.ok()) << record.error().message();
+  EXPECT_THAT(*record, HasSubstr("<own-numatune><numatune><memory mode=\"preferred\" nodeset=\"1\"/>"));
+  EXPECT_THAT(*record, Not(HasSubstr("vri:")));
+
+  // The moved pins (as virDomainPinVcpuFlags writes them) and their record with it, where libvirt puts
+  // the element: into VRI's namespace.
+  VmPins moved{{{0, CpuSet{3}}, {1, CpuSet{2}}}, CpuSet{0}, {}, CpuSet{0}, {}, {}, false, {}};
+  VriDomainMetadata metadata;
+  metadata.cpuPolicy = "dedicated";
+  metadata.placement = placementMark(moved);
+  metadata.ownNumatuneRecord = *record;
+  std::string element = vriMetadataElement(metadata);
+  element.insert(std::string_view("<domain").size(), " xmlns='urn:vri:domain:1'");
+  const size_t from = placed->find("<vri:domain"), to = placed->find("</vri:domain>") + 13;
+  ASSERT_NE(from, std::string::npos);
+  std::string rewritten = placed->substr(0, from) + element + placed->substr(to);
+  const std::string old_pin = "<vcpupin vcpu=\"0\" cpuset=\"1\"/>";
+  ASSERT_NE(rewritten.find(old_pin), std::string::npos) << rewritten;
+  rewritten.replace(rewritten.find(old_pin), old_pin.size(), "<vcpupin vcpu=\"0\" cpuset=\"3\"/>");
+  auto read = parseDomainXml(rewritten);
+  ASSERT_TRUE(read.ok() && read->pinsAreVris()) << rewritten;
+
+  auto out = withoutVriPins(rewritten);
+  ASSERT_TRUE(out.ok()) << out.error().message();
+  EXPECT_EQ(requestOf(*out), requestOf(xml));
+  EXPECT_THAT(*out, HasSubstr("<numatune><memory mode=\"preferred\" nodeset=\"1\"/></numatune>"));
+  // Without a record at all (a definition VRI never placed), nothing to carry.
+  auto none = ownNumatuneRecordOf(xml);
+  ASSERT_TRUE(none.ok());
+  EXPECT_EQ(*none, "");
+}
+
 TEST(VriPinsRemovalTest, ADefinitionWithoutVrisPlacementIsRefused) {
   auto out = withoutVriPins(domain("<cputune><vcpupin vcpu='0' cpuset='1'/></cputune>"));
   ASSERT_FALSE(out.ok());

@@ -1,7 +1,7 @@
 // VMs whose lifecycle vrid could not follow when it happened, against the host's real libvirtd (label
-// `libvirt`): a VM undefined while vrid was down, and a shared VM started while vrid could not record
-// anything (its state filesystem full). The soak (scripts/soak.sh) found both; each test here fails
-// without the behaviour it names.
+// `libvirt`): a VM undefined while vrid was down, a shared VM started while vrid could not record
+// anything (its state filesystem full), and a dedicated one refused then. The soak (scripts/soak.sh)
+// found the first two; each test here fails without the behaviour it names.
 #include "tests/libvirt/libvirt_e2e_fixture.h"
 #include "tests/support/small_filesystem.h"
 
@@ -51,6 +51,24 @@ TEST_F(LibvirtFaultsTest, ASharedVmStartedWhileVridCouldNotRecordItIsAdoptedOnce
       << "a running VM vrid could not record is never adopted while vrid runs: " << vrid_->log();
   EXPECT_EQ(placedCpu(name), "-1");  // the shared pool
   EXPECT_THAT(vrid_->log(), ::testing::HasSubstr("adopted: vrid could record it again"));
+}
+
+TEST_F(LibvirtFaultsTest, ADedicatedVmVridCannotRecordIsRefusedAndTheRefusalSaysVridAnswered) {
+  restartOnSmallStateFilesystem();
+  stateFs_.fill();
+  const std::string name = "vri-test-dedicated-full";
+  std::ofstream(tmp_.sub(name + ".xml")) << domainXml(name, 63, "dedicated");
+  std::string out;
+  ASSERT_EQ(virsh({"define", tmp_.sub(name + ".xml")}, &out), 0) << out;
+  EXPECT_NE(virsh({"start", name}, &out), 0) << "started on a full filesystem: " << vrid_->log();
+  // vrid was there and answered: the operator is sent to vrid's state, not to its socket.
+  EXPECT_THAT(out, ::testing::HasSubstr("cannot decide now"));
+  EXPECT_THAT(out, ::testing::Not(::testing::HasSubstr("did not answer")));
+  EXPECT_FALSE(vm(name).has_value() && !vm(name)->scope().empty()) << "placed on a full filesystem?";
+
+  stateFs_.free();
+  EXPECT_EQ(virsh({"start", name}, &out), 0) << out << vrid_->log();
+  EXPECT_NE(placedCpu(name), "-1");
 }
 
 }  // namespace

@@ -114,6 +114,34 @@ TEST_F(LibvirtMovesTest, VcpupinMovesARunningGuestAndASaveRestorePlacesItAfresh)
   EXPECT_THAT(out, HasSubstr("MOVED"));
 }
 
+TEST_F(LibvirtMovesTest, AMoveWithConfigKeepsTheDomainsOwnNumatuneForTheStopToPutBack) {
+  // Defined: VRI's placement and <numatune> in the definition, with its record of the domain's own (none).
+  const std::string name = "vri-test-db";
+  std::ofstream(tmp_.sub(name + ".xml")) << domainXml(name, 24, "dedicated");
+  std::string out;
+  ASSERT_EQ(virsh({"define", tmp_.sub(name + ".xml")}, &out), 0) << out;
+  const auto definition = [&] { return virshOut({"dumpxml", "--inactive", name}); };
+  ASSERT_TRUE(eventually([&] { return definition().find("<memory mode='strict'") != std::string::npos; }))
+      << definition() << vrid_->log();
+  ASSERT_EQ(virsh({"start", name}, &out), 0) << out << vrid_->log();
+  const std::string other = placedCpu(name) == "0" ? "1" : "0";
+
+  // Moved with --config: the definition's pins and VRI's record of them are rewritten.
+  ASSERT_EQ(vrictl({"vcpupin", name, "0", other, "--config"}, &out), 0) << out << vrid_->log();
+  ASSERT_NO_FATAL_FAILURE(expectVcpu0On(name, other));
+  EXPECT_THAT(definition(), HasSubstr("<vcpupin vcpu='0' cpuset='" + other + "'/>"));
+  EXPECT_THAT(definition(), HasSubstr("own-numatune"));
+
+  // Stopped: VRI's pins and <numatune> come out; the domain had no <numatune> of its own.
+  ASSERT_EQ(virsh({"destroy", name}, &out), 0) << out;
+  EXPECT_TRUE(eventually([&] {
+    const std::string now = definition();
+    return now.find("vri:placement") == std::string::npos && now.find("vcpupin") == std::string::npos;
+  })) << definition()
+      << vrid_->log();
+  EXPECT_THAT(definition(), ::testing::Not(HasSubstr("numatune"))) << "VRI's <numatune> kept as the domain's own";
+}
+
 TEST_F(LibvirtMovesTest, AMoveWhileLibvirtdIsDownIsPendingAndLandsWhenItIsBack) {
   ASSERT_NO_FATAL_FAILURE(defineAndStart("vri-test-db", domainXml("vri-test-db", 22, "dedicated")));
   const std::string from = placedCpu("vri-test-db");

@@ -20,6 +20,7 @@ fail() {
   echo "cluster: FAIL: $*"
   kubectl_summary
   k get pods -o wide 2>&1 | tail -n 20
+  echo "node $node's taints: $(taints 2>&1)"
   k get events --sort-by=.lastTimestamp 2>&1 | tail -n 25
   journalctl -u kubelet --no-pager -o short-monotonic | grep -v ' I[0-9]' | tail -n 30
   journalctl -u vrid -u vri-cri-shim -u vri-nri-plugin -u vri-nrt-exporter --no-pager -o short-monotonic | tail -n 60
@@ -241,6 +242,16 @@ install -m 0600 "$credentials/kubelet.kubeconfig" /etc/kubernetes/kubelet.kubeco
 kubelet_unit "registered with the API server" --kubeconfig=/etc/kubernetes/kubelet.kubeconfig \
   --hostname-override=$node --node-ip=10.0.2.15 --v=2
 
+taints() { # the node's, as key:effect words; fails when the API server does not answer
+  node_json=$(api /api/v1/nodes/$node) || return 1
+  echo "$node_json" | jq -r '[.spec.taints[]? | "\(.key):\(.effect)"] | join(" ")'
+}
+not_ready_taint_lifted() {
+  now_tainted=$(taints) || return 1
+  case "$now_tainted" in *node.kubernetes.io/not-ready*) ;; *) return 0 ;; esac
+  k taint node $node node.kubernetes.io/not-ready:NoSchedule- > /dev/null 2>&1 || true
+  return 1
+}
 node_ready() {
   api /api/v1/nodes/$node | jq -e '[.status.conditions[] | select(.type == "Ready" and .status == "True")] | length == 1' \
     > /dev/null
@@ -261,8 +272,9 @@ pass_begins() { # driver way
   unit restart kubelet
   wait_for 300 "node $node Ready" node_ready
   # The API server taints a new Node not-ready; the node lifecycle controller that lifts it does not
-  # run here (an emulated node that answers slowly would have its pods evicted).
-  k taint node $node node.kubernetes.io/not-ready:NoSchedule- > /dev/null 2>&1 || true
+  # run here (an emulated node that answers slowly would have its pods evicted). Lifted as an operator
+  # would, and read back: a pod made while it stays is Pending with nothing in VRI to blame.
+  wait_for 60 "the node's not-ready taint lifted" not_ready_taint_lifted
   wait_for 120 "the node's NodeResourceTopology object" zones_free
   echo "$(k get node $node -o jsonpath='{.status.nodeInfo.kubeletVersion} {.status.allocatable.cpu}') allocatable;" \
     "object: $(zones_free); $(vrictl pool | head -3 | tr '\n' ' ')"

@@ -8,45 +8,9 @@
 #include "proto/grpc_bytes.h"
 #include "proto/grpc_status.h"
 #include "vri/api_convert.h"
-#include "vri/config_diff.h"
 #include "vri/ledger_views.h"
-#include "vri/usage_convert.h"
 
 namespace vri {
-
-namespace {
-
-Result<VmThreadMove> threadMoveFrom(const v1::ThreadPin& pin) {
-  VmThreadMove move;
-  move.thread = pin.thread() == v1::ThreadPin::EMULATOR ? VmThreadMove::Thread::kEmulator : VmThreadMove::Thread::kVcpu;
-  move.id = pin.id();
-  if (move.thread == VmThreadMove::Thread::kVcpu && move.id < 0) {
-    return Error::invalidArgument("pins: vCPU id " + std::to_string(move.id) + " is negative");
-  }
-  if (pin.cpus() == "shared") return move;
-  auto cpus = CpuSet::parse(pin.cpus());
-  if (!cpus.ok()) return std::move(cpus).context("pins: " + move.name()).error();
-  if (cpus->count() != 1) {
-    return Error::invalidArgument("pins: " + move.name() + " given " + quoteForMessage(pin.cpus()) +
-                                  ": a dedicated thread holds exactly one CPU of its own; give one CPU, or 'shared'");
-  }
-  move.cpu = cpus->first();
-  return move;
-}
-
-v1::MoveVmReply::Live liveMessage(LivePinsOutcome::State state) {
-  switch (state) {
-    case LivePinsOutcome::State::kApplied: return v1::MoveVmReply::APPLIED;
-    case LivePinsOutcome::State::kPending: return v1::MoveVmReply::PENDING;
-    case LivePinsOutcome::State::kDefinitionFailed: return v1::MoveVmReply::DEFINITION_FAILED;
-    case LivePinsOutcome::State::kNoLibvirt: return v1::MoveVmReply::NO_LIBVIRT;
-  }
-  return v1::MoveVmReply::LIVE_UNSPECIFIED;
-}
-
-Error samplingOff() { return Error::failedPrecondition("vrid does not sample usage (usage_interval_ms = 0)"); }
-
-}  // namespace
 
 Result<void> VriService::checkAdmin(const char* method) const {
   if (access_ == SocketAccess::kAdmin) return {};
@@ -443,99 +407,12 @@ Result<void> VriService::containerStarted(const v1::ContainerStartedRequest& req
   return {};
 }
 
-Result<void> VriService::handBack(const v1::HandBackRequest& request, v1::HandBackReply& reply) {
-  KubeletHandBackRequest handBack;
-  handBack.kubeletRootDir = request.kubelet_root_dir();
-  if (handBack.kubeletRootDir.empty()) handBack.kubeletRootDir = node_.facts().options["kubelet_root_dir"];
-  if (handBack.kubeletRootDir.empty())
-    return Error::invalidArgument("kubelet_root_dir: vrid's is empty; name kubelet's --root-dir in the request");
-  handBack.kubeletConfig = request.kubelet_config();
-  if (handBack.kubeletConfig.empty()) handBack.kubeletConfig = node_.facts().options["kubelet_config"];
-  handBack.dryRun = request.dry_run();
-  handBack.writtenCpu = request.checkpoint();
-  handBack.writtenMemory = request.memory_checkpoint();
-  VRI_ASSIGN_OR_RETURN(KubeletHandBack handed, node_.handBack(handBack));
-  reply.set_checkpoint_path(handed.checkpointPath);
-  reply.set_checkpoint(handed.checkpointText);
-  reply.set_default_cpus(handed.checkpoint.defaultCpuSet);
-  int exclusive = 0;
-  for (const auto& [pod, containers] : handed.checkpoint.entries) exclusive += static_cast<int>(containers.size());
-  reply.set_exclusive_containers(exclusive);
-  reply.set_cgroup_writes(handed.cgroupWrites);
-  reply.set_memory_checkpoint_path(handed.memoryCheckpointPath);
-  reply.set_memory_checkpoint(handed.memoryCheckpointText);
-  int withMemory = 0;
-  for (const auto& [pod, containers] : handed.memoryCheckpoint.entries)
-    withMemory += static_cast<int>(containers.size());
-  reply.set_memory_containers(withMemory);
-  reply.set_kubelet_config(handBack.kubeletConfig);
-  return {};
-}
-
-Result<ConfigControl*> VriService::configControl() const {
-  if (config_ == nullptr)
-    return Error::failedPrecondition("this vrid was started without a configuration file to read again");
-  return config_;
-}
-
-Result<void> VriService::diffConfig(const v1::DiffConfigRequest& request, v1::ConfigDiffReply& reply) {
-  DaemonConfig candidate = defaultConfig();
-  std::string origin = request.origin().empty() ? "config" : request.origin();
-  if (request.configuration_file()) {
-    VRI_ASSIGN_OR_RETURN(ConfigControl * control, configControl());
-    VRI_ASSIGN_OR_RETURN(candidate, control->readConfiguration(origin));
-  } else {
-    VRI_TRY(applyConfigText(candidate, request.config_text(), origin));
-  }
-  const StatePtr now = node_.state();
-  VRI_ASSIGN_OR_RETURN(ConfigDiff diff,
-                       vri::diffConfig(node_.facts().options, candidate, *now, node_.sharedTopology()));
-  fillConfigDiff(diff, reply);
-  reply.set_origin(origin);
-  return {};
-}
-
-Result<void> VriService::applyConfig(const v1::ApplyConfigRequest& request, v1::ConfigDiffReply& reply) {
-  VRI_ASSIGN_OR_RETURN(ConfigControl * control, configControl());
-  std::string origin;
-  VRI_ASSIGN_OR_RETURN(const DaemonConfig next, control->readConfiguration(origin));
-  VRI_ASSIGN_OR_RETURN(const ConfigDiff diff, control->applyConfiguration(next, request.dry_run()));
-  fillConfigDiff(diff, reply);
-  reply.set_origin(origin);
-  reply.set_applied(!request.dry_run());
-  return {};
-}
-
 grpc::Status VriService::streamRefused(const char* method) const {
   const grpc::Status refused(grpc::StatusCode::RESOURCE_EXHAUSTED,
                              std::string(method) + ": this socket serves " + std::to_string(streams_.limit()) +
                                  " streams at once, and all are taken; retry when one ends");
   logRefusal(method, refused);
   return refused;
-}
-
-grpc::Status VriService::Watch(Context* context, const v1::WatchRequest* request,
-                               grpc::ServerWriter<v1::Event>* writer) {
-  const StreamSlots::Slot slot(streams_);
-  if (!slot.taken()) return streamRefused("Watch");
-  if (request->recent_only()) {
-    for (const Event& event : node_.recentEvents(request->recent())) {
-      if (!writer->Write(toEventMessage(event))) break;
-    }
-    return {};
-  }
-  const auto subscription = node_.subscribe(request->recent());
-  Event event;
-  while (!context->IsCancelled()) {
-    switch (subscription->next(std::chrono::milliseconds(200), event)) {
-      case EventSubscription::Next::kClosed: return {};
-      case EventSubscription::Next::kTimeout: break;
-      case EventSubscription::Next::kEvent:
-        if (!writer->Write(toEventMessage(event))) return {};  // the watcher went away
-        break;
-    }
-  }
-  return {};
 }
 
 Result<void> VriService::reconcile(const v1::ReconcileRequest& r, v1::ReconcileReply& reply) {
@@ -554,75 +431,6 @@ Result<void> VriService::getTree(const v1::GetTreeRequest& r, v1::CgroupTree& re
   const NodeFacts facts = node_.facts();
   fillCgroupTree(*view, facts.cgroupVersion, facts.kubeletDriver, reply);
   return {};
-}
-
-// ---- MoveVm: a running VM's vCPUs and emulator moved live. The decision runs on the decision thread
-// like every other; libvirt's pins are then set on vrid's libvirt worker, and the call finishes
-// there, with what libvirt answered.
-
-Result<std::string> VriService::moveVm(const v1::MoveVmRequest& request) {
-  std::vector<VmThreadMove> moves;
-  for (const v1::ThreadPin& pin : request.pins()) {
-    VRI_ASSIGN_OR_RETURN(VmThreadMove move, threadMoveFrom(pin));
-    moves.push_back(move);
-  }
-  std::string uuid;
-  {
-    const StatePtr state = node_.state();
-    VRI_ASSIGN_OR_RETURN(const VmRecord* vm, findVm(*state, request.vm()));
-    uuid = vm->spec.uuid;
-  }
-  VRI_TRY(node_.moveVm(uuid, moves));
-  return uuid;
-}
-
-VriService::Reactor* VriService::MoveVm(CallbackContext* c, const Bytes* in, Bytes* out) {
-  auto request = std::make_shared<v1::MoveVmRequest>();
-  if (!fromBytes(*in, *request)) return refuseUnparsed(c, "MoveVm", v1::MoveVmRequest::descriptor()->full_name());
-  return decideAsync(c, "MoveVm", Runs::kDecides, [this, request, out](const Finish& finish) {
-    auto moved = moveVm(*request);
-    if (!moved.ok()) return finish(toGrpcStatus(moved.error()));
-    livePins_.setPins(*moved, request->config(), [this, uuid = *moved, out, finish](LivePinsOutcome outcome) {
-      v1::MoveVmReply reply;
-      const StatePtr state = node_.state();
-      if (const VmRecord* vm = state->vm(uuid)) fillVm(*state, viewFacts(*state), *vm, *reply.mutable_vm());
-      reply.set_live(liveMessage(outcome.state));
-      reply.set_live_detail(outcome.detail);
-      *out = toBytes(reply);
-      finish(grpc::Status::OK);
-    });
-  });
-}
-
-// ---- GetUsage and WatchUsage: the sampler's frames, read without the ledger (usage_sampler.h).
-
-Result<void> VriService::getUsage(const v1::GetUsageRequest& request, v1::UsageReport& reply) {
-  if (usage_ == nullptr) return samplingOff();
-  const auto& options = usage_->options();
-  reply = usageReport(usage_->recent(static_cast<size_t>(request.history()) + 1), options.interval, options.history);
-  return {};
-}
-
-grpc::Status VriService::WatchUsage(Context* context, const v1::WatchUsageRequest*,
-                                    grpc::ServerWriter<v1::UsageReport>* writer) {
-  if (usage_ == nullptr) return toGrpcStatus(samplingOff());
-  const StreamSlots::Slot slot(streams_);
-  if (!slot.taken()) return streamRefused("WatchUsage");
-  const auto& options = usage_->options();
-  // From the round after the latest: a watcher that wants the latest at once asks GetUsage.
-  const FramePtr latest = usage_->latest();
-  uint64_t sequence = latest ? latest->sequence : 0;
-  while (!context->IsCancelled()) {
-    // Woken at least every 200 ms to notice a caller that went away.
-    const FramePtr frame = usage_->next(sequence, std::chrono::milliseconds(200));
-    if (!frame) {
-      if (usage_->stopped()) return grpc::Status::OK;
-      continue;
-    }
-    sequence = frame->sequence;
-    if (!writer->Write(usageReport({frame}, options.interval, options.history))) return grpc::Status::OK;
-  }
-  return grpc::Status::OK;
 }
 
 }  // namespace vri

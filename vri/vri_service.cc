@@ -59,6 +59,18 @@ std::string VriService::userAgent(const grpc::ServerContextBase& context) {
                                                   : std::string(agent->second.data(), agent->second.size());
 }
 
+std::string VriService::callerAgent(const grpc::ServerContextBase& context) {
+  std::string agent = userAgent(context);
+  if (!agent.empty() && access_ == SocketAccess::kAdmin) clients_.record(agent);
+  return agent;
+}
+
+grpc::Status VriService::replied(const Result<void>& done, const google::protobuf::MessageLite& reply, Bytes& out) {
+  if (!done.ok()) return toGrpcStatus(done.error());
+  out = toBytes(reply);
+  return grpc::Status::OK;
+}
+
 void VriService::account(const char* method, const std::string& agent, Runs runs, const grpc::Status& status,
                          std::chrono::steady_clock::time_point started) const {
   if (metrics_ == nullptr) return;
@@ -139,9 +151,7 @@ template <typename Request, typename Reply>
 VriService::Reactor* VriService::serve(CallbackContext* context, const char* method, const Bytes* in, Bytes* out,
                                        Runs runs, std::function<Result<void>(const Request&, Reply&)> call) {
   const auto started = std::chrono::steady_clock::now();
-  const std::string agent = userAgent(*context);
-  // Versions are what root's programs run: anyone may open the read-only socket and claim to be one.
-  if (!agent.empty() && access_ == SocketAccess::kAdmin) clients_.record(agent);
+  const std::string agent = callerAgent(*context);
   auto request = std::make_shared<Request>();
   if (!fromBytes(*in, *request)) {
     account(method, agent, runs, grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, ""), started);
@@ -150,9 +160,7 @@ VriService::Reactor* VriService::serve(CallbackContext* context, const char* met
   auto answer = [request, out, call = std::move(call)] {
     Reply reply;
     const Result<void> done = call(*request, reply);
-    if (!done.ok()) return toGrpcStatus(done.error());
-    *out = toBytes(reply);
-    return grpc::Status::OK;
+    return replied(done, reply, *out);
   };
   if (runs != Runs::kAtOnce) return decide(context, method, runs, std::move(answer));
   Reactor* reactor = context->DefaultReactor();

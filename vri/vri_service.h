@@ -136,6 +136,11 @@ class VriService final : public VriServiceBase {
   // The caller's gRPC user agent ("vri-hook/0.1.0 grpc-c++/…"); empty when it sent none. For the callback
   // and the queued calls alike.
   static std::string userAgent(const grpc::ServerContextBase& context);
+  // userAgent, whose version is recorded when it called on the admin socket: anyone may open the
+  // read-only one and claim to be a VRI program, versions are what root's programs run.
+  std::string callerAgent(const grpc::ServerContextBase& context);
+  // A call's outcome as gRPC answers it: `reply` serialized into `out`, or the refusal as the status.
+  static grpc::Status replied(const Result<void>& done, const google::protobuf::MessageLite& reply, Bytes& out);
   // The call counted in the metrics (when vrid keeps them), with how long it took since `started`.
   void account(const char* method, const std::string& agent, Runs runs, const grpc::Status& status,
                std::chrono::steady_clock::time_point started) const;

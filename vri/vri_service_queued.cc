@@ -59,9 +59,7 @@ grpc::Status VriService::decideQueued(const char* method, grpc::ServerContext& c
   // Counted from when the decision thread takes the call up: how long it waited in gRPC's queue
   // before that is not seen here (the clients' own figures hold it).
   const auto started = std::chrono::steady_clock::now();
-  const std::string agent = userAgent(context);
-  // Versions are what root's programs run: anyone may open the read-only socket and claim to be one.
-  if (!agent.empty() && access_ == SocketAccess::kAdmin) clients_.record(agent);
+  const std::string agent = callerAgent(context);
   grpc::Status status;
   bool closing = false;  // answered as vrid's absence is, and not a refusal worth a line
   Request request;
@@ -76,8 +74,7 @@ grpc::Status VriService::decideQueued(const char* method, grpc::ServerContext& c
   } else {
     Reply reply;
     const Result<void> done = (this->*call)(request, reply);
-    status = done.ok() ? grpc::Status::OK : toGrpcStatus(done.error());
-    if (done.ok()) out = toBytes(reply);
+    status = replied(done, reply, out);
     gate_.leave();
   }
   if (!status.ok() && !closing) logRefusal(method, status);

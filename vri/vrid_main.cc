@@ -33,6 +33,11 @@ int main(int argc, char** argv) {
   sigemptyset(&signals);
   for (int s : {SIGTERM, SIGINT, SIGHUP}) sigaddset(&signals, s);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  // A peer that goes away while vrid writes to it is an error on that write, not the end of vrid:
+  // libvirt's client writes its socket with write(2), and libvirtd stopping mid-call raised SIGPIPE,
+  // which ended vrid without a word. (systemd ignores SIGPIPE for its services; vrid started any other
+  // way did not.)
+  ::signal(SIGPIPE, SIG_IGN);
   // gRPC locks abseil's mutexes many times per call. Debian builds abseil without NDEBUG, which leaves its
   // deadlock detection on: every lock and unlock then goes through one process-wide graph behind a lock of
   // its own, which every serving thread contends for. Off before the first thread starts.

@@ -181,6 +181,24 @@ TEST(VridProcessTest, TheSocketsAreTheirOwnersAloneUnlessTheReadOnlyOneIsGivenAG
   EXPECT_EQ(vrid.stop(), 0);
 }
 
+// A peer gone mid-write (libvirtd stopping under libvirt's client, which writes with write(2)) raises
+// SIGPIPE: vrid takes it as the failed write it is, however it was started.
+TEST(VridProcessTest, SigpipeIsAFailedWriteNotTheEndOfVrid) {
+  testing::TempDir tmp;
+  struct sigaction was {};
+  struct sigaction default_action {};
+  default_action.sa_handler = SIG_DFL;
+  ::sigaction(SIGPIPE, &default_action, &was);  // vrid inherits the default, as from a shell
+  VridProcess vrid(tmp);
+  const ::testing::AssertionResult started = vrid.start();
+  ::sigaction(SIGPIPE, &was, nullptr);
+  ASSERT_TRUE(started);
+  ASSERT_EQ(::kill(vrid.pid(), SIGPIPE), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  EXPECT_EQ(::waitpid(vrid.pid(), nullptr, WNOHANG), 0) << "vrid ended on SIGPIPE: " << vrid.log();
+  EXPECT_EQ(vrid.stop(), 0) << vrid.log();  // and still ends as SIGTERM asks, cleanly
+}
+
 TEST(VridProcessTest, OffersReflectionAndVrictlReadsIt) {
   testing::TempDir tmp;
   VridProcess vrid(tmp);

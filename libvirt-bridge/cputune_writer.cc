@@ -98,10 +98,20 @@ xmlNodePtr vriElement(xmlNodePtr domain) {
 // <vri:placement><vri:own-numatune> records the <numatune> the domain had before VRI first wrote
 // one (a copy of it; empty when it had none), so that VRI's can be taken out again when the domain
 // stops. Unlinked from the document here: the caller puts it under the new <vri:placement>.
-xmlNodePtr takeOwnNumatuneRecord(xmlNodePtr domain) {
+// VRI's <vri:placement> in the domain, or null.
+xmlNodePtr vriPlacementOf(xmlNodePtr domain) {
   xmlNodePtr vri = vriMetadataElementOf(domain);
-  xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
-  xmlNodePtr record = placement != nullptr ? childElement(placement, "own-numatune") : nullptr;
+  return vri != nullptr ? childElement(vri, "placement") : nullptr;
+}
+
+// Its <vri:own-numatune> record, or null.
+xmlNodePtr ownNumatuneRecordIn(xmlNodePtr domain) {
+  xmlNodePtr placement = vriPlacementOf(domain);
+  return placement != nullptr ? childElement(placement, "own-numatune") : nullptr;
+}
+
+xmlNodePtr takeOwnNumatuneRecord(xmlNodePtr domain) {
+  xmlNodePtr record = ownNumatuneRecordIn(domain);
   if (record != nullptr) xmlUnlinkNode(record);
   return record;
 }
@@ -111,6 +121,7 @@ xmlNodePtr takeOwnNumatuneRecord(xmlNodePtr domain) {
 // out of it keeps a declaration of it.)
 void outOfNamespaces(xmlNodePtr element) {
   xmlSetNs(element, nullptr);
+  for (xmlAttrPtr a = element->properties; a != nullptr; a = a->next) a->ns = nullptr;  // none left dangling
   if (element->nsDef != nullptr) {
     xmlFreeNsList(element->nsDef);
     element->nsDef = nullptr;
@@ -208,8 +219,7 @@ Result<std::string> withoutVriPins(std::string_view domainXml) {
   VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
   xmlNodePtr domain = doc.root();
   if (!isElement(domain, "domain")) return Error::invalidArgument("domain XML: the root element is not <domain>");
-  xmlNodePtr vri = vriMetadataElementOf(domain);
-  xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
+  xmlNodePtr placement = vriPlacementOf(domain);
   if (placement == nullptr) return Error::failedPrecondition("domain XML: no placement of VRI's to take out");
 
   if (xmlNodePtr cputune = childElement(domain, "cputune")) {
@@ -268,9 +278,7 @@ std::string vriMetadataElement(const VriDomainMetadata& metadata) {
 
 Result<std::string> ownNumatuneRecordOf(std::string_view domainXml) {
   VRI_ASSIGN_OR_RETURN(XmlDocument doc, XmlDocument::parse(domainXml, "domain XML"));
-  xmlNodePtr vri = vriMetadataElementOf(doc.root());
-  xmlNodePtr placement = vri != nullptr ? childElement(vri, "placement") : nullptr;
-  xmlNodePtr record = placement != nullptr ? childElement(placement, "own-numatune") : nullptr;
+  xmlNodePtr record = ownNumatuneRecordIn(doc.root());
   if (record == nullptr) return std::string();
   std::string out = "<own-numatune>";
   if (xmlNodePtr numatune = childElement(record, "numatune")) {
